@@ -1,0 +1,15 @@
+"""skprivpred: scikit-learn estimators whose predictions are differentially private."""
+
+from ._base import PrivacyWarning
+from .accounting import BudgetExhaustedError, PrivacyAccountant
+from .aggregate import SubsampleAggregateClassifier
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "BudgetExhaustedError",
+    "PrivacyAccountant",
+    "PrivacyWarning",
+    "SubsampleAggregateClassifier",
+    "__version__",
+]

@@ -1,0 +1,210 @@
+"""What every private predictor shares: random streams, charging, locking, validation.
+
+:class:`PrivatePredictorMixin` gives an estimator
+
+- two independent random streams, created in ``fit`` from ``random_state`` by
+  ``SeedSequence.spawn``: a *fit* stream (partitions, teacher seeds) and a
+  *query* stream advanced by every answer and never re-seeded by a query;
+- :meth:`~PrivatePredictorMixin._release`, which charges the attached
+  accountant for all rows of a call *before* any noise is drawn, under a lock,
+  so that a refused call changes nothing and concurrent calls are safe;
+- fit-time atomicity: a ``fit`` that raises leaves the estimator as it was;
+- the scikit-learn tags of a randomised predictor.
+
+The module also holds :class:`PrivacyWarning` and the validators that name the
+parameter, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from numbers import Integral, Real
+
+import numpy as np
+
+from .accounting import PrivacyAccountant
+
+__all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
+
+
+class PrivacyWarning(UserWarning):
+    """Warns that something about the training data was, or may be, disclosed.
+
+    Raised for example when a public parameter (the label set, a norm bound)
+    is inferred from the training data because it was not given: the inferred
+    value is itself information about the data.
+    """
+
+
+def check_epsilon(value, name: str = "epsilon") -> float:
+    """Validate a privacy parameter: a finite real number > 0."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}.")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
+    return value
+
+
+def check_open_unit_interval(value, name: str) -> float:
+    """Validate a real number in the open interval (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}.")
+    value = float(value)
+    if not (0.0 < value < 1.0):
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}.")
+    return value
+
+
+def check_positive_int(value, name: str, *, allow_none: bool = False) -> int | None:
+    """Validate an integer >= 1 (``bool`` and floats are refused)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        allowed = "an integer >= 1" + (" or None" if allow_none else "")
+        raise TypeError(f"{name} must be {allowed}, got {value!r} of type {type(value).__name__}.")
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def check_accountant(accountant) -> PrivacyAccountant | None:
+    """Validate the ``accountant`` parameter: None or a :class:`PrivacyAccountant`."""
+    if accountant is not None and not isinstance(accountant, PrivacyAccountant):
+        raise TypeError(
+            "accountant must be a skprivpred.PrivacyAccountant or None, got "
+            f"{type(accountant).__name__}."
+        )
+    return accountant
+
+
+def reject_fit_params(estimator, fit_params: dict) -> None:
+    """Refuse ``sample_weight`` and any other fit parameter with a clear message."""
+    if "sample_weight" in fit_params:
+        raise TypeError(
+            f"{type(estimator).__name__} does not support sample_weight: a weighted row can "
+            "move an answer by more than one row, which voids the privacy guarantee."
+        )
+    if fit_params:
+        names = ", ".join(sorted(fit_params))
+        raise TypeError(f"{type(estimator).__name__}.fit got unexpected parameters: {names}.")
+
+
+def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generator]:
+    """Create independent (fit, query) generators from ``random_state``.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.SeedSequence, numpy.random.Generator or numpy.random.RandomState
+        ``None`` takes fresh OS entropy (the default, and the only choice that
+        keeps the guarantee against an adversary who could learn a seed).
+
+    Returns
+    -------
+    tuple of numpy.random.Generator
+        The fit stream and the query stream, from ``SeedSequence.spawn(2)``.
+    """
+    if random_state is None or isinstance(random_state, np.random.SeedSequence):
+        seed_seq = random_state if random_state is not None else np.random.SeedSequence()
+    elif isinstance(random_state, Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}.")
+        seed_seq = np.random.SeedSequence(int(random_state))
+    elif isinstance(random_state, np.random.Generator):
+        seed_seq = np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
+    elif isinstance(random_state, np.random.RandomState):
+        seed_seq = np.random.SeedSequence(random_state.randint(0, 2**31, size=4).tolist())
+    else:
+        raise TypeError(
+            "random_state must be None, a non-negative int, a numpy SeedSequence, Generator or "
+            f"RandomState, got {type(random_state).__name__}."
+        )
+    fit_seq, query_seq = seed_seq.spawn(2)
+    return np.random.default_rng(fit_seq), np.random.default_rng(query_seq)
+
+
+class PrivatePredictorMixin:
+    """Mixin for estimators whose every query answer is a private release.
+
+    Subclasses call :meth:`_start_streams` at the end of a successful ``fit``
+    (inside :meth:`_unchanged_on_error`), and answer queries through
+    :meth:`_release`. Public fitted attribute added here:
+
+    ``queries_answered_`` : int
+        Number of query rows this fitted estimator has answered (public: the
+        caller knows how many rows it sent).
+    """
+
+    def _start_streams(self) -> np.random.Generator:
+        """Create the fit and query streams; returns the fit stream."""
+        fit_rng, query_rng = spawn_streams(self.random_state)
+        self._query_rng = query_rng
+        self._query_lock = threading.Lock()
+        self.queries_answered_ = 0
+        return fit_rng
+
+    @contextlib.contextmanager
+    def _unchanged_on_error(self):
+        """Restore every attribute if the body raises (atomic ``fit``)."""
+        saved = dict(self.__dict__)
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def _release(self, n_rows: int, epsilon: float, draw, delta: float = 0.0):
+        """Charge for ``n_rows`` releases, then draw their noise, atomically.
+
+        Parameters
+        ----------
+        n_rows : int
+            Number of query rows answered by this call.
+        epsilon, delta : float
+            Per-row guarantee charged to the accountant.
+        draw : callable
+            ``draw(rng)`` computes the answers from the query stream. It runs
+            only after the charge succeeded, under the estimator's lock.
+
+        Returns
+        -------
+        object
+            What ``draw`` returns.
+        """
+        with self._query_lock:
+            if self.accountant is not None:
+                self.accountant.charge(n_rows, epsilon, delta)
+            answers = draw(self._query_rng)
+            self.queries_answered_ += n_rows
+        return answers
+
+    # -- persistence: never share or replay a noise stream ---------------------------
+    def __getstate__(self):
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state)
+        state.pop("_query_lock", None)
+        state.pop("_query_rng", None)
+        return state
+
+    def __setstate__(self, state):
+        if hasattr(super(), "__setstate__"):
+            super().__setstate__(state)
+        else:
+            self.__dict__.update(state)
+        if "queries_answered_" in self.__dict__:
+            # A copy (pickle round trip, deepcopy) gets a fresh query stream from
+            # OS entropy: two copies must never replay the same noise.
+            self._query_rng = np.random.default_rng()
+            self._query_lock = threading.Lock()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.poor_score = True
+        if tags.regressor_tags is not None:
+            tags.regressor_tags.poor_score = True
+        return tags

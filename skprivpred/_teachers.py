@@ -1,0 +1,220 @@
+"""Disjoint teachers: data-independent partitioning, parallel fitting, batched votes.
+
+Shared by every subsample-and-aggregate estimator. The privacy argument needs
+only two things from this module, and both are kept here in one place:
+
+1. the partition is a uniformly random permutation from the *fit* stream,
+   split into contiguous blocks (never stratified, never sorted by the data);
+2. teacher ``j`` is fitted on block ``j`` alone (plus data-independent
+   randomness), so one changed row changes at most one teacher.
+
+Votes are returned as indices into the public label set ``classes``. Linear
+teachers are voted with one stacked matrix product; other teachers through their
+own ``predict``. Queries are processed in blocks of rows so that memory stays
+bounded for large batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy import sparse
+from sklearn.base import clone
+from sklearn.linear_model import (
+    LogisticRegression,
+    LogisticRegressionCV,
+    PassiveAggressiveClassifier,
+    Perceptron,
+    RidgeClassifier,
+    RidgeClassifierCV,
+    SGDClassifier,
+)
+from sklearn.svm import LinearSVC
+from sklearn.utils.validation import check_array
+
+# Public scikit-learn classifiers whose ``predict`` is exactly
+# ``classes_[argmax(X @ coef_.T + intercept_)]`` (binary: sign of the one score).
+LINEAR_TEACHER_TYPES = (
+    LogisticRegression,
+    LogisticRegressionCV,
+    PassiveAggressiveClassifier,
+    Perceptron,
+    RidgeClassifier,
+    RidgeClassifierCV,
+    SGDClassifier,
+    LinearSVC,
+)
+
+# Rows of queries processed at once (bounds the (rows x teachers) vote block).
+QUERY_BLOCK_ROWS = 8192
+
+
+def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Split ``range(n_samples)`` into ``n_parts`` disjoint random blocks.
+
+    The blocks come from one uniform permutation drawn from ``rng``, cut by
+    ``numpy.array_split`` (sizes ``floor(n/r)`` or ``ceil(n/r)``, never empty
+    when ``n_parts <= n_samples``). Nothing about the data is used.
+    """
+    return np.array_split(rng.permutation(n_samples), n_parts)
+
+
+def take_rows(X, index: np.ndarray):
+    """Rows ``index`` of ``X``: a pandas object, a sparse matrix or an array."""
+    if hasattr(X, "iloc"):
+        return X.iloc[index]
+    return X[index]
+
+
+class ConstantTeacher:
+    """A teacher fitted on a block with one label: it always votes that label."""
+
+    def __init__(self, label_index: int) -> None:
+        self.label_index = int(label_index)
+
+
+def _fit_one(estimator, X_part, y_part, y_index_part):
+    if np.unique(y_index_part).size == 1:
+        return ConstantTeacher(y_index_part[0])
+    return estimator.fit(X_part, y_part)
+
+
+def _seed_teacher(estimator, rng: np.random.Generator):
+    """Give every unset ``random_state`` of a cloned teacher its own fit-stream seed."""
+    params = estimator.get_params(deep=True)
+    seeds = {
+        key: int(rng.integers(0, 2**31 - 1))
+        for key, value in params.items()
+        if (key == "random_state" or key.endswith("__random_state")) and value is None
+    }
+    if seeds:
+        estimator.set_params(**seeds)
+    return estimator
+
+
+def fit_teachers(estimator, X, y, y_index, parts, rng, n_jobs=None) -> list:
+    """Fit one clone of ``estimator`` per block of ``parts``, in parallel with joblib.
+
+    Blocks with a single label get a :class:`ConstantTeacher`. Teachers with an
+    unset ``random_state`` are seeded from ``rng`` (the fit stream), in block
+    order, so a fit is reproducible for an integer seed whatever the backend.
+    """
+    teachers = [_seed_teacher(clone(estimator), rng) for _ in parts]
+    return Parallel(n_jobs=n_jobs)(
+        delayed(_fit_one)(teacher, take_rows(X, part), y[part], y_index[part])
+        for teacher, part in zip(teachers, parts)
+    )
+
+
+@dataclass
+class _LinearStack:
+    """Columns of all linear teachers stacked into one weight matrix."""
+
+    weights: np.ndarray  # (n_features, n_columns)
+    intercepts: np.ndarray  # (n_columns,)
+    n_binary: int  # binary teachers come first, one score column each
+    binary_labels: np.ndarray  # (n_binary, 2): global label index for score <= 0, > 0
+    multi_blocks: list  # (first column, global label indices) per multi-class teacher
+    teacher_ids: np.ndarray  # teacher of each vote column: binary ones, then multi-class
+
+
+class TeacherEnsemble:
+    """The fitted teachers of one estimator, and their batched votes.
+
+    Parameters
+    ----------
+    teachers : list
+        Fitted teachers (scikit-learn classifiers or :class:`ConstantTeacher`).
+    classes : ndarray
+        The public label set (sorted); votes are indices into it.
+    """
+
+    def __init__(self, teachers: list, classes: np.ndarray) -> None:
+        self.classes = classes
+        self.n_teachers = len(teachers)
+        self._constant = []
+        linear, self._other = [], []
+        for j, teacher in enumerate(teachers):
+            if isinstance(teacher, ConstantTeacher):
+                self._constant.append((j, teacher.label_index))
+            elif isinstance(teacher, LINEAR_TEACHER_TYPES) and not sparse.issparse(teacher.coef_):
+                linear.append((j, teacher))
+            else:
+                self._other.append((j, teacher))
+        self._stack = self._build_stack(linear) if linear else None
+
+    def _label_index(self, labels) -> np.ndarray:
+        labels = np.asarray(labels)
+        index = np.clip(np.searchsorted(self.classes, labels), 0, len(self.classes) - 1)
+        if not np.all(self.classes[index] == labels):
+            raise ValueError(
+                "a teacher predicted a label outside the public label set `classes`; pass every "
+                "label the base estimator can predict in `classes`."
+            )
+        return index
+
+    def _build_stack(self, linear: list) -> _LinearStack:
+        binary = [(j, t) for j, t in linear if len(t.classes_) == 2]
+        multi = [(j, t) for j, t in linear if len(t.classes_) > 2]
+        columns, intercepts, multi_blocks = [], [], []
+        n_columns = 0
+        for _, teacher in binary + multi:
+            coef = np.atleast_2d(np.asarray(teacher.coef_, dtype=float))
+            intercept = np.broadcast_to(np.asarray(teacher.intercept_, dtype=float), (coef.shape[0],))
+            if coef.shape[0] > 1:
+                multi_blocks.append((n_columns, self._label_index(teacher.classes_)))
+            columns.append(coef)
+            intercepts.append(intercept)
+            n_columns += coef.shape[0]
+        return _LinearStack(
+            weights=np.ascontiguousarray(np.vstack(columns).T),
+            intercepts=np.concatenate(intercepts),
+            n_binary=len(binary),
+            binary_labels=np.array(
+                [self._label_index(t.classes_) for _, t in binary], dtype=np.intp
+            ).reshape(-1, 2),
+            multi_blocks=multi_blocks,
+            teacher_ids=np.array([j for j, _ in binary + multi], dtype=np.intp),
+        )
+
+    def _linear_votes(self, X_block) -> np.ndarray:
+        """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
+        stack = self._stack
+        X_num = check_array(X_block, accept_sparse="csr", dtype=np.float64)
+        scores = np.asarray(X_num @ stack.weights)
+        scores += stack.intercepts
+        votes = np.empty((scores.shape[0], len(stack.teacher_ids)), dtype=np.intp)
+        n_binary = stack.n_binary
+        if n_binary:
+            positive = scores[:, :n_binary] > 0
+            votes[:, :n_binary] = np.where(positive, stack.binary_labels[:, 1], stack.binary_labels[:, 0])
+        for k, (first, labels) in enumerate(stack.multi_blocks):
+            block = scores[:, first : first + len(labels)]
+            votes[:, n_binary + k] = labels[np.argmax(block, axis=1)]
+        return votes
+
+    def votes(self, X) -> np.ndarray:
+        """Vote matrix of shape (n_rows, n_teachers): global label index per teacher."""
+        n_rows = X.shape[0]
+        out = np.empty((n_rows, self.n_teachers), dtype=np.intp)
+        for j, label in self._constant:
+            out[:, j] = label
+        if self._stack is not None:
+            out[:, self._stack.teacher_ids] = self._linear_votes(X)
+        for j, teacher in self._other:
+            out[:, j] = self._label_index(teacher.predict(X))
+        return out
+
+    def vote_counts(self, X) -> np.ndarray:
+        """Votes per label, shape (n_rows, n_classes), computed block by block."""
+        n_rows = X.shape[0]
+        n_classes = len(self.classes)
+        counts = np.zeros((n_rows, n_classes), dtype=np.int64)
+        for start in range(0, n_rows, QUERY_BLOCK_ROWS):
+            stop = min(start + QUERY_BLOCK_ROWS, n_rows)
+            votes = self.votes(take_rows(X, np.arange(start, stop)))
+            for k in range(n_classes):
+                counts[start:stop, k] = np.count_nonzero(votes == k, axis=1)
+        return counts

@@ -1,0 +1,349 @@
+"""Privacy budgets shared across queries and estimators.
+
+A :class:`PrivacyAccountant` is the one place where the privacy loss of every
+released answer is added up. Estimators charge it for all the rows of a query
+call *before* they draw any noise; a charge that would exceed the budget raises
+:class:`BudgetExhaustedError` and changes nothing.
+
+The accountant is shared by identity: ``copy.copy``, ``copy.deepcopy`` and
+``sklearn.base.clone`` of an estimator hand the clone the *same* accountant, so a
+budget can never be duplicated by copying. Pickling keeps what was spent.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from numbers import Integral, Real
+
+__all__ = ["BudgetExhaustedError", "PrivacyAccountant"]
+
+# Floating-point allowance when comparing spending with the cap: ten charges of
+# 0.1 add up to 0.9999999999999999 or 1.0000000000000002 depending on order, and
+# both must fit a budget of 1.0. The allowance is 1e-12 relative: a privacy
+# loss factor of at most exp(1e-12 * epsilon).
+_REL_TOL = 1e-12
+
+
+class BudgetExhaustedError(RuntimeError):
+    """Raised when answering a query would exceed the privacy budget.
+
+    When it is raised nothing has been charged and no noise has been drawn:
+    the estimator and its accountant are exactly as before the call, and a
+    smaller call may still succeed.
+    """
+
+
+def _check_real(value, name: str, *, low: float, high: float, low_open: bool, high_open: bool):
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
+    value = float(value)
+    ok_low = value > low if low_open else value >= low
+    ok_high = value < high if high_open else value <= high
+    if math.isnan(value) or not (ok_low and ok_high):
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        raise ValueError(f"{name} must lie in {left}{low}, {high}{right}, got {value!r}.")
+    return value
+
+
+class PrivacyAccountant:
+    """A privacy budget that query calls charge before they answer.
+
+    Parameters
+    ----------
+    epsilon : float, default=inf
+        Total epsilon the accountant allows, > 0 (``inf``: no cap on epsilon,
+        spending is still recorded).
+    delta : float, default=0.0
+        Total delta the accountant allows, in [0, 1).
+    composition : {"basic", "advanced"}, default="basic"
+        How per-row guarantees add up.
+
+        - ``"basic"``: ``k`` releases that are ``(eps_i, delta_i)``-DP are
+          ``(sum eps_i, sum delta_i)``-DP (Dwork & Roth, Thm 3.16).
+        - ``"advanced"``: the heterogeneous advanced composition theorem
+          (Dwork, Rothblum & Vadhan 2010; Dwork & Roth Thm 3.20; spec-000
+          §12.2): the transcript is also
+          ``(sqrt(2 ln(1/delta_prime) sum eps_i^2) + sum eps_i (e^{eps_i} - 1),
+          sum delta_i + delta_prime)``-DP, for adaptively chosen queries. The
+          accountant reports whichever of the basic and the advanced pairs has
+          the smaller epsilon while fitting the delta cap; both are valid.
+    delta_prime : float, default=None
+        The slack ``delta_prime`` of advanced composition, in (0, 1). Required
+        for ``composition="advanced"``, ignored otherwise; it must be below
+        ``delta``.
+    max_queries : int, default=None
+        Optional cap on the number of query rows answered.
+
+    Attributes
+    ----------
+    queries_answered : int
+        Number of query rows charged so far.
+    epsilon_spent : float
+        Epsilon of the whole transcript so far.
+    delta_spent : float
+        Delta of the whole transcript so far.
+
+    Notes
+    -----
+    The accountant is thread-safe: a charge is checked and recorded under a
+    lock, so concurrent calls can never overspend. Spending comparisons allow
+    a relative floating-point slack of ``1e-12``.
+
+    Examples
+    --------
+    >>> acc = PrivacyAccountant(epsilon=1.0)
+    >>> acc.charge(n_rows=4, epsilon=0.25)
+    >>> acc.epsilon_spent, acc.queries_answered
+    (1.0, 4)
+    """
+
+    def __init__(
+        self,
+        epsilon: float = math.inf,
+        delta: float = 0.0,
+        composition: str = "basic",
+        delta_prime: float | None = None,
+        max_queries: int | None = None,
+    ) -> None:
+        self.epsilon = _check_real(
+            epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=False
+        )
+        self.delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=False, high_open=True)
+        if composition not in ("basic", "advanced"):
+            raise ValueError(
+                f"composition must be 'basic' or 'advanced', got {composition!r}."
+            )
+        self.composition = composition
+        if composition == "advanced":
+            if delta_prime is None:
+                raise ValueError("composition='advanced' needs delta_prime in (0, 1), got None.")
+            delta_prime = _check_real(
+                delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True
+            )
+            if delta_prime >= self.delta:
+                raise ValueError(
+                    f"delta_prime must be smaller than the delta budget, got "
+                    f"delta_prime={delta_prime!r} and delta={self.delta!r}."
+                )
+        elif delta_prime is not None:
+            delta_prime = _check_real(
+                delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True
+            )
+        self.delta_prime = delta_prime
+        if max_queries is not None and (
+            isinstance(max_queries, bool) or not isinstance(max_queries, Integral) or max_queries < 0
+        ):
+            raise ValueError(f"max_queries must be a non-negative integer or None, got {max_queries!r}.")
+        self.max_queries = None if max_queries is None else int(max_queries)
+        self._lock = threading.Lock()
+        self._rows = 0
+        self._sum_eps = 0.0
+        self._sum_eps_sq = 0.0
+        self._sum_eps_expm1 = 0.0
+        self._sum_delta = 0.0
+
+    # -- sharing and persistence -------------------------------------------------
+    def __copy__(self) -> PrivacyAccountant:
+        return self
+
+    def __deepcopy__(self, memo) -> PrivacyAccountant:
+        return self
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    # -- spending ----------------------------------------------------------------
+    @staticmethod
+    def _guarantees(totals, composition, delta_prime):
+        rows, s_eps, s_eps_sq, s_expm1, s_delta = totals
+        pairs = [(s_eps, s_delta)]
+        if composition == "advanced" and rows > 0:
+            adv = math.sqrt(2.0 * math.log(1.0 / delta_prime) * s_eps_sq) + s_expm1
+            pairs.append((adv, s_delta + delta_prime))
+        return pairs
+
+    def _best(self, totals):
+        pairs = self._guarantees(totals, self.composition, self.delta_prime)
+        fitting = [p for p in pairs if self._fits(p)]
+        if fitting:
+            return min(fitting)
+        return min(pairs, key=lambda p: (p[1] > self.delta * (1 + _REL_TOL), p[0]))
+
+    def _fits(self, pair) -> bool:
+        eps, delta = pair
+        return eps <= self.epsilon * (1 + _REL_TOL) and delta <= self.delta * (1 + _REL_TOL) + 0.0
+
+    def _totals_after(self, n_rows: int, epsilon: float, delta: float):
+        return (
+            self._rows + n_rows,
+            self._sum_eps + n_rows * epsilon,
+            self._sum_eps_sq + n_rows * epsilon**2,
+            self._sum_eps_expm1 + n_rows * epsilon * math.expm1(epsilon),
+            self._sum_delta + n_rows * delta,
+        )
+
+    def _validate_charge(self, n_rows, epsilon, delta):
+        if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < 0:
+            raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}.")
+        epsilon = _check_real(
+            epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=True
+        )
+        delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=False, high_open=True)
+        return int(n_rows), epsilon, delta
+
+    def _refusal(self, n_rows, epsilon, delta, totals) -> str | None:
+        if self.max_queries is not None and totals[0] > self.max_queries:
+            return (
+                f"answering {n_rows} more query rows would exceed max_queries="
+                f"{self.max_queries} ({self._rows} answered so far)."
+            )
+        pairs = self._guarantees(totals, self.composition, self.delta_prime)
+        if not any(self._fits(p) for p in pairs):
+            eps_after, delta_after = min(pairs)
+            return (
+                f"answering {n_rows} more query rows at epsilon={epsilon!r}, delta={delta!r} "
+                f"per row would spend (epsilon={eps_after:.6g}, delta={delta_after:.3g}), over "
+                f"the budget (epsilon={self.epsilon!r}, delta={self.delta!r}); "
+                f"{self.remaining_queries(epsilon, delta)} rows at that cost still fit."
+            )
+        return None
+
+    def can_charge(self, n_rows: int, epsilon: float, delta: float = 0.0) -> bool:
+        """Whether a charge of ``n_rows`` rows at ``(epsilon, delta)`` each would fit.
+
+        Parameters
+        ----------
+        n_rows : int
+            Number of query rows.
+        epsilon : float
+            Per-row epsilon, > 0.
+        delta : float, default=0.0
+            Per-row delta, in [0, 1).
+
+        Returns
+        -------
+        bool
+            True when :meth:`charge` with these arguments would succeed now.
+        """
+        n_rows, epsilon, delta = self._validate_charge(n_rows, epsilon, delta)
+        with self._lock:
+            return self._refusal(n_rows, epsilon, delta, self._totals_after(n_rows, epsilon, delta)) is None
+
+    def charge(self, n_rows: int, epsilon: float, delta: float = 0.0) -> None:
+        """Record ``n_rows`` releases, each ``(epsilon, delta)``-DP, or refuse.
+
+        The check and the update happen atomically under the accountant's lock.
+
+        Parameters
+        ----------
+        n_rows : int
+            Number of query rows about to be answered.
+        epsilon : float
+            Per-row epsilon, > 0.
+        delta : float, default=0.0
+            Per-row delta, in [0, 1).
+
+        Raises
+        ------
+        BudgetExhaustedError
+            If the charge would exceed the budget; nothing is recorded then.
+        """
+        n_rows, epsilon, delta = self._validate_charge(n_rows, epsilon, delta)
+        with self._lock:
+            totals = self._totals_after(n_rows, epsilon, delta)
+            reason = self._refusal(n_rows, epsilon, delta, totals)
+            if reason is not None:
+                raise BudgetExhaustedError(reason)
+            (
+                self._rows,
+                self._sum_eps,
+                self._sum_eps_sq,
+                self._sum_eps_expm1,
+                self._sum_delta,
+            ) = totals
+
+    def remaining_queries(self, epsilon: float, delta: float = 0.0) -> int:
+        """Largest number of further rows at ``(epsilon, delta)`` each that fit the budget.
+
+        Parameters
+        ----------
+        epsilon : float
+            Per-row epsilon, > 0.
+        delta : float, default=0.0
+            Per-row delta, in [0, 1).
+
+        Returns
+        -------
+        int
+            The number of rows (``sys.maxsize`` caps an unlimited budget).
+        """
+        import sys
+
+        _, epsilon, delta = self._validate_charge(0, epsilon, delta)
+        limit = sys.maxsize if self.max_queries is None else self.max_queries - self._rows
+
+        def fits(k: int) -> bool:
+            totals = self._totals_after(k, epsilon, delta)
+            return any(
+                self._fits(p) for p in self._guarantees(totals, self.composition, self.delta_prime)
+            )
+
+        if fits(limit):
+            return max(limit, 0)
+        lo, hi = 0, 1
+        while fits(hi):
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:  # invariant: fits(lo), not fits(hi)
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo
+
+    @property
+    def queries_answered(self) -> int:
+        """Number of query rows charged so far."""
+        return self._rows
+
+    @property
+    def epsilon_spent(self) -> float:
+        """Epsilon of everything released so far (under the chosen composition)."""
+        return self.spent()[0]
+
+    @property
+    def delta_spent(self) -> float:
+        """Delta of everything released so far (under the chosen composition)."""
+        return self.spent()[1]
+
+    def spent(self) -> tuple[float, float]:
+        """The ``(epsilon, delta)`` guarantee of everything released so far.
+
+        Returns
+        -------
+        tuple of float
+            ``(epsilon, delta)``; with advanced composition, the valid pair with
+            the smaller epsilon among those within the delta budget.
+        """
+        with self._lock:
+            totals = (
+                self._rows,
+                self._sum_eps,
+                self._sum_eps_sq,
+                self._sum_eps_expm1,
+                self._sum_delta,
+            )
+        return self._best(totals)
+
+    def __repr__(self) -> str:
+        eps, delta = self.spent()
+        return (
+            f"PrivacyAccountant(epsilon={self.epsilon!r}, delta={self.delta!r}, "
+            f"composition={self.composition!r}; spent epsilon={eps:.6g}, delta={delta:.3g} "
+            f"over {self._rows} query rows)"
+        )

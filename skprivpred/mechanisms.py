@@ -1,0 +1,391 @@
+"""Exact, vectorised privacy mechanisms and the closed forms they rest on.
+
+Every function here is a pure function of its arguments (samplers take the
+``numpy.random.Generator`` to draw from). Estimators call them; tests pin their
+values against the formulas of spec-000 §1 and §9.
+
+Sampling rules (DESIGN §1.8): label releases are drawn from their closed-form
+probability with one uniform variate per row (inverse CDF on log-sum-exp
+normalised scores), so no raw noisy float ever leaves an estimator; nothing is
+sampled by MCMC or by exponentiating raw scores.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit, log_softmax
+from scipy.stats import norm
+
+__all__ = [
+    "agnostic_n_partitions",
+    "ceil_int",
+    "exponential_mechanism_proba",
+    "exponential_mechanism_sample",
+    "gaussian_clip_bernoulli_proba",
+    "gaussian_sigma",
+    "laplace_clip_bernoulli_proba",
+    "laplace_scale",
+    "pac_n_partitions",
+    "sample_categorical",
+    "soft_majority_proba",
+]
+
+# Tolerance used when a real-valued formula is turned into an integer
+# parameter: 39.99999999999999 and 40.00000000000001 both give 40 (spec-000
+# §0.2 rule 9). Changing such an integer by one affects accuracy, never privacy.
+_CEIL_TOL = 1e-9
+
+
+def _check_positive_finite(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
+    return value
+
+
+def _check_open_unit(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
+    value = float(value)
+    if not (0.0 < value < 1.0):
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}.")
+    return value
+
+
+def ceil_int(value: float) -> int:
+    """Round a real-valued parameter formula up to an integer, forgiving float noise.
+
+    Computes ``ceil(value - 1e-9)`` so that a formula whose exact value is an
+    integer gives that integer whichever way rounding error falls.
+
+    Parameters
+    ----------
+    value : float
+        The real value of the formula.
+
+    Returns
+    -------
+    int
+        The smallest integer not below ``value - 1e-9``.
+    """
+    return int(math.ceil(value - _CEIL_TOL))
+
+
+def pac_n_partitions(alpha: float, epsilon: float, n_classes: int = 2) -> int:
+    """Number of teachers for soft-majority subsample-and-aggregate (Thm 4.1).
+
+    ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)``; for ``K = 2`` this is the
+    paper's ``ceil(6 ln(4 / alpha) / epsilon)``. The multi-class form is the
+    library's extension by the same Markov argument (spec-000 §12.1).
+
+    Parameters
+    ----------
+    alpha : float
+        Target error, in (0, 1).
+    epsilon : float
+        Per-query privacy parameter, > 0.
+    n_classes : int, default=2
+        Number of public labels ``K >= 2``.
+
+    Returns
+    -------
+    int
+        The number of disjoint partitions ``r``.
+
+    Examples
+    --------
+    >>> pac_n_partitions(0.1, 1.0)
+    23
+    """
+    alpha = _check_open_unit(alpha, "alpha")
+    epsilon = _check_positive_finite(epsilon, "epsilon")
+    if isinstance(n_classes, bool) or not isinstance(n_classes, Integral) or n_classes < 2:
+        raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}.")
+    return ceil_int(6.0 * math.log(4.0 * (n_classes - 1) / alpha) / epsilon)
+
+
+def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
+    """Number of teachers for subsample averaging (Cor 4.7, corrected).
+
+    ``r = ceil(2 / (alpha * epsilon))`` (the corollary's value; the text before
+    it says ``1 / (alpha epsilon)``, which spends all of ``alpha`` on noise).
+
+    Parameters
+    ----------
+    alpha : float
+        Target excess error, in (0, 1).
+    epsilon : float
+        Per-query privacy parameter, > 0.
+
+    Returns
+    -------
+    int
+        The number of disjoint partitions ``r``.
+
+    Examples
+    --------
+    >>> agnostic_n_partitions(0.1, 1.0)
+    20
+    """
+    alpha = _check_open_unit(alpha, "alpha")
+    epsilon = _check_positive_finite(epsilon, "epsilon")
+    return ceil_int(2.0 / (alpha * epsilon))
+
+
+def soft_majority_proba(n_ones, n_voters, epsilon: float) -> np.ndarray:
+    """Probability that the binary soft majority answers 1 (Thm 4.1).
+
+    ``P(1) = expit(epsilon * (2 * n_ones - n_voters) / 2)``, i.e. weight
+    ``exp(epsilon * count / 2)`` per label. One changed training row moves one
+    vote, so the logit moves by at most ``epsilon``: the release is
+    ``epsilon``-DP. (The paper's prose weight ``exp(epsilon * count)`` is only
+    ``2 epsilon``-DP; spec-000 erratum 1.)
+
+    Parameters
+    ----------
+    n_ones : array-like of int
+        Number of teachers voting for label 1.
+    n_voters : int or array-like of int
+        Number of teachers ``r``.
+    epsilon : float
+        Per-query privacy parameter, > 0.
+
+    Returns
+    -------
+    ndarray of float
+        ``P(answer = 1)``, computed without overflow.
+
+    Examples
+    --------
+    >>> float(soft_majority_proba(3, 5, 1.0))  # doctest: +ELLIPSIS
+    0.6224593...
+    """
+    epsilon = _check_positive_finite(epsilon, "epsilon")
+    votes = 2.0 * np.asarray(n_ones, dtype=float) - np.asarray(n_voters, dtype=float)
+    return expit(epsilon * votes / 2.0)
+
+
+def exponential_mechanism_proba(scores, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
+    """Output law of the exponential mechanism, one distribution per row.
+
+    ``P(k) = softmax(epsilon * scores / (2 * sensitivity))`` along the last
+    axis, normalised in log space (no overflow at ``epsilon = 50`` and scores of
+    1000).
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_candidates,) or (n_rows, n_candidates)
+        Utility of each candidate; each may change by at most ``sensitivity``
+        between neighbouring data sets.
+    epsilon : float
+        Privacy parameter, > 0.
+    sensitivity : float, default=1.0
+        Bound on the change of any score between neighbours, > 0.
+
+    Returns
+    -------
+    ndarray of the same shape as ``scores``
+        Probabilities summing to one along the last axis.
+    """
+    return np.exp(_em_log_proba(scores, epsilon, sensitivity))
+
+
+def _em_log_proba(scores, epsilon: float, sensitivity: float) -> np.ndarray:
+    epsilon = _check_positive_finite(epsilon, "epsilon")
+    sensitivity = _check_positive_finite(sensitivity, "sensitivity")
+    scores = np.asarray(scores, dtype=float)
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite.")
+    return log_softmax(scores * (epsilon / (2.0 * sensitivity)), axis=-1)
+
+
+def sample_categorical(proba, rng: np.random.Generator) -> np.ndarray:
+    """Draw one index per row from row-wise categorical laws, by inverse CDF.
+
+    Uses exactly one uniform variate per row: the answer is the first index
+    whose cumulative probability exceeds the uniform.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n_rows, n_candidates)
+        Probabilities, each row summing to one.
+    rng : numpy.random.Generator
+        The stream to draw from (an estimator's query stream).
+
+    Returns
+    -------
+    ndarray of shape (n_rows,) of int
+        The drawn indices.
+    """
+    proba = np.atleast_2d(np.asarray(proba, dtype=float))
+    cdf = np.cumsum(proba, axis=1)
+    u = rng.random(proba.shape[0])
+    # u * total guards against a last cumulative value slightly below 1.
+    index = (cdf <= (u * cdf[:, -1])[:, None]).sum(axis=1)
+    return np.minimum(index, proba.shape[1] - 1)
+
+
+def exponential_mechanism_sample(
+    scores, epsilon: float, rng: np.random.Generator, sensitivity: float = 1.0
+) -> np.ndarray:
+    """Sample the exponential mechanism once per row, exactly.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_rows, n_candidates)
+        Utility of each candidate for each row.
+    epsilon : float
+        Privacy parameter, > 0.
+    rng : numpy.random.Generator
+        The stream to draw from.
+    sensitivity : float, default=1.0
+        Bound on the change of any score between neighbours.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,) of int
+        Index of the chosen candidate for each row.
+    """
+    scores = np.atleast_2d(scores)
+    return sample_categorical(exponential_mechanism_proba(scores, epsilon, sensitivity), rng)
+
+
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
+    """Scale ``b = sensitivity / epsilon`` of the Laplace mechanism (Lemma 4.5, corrected).
+
+    Parameters
+    ----------
+    sensitivity : float
+        Uniform replace-one stability ``gamma`` of the released value, > 0.
+    epsilon : float
+        Privacy parameter, > 0.
+
+    Returns
+    -------
+    float
+        The Laplace scale (the paper's proof writes ``epsilon / gamma``: erratum 3).
+    """
+    return _check_positive_finite(sensitivity, "sensitivity") / _check_positive_finite(
+        epsilon, "epsilon"
+    )
+
+
+def gaussian_sigma(
+    sensitivity: float, epsilon: float, delta: float, method: str = "classic"
+) -> float:
+    """Standard deviation of the Gaussian mechanism for ``(epsilon, delta)``-DP.
+
+    Parameters
+    ----------
+    sensitivity : float
+        L2 sensitivity of the released value, > 0.
+    epsilon : float
+        Privacy parameter, > 0; the classic calibration needs ``epsilon < 1``.
+    delta : float
+        Privacy parameter, in (0, 1).
+    method : {"classic", "analytic"}, default="classic"
+        ``"classic"``: ``sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon``
+        (Dwork & Roth Thm A.1, valid for ``epsilon < 1``). ``"analytic"``: the
+        smallest sigma satisfying the exact condition of Balle & Wang (2018),
+        ``Phi(D/(2s) - e s/D) - exp(e) Phi(-D/(2s) - e s/D) <= delta``, valid for
+        every ``epsilon > 0``.
+
+    Returns
+    -------
+    float
+        The noise standard deviation.
+    """
+    sensitivity = _check_positive_finite(sensitivity, "sensitivity")
+    epsilon = _check_positive_finite(epsilon, "epsilon")
+    delta = _check_open_unit(delta, "delta")
+    if method == "classic":
+        if epsilon >= 1.0:
+            raise ValueError(
+                f"the classic Gaussian calibration needs epsilon < 1, got epsilon={epsilon!r}; "
+                "use method='analytic'."
+            )
+        return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    if method == "analytic":
+        return sensitivity * _analytic_gaussian_unit_sigma(epsilon, delta)
+    raise ValueError(f"method must be 'classic' or 'analytic', got {method!r}.")
+
+
+def _gaussian_delta(sigma: float, epsilon: float) -> float:
+    """Exact delta of the Gaussian mechanism with sensitivity 1 and std ``sigma``."""
+    a = 1.0 / (2.0 * sigma)
+    b = epsilon * sigma
+    # Phi(a - b) - e^eps Phi(-a - b), the second term in log space.
+    return norm.cdf(a - b) - math.exp(epsilon + norm.logcdf(-a - b))
+
+
+def _analytic_gaussian_unit_sigma(epsilon: float, delta: float) -> float:
+    lo, hi = 1e-6, 1.0
+    while _gaussian_delta(hi, epsilon) > delta:
+        hi *= 2.0
+    sigma = brentq(lambda s: _gaussian_delta(s, epsilon) - delta, lo, hi, xtol=1e-14)
+    # Step up until the condition holds exactly (root finding may stop just below).
+    while _gaussian_delta(sigma, epsilon) > delta:
+        sigma = math.nextafter(sigma, math.inf) * (1 + 1e-12)
+    return sigma
+
+
+def laplace_clip_bernoulli_proba(v, b: float) -> np.ndarray:
+    """Closed form ``q(v) = E[clip(v + Lap(b), 0, 1)]`` (spec-000 §1).
+
+    Answering 1 with probability ``q(v)`` is the same release as clipping
+    ``v + Lap(b)`` to [0, 1] and flipping a coin with that bias, without ever
+    drawing a continuous Laplace variate.
+
+    Parameters
+    ----------
+    v : array-like of float
+        The averaged score.
+    b : float
+        Laplace scale, > 0.
+
+    Returns
+    -------
+    ndarray of float
+        ``q(v)`` in [0, 1].
+    """
+    b = _check_positive_finite(b, "b")
+    v = np.asarray(v, dtype=float)
+    tail = -0.5 * b * np.expm1(-1.0 / b)  # (b/2)(1 - e^{-1/b})
+    with np.errstate(over="ignore"):
+        low = tail * np.exp(np.minimum(v, 0.0) / b)
+        high = 1.0 - tail * np.exp(np.minimum(1.0 - v, 0.0) / b)
+        mid_v = np.clip(v, 0.0, 1.0)
+        mid = mid_v + 0.5 * b * (np.exp(-mid_v / b) - np.exp(-(1.0 - mid_v) / b))
+    return np.where(v <= 0.0, low, np.where(v >= 1.0, high, mid))
+
+
+def gaussian_clip_bernoulli_proba(v, s: float) -> np.ndarray:
+    """Closed form ``E[clip(v + N(0, s^2), 0, 1)]``.
+
+    With ``G(u) = u Phi(u) + phi(u)`` the value is ``s * (G(v/s) - G((v-1)/s))``.
+
+    Parameters
+    ----------
+    v : array-like of float
+        The averaged score.
+    s : float
+        Noise standard deviation, > 0.
+
+    Returns
+    -------
+    ndarray of float
+        The expected clipped value, in [0, 1].
+    """
+    s = _check_positive_finite(s, "s")
+    v = np.asarray(v, dtype=float)
+
+    def antiderivative(u):
+        return u * norm.cdf(u) + norm.pdf(u)
+
+    return np.clip(s * (antiderivative(v / s) - antiderivative((v - 1.0) / s)), 0.0, 1.0)
