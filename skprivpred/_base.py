@@ -125,25 +125,46 @@ def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generato
     return np.random.default_rng(fit_seq), np.random.default_rng(query_seq)
 
 
+class QueryStream:
+    """Query-time state of a fitted predictor: noise generator, lock, answered rows.
+
+    A copy (pickle round trip, ``copy.deepcopy``) gets a *fresh* generator from
+    OS entropy and keeps the count: two copies of a fitted estimator must never
+    replay the same noise, which would leak differences between their answers.
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.lock = threading.Lock()
+        self.answered = 0
+
+    def __getstate__(self) -> dict:
+        return {"answered": self.answered}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(np.random.default_rng())
+        self.answered = state["answered"]
+
+
 class PrivatePredictorMixin:
     """Mixin for estimators whose every query answer is a private release.
 
-    Subclasses call :meth:`_start_streams` at the end of a successful ``fit``
-    (inside :meth:`_unchanged_on_error`), and answer queries through
-    :meth:`_release`. Public fitted attribute added here:
-
-    ``queries_answered_`` : int
-        Number of query rows this fitted estimator has answered (public: the
-        caller knows how many rows it sent).
+    Subclasses call :meth:`_start_streams` in ``fit`` (inside
+    :meth:`_unchanged_on_error`), and answer queries through :meth:`_release`.
     """
 
     def _start_streams(self) -> np.random.Generator:
         """Create the fit and query streams; returns the fit stream."""
         fit_rng, query_rng = spawn_streams(self.random_state)
-        self._query_rng = query_rng
-        self._query_lock = threading.Lock()
-        self.queries_answered_ = 0
+        self._query_stream = QueryStream(query_rng)
         return fit_rng
+
+    @property
+    def queries_answered_(self) -> int:
+        """Number of query rows answered since ``fit`` (public: the caller sent them)."""
+        if "_query_stream" not in self.__dict__:
+            raise AttributeError("queries_answered_ exists only after fit.")
+        return self._query_stream.answered
 
     @contextlib.contextmanager
     def _unchanged_on_error(self):
@@ -174,31 +195,13 @@ class PrivatePredictorMixin:
         object
             What ``draw`` returns.
         """
-        with self._query_lock:
+        stream = self._query_stream
+        with stream.lock:
             if self.accountant is not None:
                 self.accountant.charge(n_rows, epsilon, delta)
-            answers = draw(self._query_rng)
-            self.queries_answered_ += n_rows
+            answers = draw(stream.rng)
+            stream.answered += n_rows
         return answers
-
-    # -- persistence: never share or replay a noise stream ---------------------------
-    def __getstate__(self):
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
-        state = dict(state)
-        state.pop("_query_lock", None)
-        state.pop("_query_rng", None)
-        return state
-
-    def __setstate__(self, state):
-        if hasattr(super(), "__setstate__"):
-            super().__setstate__(state)
-        else:
-            self.__dict__.update(state)
-        if "queries_answered_" in self.__dict__:
-            # A copy (pickle round trip, deepcopy) gets a fresh query stream from
-            # OS entropy: two copies must never replay the same noise.
-            self._query_rng = np.random.default_rng()
-            self._query_lock = threading.Lock()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
+from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -35,7 +36,7 @@ def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
         found = np.unique(y)
         if found.size < 2:
             raise ValueError(
-                f"y contains a single class and classes=None; {estimator_name} needs at least "
+                f"y contains only one class and classes=None; {estimator_name} needs at least "
                 "two classes: pass the public label set as `classes`."
             )
         warnings.warn(
@@ -279,6 +280,12 @@ class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseE
                 "theorem": "Dwork & Feldman 2018, Theorem 4.1 (weight epsilon/2 per vote)",
             }
         return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        base = LogisticRegression() if self.estimator is None else self.estimator
+        tags.input_tags.sparse = get_tags(base).input_tags.sparse
+        return tags
 
     # -- queries ------------------------------------------------------------------
     def _validate_queries(self, X):

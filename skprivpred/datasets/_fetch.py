@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,7 @@ def get_data_home(data_home: str | os.PathLike[str] | None = None) -> str:
 
     Returns
     -------
-    data_home : str
+    str
         The path to the cache folder.
 
     See Also
@@ -154,7 +155,8 @@ def get_data_home(data_home: str | os.PathLike[str] | None = None) -> str:
     >>> data_home = get_data_home()  # doctest: +SKIP
     """
     if data_home is None:
-        data_home = os.environ.get("SKPRIVPRED_DATA", os.path.join("~", "skprivpred_data"))
+        default = os.path.join("~", "skprivpred_data")
+        data_home = os.environ.get("SKPRIVPRED_DATA", default)
     data_home = os.path.expanduser(os.fspath(data_home))
     os.makedirs(data_home, exist_ok=True)
     return data_home
@@ -162,6 +164,8 @@ def get_data_home(data_home: str | os.PathLike[str] | None = None) -> str:
 
 def clear_data_home(data_home: str | os.PathLike[str] | None = None) -> None:
     """Delete the skprivpred data cache and everything in it.
+
+    The raw files are downloaded again the next time a data set is loaded.
 
     Parameters
     ----------
@@ -230,7 +234,8 @@ def _fetch_raw_files(
     if missing and not download_if_missing:
         looked = ", ".join(str(paths[name]) for name in missing)
         raise FileNotFoundError(
-            f"Data files not found and download_if_missing is False: looked for {looked}."
+            "Data files not found and download_if_missing is False: "
+            f"looked for {looked}."
         )
     if missing:
         with tempfile.TemporaryDirectory(prefix="skprivpred-") as scratch:
@@ -246,11 +251,12 @@ def _fetch_raw_file(name: str, path: Path, session: _DownloadSession) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     failures = []
     for source in raw_file.sources:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=path.parent)
-        os.close(fd)
+        # A unique temporary name in the destination folder, so that the
+        # complete file can be moved into place atomically.
+        tmp = path.parent / f".{name}.{uuid.uuid4().hex}.part"
         try:
             logger.info("Fetching %s from %s", name, source)
-            source.fetch(Path(tmp), session)
+            source.fetch(tmp, session)
             actual = _sha256(tmp)
             if actual != raw_file.sha256:
                 raise ChecksumError(
@@ -263,8 +269,7 @@ def _fetch_raw_file(name: str, path: Path, session: _DownloadSession) -> None:
             logger.info("Could not fetch %s from %s: %s", name, source, exc)
             failures.append(f"  - {source}: {exc}")
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            tmp.unlink(missing_ok=True)
 
     others = sorted(other for other, f in _FILES.items() if f.folder == raw_file.folder)
     raise OSError(

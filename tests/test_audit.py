@@ -1,0 +1,93 @@
+"""The black-box audit: interval maths, discrete and binned outputs, and that it can fail."""
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
+from skprivpred.audit import AuditReport, audit_epsilon, clopper_pearson
+
+
+@pytest.mark.parametrize("k, n", [(0, 50), (7, 50), (50, 50), (312, 1000)])
+def test_clopper_pearson_matches_scipy_exact_interval(k, n):
+    lower, upper = clopper_pearson(k, n, 0.01)
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.99, method="exact")
+    assert float(lower) == pytest.approx(ci.low, abs=1e-12)
+    assert float(upper) == pytest.approx(ci.high, abs=1e-12)
+
+
+class _NoisyMean(RegressorMixin, BaseEstimator):
+    """Test double: the mean of labels in [0, 1] plus Laplace noise (sensitivity 1/n)."""
+
+    def __init__(self, epsilon=1.0, scale_factor=1.0, random_state=None, accountant=None):
+        self.epsilon = epsilon
+        self.scale_factor = scale_factor  # < 1 breaks the guarantee on purpose
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def fit(self, X, y):
+        self.mean_ = float(np.clip(y, 0, 1).mean())  # a test double may expose it
+        self.scale_ = self.scale_factor / (len(y) * self.epsilon)
+        self.rng_ = np.random.default_rng(self.random_state)
+        self.privacy_guarantee_ = {"epsilon": self.epsilon}
+        return self
+
+    def predict(self, X):
+        return self.mean_ + self.rng_.laplace(scale=self.scale_, size=len(X))
+
+
+def _mean_neighbours():
+    y = np.zeros(5)
+    y2 = y.copy()
+    y2[0] = 1.0
+    X = np.zeros((5, 1))
+    return X, y, X, y2
+
+
+def test_binned_audit_passes_laplace_and_flags_too_little_noise():
+    X, y, X2, y2 = _mean_neighbours()
+    bins = np.linspace(-0.5, 0.7, 13)
+    fine = audit_epsilon(_NoisyMean(), X, y, X2, y2, X[:1], n_trials=50_000, bins=bins, random_state=0)
+    assert fine.passed, str(fine)
+    broken = audit_epsilon(
+        _NoisyMean(scale_factor=0.4), X, y, X2, y2, X[:1], n_trials=50_000, bins=bins, random_state=0
+    )
+    assert not broken.passed, str(broken)
+    assert broken.epsilon_lower_bound > 1.5
+
+
+def test_pilot_bins_are_used_when_bins_is_an_integer():
+    X, y, X2, y2 = _mean_neighbours()
+    report = audit_epsilon(_NoisyMean(), X, y, X2, y2, X[:1], n_trials=20_000, bins=15, random_state=0)
+    assert report.counts[0].shape == (1, 15)
+    assert report.counts[0].sum() == report.counts[1].sum() == 20_000
+
+
+def test_audit_spends_no_budget_and_reports():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    X2, y2 = X.copy(), y.copy()
+    y2[0] = 1 - y2[0]
+    acc = PrivacyAccountant(epsilon=1.0)
+    est = SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1], accountant=acc)
+    report = audit_epsilon(est, X, y, X2, y2, X[:3], n_trials=1000, random_state=0)
+    assert isinstance(report, AuditReport) and report.n_queries == 3
+    assert acc.queries_answered == 0
+    assert "claimed epsilon" in str(report)
+    assert report.claimed_epsilon == 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_trials": 5}, "n_trials"),
+        ({"confidence": 1.0}, "confidence"),
+        ({"claimed_epsilon": -1.0}, "claimed_epsilon"),
+    ],
+)
+def test_bad_audit_arguments(kwargs, match):
+    X, y, X2, y2 = _mean_neighbours()
+    with pytest.raises(ValueError, match=match):
+        audit_epsilon(_NoisyMean(), X, y, X2, y2, X[:1], **kwargs)

@@ -1,0 +1,584 @@
+"""Tests of the pure privacy mechanisms in ``skprivpred.mechanisms``.
+
+What is checked (spec-000 §1, §2.5, §4.5, §9):
+
+* ``soft_majority_proba``: the pinned r=5, eps=1 table, the eps-DP ratio bound between
+  neighbouring vote counts (and its pinned maximum 0.87748), unanimity, ties, numerics.
+* ``exponential_mechanism_proba``: agreement with a naive softmax, normalisation, no
+  overflow at eps=50 with 1000 teachers, the binary case, and the eps-DP ratio when one
+  vote moves between two classes (plus a check that the doubled weight is caught).
+* ``sample_categorical`` / ``exponential_mechanism_sample``: the exact law (chi-square
+  and per-category binomial tests), one uniform per row, inverse-CDF boundaries, zero
+  probability categories, 1-D input, reproducibility.
+* ``laplace_clip_bernoulli_proba`` and ``gaussian_clip_bernoulli_proba``: pinned values,
+  symmetry, monotonicity, the tight e^eps ratio, Monte Carlo agreement.
+* ``laplace_scale``, ``gaussian_sigma`` (classic and analytic Balle-Wang calibration).
+* ``pac_n_partitions``, ``agnostic_n_partitions``, ``ceil_int``: pinned values.
+* Input validation: bad epsilon / alpha / scores raise errors that name the parameter.
+
+Statistical tests use fixed seeds; their tolerances come from exact binomial tests or a
+CLT bound, each at a false-alarm rate of 1e-6 per test (Bonferroni-split when a test
+makes several comparisons).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import expit
+
+from skprivpred.mechanisms import (
+    agnostic_n_partitions,
+    ceil_int,
+    exponential_mechanism_proba,
+    exponential_mechanism_sample,
+    gaussian_clip_bernoulli_proba,
+    gaussian_sigma,
+    laplace_clip_bernoulli_proba,
+    laplace_scale,
+    pac_n_partitions,
+    sample_categorical,
+    soft_majority_proba,
+)
+
+FALSE_ALARM = 1e-6  # per statistical test
+SEED = 12345
+
+
+# --------------------------------------------------------------------------- helpers
+def naive_softmax(scores, epsilon, sensitivity=1.0):
+    """The exponential mechanism written the textbook way (fine for small scores)."""
+    weights = np.exp(epsilon * np.asarray(scores, dtype=float) / (2.0 * sensitivity))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def vote_vectors(n_classes, n_voters):
+    """All vectors of ``n_classes`` non-negative vote counts summing to ``n_voters``."""
+    for bars in itertools.combinations(range(n_voters + n_classes - 1), n_classes - 1):
+        edges = (-1, *bars, n_voters + n_classes - 1)
+        yield [edges[i + 1] - edges[i] - 1 for i in range(n_classes)]
+
+
+def max_log_ratio_one_vote_moved(n_classes, n_voters, epsilon):
+    """Largest |ln P(k|c) - ln P(k|c')| over all c and c' = c with one vote moved i -> j."""
+    worst = 0.0
+    for counts in vote_vectors(n_classes, n_voters):
+        log_p = np.log(exponential_mechanism_proba(counts, epsilon))
+        for i, j in itertools.permutations(range(n_classes), 2):
+            if counts[i] == 0:
+                continue
+            moved = list(counts)
+            moved[i] -= 1
+            moved[j] += 1
+            log_q = np.log(exponential_mechanism_proba(moved, epsilon))
+            worst = max(worst, float(np.max(np.abs(log_p - log_q))))
+    return worst
+
+
+def clt_tolerance(n_samples, n_comparisons=1, variance_bound=0.25):
+    """Half-width of a two-sided CLT interval for a mean, at FALSE_ALARM overall."""
+    z = stats.norm.isf(FALSE_ALARM / (2.0 * n_comparisons))
+    return z * math.sqrt(variance_bound / n_samples)
+
+
+def assert_categorical_law(draws, proba):
+    """Chi-square and per-category exact binomial tests of ``draws`` against ``proba``."""
+    proba = np.asarray(proba, dtype=float)
+    n = draws.size
+    counts = np.bincount(draws, minlength=proba.size)
+    assert counts.size == proba.size, "an index outside the candidates was drawn"
+    assert np.all(counts[proba == 0] == 0), "a zero-probability category was drawn"
+    support = proba > 0
+    chi2 = stats.chisquare(counts[support], n * proba[support])
+    assert chi2.pvalue > FALSE_ALARM, (counts, n * proba)
+    for k in np.flatnonzero(support):
+        pvalue = stats.binomtest(int(counts[k]), n, proba[k]).pvalue
+        assert pvalue > FALSE_ALARM / support.sum(), (k, counts[k], n * proba[k])
+
+
+def balle_wang_delta(sigma, epsilon, sensitivity=1.0):
+    """Exact delta of the Gaussian mechanism (Balle & Wang 2018, Thm 8), written plainly."""
+    a = sensitivity / (2.0 * sigma)
+    b = epsilon * sigma / sensitivity
+    return stats.norm.cdf(a - b) - math.exp(epsilon) * stats.norm.cdf(-a - b)
+
+
+class ScriptedUniforms:
+    """Stand-in for a Generator whose ``random`` returns chosen uniforms (boundary tests)."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values, dtype=float)
+        self.calls = []
+
+    def random(self, size):
+        self.calls.append(size)
+        assert size == self.values.size
+        return self.values.copy()
+
+
+# ------------------------------------------------------------------ soft_majority_proba
+SOFT_MAJORITY_TABLE_R5_EPS1 = [0.075858, 0.182426, 0.377541, 0.622459, 0.817574, 0.924142]
+
+
+def test_soft_majority_reference_table():
+    proba = soft_majority_proba(np.arange(6), 5, 1.0)
+    np.testing.assert_allclose(proba, SOFT_MAJORITY_TABLE_R5_EPS1, rtol=0, atol=1e-6)
+
+
+def test_soft_majority_matches_formula_with_array_voters():
+    n_ones = np.array([0, 3, 7, 10])
+    n_voters = np.array([4, 5, 10, 10])
+    expected = expit(0.7 * (2 * n_ones - n_voters) / 2)
+    np.testing.assert_allclose(soft_majority_proba(n_ones, n_voters, 0.7), expected, rtol=1e-14)
+
+
+def soft_majority_max_log_ratio(n_voters, epsilon):
+    """max over c of |ln P(1|c+1) - ln P(1|c)| and |ln P(0|c+1) - ln P(0|c)|.
+
+    ``P(0|c)`` is taken as ``P(1|r-c)`` (the same number as ``1 - P(1|c)`` in exact
+    arithmetic, checked separately) so that the test does not lose precision to
+    ``1 - p`` when ``p`` is close to 1.
+    """
+    c = np.arange(n_voters + 1)
+    log_p1 = np.log(soft_majority_proba(c, n_voters, epsilon))
+    log_p0 = np.log(soft_majority_proba(n_voters - c, n_voters, epsilon))
+    return max(np.max(np.abs(np.diff(log_p1))), np.max(np.abs(np.diff(log_p0))))
+
+
+@pytest.mark.parametrize("n_voters", [1, 2, 5, 10, 23, 101, 1000])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0])
+def test_soft_majority_ratio_bound(n_voters, epsilon):
+    assert soft_majority_max_log_ratio(n_voters, epsilon) <= epsilon + 1e-12
+
+
+def test_soft_majority_ratio_pinned_and_tight_for_large_r():
+    assert soft_majority_max_log_ratio(5, 1.0) == pytest.approx(0.87748, abs=1e-5)
+    # The bound is approached as eps * r grows (worst pair at the extremes).
+    assert soft_majority_max_log_ratio(200, 1.0) >= 1.0 - 1e-9
+
+
+def test_soft_majority_paper_prose_weight_would_violate_bound():
+    # exp(eps * count) per label (the paper's prose, erratum 1) = our formula at 2 eps.
+    assert soft_majority_max_log_ratio(50, 2 * 1.0) > 1.0 + 0.5
+
+
+def test_soft_majority_complement_symmetry():
+    c = np.arange(11)
+    p1 = soft_majority_proba(c, 10, 0.8)
+    np.testing.assert_allclose(p1 + soft_majority_proba(10 - c, 10, 0.8), 1.0, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("n_voters", [1, 5, 23, 100])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0])
+def test_soft_majority_unanimous_votes(n_voters, epsilon):
+    assert soft_majority_proba(n_voters, n_voters, epsilon) == pytest.approx(
+        expit(epsilon * n_voters / 2), rel=1e-14
+    )
+    assert soft_majority_proba(0, n_voters, epsilon) == pytest.approx(
+        expit(-epsilon * n_voters / 2), rel=1e-14
+    )
+
+
+@pytest.mark.parametrize("n_voters", [2, 4, 10, 1000])
+def test_soft_majority_tie_is_one_half(n_voters):
+    assert soft_majority_proba(n_voters // 2, n_voters, 1.3) == 0.5
+
+
+def test_soft_majority_large_epsilon_and_voters_is_finite():
+    with np.errstate(all="raise", under="ignore"):
+        proba = soft_majority_proba(np.arange(1001), 1000, 50.0)
+    assert np.all(np.isfinite(proba))
+    assert np.all((proba >= 0.0) & (proba <= 1.0))
+    assert np.all(np.diff(proba) >= 0.0)
+    assert proba[500] == 0.5
+
+
+# ---------------------------------------------------------- exponential_mechanism_proba
+@pytest.mark.parametrize("sensitivity", [1.0, 2.5])
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 4.0])
+def test_exponential_mechanism_matches_naive_softmax(epsilon, sensitivity):
+    scores = np.random.default_rng(SEED).integers(0, 11, size=(7, 4))
+    np.testing.assert_allclose(
+        exponential_mechanism_proba(scores, epsilon, sensitivity),
+        naive_softmax(scores, epsilon, sensitivity),
+        rtol=1e-12,
+    )
+
+
+def test_exponential_mechanism_rows_sum_to_one_and_shapes():
+    scores = np.random.default_rng(SEED).normal(size=(20, 6))
+    proba = exponential_mechanism_proba(scores, 2.0)
+    assert proba.shape == (20, 6)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    one_row = exponential_mechanism_proba([1.0, 2.0, 3.0], 1.0)
+    assert one_row.shape == (3,)
+    np.testing.assert_allclose(one_row, naive_softmax([1.0, 2.0, 3.0], 1.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5, 10])
+def test_exponential_mechanism_no_overflow_at_eps50_r1000(n_classes):
+    rng = np.random.default_rng(SEED)
+    counts = rng.multinomial(1000, np.full(n_classes, 1.0 / n_classes), size=50)
+    counts = np.vstack([counts, np.eye(n_classes, dtype=int) * 1000])  # unanimous rows
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        proba = exponential_mechanism_proba(counts, 50.0)
+    assert proba.shape == counts.shape
+    assert np.all(np.isfinite(proba))
+    assert np.all((proba >= 0.0) & (proba <= 1.0))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    # Highest count wins with probability >= 1/(number of tied winners).
+    winners = (counts == counts.max(axis=1, keepdims=True)).sum(axis=1)
+    top = proba[np.arange(len(counts)), counts.argmax(axis=1)]
+    assert np.all(top >= 1.0 / winners - 1e-12)
+
+
+@pytest.mark.parametrize("n_voters", [1, 5, 24])
+@pytest.mark.parametrize("epsilon", [0.2, 1.0, 3.0])
+def test_exponential_mechanism_binary_equals_soft_majority(n_voters, epsilon):
+    n_ones = np.arange(n_voters + 1)
+    counts = np.column_stack([n_voters - n_ones, n_ones])
+    np.testing.assert_allclose(
+        exponential_mechanism_proba(counts, epsilon)[:, 1],
+        soft_majority_proba(n_ones, n_voters, epsilon),
+        rtol=1e-12,
+    )
+
+
+@pytest.mark.parametrize(("n_classes", "n_voters"), [(3, 6), (5, 4)])
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0])
+def test_exponential_mechanism_one_vote_moved_is_eps_dp(n_classes, n_voters, epsilon):
+    assert max_log_ratio_one_vote_moved(n_classes, n_voters, epsilon) <= epsilon + 1e-12
+
+
+@pytest.mark.parametrize(("n_classes", "n_voters"), [(3, 6), (5, 4)])
+def test_exponential_mechanism_doubled_weight_is_caught(n_classes, n_voters):
+    # Weight 2*eps per unit score (epsilon doubled) is not eps-DP: the check above fails.
+    epsilon = 1.0
+    assert max_log_ratio_one_vote_moved(n_classes, n_voters, 2 * epsilon) > epsilon + 0.1
+
+
+# --------------------------------------------- sample_categorical / exponential sampling
+def test_sample_categorical_exact_law():
+    proba = np.array([0.1, 0.0, 0.25, 0.6, 0.05])
+    draws = sample_categorical(np.tile(proba, (100_000, 1)), np.random.default_rng(SEED))
+    assert draws.shape == (100_000,)
+    assert np.issubdtype(draws.dtype, np.integer)
+    assert_categorical_law(draws, proba)
+
+
+def test_sample_categorical_row_wise_laws():
+    laws = np.array([[0.7, 0.2, 0.1], [0.05, 0.05, 0.9]])
+    rows = np.repeat([0, 1], 50_000)
+    draws = sample_categorical(laws[rows], np.random.default_rng(SEED))
+    for r in (0, 1):
+        assert_categorical_law(draws[rows == r], laws[r])
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_exponential_mechanism_sample_exact_law(epsilon):
+    scores = np.array([0.0, 1.0, 2.0, 3.0])
+    draws = exponential_mechanism_sample(
+        np.tile(scores, (100_000, 1)), epsilon, np.random.default_rng(SEED)
+    )
+    assert_categorical_law(draws, naive_softmax(scores, epsilon))
+
+
+def test_sample_categorical_uses_one_uniform_per_row_by_inverse_cdf():
+    proba = np.random.default_rng(1).dirichlet(np.ones(4), size=1000)
+    rng = np.random.default_rng(SEED)
+    twin = copy.deepcopy(rng)
+    draws = sample_categorical(proba, rng)
+    uniforms = twin.random(1000)
+    assert rng.bit_generator.state == twin.bit_generator.state
+    np.testing.assert_array_equal(rng.random(5), twin.random(5))
+    # Inverse CDF: the first index whose cumulative probability exceeds the uniform.
+    cdf = np.cumsum(proba, axis=1)
+    expected = (cdf <= uniforms[:, None]).sum(axis=1)
+    np.testing.assert_array_equal(draws, expected)
+
+
+def test_exponential_mechanism_sample_uses_one_uniform_per_row():
+    rng = np.random.default_rng(SEED)
+    twin = copy.deepcopy(rng)
+    exponential_mechanism_sample(np.ones((37, 3)), 1.0, rng)
+    twin.random(37)
+    assert rng.bit_generator.state == twin.bit_generator.state
+
+
+def test_sample_categorical_never_draws_zero_probability_categories():
+    proba = np.array([0.0, 0.3, 0.0, 0.7, 0.0])
+    draws = sample_categorical(np.tile(proba, (100_000, 1)), np.random.default_rng(SEED))
+    assert set(np.unique(draws)) <= {1, 3}
+    # Boundary uniforms, including 0 and the largest double below 1.
+    uniforms = [0.0, 0.3, np.nextafter(0.3, 0.0), np.nextafter(1.0, 0.0), 0.5]
+    scripted = ScriptedUniforms(uniforms)
+    draws = sample_categorical(np.tile(proba, (len(uniforms), 1)), scripted)
+    np.testing.assert_array_equal(draws, [1, 3, 1, 3, 3])
+    assert scripted.calls == [len(uniforms)]
+
+
+def test_sample_categorical_one_dimensional_input():
+    draws = sample_categorical([0.0, 1.0], np.random.default_rng(SEED))
+    assert draws.shape == (1,)
+    assert draws[0] == 1
+    draws = exponential_mechanism_sample([0.0, 0.0, 1000.0], 50.0, np.random.default_rng(SEED))
+    assert draws.shape == (1,)
+    assert draws[0] == 2
+
+
+def test_sampling_is_reproducible_with_the_same_seed():
+    proba = np.random.default_rng(2).dirichlet(np.ones(5), size=500)
+    a = sample_categorical(proba, np.random.default_rng(SEED))
+    b = sample_categorical(proba, np.random.default_rng(SEED))
+    np.testing.assert_array_equal(a, b)
+    scores = np.random.default_rng(3).integers(0, 10, size=(500, 3))
+    a = exponential_mechanism_sample(scores, 1.0, np.random.default_rng(SEED))
+    b = exponential_mechanism_sample(scores, 1.0, np.random.default_rng(SEED))
+    np.testing.assert_array_equal(a, b)
+    c = exponential_mechanism_sample(scores, 1.0, np.random.default_rng(SEED + 1))
+    assert not np.array_equal(a, c)
+
+
+# ------------------------------------------------------- laplace_clip_bernoulli_proba
+@pytest.mark.parametrize(
+    ("v", "b", "expected", "tol"),
+    [
+        (0.0, 0.05, 0.0249999999485, 1e-13),
+        (0.5, 0.05, 0.5, 1e-15),
+        (0.0, 0.5, 0.2161661792, 1e-9),
+    ],
+)
+def test_laplace_q_pinned_values(v, b, expected, tol):
+    assert float(laplace_clip_bernoulli_proba(v, b)) == pytest.approx(expected, rel=0, abs=tol)
+
+
+@pytest.mark.parametrize("b", [0.01, 0.05, 0.3, 1.0, 5.0])
+def test_laplace_q_symmetry_range_and_monotonicity(b):
+    v = np.linspace(-0.5, 1.5, 4001)
+    q = laplace_clip_bernoulli_proba(v, b)
+    np.testing.assert_allclose(laplace_clip_bernoulli_proba(1.0 - v, b), 1.0 - q, rtol=0, atol=1e-14)
+    assert np.all((q >= 0.0) & (q <= 1.0))
+    assert np.all(np.diff(q) >= 0.0)
+    if b >= 0.05:  # not saturated at float precision on this grid: strictly increasing
+        assert np.all(np.diff(q) > 0.0)
+
+
+@pytest.mark.parametrize(("n_voters", "epsilon"), [(5, 1.0), (10, 1.0), (20, 0.5), (50, 0.1)])
+def test_laplace_q_tight_ratio_below_zero(n_voters, epsilon):
+    b = 1.0 / (n_voters * epsilon)
+    v = np.linspace(-2.0, -1.0 / n_voters, 200)
+    ratio = laplace_clip_bernoulli_proba(v + 1.0 / n_voters, b) / laplace_clip_bernoulli_proba(v, b)
+    np.testing.assert_allclose(ratio, math.exp(epsilon), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("n_voters", "epsilon"), [(5, 1.0), (10, 1.0), (10, 2.0), (20, 0.5), (50, 0.1), (100, 0.1)]
+)
+def test_laplace_q_max_log_ratio_equals_epsilon(n_voters, epsilon):
+    b = 1.0 / (n_voters * epsilon)
+    v = np.linspace(-0.5, 1.5 - 1.0 / n_voters, 20001)
+    q0 = laplace_clip_bernoulli_proba(v, b)
+    q1 = laplace_clip_bernoulli_proba(v + 1.0 / n_voters, b)
+    log_ratio_one = np.max(np.abs(np.log(q1) - np.log(q0)))
+    log_ratio_zero = np.max(np.abs(np.log1p(-q1) - np.log1p(-q0)))
+    for worst in (log_ratio_one, log_ratio_zero):
+        assert worst <= epsilon * (1 + 1e-9)
+        assert worst >= epsilon * (1 - 1e-6)
+
+
+def test_laplace_q_half_the_noise_is_caught():
+    # With b = 1/(2 r eps) (half the required scale) the ratio check above fails.
+    n_voters, epsilon = 10, 1.0
+    b = 1.0 / (2 * n_voters * epsilon)
+    v = np.linspace(-0.5, 1.5 - 1.0 / n_voters, 2001)
+    log_ratio = np.log(laplace_clip_bernoulli_proba(v + 1.0 / n_voters, b)) - np.log(
+        laplace_clip_bernoulli_proba(v, b)
+    )
+    assert np.max(log_ratio) > epsilon * 1.5
+
+
+LAPLACE_MC_V = np.array([-0.3, -0.05, 0.0, 0.2, 0.5, 0.9, 1.0, 1.1])
+MC_SAMPLES = 1_000_000
+
+
+@pytest.mark.parametrize("b", [0.05, 0.3, 1.0])
+def test_laplace_q_agrees_with_monte_carlo(b):
+    noise = np.random.default_rng(SEED).laplace(0.0, b, size=MC_SAMPLES)
+    estimate = np.array([np.clip(v + noise, 0.0, 1.0).mean() for v in LAPLACE_MC_V])
+    tol = clt_tolerance(MC_SAMPLES, n_comparisons=LAPLACE_MC_V.size)
+    np.testing.assert_allclose(estimate, laplace_clip_bernoulli_proba(LAPLACE_MC_V, b), rtol=0, atol=tol)
+
+
+# ------------------------------------------------------ gaussian_clip_bernoulli_proba
+@pytest.mark.parametrize("s", [0.05, 0.3, 1.0])
+def test_gaussian_q_agrees_with_monte_carlo(s):
+    noise = np.random.default_rng(SEED).normal(0.0, s, size=MC_SAMPLES)
+    estimate = np.array([np.clip(v + noise, 0.0, 1.0).mean() for v in LAPLACE_MC_V])
+    tol = clt_tolerance(MC_SAMPLES, n_comparisons=LAPLACE_MC_V.size)
+    np.testing.assert_allclose(estimate, gaussian_clip_bernoulli_proba(LAPLACE_MC_V, s), rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("s", [0.001, 0.01, 0.1, 0.5, 2.0, 20.0])
+def test_gaussian_q_symmetry_and_range(s):
+    v = np.linspace(-1.0, 2.0, 3001)
+    q = gaussian_clip_bernoulli_proba(v, s)
+    assert np.all((q >= 0.0) & (q <= 1.0))
+    np.testing.assert_allclose(gaussian_clip_bernoulli_proba(1.0 - v, s), 1.0 - q, rtol=0, atol=1e-12)
+    assert float(gaussian_clip_bernoulli_proba(0.5, s)) == pytest.approx(0.5, abs=1e-12)
+
+
+def test_gaussian_q_value_at_zero():
+    # E[clip(Z, 0, 1)] = s * (phi(0) - G(-1/s)) with G(u) = u Phi(u) + phi(u).
+    s = 0.2
+    u = -1.0 / s
+    expected = s * (stats.norm.pdf(0.0) - (u * stats.norm.cdf(u) + stats.norm.pdf(u)))
+    assert float(gaussian_clip_bernoulli_proba(0.0, s)) == pytest.approx(expected, rel=1e-12)
+
+
+# ----------------------------------------------------------- laplace_scale, gaussian_sigma
+@pytest.mark.parametrize(("sensitivity", "epsilon", "expected"), [(1.0, 0.5, 2.0), (0.1, 2.0, 0.05), (3.0, 1.0, 3.0)])
+def test_laplace_scale(sensitivity, epsilon, expected):
+    assert laplace_scale(sensitivity, epsilon) == pytest.approx(expected, rel=1e-15)
+
+
+def test_gaussian_sigma_classic_pinned():
+    assert gaussian_sigma(1.0, 0.5, 1e-5) == pytest.approx(9.689610525210778, rel=1e-12)
+    assert gaussian_sigma(2.0, 0.1, 1e-3) == pytest.approx(
+        2.0 * math.sqrt(2.0 * math.log(1.25e3)) / 0.1, rel=1e-14
+    )
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 1.5, 10.0])
+def test_gaussian_sigma_classic_refuses_epsilon_at_least_one(epsilon):
+    with pytest.raises(ValueError, match=r"epsilon < 1"):
+        gaussian_sigma(1.0, epsilon, 1e-5)
+
+
+def test_gaussian_sigma_unknown_method():
+    with pytest.raises(ValueError, match="method"):
+        gaussian_sigma(1.0, 0.5, 1e-5, method="renyi")
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.5, 0.99, 1.0, 2.0, 8.0])
+@pytest.mark.parametrize("delta", [1e-9, 1e-5, 1e-2])
+@pytest.mark.parametrize("sensitivity", [1.0, 0.3])
+def test_gaussian_sigma_analytic_is_the_smallest_valid_sigma(epsilon, delta, sensitivity):
+    sigma = gaussian_sigma(sensitivity, epsilon, delta, method="analytic")
+    assert math.isfinite(sigma) and sigma > 0
+    # Valid at sigma (a relative 1e-9 allows for this test's own rounding) ...
+    assert balle_wang_delta(sigma, epsilon, sensitivity) <= delta * (1 + 1e-9)
+    # ... and not valid a little below: the calibration is tight.
+    assert balle_wang_delta(0.999 * sigma, epsilon, sensitivity) > delta
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.3, 0.7, 0.99])
+@pytest.mark.parametrize("delta", [1e-9, 1e-5, 1e-2])
+def test_gaussian_sigma_analytic_not_above_classic(epsilon, delta):
+    assert gaussian_sigma(1.0, epsilon, delta, method="analytic") <= gaussian_sigma(1.0, epsilon, delta)
+
+
+# -------------------------------------------------- partition counts and integer rounding
+@pytest.mark.parametrize(
+    ("alpha", "epsilon", "expected"),
+    [(0.1, 1, 23), (0.05, 0.5, 53), (0.01, 0.1, 360), (0.1, 0.5, 45), (0.2, 2, 9)],
+)
+def test_pac_n_partitions(alpha, epsilon, expected):
+    assert pac_n_partitions(alpha, epsilon) == expected
+    assert pac_n_partitions(alpha, epsilon, n_classes=2) == expected
+
+
+def test_pac_n_partitions_multiclass():
+    # ceil(6 ln(4 (K-1) / alpha) / eps): K=3, alpha=0.1, eps=1 -> ceil(26.29...) = 27.
+    assert pac_n_partitions(0.1, 1.0, n_classes=3) == math.ceil(6 * math.log(80.0))
+    assert pac_n_partitions(0.1, 1.0, n_classes=3) == 27
+
+
+@pytest.mark.parametrize(
+    ("alpha", "epsilon", "expected"),
+    [(0.1, 1, 20), (0.05, 0.5, 80), (0.01, 0.1, 2000), (0.1, 0.5, 40), (0.2, 2, 5)],
+)
+def test_agnostic_n_partitions(alpha, epsilon, expected):
+    assert agnostic_n_partitions(alpha, epsilon) == expected
+
+
+def test_ceil_int_forgives_float_noise():
+    assert ceil_int(39.99999999999999) == 40
+    assert ceil_int(40.00000000000001) == 40
+    assert ceil_int(40.0) == 40
+    assert ceil_int(40.001) == 41
+    assert ceil_int(39.5) == 40
+
+
+# ------------------------------------------------------------------------ bad input
+EPSILON_CALLS = {
+    "soft_majority_proba": lambda eps: soft_majority_proba(1, 3, eps),
+    "exponential_mechanism_proba": lambda eps: exponential_mechanism_proba([[1.0, 2.0]], eps),
+    "exponential_mechanism_sample": lambda eps: exponential_mechanism_sample(
+        [[1.0, 2.0]], eps, np.random.default_rng(0)
+    ),
+    "pac_n_partitions": lambda eps: pac_n_partitions(0.1, eps),
+    "agnostic_n_partitions": lambda eps: agnostic_n_partitions(0.1, eps),
+    "laplace_scale": lambda eps: laplace_scale(1.0, eps),
+    "gaussian_sigma": lambda eps: gaussian_sigma(1.0, eps, 1e-5),
+    "gaussian_sigma_analytic": lambda eps: gaussian_sigma(1.0, eps, 1e-5, method="analytic"),
+}
+BAD_EPSILONS = [
+    (0.0, ValueError),
+    (-1.0, ValueError),
+    (float("nan"), ValueError),
+    (float("inf"), ValueError),
+    (True, TypeError),
+    ("1.0", TypeError),
+    (None, TypeError),
+]
+
+
+@pytest.mark.parametrize(("bad", "error"), BAD_EPSILONS, ids=repr)
+@pytest.mark.parametrize("call", list(EPSILON_CALLS.values()), ids=list(EPSILON_CALLS))
+def test_bad_epsilon_is_rejected_by_name(call, bad, error):
+    with pytest.raises(error, match="epsilon"):
+        call(bad)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5, float("nan"), float("inf")], ids=repr)
+@pytest.mark.parametrize("func", [pac_n_partitions, agnostic_n_partitions])
+def test_bad_alpha_is_rejected_by_name(func, bad):
+    with pytest.raises(ValueError, match="alpha"):
+        func(bad, 1.0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")], ids=repr)
+def test_non_finite_scores_are_rejected(bad):
+    scores = np.array([[1.0, bad, 0.0]])
+    with pytest.raises(ValueError, match="scores"):
+        exponential_mechanism_proba(scores, 1.0)
+    rng = np.random.default_rng(SEED)
+    state = copy.deepcopy(rng.bit_generator.state)
+    with pytest.raises(ValueError, match="scores"):
+        exponential_mechanism_sample(scores, 1.0, rng)
+    assert rng.bit_generator.state == state  # no noise drawn on refusal
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")], ids=repr)
+def test_bad_sensitivity_and_noise_scale_are_rejected_by_name(bad):
+    with pytest.raises(ValueError, match="sensitivity"):
+        exponential_mechanism_proba([1.0, 2.0], 1.0, sensitivity=bad)
+    with pytest.raises(ValueError, match="sensitivity"):
+        laplace_scale(bad, 1.0)
+    with pytest.raises(ValueError, match="sensitivity"):
+        gaussian_sigma(bad, 0.5, 1e-5)
+    with pytest.raises(ValueError, match="b must"):
+        laplace_clip_bernoulli_proba(0.5, bad)
+    with pytest.raises(ValueError, match="s must"):
+        gaussian_clip_bernoulli_proba(0.5, bad)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -1e-3, float("nan")], ids=repr)
+def test_bad_delta_in_gaussian_sigma_is_rejected_by_name(bad):
+    with pytest.raises(ValueError, match="delta"):
+        gaussian_sigma(1.0, 0.5, bad)
