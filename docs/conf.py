@@ -8,6 +8,7 @@ Build (from the repository root; warnings are errors)::
 import importlib
 import os
 import re
+import shutil
 import sys
 
 from sphinx.util import logging
@@ -132,6 +133,12 @@ def plain_foreign_roles(app, what, name, obj, options, lines):
     ]
 
 
+def clean_generated(app):
+    """Delete stale stubs (e.g. of a removed name) before autosummary rewrites them."""
+    shutil.rmtree(os.path.join(app.srcdir, "generated"), ignore_errors=True)
+
+
 def setup(app):
+    app.connect("builder-inited", clean_generated, priority=100)  # before autosummary (500)
     app.connect("builder-inited", check_api_coverage)
     app.connect("autodoc-process-docstring", plain_foreign_roles, priority=400)

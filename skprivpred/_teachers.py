@@ -116,6 +116,7 @@ class _LinearStack:
     intercepts: np.ndarray  # (n_columns,)
     n_binary: int  # binary teachers come first, one score column each
     binary_labels: np.ndarray  # (n_binary, 2): global label index for score <= 0, > 0
+    binary_groups: list  # ((label if <= 0, label if > 0), columns): binary teachers by label pair
     multi_blocks: list  # (first column, global label indices) per multi-class teacher
     teacher_ids: np.ndarray  # teacher of each vote column: binary ones, then multi-class
 
@@ -168,37 +169,45 @@ class TeacherEnsemble:
             columns.append(coef)
             intercepts.append(intercept)
             n_columns += coef.shape[0]
+        binary_labels = np.array(
+            [self._label_index(t.classes_) for _, t in binary], dtype=np.intp
+        ).reshape(-1, 2)
+        pairs = np.unique(binary_labels, axis=0)
         return _LinearStack(
             weights=np.ascontiguousarray(np.vstack(columns).T),
             intercepts=np.concatenate(intercepts),
             n_binary=len(binary),
-            binary_labels=np.array(
-                [self._label_index(t.classes_) for _, t in binary], dtype=np.intp
-            ).reshape(-1, 2),
+            binary_labels=binary_labels,
+            binary_groups=[
+                (tuple(pair), np.flatnonzero((binary_labels == pair).all(axis=1))) for pair in pairs
+            ],
             multi_blocks=multi_blocks,
             teacher_ids=np.array([j for j, _ in binary + multi], dtype=np.intp),
         )
 
-    def _linear_votes(self, X_block) -> np.ndarray:
-        """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
+    def _linear_scores(self, X_block) -> np.ndarray:
+        """Decision scores of all linear teachers at once: one matrix product."""
         stack = self._stack
         X_num = check_array(X_block, accept_sparse="csr", dtype=np.float64)
         scores = np.asarray(X_num @ stack.weights)
         scores += stack.intercepts
+        return scores
+
+    def _linear_votes(self, X_block) -> np.ndarray:
+        """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
+        stack = self._stack
+        scores = self._linear_scores(X_block)
         votes = np.empty((scores.shape[0], len(stack.teacher_ids)), dtype=np.intp)
         n_binary = stack.n_binary
-        if n_binary:
-            positive = scores[:, :n_binary] > 0
-            votes[:, :n_binary] = np.where(positive, stack.binary_labels[:, 1], stack.binary_labels[:, 0])
+        positive = scores[:, :n_binary] > 0
+        votes[:, :n_binary] = np.where(positive, stack.binary_labels[:, 1], stack.binary_labels[:, 0])
         for k, (first, labels) in enumerate(stack.multi_blocks):
-            block = scores[:, first : first + len(labels)]
-            votes[:, n_binary + k] = labels[np.argmax(block, axis=1)]
+            votes[:, n_binary + k] = labels[np.argmax(scores[:, first : first + len(labels)], axis=1)]
         return votes
 
     def votes(self, X) -> np.ndarray:
         """Vote matrix of shape (n_rows, n_teachers): global label index per teacher."""
-        n_rows = X.shape[0]
-        out = np.empty((n_rows, self.n_teachers), dtype=np.intp)
+        out = np.empty((X.shape[0], self.n_teachers), dtype=np.intp)
         for j, label in self._constant:
             out[:, j] = label
         if self._stack is not None:
@@ -208,13 +217,32 @@ class TeacherEnsemble:
         return out
 
     def vote_counts(self, X) -> np.ndarray:
-        """Votes per label, shape (n_rows, n_classes), computed block by block."""
+        """Votes per label, shape (n_rows, n_classes), counted block by block.
+
+        Equivalent to counting :meth:`votes` per label, without building the
+        (rows x teachers) vote matrix: constant teachers add a fixed vector,
+        binary linear teachers are counted from the signs of the stacked scores.
+        """
         n_rows = X.shape[0]
-        n_classes = len(self.classes)
-        counts = np.zeros((n_rows, n_classes), dtype=np.int64)
+        counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
+        for _, label in self._constant:
+            counts[:, label] += 1
         for start in range(0, n_rows, QUERY_BLOCK_ROWS):
-            stop = min(start + QUERY_BLOCK_ROWS, n_rows)
-            votes = self.votes(take_rows(X, np.arange(start, stop)))
-            for k in range(n_classes):
-                counts[start:stop, k] = np.count_nonzero(votes == k, axis=1)
+            block = slice(start, min(start + QUERY_BLOCK_ROWS, n_rows))
+            self._add_votes(counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block])
         return counts
+
+    def _add_votes(self, counts: np.ndarray, X_block) -> None:
+        rows = np.arange(counts.shape[0])  # distinct, so fancy "+=" adds once per row
+        if self._stack is not None:
+            stack = self._stack
+            scores = self._linear_scores(X_block)
+            positive = scores[:, : stack.n_binary] > 0
+            for (negative_label, positive_label), columns in stack.binary_groups:
+                n_positive = np.count_nonzero(positive[:, columns], axis=1)
+                counts[:, positive_label] += n_positive
+                counts[:, negative_label] += len(columns) - n_positive
+            for first, labels in stack.multi_blocks:
+                counts[rows, labels[np.argmax(scores[:, first : first + len(labels)], axis=1)]] += 1
+        for _, teacher in self._other:
+            counts[rows, self._label_index(teacher.predict(X_block))] += 1

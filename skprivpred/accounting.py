@@ -7,12 +7,16 @@ call *before* they draw any noise; a charge that would exceed the budget raises
 
 The accountant is shared by identity: ``copy.copy``, ``copy.deepcopy`` and
 ``sklearn.base.clone`` of an estimator hand the clone the *same* accountant, so a
-budget can never be duplicated by copying. Pickling keeps what was spent.
+budget can never be duplicated by copying. Pickling keeps what was spent; an
+unpickled accountant is a *separate* object from then on (it may live in
+another process), so do not unpickle two copies of one budget and spend from
+both: their spending would not add up anywhere.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from numbers import Integral, Real
 
@@ -161,25 +165,26 @@ class PrivacyAccountant:
         self._lock = threading.Lock()
 
     # -- spending ----------------------------------------------------------------
-    @staticmethod
-    def _guarantees(totals, composition, delta_prime):
+    def _guarantees(self, totals) -> list[tuple[float, float]]:
+        """Every valid (epsilon, delta) pair for a transcript with these totals."""
         rows, s_eps, s_eps_sq, s_expm1, s_delta = totals
         pairs = [(s_eps, s_delta)]
-        if composition == "advanced" and rows > 0:
-            adv = math.sqrt(2.0 * math.log(1.0 / delta_prime) * s_eps_sq) + s_expm1
-            pairs.append((adv, s_delta + delta_prime))
+        if self.composition == "advanced" and rows > 0:
+            adv = math.sqrt(2.0 * math.log(1.0 / self.delta_prime) * s_eps_sq) + s_expm1
+            pairs.append((adv, s_delta + self.delta_prime))
         return pairs
 
+    def _within_budget(self, totals) -> bool:
+        return any(self._fits(p) for p in self._guarantees(totals))
+
     def _best(self, totals):
-        pairs = self._guarantees(totals, self.composition, self.delta_prime)
-        fitting = [p for p in pairs if self._fits(p)]
-        if fitting:
-            return min(fitting)
-        return min(pairs, key=lambda p: (p[1] > self.delta * (1 + _REL_TOL), p[0]))
+        """The valid pair to report: the smallest epsilon among those within the cap."""
+        pairs = self._guarantees(totals)
+        return min([p for p in pairs if self._fits(p)] or pairs)
 
     def _fits(self, pair) -> bool:
         eps, delta = pair
-        return eps <= self.epsilon * (1 + _REL_TOL) and delta <= self.delta * (1 + _REL_TOL) + 0.0
+        return eps <= self.epsilon * (1 + _REL_TOL) and delta <= self.delta * (1 + _REL_TOL)
 
     def _totals_after(self, n_rows: int, epsilon: float, delta: float):
         return (
@@ -205,9 +210,8 @@ class PrivacyAccountant:
                 f"answering {n_rows} more query rows would exceed max_queries="
                 f"{self.max_queries} ({self._rows} answered so far)."
             )
-        pairs = self._guarantees(totals, self.composition, self.delta_prime)
-        if not any(self._fits(p) for p in pairs):
-            eps_after, delta_after = min(pairs)
+        if not self._within_budget(totals):
+            eps_after, delta_after = min(self._guarantees(totals))
             return (
                 f"answering {n_rows} more query rows at epsilon={epsilon!r}, delta={delta!r} "
                 f"per row would spend (epsilon={eps_after:.6g}, delta={delta_after:.3g}), over "
@@ -285,16 +289,11 @@ class PrivacyAccountant:
         int
             The number of rows (``sys.maxsize`` caps an unlimited budget).
         """
-        import sys
-
         _, epsilon, delta = self._validate_charge(0, epsilon, delta)
         limit = sys.maxsize if self.max_queries is None else self.max_queries - self._rows
 
         def fits(k: int) -> bool:
-            totals = self._totals_after(k, epsilon, delta)
-            return any(
-                self._fits(p) for p in self._guarantees(totals, self.composition, self.delta_prime)
-            )
+            return self._within_budget(self._totals_after(k, epsilon, delta))
 
         if fits(limit):
             return max(limit, 0)

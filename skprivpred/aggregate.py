@@ -148,7 +148,7 @@ class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseE
         The number of teachers used.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (only for inputs with string
         column names).
     privacy_guarantee_ : dict

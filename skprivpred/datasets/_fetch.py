@@ -156,7 +156,7 @@ def get_data_home(data_home: str | os.PathLike[str] | None = None) -> str:
     """
     if data_home is None:
         default = os.path.join("~", "skprivpred_data")
-        data_home = os.environ.get("SKPRIVPRED_DATA", default)
+        data_home = os.environ.get("SKPRIVPRED_DATA") or default
     data_home = os.path.expanduser(os.fspath(data_home))
     os.makedirs(data_home, exist_ok=True)
     return data_home

@@ -1,0 +1,446 @@
+"""Tests of ``skprivpred.accounting.PrivacyAccountant`` (spec-000 §12.2).
+
+What is checked:
+
+* Basic composition: spending is ``sum n_rows * eps`` and ``sum n_rows * delta``; float
+  noise does not refuse a charge that fits exactly (ten charges of 0.1 in 1.0) and does
+  not admit one more; a refused charge raises ``BudgetExhaustedError`` and changes
+  nothing; ``can_charge`` agrees with ``charge``; ``remaining_queries`` is exact;
+  ``max_queries`` caps the number of rows.
+* Advanced (heterogeneous Dwork-Rothblum-Vadhan) composition: the reported pair is the
+  better of the basic and the advanced pairs, pinned at eps0=0.01, k=10000,
+  delta'=1e-6; it admits more queries than basic for a small per-row epsilon; the delta
+  cap is respected; constructor errors.
+* Sharing: ``copy.copy``, ``copy.deepcopy`` and ``sklearn.base.clone`` of an estimator
+  keep the very same accountant object.
+* Pickling keeps the spending, re-creates the lock and keeps enforcing the budget.
+* Thread safety: concurrent charges never overspend.
+* Bad input in the constructor and in ``charge`` raises errors naming the parameter,
+  and a failed charge changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import sys
+import threading
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import skprivpred
+from skprivpred.accounting import BudgetExhaustedError, PrivacyAccountant
+
+
+# --------------------------------------------------------------------------- helpers
+def state_of(acc):
+    """Everything observable about an accountant's spending."""
+    return (acc.queries_answered, acc.epsilon_spent, acc.delta_spent, acc.spent())
+
+
+def advanced_epsilon(per_row_epsilons, delta_prime):
+    """Heterogeneous advanced composition (Dwork & Roth Thm 3.20 / DRV 2010)."""
+    eps = np.asarray(per_row_epsilons, dtype=float)
+    return math.sqrt(2.0 * math.log(1.0 / delta_prime) * np.sum(eps**2)) + np.sum(
+        eps * np.expm1(eps)
+    )
+
+
+def advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6, **kwargs):
+    return PrivacyAccountant(
+        epsilon=epsilon, delta=delta, composition="advanced", delta_prime=delta_prime, **kwargs
+    )
+
+
+# ---------------------------------------------------------------- basic composition
+def test_fresh_accountant_has_spent_nothing():
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-6)
+    assert state_of(acc) == (0, 0.0, 0.0, (0.0, 0.0))
+
+
+def test_basic_spending_is_the_sum_over_rows():
+    acc = PrivacyAccountant(epsilon=100.0, delta=1e-3)
+    charges = [(3, 0.5, 1e-6), (1, 0.25, 0.0), (10, 0.1, 2e-5), (0, 7.0, 0.0)]
+    for n_rows, eps, delta in charges:
+        acc.charge(n_rows, eps, delta)
+    assert acc.queries_answered == 14
+    assert acc.epsilon_spent == pytest.approx(3 * 0.5 + 0.25 + 10 * 0.1, rel=1e-14)
+    assert acc.delta_spent == pytest.approx(3e-6 + 10 * 2e-5, rel=1e-14)
+    assert acc.spent() == (acc.epsilon_spent, acc.delta_spent)
+
+
+def test_ten_charges_of_a_tenth_fit_exactly_and_the_eleventh_is_refused():
+    acc = PrivacyAccountant(epsilon=1.0)
+    for _ in range(10):
+        acc.charge(1, 0.1)
+    assert acc.queries_answered == 10
+    assert acc.epsilon_spent == pytest.approx(1.0, rel=1e-12)
+    before = state_of(acc)
+    assert not acc.can_charge(1, 0.1)
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(1, 0.1)
+    assert state_of(acc) == before
+
+
+def test_refusal_changes_nothing_and_a_smaller_charge_still_succeeds():
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    acc.charge(3, 0.25, 1e-6)
+    before = state_of(acc)
+    with pytest.raises(BudgetExhaustedError, match="budget"):
+        acc.charge(2, 0.25)  # 1.25 > 1.0
+    assert state_of(acc) == before
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(1, 0.1, 1e-5)  # delta 1.3e-5 > 1e-5
+    assert state_of(acc) == before
+    acc.charge(1, 0.25)
+    assert acc.queries_answered == 4
+    assert acc.epsilon_spent == pytest.approx(1.0, rel=1e-12)
+
+
+def test_budget_exhausted_error_is_a_runtime_error_exported_at_top_level():
+    assert skprivpred.BudgetExhaustedError is BudgetExhaustedError
+    assert issubclass(BudgetExhaustedError, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    ("n_rows", "epsilon", "delta"),
+    [(1, 0.1, 0.0), (4, 0.1, 0.0), (5, 0.1, 0.0), (6, 0.1, 0.0), (1, 0.3, 0.0), (2, 0.3, 0.0),
+     (1, 0.01, 2e-6), (1, 0.01, 3e-6), (0, 5.0, 0.0)],
+)
+def test_can_charge_agrees_with_charge(n_rows, epsilon, delta):
+    acc = PrivacyAccountant(epsilon=1.0, delta=5e-6)
+    acc.charge(5, 0.1, 1e-6)
+    before = state_of(acc)
+    predicted = acc.can_charge(n_rows, epsilon, delta)
+    assert state_of(acc) == before  # can_charge itself spends nothing
+    try:
+        acc.charge(n_rows, epsilon, delta)
+        succeeded = True
+    except BudgetExhaustedError:
+        succeeded = False
+        assert state_of(acc) == before
+    assert predicted == succeeded
+
+
+@pytest.mark.parametrize(
+    ("budget", "epsilon", "expected"),
+    [
+        (1.0, 0.1, 10),
+        (1.0, 0.3, 3),
+        (0.7, 0.1, 7),
+        (2.5, 1 / 3, 7),
+        (1.0, 1 / 7, 7),
+        (math.pi, 0.01, 314),
+        (0.05, 0.003, 16),
+        (1.0, 0.001, 1000),
+    ],
+)
+def test_remaining_queries_is_exact(budget, epsilon, expected):
+    acc = PrivacyAccountant(epsilon=budget)
+    k = acc.remaining_queries(epsilon)
+    assert k == expected
+    assert acc.can_charge(k, epsilon)
+    assert not acc.can_charge(k + 1, epsilon)
+    # The same count fits one row at a time, and one more row does not.
+    for _ in range(k):
+        acc.charge(1, epsilon)
+    assert acc.remaining_queries(epsilon) == 0
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(1, epsilon)
+
+
+def test_remaining_queries_after_spending_and_with_delta():
+    acc = PrivacyAccountant(epsilon=2.0, delta=1e-5)
+    acc.charge(7, 0.1, 1e-6)
+    assert acc.remaining_queries(0.1) == 13
+    assert acc.remaining_queries(0.1, 1e-6) == 3  # delta binds: 7 + 3 = 10 rows of 1e-6
+    assert acc.can_charge(3, 0.1, 1e-6) and not acc.can_charge(4, 0.1, 1e-6)
+
+
+def test_unlimited_budget_records_spending():
+    acc = PrivacyAccountant()
+    acc.charge(1000, 5.0)
+    assert acc.epsilon_spent == 5000.0
+    assert acc.remaining_queries(1.0) == sys.maxsize
+
+
+def test_max_queries_caps_rows():
+    acc = PrivacyAccountant(max_queries=5)
+    assert acc.remaining_queries(1.0) == 5
+    acc.charge(3, 1.0)
+    assert acc.remaining_queries(1.0) == 2
+    assert not acc.can_charge(3, 1.0)
+    before = state_of(acc)
+    with pytest.raises(BudgetExhaustedError, match="max_queries"):
+        acc.charge(3, 1.0)
+    assert state_of(acc) == before
+    acc.charge(2, 1.0)
+    assert acc.remaining_queries(1.0) == 0
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(1, 1.0)
+
+
+def test_max_queries_and_epsilon_budget_together():
+    acc = PrivacyAccountant(epsilon=1.0, max_queries=8)
+    assert acc.remaining_queries(0.1) == 8  # the row cap binds
+    assert acc.remaining_queries(0.25) == 4  # epsilon binds
+    zero = PrivacyAccountant(max_queries=0)
+    assert zero.remaining_queries(0.1) == 0
+    with pytest.raises(BudgetExhaustedError):
+        zero.charge(1, 0.1)
+
+
+# ------------------------------------------------------------- advanced composition
+def test_advanced_composition_pinned_value():
+    acc = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6)
+    for _ in range(100):
+        acc.charge(100, 0.01)
+    expected = 0.01 * math.sqrt(2 * 10_000 * math.log(1e6)) + 10_000 * 0.01 * math.expm1(0.01)
+    assert expected == pytest.approx(6.261538478, abs=1e-9)  # pinned
+    assert acc.queries_answered == 10_000
+    assert acc.epsilon_spent == pytest.approx(expected, rel=1e-12)
+    assert acc.delta_spent == pytest.approx(1e-6, rel=1e-12)  # k * 0 + delta'
+
+
+def test_advanced_composition_with_per_row_delta():
+    acc = advanced_accountant(epsilon=10.0, delta=1e-4, delta_prime=1e-6)
+    acc.charge(10_000, 0.01, 1e-9)
+    assert acc.epsilon_spent == pytest.approx(advanced_epsilon([0.01] * 10_000, 1e-6), rel=1e-12)
+    assert acc.delta_spent == pytest.approx(10_000 * 1e-9 + 1e-6, rel=1e-12)
+
+
+def test_advanced_composition_reports_basic_when_basic_is_smaller():
+    acc = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6)
+    acc.charge(5, 1.0)
+    assert advanced_epsilon([1.0] * 5, 1e-6) > 5.0
+    assert acc.spent() == (5.0, 0.0)
+
+
+def test_advanced_composition_heterogeneous_charges():
+    acc = advanced_accountant(epsilon=100.0, delta=1e-5, delta_prime=1e-6)
+    acc.charge(5000, 0.01)
+    acc.charge(2000, 0.02)
+    acc.charge(1, 0.5)
+    per_row = [0.01] * 5000 + [0.02] * 2000 + [0.5]
+    expected = advanced_epsilon(per_row, 1e-6)
+    assert expected < sum(per_row)
+    assert acc.epsilon_spent == pytest.approx(expected, rel=1e-10)
+    assert acc.delta_spent == pytest.approx(1e-6, rel=1e-12)
+
+
+def test_advanced_composition_respects_the_delta_cap():
+    # Per-row deltas leave no room for delta': only the basic pair is valid.
+    acc = advanced_accountant(epsilon=200.0, delta=1e-5, delta_prime=1e-6)
+    acc.charge(10_000, 0.01, 1e-9)  # sum delta = 1e-5 exactly: + delta' would exceed
+    assert acc.spent() == pytest.approx((100.0, 1e-5), rel=1e-12)
+    acc = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6)
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(10_000, 0.01, 1e-9)  # basic eps 100 > 10, advanced delta 1.1e-5 > 1e-5
+    assert state_of(acc) == (0, 0.0, 0.0, (0.0, 0.0))
+
+
+def test_advanced_composition_allows_more_queries_than_basic():
+    basic = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    advanced = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6)
+    assert basic.remaining_queries(0.01) == 1000
+    k = advanced.remaining_queries(0.01)
+    assert k == 21972  # largest k with advanced_epsilon([0.01] * k, 1e-6) <= 10
+    assert advanced_epsilon([0.01] * k, 1e-6) <= 10.0 < advanced_epsilon([0.01] * (k + 1), 1e-6)
+    assert advanced.can_charge(k, 0.01) and not advanced.can_charge(k + 1, 0.01)
+    advanced.charge(k, 0.01)
+    with pytest.raises(BudgetExhaustedError):
+        advanced.charge(1, 0.01)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        (dict(epsilon=1.0, delta=1e-5, composition="advanced"), "delta_prime"),
+        (dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=1e-5), "delta_prime"),
+        (dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=1e-4), "delta_prime"),
+        (dict(epsilon=1.0, delta=0.0, composition="advanced", delta_prime=1e-6), "delta_prime"),
+        (dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=0.0), "delta_prime"),
+        (dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=float("nan")),
+         "delta_prime"),
+    ],
+)
+def test_advanced_composition_constructor_errors(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        PrivacyAccountant(**kwargs)
+
+
+# ------------------------------------------------------------------------- sharing
+def test_copies_of_the_accountant_are_the_accountant():
+    acc = PrivacyAccountant(epsilon=1.0)
+    assert copy.copy(acc) is acc
+    assert copy.deepcopy(acc) is acc
+    assert copy.deepcopy({"a": acc, "b": [acc]})["b"][0] is acc
+
+
+def test_estimator_copies_and_clones_share_the_accountant():
+    acc = PrivacyAccountant(epsilon=1.0)
+    est = skprivpred.SubsampleAggregateClassifier(accountant=acc)
+    assert copy.copy(est).accountant is acc
+    assert copy.deepcopy(est).accountant is acc
+    assert clone(est).accountant is acc
+    assert clone(est).get_params()["accountant"] is acc
+
+
+def test_a_clone_spends_the_shared_budget():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    acc = PrivacyAccountant(epsilon=1.0)
+    est = skprivpred.SubsampleAggregateClassifier(
+        epsilon=0.25, n_teachers=2, classes=[0, 1], accountant=acc, random_state=0
+    )
+    twin = clone(est).fit(X, y)
+    est.fit(X, y)
+    twin.predict(X[:3])
+    assert acc.queries_answered == 3
+    est.predict(X[:1])
+    assert acc.epsilon_spent == pytest.approx(1.0, rel=1e-12)
+    with pytest.raises(BudgetExhaustedError):
+        twin.predict(X[:1])
+    assert acc.queries_answered == 4
+
+
+# ------------------------------------------------------------------------- pickling
+def test_pickle_keeps_spending_and_recreates_the_lock():
+    acc = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6, max_queries=50_000)
+    acc.charge(4000, 0.01)
+    restored = pickle.loads(pickle.dumps(acc))
+    assert restored is not acc
+    assert state_of(restored) == state_of(acc)
+    assert (restored.epsilon, restored.delta, restored.composition, restored.delta_prime,
+            restored.max_queries) == (10.0, 1e-5, "advanced", 1e-6, 50_000)
+    assert restored._lock is not acc._lock
+    assert restored._lock.acquire(blocking=False)  # a fresh, unlocked lock
+    restored._lock.release()
+    # It still works and still enforces the same budget.
+    assert restored.remaining_queries(0.01) == acc.remaining_queries(0.01)
+    restored.charge(10, 0.01)
+    assert restored.queries_answered == 4010
+    assert acc.queries_answered == 4000
+    with pytest.raises(BudgetExhaustedError):
+        restored.charge(restored.remaining_queries(0.01) + 1, 0.01)
+
+
+def test_pickle_while_lock_is_held():
+    acc = PrivacyAccountant(epsilon=1.0)
+    acc.charge(2, 0.1)
+    with acc._lock:
+        payload = pickle.dumps(acc)
+    restored = pickle.loads(payload)
+    restored.charge(1, 0.1)  # would deadlock if the held lock had been copied
+    assert restored.queries_answered == 3
+
+
+# -------------------------------------------------------------------- thread safety
+def test_concurrent_charges_never_overspend():
+    n_threads, per_thread, epsilon = 8, 500, 0.001
+    acc = PrivacyAccountant(epsilon=1000 * epsilon)
+    barrier = threading.Barrier(n_threads)
+    successes = [0] * n_threads
+    refusals = [0] * n_threads
+
+    def worker(i):
+        barrier.wait()
+        for _ in range(per_thread):
+            try:
+                acc.charge(1, epsilon)
+                successes[i] += 1
+            except BudgetExhaustedError:
+                refusals[i] += 1
+
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old_interval)
+    assert sum(successes) == 1000
+    assert sum(refusals) == n_threads * per_thread - 1000
+    assert acc.queries_answered == 1000
+    assert acc.epsilon_spent == pytest.approx(1.0, rel=1e-12)
+    assert acc.epsilon_spent <= acc.epsilon * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    ("kwargs", "error", "name"),
+    [
+        (dict(epsilon=0.0), ValueError, "epsilon"),
+        (dict(epsilon=-1.0), ValueError, "epsilon"),
+        (dict(epsilon=float("nan")), ValueError, "epsilon"),
+        (dict(epsilon=True), TypeError, "epsilon"),
+        (dict(epsilon="1"), TypeError, "epsilon"),
+        (dict(delta=-1e-9), ValueError, "delta"),
+        (dict(delta=1.0), ValueError, "delta"),
+        (dict(delta=float("nan")), ValueError, "delta"),
+        (dict(delta=False), TypeError, "delta"),
+        (dict(composition="renyi"), ValueError, "composition"),
+        (dict(composition=None), ValueError, "composition"),
+        (dict(max_queries=-1), ValueError, "max_queries"),
+        (dict(max_queries=2.5), ValueError, "max_queries"),
+        (dict(max_queries=True), ValueError, "max_queries"),
+        (dict(delta_prime=-0.1), ValueError, "delta_prime"),
+    ],
+    ids=lambda x: repr(x) if isinstance(x, dict) else None,
+)
+def test_constructor_rejects_bad_input_by_name(kwargs, error, name):
+    with pytest.raises(error, match=name):
+        PrivacyAccountant(**kwargs)
+
+
+def test_constructor_accepts_numpy_scalars():
+    acc = PrivacyAccountant(epsilon=np.float64(1.0), delta=np.float32(0.0), max_queries=np.int64(3))
+    acc.charge(np.int64(2), np.float64(0.5))
+    assert acc.queries_answered == 2 and acc.max_queries == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "name"),
+    [
+        ((-1, 0.1), ValueError, "n_rows"),
+        ((1.5, 0.1), (ValueError, TypeError), "n_rows"),
+        ((2.0, 0.1), (ValueError, TypeError), "n_rows"),
+        ((True, 0.1), (ValueError, TypeError), "n_rows"),
+        (("3", 0.1), (ValueError, TypeError), "n_rows"),
+        ((None, 0.1), (ValueError, TypeError), "n_rows"),
+        ((1, 0.0), ValueError, "epsilon"),
+        ((1, -0.1), ValueError, "epsilon"),
+        ((1, float("nan")), ValueError, "epsilon"),
+        ((1, float("inf")), ValueError, "epsilon"),
+        ((1, True), TypeError, "epsilon"),
+        ((1, "0.1"), TypeError, "epsilon"),
+        ((1, 0.1, -1e-9), ValueError, "delta"),
+        ((1, 0.1, 1.0), ValueError, "delta"),
+        ((1, 0.1, float("nan")), ValueError, "delta"),
+    ],
+    ids=repr,
+)
+def test_charge_rejects_bad_input_by_name_and_changes_nothing(args, error, name):
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    acc.charge(2, 0.1, 1e-6)
+    before = state_of(acc)
+    with pytest.raises(error, match=name):
+        acc.charge(*args)
+    with pytest.raises(error, match=name):
+        acc.can_charge(*args)
+    assert state_of(acc) == before
+    acc.charge(1, 0.1)  # still usable
+    assert acc.queries_answered == 3
+
+
+@pytest.mark.parametrize("bad", [0.0, float("nan"), float("inf"), True], ids=repr)
+def test_remaining_queries_rejects_bad_epsilon_by_name(bad):
+    with pytest.raises((ValueError, TypeError), match="epsilon"):
+        PrivacyAccountant(epsilon=1.0).remaining_queries(bad)
