@@ -66,13 +66,19 @@ class PrivacyAccountant:
 
         - ``"basic"``: ``k`` releases that are ``(eps_i, delta_i)``-DP are
           ``(sum eps_i, sum delta_i)``-DP (Dwork & Roth, Thm 3.16).
-        - ``"advanced"``: the heterogeneous advanced composition theorem
-          (Dwork, Rothblum & Vadhan 2010; Dwork & Roth Thm 3.20; spec-000
-          §12.2): the transcript is also
-          ``(sqrt(2 ln(1/delta_prime) sum eps_i^2) + sum eps_i (e^{eps_i} - 1),
-          sum delta_i + delta_prime)``-DP, for adaptively chosen queries. The
-          accountant reports whichever of the basic and the advanced pairs has
-          the smaller epsilon while fitting the delta cap; both are valid.
+        - ``"advanced"``: the advanced composition theorem (Dwork, Rothblum &
+          Vadhan 2010; Dwork & Roth Thm 3.20; spec-000 §12.2): ``k`` adaptively
+          chosen releases, each ``(eps0, delta0)``-DP, are also
+          ``(eps0 sqrt(2 k ln(1/delta_prime)) + k eps0 (e^{eps0} - 1),
+          k delta0 + delta_prime)``-DP. The theorem is stated for one per-row
+          ``(eps0, delta0)``, so an advanced accountant takes every charge at the
+          per-row guarantee of its first charge and refuses others with a
+          ``ValueError`` (mixing per-row epsilons with an adaptive stopping rule
+          needs privacy-filter theory; use ``"basic"``, which is valid for
+          any mix). With one per-row guarantee the largest admissible ``k`` is
+          fixed in advance, so stopping early is covered. The accountant
+          reports whichever of the basic and the advanced pairs has the smaller
+          epsilon while fitting the delta cap; both are valid.
     delta_prime : float, default=None
         The slack ``delta_prime`` of advanced composition, in (0, 1). Required
         for ``composition="advanced"``, ignored otherwise; it must be below
@@ -147,6 +153,7 @@ class PrivacyAccountant:
         self._sum_eps_sq = 0.0
         self._sum_eps_expm1 = 0.0
         self._sum_delta = 0.0
+        self._row_guarantee = None  # advanced composition: the one per-row (eps, delta)
 
     # -- sharing and persistence -------------------------------------------------
     def __copy__(self) -> PrivacyAccountant:
@@ -204,6 +211,17 @@ class PrivacyAccountant:
         delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=False, high_open=True)
         return int(n_rows), epsilon, delta
 
+    def _check_row_guarantee(self, epsilon: float, delta: float) -> None:
+        """Advanced composition takes one per-row guarantee; call under the lock."""
+        if self.composition == "advanced" and self._row_guarantee not in (None, (epsilon, delta)):
+            eps0, delta0 = self._row_guarantee
+            raise ValueError(
+                f"this accountant uses advanced composition, which accounts for one per-row "
+                f"guarantee: it was first charged at epsilon={eps0!r}, delta={delta0!r} per row "
+                f"and cannot take epsilon={epsilon!r}, delta={delta!r}; use "
+                "composition='basic' to mix per-row guarantees."
+            )
+
     def _refusal(self, n_rows, epsilon, delta, totals) -> str | None:
         if self.max_queries is not None and totals[0] > self.max_queries:
             return (
@@ -239,6 +257,7 @@ class PrivacyAccountant:
         """
         n_rows, epsilon, delta = self._validate_charge(n_rows, epsilon, delta)
         with self._lock:
+            self._check_row_guarantee(epsilon, delta)
             return self._refusal(n_rows, epsilon, delta, self._totals_after(n_rows, epsilon, delta)) is None
 
     def charge(self, n_rows: int, epsilon: float, delta: float = 0.0) -> None:
@@ -259,9 +278,13 @@ class PrivacyAccountant:
         ------
         BudgetExhaustedError
             If the charge would exceed the budget; nothing is recorded then.
+        ValueError
+            If an argument is invalid, or an advanced-composition accountant is
+            charged at a second per-row guarantee; nothing is recorded then.
         """
         n_rows, epsilon, delta = self._validate_charge(n_rows, epsilon, delta)
         with self._lock:
+            self._check_row_guarantee(epsilon, delta)
             totals = self._totals_after(n_rows, epsilon, delta)
             reason = self._refusal(n_rows, epsilon, delta, totals)
             if reason is not None:
@@ -273,6 +296,8 @@ class PrivacyAccountant:
                 self._sum_eps_expm1,
                 self._sum_delta,
             ) = totals
+            if self.composition == "advanced" and n_rows > 0:
+                self._row_guarantee = (epsilon, delta)
 
     def remaining_queries(self, epsilon: float, delta: float = 0.0) -> int:
         """Largest number of further rows at ``(epsilon, delta)`` each that fit the budget.

@@ -107,7 +107,7 @@ def pac_n_partitions(alpha: float, epsilon: float, n_classes: int = 2) -> int:
     epsilon = _check_positive_finite(epsilon, "epsilon")
     if isinstance(n_classes, bool) or not isinstance(n_classes, Integral) or n_classes < 2:
         raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}.")
-    return ceil_int(6.0 * math.log(4.0 * (n_classes - 1) / alpha) / epsilon)
+    return max(1, ceil_int(6.0 * math.log(4.0 * (n_classes - 1) / alpha) / epsilon))
 
 
 def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
@@ -135,7 +135,7 @@ def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
     """
     alpha = _check_open_unit(alpha, "alpha")
     epsilon = _check_positive_finite(epsilon, "epsilon")
-    return ceil_int(2.0 / (alpha * epsilon))
+    return max(1, ceil_int(2.0 / (alpha * epsilon)))
 
 
 def soft_majority_proba(n_ones, n_voters, epsilon: float) -> np.ndarray:

@@ -102,7 +102,7 @@ def assert_categorical_law(draws, proba):
 
 
 def balle_wang_delta(sigma, epsilon, sensitivity=1.0):
-    """Exact delta of the Gaussian mechanism (Balle & Wang 2018, Thm 8), written plainly."""
+    """Exact delta of the Gaussian mechanism (Balle & Wang 2018), written plainly."""
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     return stats.norm.cdf(a - b) - math.exp(epsilon) * stats.norm.cdf(-a - b)
@@ -507,6 +507,15 @@ def test_pac_n_partitions_multiclass():
 )
 def test_agnostic_n_partitions(alpha, epsilon, expected):
     assert agnostic_n_partitions(alpha, epsilon) == expected
+
+
+@pytest.mark.parametrize("epsilon", [1e8, 1e12, 1e300])
+def test_partition_counts_are_at_least_one(epsilon):
+    # The formulas are ceilings of positive numbers, so r >= 1 for every epsilon (spec
+    # §0.2 rule 9: privacy holds for every r >= 1; r = 0 teachers is meaningless).
+    assert pac_n_partitions(0.1, epsilon) == 1
+    assert pac_n_partitions(0.1, epsilon, n_classes=5) == 1
+    assert agnostic_n_partitions(0.5, epsilon) == 1
 
 
 def test_ceil_int_forgives_float_noise():

@@ -1,0 +1,429 @@
+"""Speed of SubsampleAggregateClassifier relative to one ordinary model, on Adult.
+
+What is measured (median wall time over ``--repeats`` repeats, ``time.perf_counter``)
+------------------------------------------------------------------------------------
+1. **Fit**: ``SubsampleAggregateClassifier(LogisticRegression(), n_teachers=100)``
+   on the Adult training split, against one ``LogisticRegression().fit`` on all
+   the same rows; with ``n_jobs=1`` and ``n_jobs=2``. Target: ratio <= 1.5.
+   Each configuration is called once untimed first (warm-up): for ``n_jobs=2``
+   that starts the joblib worker processes, whose start-up is then *not* in the
+   median (it is paid once per Python session).
+2. **Predict**: answering the whole Adult test split with the 100 linear
+   teachers of (1), which the library votes with one stacked matrix product,
+   against one ``LogisticRegression.predict``. Target: ratio <= 5.
+3. **Aggregation overhead with tree teachers**: ``predict`` with
+   ``HistGradientBoostingClassifier`` teachers (fitted on the Adult DataFrame,
+   categories from the dtype) minus the summed time of the teachers' own
+   ``predict`` on the same rows, divided by that sum. Target: <= 10 %. The
+   fitted teachers are reached through the private ``clf._ensemble._other``
+   (a benchmark may look inside). Both timings alternate within each repeat.
+
+Measurements 1 and 2 use a numeric design matrix built once, *without looking
+at the data*: one-hot columns for the category lists published in
+``adult.names`` (hard-coded below; ``"?"`` and anything else unknown encode as
+all zeros) and fixed public formulas for the numeric columns (``log1p`` and
+division by fixed constants). Because nothing in it is fitted, it can be
+shared by all teachers without affecting privacy.
+
+Native thread pools (BLAS, OpenMP) are left at their defaults unless
+``--threads`` is given. Results are printed and written to
+``perf_results.json`` in ``--out`` (default ``benchmarks/results/``).
+
+Usage
+-----
+From the repository root::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/perf.py               # ~1-2 min
+    PYTHONPATH=. .venv/bin/python benchmarks/perf.py --repeats 11
+    PYTHONPATH=. .venv/bin/python benchmarks/perf.py --profile     # cProfile of the library calls
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import pstats
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import OneHotEncoder
+from threadpoolctl import threadpool_limits
+
+from _common import DEFAULT_OUT, environment, format_table, load_dataset, median_time, timed
+from _common import verdict, write_json
+from skprivpred import SubsampleAggregateClassifier
+
+CLASSES = [0, 1]
+N_LINEAR_TEACHERS = 100
+N_TREE_TEACHERS = 23  # what alpha=0.1 gives at epsilon=1
+LOGISTIC_MAX_ITER = 1000
+
+# Category lists of the public documentation of the data set (adult.names).
+ADULT_CATEGORIES: dict[str, list[str]] = {
+    "workclass": [
+        "Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov",
+        "State-gov", "Without-pay", "Never-worked",
+    ],
+    "education": [
+        "Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm",
+        "Assoc-voc", "9th", "7th-8th", "12th", "Masters", "1st-4th", "10th", "Doctorate",
+        "5th-6th", "Preschool",
+    ],
+    "marital-status": [
+        "Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed",
+        "Married-spouse-absent", "Married-AF-spouse",
+    ],
+    "occupation": [
+        "Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial",
+        "Prof-specialty", "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical",
+        "Farming-fishing", "Transport-moving", "Priv-house-serv", "Protective-serv",
+        "Armed-Forces",
+    ],
+    "relationship": [
+        "Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried",
+    ],
+    "race": ["White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"],
+    "sex": ["Female", "Male"],
+    "native-country": [
+        "United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
+        "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba",
+        "Iran", "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam", "Mexico",
+        "Portugal", "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan",
+        "Haiti", "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand",
+        "Yugoslavia", "El-Salvador", "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands",
+    ],
+}
+
+# Fixed public transforms of the numeric columns, each mapping to roughly [0, 1].
+ADULT_NUMERIC: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "age": lambda v: v / 100.0,
+    "fnlwgt": lambda v: np.log1p(v) / 15.0,
+    "education-num": lambda v: v / 16.0,
+    "capital-gain": lambda v: np.log1p(v) / 12.0,
+    "capital-loss": lambda v: np.log1p(v) / 12.0,
+    "hours-per-week": lambda v: v / 100.0,
+}
+
+
+@dataclass(frozen=True)
+class SpeedTarget:
+    """An upper bound on a measured ratio."""
+
+    name: str
+    max_ratio: float
+
+
+TARGETS = {
+    "fit": SpeedTarget("fit, 100 LR teachers / one LR fit", 1.5),
+    "predict": SpeedTarget("predict, 100 stacked LR teachers / one LR predict", 5.0),
+    "overhead": SpeedTarget("aggregation overhead over tree teachers' own predict", 0.10),
+}
+
+
+# -- the data-independent design matrix -----------------------------------------------
+def public_one_hot_encoder() -> OneHotEncoder:
+    """A one-hot encoder for the public Adult categories, fitted on a synthetic frame.
+
+    The categories are passed explicitly; the frame it is fitted on is made from
+    the same lists (no data row is involved).
+    """
+    columns = list(ADULT_CATEGORIES)
+    n_rows = max(len(values) for values in ADULT_CATEGORIES.values())
+    synthetic = pd.DataFrame(
+        {c: [ADULT_CATEGORIES[c][i % len(ADULT_CATEGORIES[c])] for i in range(n_rows)] for c in columns}
+    )
+    encoder = OneHotEncoder(
+        categories=[ADULT_CATEGORIES[c] for c in columns],
+        handle_unknown="ignore",
+        sparse_output=False,
+    )
+    return encoder.fit(synthetic)
+
+
+def adult_design_matrix(X: pd.DataFrame, encoder: OneHotEncoder) -> np.ndarray:
+    """Numeric, C-contiguous float64 design matrix from fixed public transforms only."""
+    categorical = X[list(ADULT_CATEGORIES)].astype(str)
+    numeric = [ADULT_NUMERIC[c](X[c].to_numpy(dtype=float)) for c in ADULT_NUMERIC]
+    return np.ascontiguousarray(
+        np.column_stack([*numeric, encoder.transform(categorical)]), dtype=np.float64
+    )
+
+
+# -- measurements ---------------------------------------------------------------------
+def logistic() -> LogisticRegression:
+    """The linear model of measurements 1 and 2."""
+    return LogisticRegression(max_iter=LOGISTIC_MAX_ITER)
+
+
+def private_logistic(n_jobs: int, seed: int = 0) -> SubsampleAggregateClassifier:
+    """Subsample-and-aggregate over ``N_LINEAR_TEACHERS`` logistic regressions."""
+    return SubsampleAggregateClassifier(
+        logistic(), n_teachers=N_LINEAR_TEACHERS, classes=CLASSES, n_jobs=n_jobs, random_state=seed
+    )
+
+
+def warm(func: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
+    """One untimed warm-up call, then the median time of ``repeats`` calls."""
+    func()
+    return median_time(func, repeats)
+
+
+def measure_fit(X: np.ndarray, y: np.ndarray, repeats: int, n_jobs_list: Sequence[int]) -> dict:
+    """Median fit times of one LR and of 100 LR teachers, and their ratios."""
+    single, single_times = warm(lambda: logistic().fit(X, y), repeats)
+    result = {"single_lr_seconds": single, "single_lr_times": single_times, "ensemble": {}}
+    for n_jobs in n_jobs_list:
+        median, times = warm(lambda: private_logistic(n_jobs).fit(X, y), repeats)
+        result["ensemble"][n_jobs] = {"seconds": median, "times": times, "ratio": median / single}
+    return result
+
+
+def measure_predict(
+    X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, repeats: int
+) -> dict:
+    """Median predict times on the test split: 100 stacked teachers against one LR."""
+    single_model = logistic().fit(X_train, y_train)
+    private_model = private_logistic(n_jobs=1).fit(X_train, y_train)
+    single, single_times = warm(lambda: single_model.predict(X_test), repeats)
+    private, private_times = warm(lambda: private_model.predict(X_test), repeats)
+    return {
+        "n_rows": int(X_test.shape[0]),
+        "single_lr_seconds": single,
+        "single_lr_times": single_times,
+        "ensemble_seconds": private,
+        "ensemble_times": private_times,
+        "ratio": private / single,
+        "stacked_teachers": int(len(private_model._ensemble._stack.teacher_ids)),
+    }
+
+
+def tree_teachers(clf: SubsampleAggregateClassifier) -> list:
+    """The fitted non-linear teachers (private attribute; benchmark use only)."""
+    return [teacher for _, teacher in clf._ensemble._other]
+
+
+def measure_overhead(
+    X_train: pd.DataFrame, y_train: np.ndarray, X_test: pd.DataFrame, repeats: int, n_jobs: int
+) -> dict:
+    """Private predict with HGB teachers against the sum of the teachers' own predict."""
+    base = HistGradientBoostingClassifier(
+        max_iter=50, early_stopping=False, categorical_features="from_dtype"
+    )
+    clf = SubsampleAggregateClassifier(
+        base, n_teachers=N_TREE_TEACHERS, classes=CLASSES, n_jobs=n_jobs, random_state=0
+    ).fit(X_train, y_train)
+    teachers = tree_teachers(clf)
+
+    def teachers_alone() -> None:
+        for teacher in teachers:
+            teacher.predict(X_test)
+
+    clf.predict(X_test)  # warm-up of both paths
+    teachers_alone()
+    private_times, teacher_times = [], []
+    for _ in range(repeats):  # alternate, so that machine load drifts hit both alike
+        private_times.append(timed(lambda: clf.predict(X_test))[1])
+        teacher_times.append(timed(teachers_alone)[1])
+    private, alone = float(np.median(private_times)), float(np.median(teacher_times))
+    return {
+        "n_rows": int(X_test.shape[0]),
+        "n_teachers": clf.n_teachers_,
+        "n_tree_teachers": len(teachers),
+        "ensemble_seconds": private,
+        "ensemble_times": private_times,
+        "teachers_seconds": alone,
+        "teachers_times": teacher_times,
+        "overhead": (private - alone) / alone,
+    }
+
+
+# -- profiling (optional) ---------------------------------------------------------------
+@contextlib.contextmanager
+def profiled(title: str, enabled: bool, n_lines: int = 18) -> Iterator[None]:
+    """Print the top functions by cumulative time of the body, if ``enabled``."""
+    if not enabled:
+        yield
+        return
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+        stream = io.StringIO()
+        pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(n_lines)
+        print(f"\n=== cProfile: {title} ===\n{stream.getvalue()}")
+
+
+def profile_library_calls(design: dict, frames: dict, n_jobs: int) -> None:
+    """cProfile one private fit (n_jobs=1) and predict of each measurement."""
+    with profiled("fit, 100 LR teachers, n_jobs=1", True):
+        clf = private_logistic(n_jobs=1).fit(design["X_train"], design["y_train"])
+    with profiled("predict, 100 stacked LR teachers", True):
+        for _ in range(20):
+            clf.predict(design["X_test"])
+    trees = SubsampleAggregateClassifier(
+        HistGradientBoostingClassifier(max_iter=50, early_stopping=False),
+        n_teachers=N_TREE_TEACHERS, classes=CLASSES, n_jobs=n_jobs, random_state=0,
+    ).fit(frames["X_train"], frames["y_train"])
+    with profiled("predict, HGB teachers", True):
+        trees.predict(frames["X_test"])
+
+
+# -- report ---------------------------------------------------------------------------
+def report_rows(fit: dict, predict: dict, overhead: dict) -> list[dict]:
+    """One row per ratio with its target and verdict."""
+    rows = []
+    for n_jobs, entry in fit["ensemble"].items():
+        rows.append(
+            {
+                "measurement": f"fit, n_jobs={n_jobs}",
+                "library_seconds": entry["seconds"],
+                "reference_seconds": fit["single_lr_seconds"],
+                "ratio": entry["ratio"],
+                "target": "fit",
+            }
+        )
+    rows.append(
+        {
+            "measurement": f"predict {predict['n_rows']} rows",
+            "library_seconds": predict["ensemble_seconds"],
+            "reference_seconds": predict["single_lr_seconds"],
+            "ratio": predict["ratio"],
+            "target": "predict",
+        }
+    )
+    rows.append(
+        {
+            "measurement": f"predict overhead, {overhead['n_tree_teachers']} HGB teachers",
+            "library_seconds": overhead["ensemble_seconds"],
+            "reference_seconds": overhead["teachers_seconds"],
+            "ratio": overhead["overhead"],
+            "target": "overhead",
+        }
+    )
+    for row in rows:
+        target = TARGETS[row["target"]]
+        row["max_ratio"] = target.max_ratio
+        row["passed"] = row["ratio"] <= target.max_ratio
+    return rows
+
+
+def format_report(rows: list[dict]) -> str:
+    """The printed table of ratios."""
+    header = ["measurement", "library s", "reference s", "ratio", "target", "verdict"]
+    body = []
+    for row in rows:
+        is_overhead = row["target"] == "overhead"
+        ratio = f"{row['ratio']:+.1%}" if is_overhead else f"{row['ratio']:.2f}x"
+        target = f"<= {row['max_ratio']:.0%}" if is_overhead else f"<= {row['max_ratio']:g}x"
+        body.append(
+            [
+                row["measurement"],
+                f"{row['library_seconds']:.4f}",
+                f"{row['reference_seconds']:.4f}",
+                ratio,
+                target,
+                verdict(row["passed"]),
+            ]
+        )
+    return format_table(body, header)
+
+
+# -- command line -------------------------------------------------------------------------
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n", 1)[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per measurement")
+    parser.add_argument(
+        "--n-jobs", type=int, nargs="+", default=[1, 2],
+        help="n_jobs values of the fit measurement (the last one also fits the tree teachers)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None,
+        help="limit native (BLAS/OpenMP) threads per process (default: library defaults)",
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    parser.add_argument(
+        "--profile", action="store_true", help="also print cProfile of the library calls",
+    )
+    return parser.parse_args(argv)
+
+
+def load_inputs() -> tuple[dict, dict]:
+    """The Adult split as DataFrames, and as the data-independent design matrix."""
+    data = load_dataset("adult")
+    encoder = public_one_hot_encoder()
+    frames = {"X_train": data.X_train, "y_train": data.y_train, "X_test": data.X_test}
+    design = {
+        "X_train": adult_design_matrix(data.X_train, encoder),
+        "y_train": data.y_train,
+        "X_test": adult_design_matrix(data.X_test, encoder),
+    }
+    return frames, design
+
+
+def run(args: argparse.Namespace) -> dict:
+    """All measurements; returns the results payload."""
+    frames, design = load_inputs()
+    print(
+        f"Adult: {design['X_train'].shape[0]} train rows, {design['X_test'].shape[0]} test rows, "
+        f"{design['X_train'].shape[1]} design-matrix columns; {args.repeats} repeats."
+    )
+    fit = measure_fit(design["X_train"], design["y_train"], args.repeats, args.n_jobs)
+    predict = measure_predict(design["X_train"], design["y_train"], design["X_test"], args.repeats)
+    overhead = measure_overhead(
+        frames["X_train"], frames["y_train"], frames["X_test"], args.repeats, args.n_jobs[-1]
+    )
+    if args.profile:
+        profile_library_calls(design, frames, args.n_jobs[-1])
+    return {"fit": fit, "predict": predict, "overhead": overhead}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure, print the ratios with PASS/MISS, write the JSON."""
+    args = parse_args(argv)
+    start = time.perf_counter()
+    limits = threadpool_limits(args.threads) if args.threads else contextlib.nullcontext()
+    with limits:
+        measurements = run(args)
+    wall_seconds = time.perf_counter() - start
+    rows = report_rows(measurements["fit"], measurements["predict"], measurements["overhead"])
+    print()
+    print(format_report(rows))
+    path = write_json(
+        args.out / "perf_results.json",
+        {
+            "benchmark": "speed ratios (benchmarks/perf.py)",
+            "config": {
+                "repeats": args.repeats,
+                "n_jobs": args.n_jobs,
+                "threads": args.threads,
+                "n_linear_teachers": N_LINEAR_TEACHERS,
+                "n_tree_teachers": N_TREE_TEACHERS,
+            },
+            "targets": {key: asdict(target) for key, target in TARGETS.items()},
+            "environment": environment(),
+            "wall_seconds": wall_seconds,
+            "ratios": rows,
+            "measurements": measurements,
+        },
+    )
+    print(f"\nWall time {wall_seconds:.0f} s. Wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,549 @@
+"""Accuracy of private prediction against per-query epsilon, on Adult and MAGIC.
+
+What is measured
+----------------
+For every data set, private estimator and per-query ``epsilon``, the estimator
+is fitted on the training split and answers every row of the test split once
+(one private label per row, fresh noise per row); the test accuracy of those
+answers is averaged over seeds (``random_state=seed``) and reported as
+mean ± standard deviation, next to the accuracy of the non-private
+*baseline*: the same base pipeline fitted once on all training rows.
+
+Private estimators (``--estimators``; see :data:`ESTIMATORS`):
+
+``sa-lr``
+    :class:`~skprivpred.SubsampleAggregateClassifier` with logistic-regression
+    teachers: ``OneHotEncoder`` on the categorical columns and
+    ``StandardScaler`` on the numeric ones, fitted *inside* each teacher.
+``sa-hgb``
+    :class:`~skprivpred.SubsampleAggregateClassifier` with
+    ``HistGradientBoostingClassifier`` teachers (native categorical support,
+    50 boosting iterations, no early stopping).
+
+All preprocessing that is fitted to data lives inside the teacher, so each
+teacher sees its own part only. ``n_teachers`` is derived by the estimator from
+``alpha=0.1`` and ``epsilon`` (23 teachers at ``epsilon=1``, 222 at 0.1, 444 at
+0.05); the value used is reported. The label set ``classes=[0, 1]`` is public.
+
+Data: Adult with its published train/test split; MAGIC with a fixed, seeded,
+stratified 2/3 train - 1/3 test split (it has no published split). The split
+is a benchmark choice, not a privacy matter.
+
+Timing: ``fit`` uses ``--n-jobs`` joblib workers for the teachers; ``predict``
+runs in the main process. Native thread pools (BLAS, OpenMP) are limited to
+``--threads`` (default 1) per process: parallelism comes from the teachers, and
+the tiny per-teacher workloads of tree prediction get several times slower
+with more OpenMP threads on a loaded 2-core machine.
+
+Outputs, in ``--out`` (default ``benchmarks/results/``): ``run_results.json``
+(configuration, environment, every run, the summary and the targets) and one
+``accuracy_vs_epsilon_<dataset>.png`` per data set.
+
+Usage
+-----
+From the repository root::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/run.py            # default, ~5 min
+    PYTHONPATH=. .venv/bin/python benchmarks/run.py --quick    # smoke test, seconds
+    PYTHONPATH=. .venv/bin/python benchmarks/run.py --full     # 10 seeds, more epsilons
+    PYTHONPATH=. .venv/bin/python benchmarks/run.py --datasets adult \\
+        --estimators sa-lr --epsilons 0.1 1 --seeds 0 1
+
+Adding a private estimator to this benchmark is one new entry in
+:data:`ESTIMATORS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from _common import (
+    DATASETS,
+    DEFAULT_OUT,
+    Dataset,
+    environment,
+    format_table,
+    load_dataset,
+    timed,
+    verdict,
+    write_json,
+)
+from skprivpred import SubsampleAggregateClassifier
+
+#: The public label set of both benchmark tasks.
+CLASSES = [0, 1]
+
+DEFAULT_EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
+FULL_EPSILONS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+DEFAULT_N_SEEDS = 3
+FULL_N_SEEDS = 10
+QUICK_EPSILONS = (1.0,)
+QUICK_TEST_ROWS = 2000
+
+
+# -- base pipelines (the teachers and the non-private baselines) -----------------------
+def _categorical_columns() -> Callable:
+    return make_column_selector(dtype_include=["category", "object", "string"])
+
+
+def _numeric_columns() -> Callable:
+    return make_column_selector(dtype_include="number")
+
+
+def logistic_pipeline(random_state: int | None = None) -> Pipeline:
+    """One-hot + standard scaling + logistic regression, all fitted on the rows given.
+
+    Columns are chosen by dtype (public schema), never by their values.
+    """
+    preprocess = ColumnTransformer(
+        [
+            ("categorical", OneHotEncoder(handle_unknown="ignore"), _categorical_columns()),
+            ("numeric", StandardScaler(), _numeric_columns()),
+        ]
+    )
+    classifier = LogisticRegression(max_iter=1000, random_state=random_state)
+    return Pipeline([("preprocess", preprocess), ("classify", classifier)])
+
+
+def boosting_classifier(random_state: int | None = None) -> HistGradientBoostingClassifier:
+    """Gradient-boosted trees sized for small teachers (categories from the dtype)."""
+    return HistGradientBoostingClassifier(
+        max_iter=50,
+        early_stopping=False,
+        categorical_features="from_dtype",
+        random_state=random_state,
+    )
+
+
+# -- the registry of benchmarked private estimators --------------------------------------
+def subsample_aggregate(
+    base: BaseEstimator, epsilon: float, seed: int, n_jobs: int
+) -> SubsampleAggregateClassifier:
+    """Subsample-and-aggregate over clones of ``base``, ``n_teachers`` from ``alpha=0.1``."""
+    return SubsampleAggregateClassifier(
+        base, epsilon=epsilon, classes=CLASSES, n_jobs=n_jobs, random_state=seed
+    )
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """How to build one benchmarked private estimator and its non-private baseline.
+
+    Attributes
+    ----------
+    description : str
+        Short human-readable description (the teacher type), for tables and plots.
+    make_base : callable
+        ``make_base(random_state)`` returns the non-private base pipeline. The
+        baseline is ``make_base(seed)`` fitted on all training rows; the private
+        estimator gets ``make_base(None)``, so that a subsample-and-aggregate
+        estimator gives every teacher its own seed from its fit stream.
+    make_private : callable
+        ``make_private(base, epsilon, seed, n_jobs)`` returns the unfitted private
+        estimator; ``seed`` must become its ``random_state``.
+    """
+
+    description: str
+    make_base: Callable[[int | None], BaseEstimator]
+    make_private: Callable[[BaseEstimator, float, int, int], ClassifierMixin]
+
+
+#: Benchmarked private estimators by command-line name. Add one entry per estimator.
+ESTIMATORS: dict[str, EstimatorSpec] = {
+    "sa-lr": EstimatorSpec("subsample-aggregate, LR teachers", logistic_pipeline, subsample_aggregate),
+    "sa-hgb": EstimatorSpec(
+        "subsample-aggregate, HGB teachers", boosting_classifier, subsample_aggregate
+    ),
+}
+
+
+# -- accuracy targets ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """A mean test accuracy to reach for one data set, estimator and epsilon."""
+
+    dataset: str
+    estimator: str
+    epsilon: float
+    min_accuracy: float
+
+
+TARGETS = (
+    Target("adult", "sa-lr", 1.0, 0.85),
+    Target("adult", "sa-lr", 0.1, 0.84),
+    Target("magic", "sa-hgb", 1.0, 0.86),
+)
+
+
+# -- one measurement ------------------------------------------------------------------
+@dataclass
+class Config:
+    """Everything a run depends on (stored in the results file)."""
+
+    datasets: list[str]
+    estimators: list[str]
+    epsilons: list[float]
+    seeds: list[int]
+    n_jobs: int
+    threads: int
+    max_test_rows: int | None
+    mode: str
+    out: Path
+
+
+def _accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    return float(np.mean(np.asarray(y_pred) == y_true))
+
+
+def run_private(
+    spec: EstimatorSpec, data: Dataset, epsilon: float, seed: int, n_jobs: int
+) -> dict[str, Any]:
+    """Fit one private estimator, answer every test row once, return the measurements."""
+    estimator = spec.make_private(spec.make_base(None), epsilon, seed, n_jobs)
+    _, fit_seconds = timed(lambda: estimator.fit(data.X_train, data.y_train))
+    y_pred, predict_seconds = timed(lambda: estimator.predict(data.X_test))
+    n_teachers = getattr(estimator, "n_teachers_", None)
+    return {
+        "accuracy": _accuracy(data.y_test, y_pred),
+        "n_teachers": None if n_teachers is None else int(n_teachers),
+        "fit_seconds": fit_seconds,
+        "predict_seconds": predict_seconds,
+    }
+
+
+def run_baseline(spec: EstimatorSpec, data: Dataset, seed: int) -> dict[str, Any]:
+    """Fit the non-private base pipeline on all training rows and score it."""
+    estimator = spec.make_base(seed)
+    _, fit_seconds = timed(lambda: estimator.fit(data.X_train, data.y_train))
+    y_pred, predict_seconds = timed(lambda: estimator.predict(data.X_test))
+    return {
+        "accuracy": _accuracy(data.y_test, y_pred),
+        "fit_seconds": fit_seconds,
+        "predict_seconds": predict_seconds,
+    }
+
+
+def _capped(data: Dataset, max_test_rows: int | None) -> Dataset:
+    """The data set with only its first ``max_test_rows`` test rows (smoke tests)."""
+    if max_test_rows is None or max_test_rows >= data.X_test.shape[0]:
+        return data
+    return Dataset(
+        data.name,
+        data.X_train,
+        data.X_test.iloc[:max_test_rows],
+        data.y_train,
+        data.y_test[:max_test_rows],
+        split=f"{data.split}; first {max_test_rows} test rows only",
+    )
+
+
+def warm_up_workers(n_jobs: int) -> None:
+    """Start the joblib worker processes once, so the first timed fit does not pay for it."""
+    Parallel(n_jobs=n_jobs)(delayed(abs)(-i) for i in range(max(n_jobs, 1)))
+
+
+def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dict]]:
+    """Every (data set, estimator, epsilon, seed) run and every baseline run.
+
+    Returns
+    -------
+    runs, baselines : list of dict
+        One record per private fit/predict and per baseline fit/predict.
+    datasets : dict
+        Sizes and split of each data set.
+    """
+    n_configs = len(config.estimators) * len(config.seeds) * (len(config.epsilons) + 1)
+    progress = tqdm(total=len(config.datasets) * n_configs, unit="fit", dynamic_ncols=True)
+    runs, baselines, datasets = [], [], {}
+    progress.set_description("starting workers")
+    warm_up_workers(config.n_jobs)
+    for dataset_name in config.datasets:
+        progress.set_description(f"loading {dataset_name}")
+        data = _capped(load_dataset(dataset_name), config.max_test_rows)
+        datasets[dataset_name] = data.summary()
+        for estimator_name in config.estimators:
+            spec = ESTIMATORS[estimator_name]
+            key = {"dataset": dataset_name, "estimator": estimator_name}
+            for seed in config.seeds:
+                progress.set_description(f"{dataset_name} {estimator_name} baseline seed={seed}")
+                baselines.append({**key, "seed": seed, **run_baseline(spec, data, seed)})
+                progress.update()
+            for epsilon in config.epsilons:
+                for seed in config.seeds:
+                    progress.set_description(
+                        f"{dataset_name} {estimator_name} eps={epsilon:g} seed={seed}"
+                    )
+                    record = run_private(spec, data, epsilon, seed, config.n_jobs)
+                    runs.append({**key, "epsilon": epsilon, "seed": seed, **record})
+                    progress.update()
+    progress.close()
+    return runs, baselines, datasets
+
+
+# -- summaries, targets, table, plots -----------------------------------------------------
+def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    values = list(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return statistics.fmean(values), sd
+
+
+def summarize(runs: list[dict], baselines: list[dict]) -> list[dict]:
+    """Mean and standard deviation over seeds, per (data set, estimator, epsilon)."""
+    baseline_accuracy = {}
+    for key, group in groupby(baselines, key=lambda r: (r["dataset"], r["estimator"])):
+        baseline_accuracy[key] = _mean_sd([r["accuracy"] for r in group])
+    summary = []
+    group_key = lambda r: (r["dataset"], r["estimator"], r["epsilon"])  # noqa: E731
+    for (dataset, estimator, epsilon), group in groupby(runs, key=group_key):
+        group = list(group)
+        accuracy, accuracy_sd = _mean_sd([r["accuracy"] for r in group])
+        n_teachers = sorted({r["n_teachers"] for r in group}, key=str)
+        summary.append(
+            {
+                "dataset": dataset,
+                "estimator": estimator,
+                "epsilon": epsilon,
+                "n_teachers": n_teachers[0] if len(n_teachers) == 1 else n_teachers,
+                "n_seeds": len(group),
+                "accuracy_mean": accuracy,
+                "accuracy_sd": accuracy_sd,
+                "baseline_accuracy_mean": baseline_accuracy[(dataset, estimator)][0],
+                "baseline_accuracy_sd": baseline_accuracy[(dataset, estimator)][1],
+                "fit_seconds_mean": statistics.fmean(r["fit_seconds"] for r in group),
+                "predict_seconds_mean": statistics.fmean(r["predict_seconds"] for r in group),
+            }
+        )
+    return summary
+
+
+def check_targets(summary: list[dict]) -> list[dict]:
+    """Compare mean accuracies with :data:`TARGETS`; also give the best estimator there."""
+    results = []
+    for target in TARGETS:
+        rows = [
+            s for s in summary
+            if s["dataset"] == target.dataset and np.isclose(s["epsilon"], target.epsilon)
+        ]
+        own = [s for s in rows if s["estimator"] == target.estimator]
+        best = max(rows, key=lambda s: s["accuracy_mean"], default=None)
+        accuracy = own[0]["accuracy_mean"] if own else None
+        results.append(
+            {
+                **asdict(target),
+                "accuracy_mean": accuracy,
+                "passed": None if accuracy is None else accuracy >= target.min_accuracy,
+                "best_estimator": None if best is None else best["estimator"],
+                "best_accuracy_mean": None if best is None else best["accuracy_mean"],
+                "best_passed": None if best is None else best["accuracy_mean"] >= target.min_accuracy,
+            }
+        )
+    return results
+
+
+def _n_teachers_text(value: Any) -> str:
+    if value is None:
+        return "-"
+    return str(value) if not isinstance(value, list) else "/".join(map(str, value))
+
+
+def summary_table(summary: list[dict]) -> str:
+    """The printed results table."""
+    header = [
+        "dataset", "estimator", "epsilon", "n_teachers", "accuracy (mean ± sd)",
+        "baseline", "fit s", "predict s",
+    ]
+    rows = [
+        [
+            s["dataset"],
+            s["estimator"],
+            f"{s['epsilon']:g}",
+            _n_teachers_text(s["n_teachers"]),
+            f"{s['accuracy_mean']:.4f} ± {s['accuracy_sd']:.4f}",
+            f"{s['baseline_accuracy_mean']:.4f}",
+            f"{s['fit_seconds_mean']:.2f}",
+            f"{s['predict_seconds_mean']:.2f}",
+        ]
+        for s in summary
+    ]
+    return format_table(rows, header)
+
+
+def targets_text(results: list[dict], note: str = "") -> str:
+    """One line per target with PASS/MISS (and the best estimator at that point)."""
+    lines = [f"Targets (mean test accuracy over seeds){note}:"]
+    for r in results:
+        measured = "not run" if r["accuracy_mean"] is None else f"{r['accuracy_mean']:.4f}"
+        line = (
+            f"  {verdict(r['passed']):4}  {r['dataset']:6} {r['estimator']:7} "
+            f"epsilon={r['epsilon']:<4g} accuracy {measured} (target >= {r['min_accuracy']:.2f})"
+        )
+        if r["best_estimator"] is not None and r["best_estimator"] != r["estimator"]:
+            line += (
+                f"; best estimator there: {r['best_estimator']} "
+                f"{r['best_accuracy_mean']:.4f} {verdict(r['best_passed'])}"
+            )
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
+    """Accuracy against epsilon (log scale), mean ± sd, one dashed baseline per estimator."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    rows = [s for s in summary if s["dataset"] == dataset]
+    estimators = list(dict.fromkeys(s["estimator"] for s in rows))
+    for k, estimator in enumerate(estimators):
+        own = sorted((s for s in rows if s["estimator"] == estimator), key=lambda s: s["epsilon"])
+        color = f"C{k}"
+        ax.errorbar(
+            [s["epsilon"] for s in own],
+            [s["accuracy_mean"] for s in own],
+            yerr=[s["accuracy_sd"] for s in own],
+            marker="o",
+            capsize=3,
+            color=color,
+            label=f"{estimator} (private)",
+        )
+        ax.axhline(
+            own[0]["baseline_accuracy_mean"],
+            linestyle="--",
+            color=color,
+            label=f"{estimator} baseline (non-private)",
+        )
+    epsilons = sorted({s["epsilon"] for s in rows})
+    ax.set_xscale("log")
+    ax.set_xticks(epsilons)
+    ax.set_xticklabels([f"{e:g}" for e in epsilons])
+    ax.set_xlabel("per-query epsilon")
+    ax.set_ylabel("test accuracy")
+    n_seeds = max(s["n_seeds"] for s in rows)
+    ax.set_title(f"{dataset}: accuracy of private predictions (mean ± sd, {n_seeds} seeds)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# -- command line -------------------------------------------------------------------------
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n", 1)[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS), default=list(DATASETS))
+    parser.add_argument(
+        "--estimators", nargs="+", choices=list(ESTIMATORS), default=list(ESTIMATORS),
+        help="private estimators to run (see ESTIMATORS in this file)",
+    )
+    parser.add_argument(
+        "--epsilons", nargs="+", type=float, default=None,
+        help=f"per-query epsilons (default {list(DEFAULT_EPSILONS)})",
+    )
+    parser.add_argument(
+        "--seeds", nargs="+", type=int, default=None,
+        help=f"random_state values (default 0..{DEFAULT_N_SEEDS - 1})",
+    )
+    parser.add_argument("--n-jobs", type=int, default=2, help="joblib jobs for teacher fitting")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="native (BLAS/OpenMP) threads per process",
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--full", action="store_true",
+        help=f"{FULL_N_SEEDS} seeds and epsilons {list(FULL_EPSILONS)} (slow)",
+    )
+    mode.add_argument(
+        "--quick", action="store_true",
+        help=f"smoke test: 1 seed, epsilon {list(QUICK_EPSILONS)}, first {QUICK_TEST_ROWS} test rows",
+    )
+    return parser.parse_args(argv)
+
+
+def make_config(args: argparse.Namespace) -> Config:
+    """Resolve the defaults of ``--full`` / ``--quick`` / default mode."""
+    if args.full:
+        mode, epsilons, n_seeds, max_test_rows = "full", FULL_EPSILONS, FULL_N_SEEDS, None
+    elif args.quick:
+        mode, epsilons, n_seeds, max_test_rows = "quick", QUICK_EPSILONS, 1, QUICK_TEST_ROWS
+    else:
+        mode, epsilons, n_seeds, max_test_rows = "default", DEFAULT_EPSILONS, DEFAULT_N_SEEDS, None
+    return Config(
+        datasets=list(dict.fromkeys(args.datasets)),
+        estimators=list(dict.fromkeys(args.estimators)),
+        epsilons=sorted(set(args.epsilons or epsilons)),
+        seeds=list(dict.fromkeys(args.seeds if args.seeds is not None else range(n_seeds))),
+        n_jobs=args.n_jobs,
+        threads=args.threads,
+        max_test_rows=max_test_rows,
+        mode=mode,
+        out=args.out,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, print the table and the targets, write JSON and plots."""
+    config = make_config(parse_args(argv))
+    start = time.perf_counter()
+    with threadpool_limits(limits=config.threads):
+        runs, baselines, datasets = run_benchmark(config)
+    wall_seconds = time.perf_counter() - start
+
+    summary = summarize(runs, baselines)
+    targets = check_targets(summary)
+    note = " - QUICK RUN, not meaningful" if config.mode == "quick" else ""
+    print()
+    print(summary_table(summary))
+    print()
+    print(targets_text(targets, note))
+
+    results_dir = config.out
+    payload = {
+        "benchmark": "accuracy vs per-query epsilon (benchmarks/run.py)",
+        "config": asdict(config),
+        "environment": environment(),
+        "datasets": datasets,
+        "wall_seconds": wall_seconds,
+        "summary": summary,
+        "targets": targets,
+        "runs": runs,
+        "baselines": baselines,
+    }
+    written = [write_json(results_dir / "run_results.json", payload)]
+    for dataset in config.datasets:
+        written.append(
+            plot_dataset(summary, dataset, results_dir / f"accuracy_vs_epsilon_{dataset}.png")
+        )
+    print()
+    print(f"Wall time {wall_seconds:.0f} s. Wrote: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
