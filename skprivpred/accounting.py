@@ -148,11 +148,9 @@ class PrivacyAccountant:
             raise ValueError(f"max_queries must be a non-negative integer or None, got {max_queries!r}.")
         self.max_queries = None if max_queries is None else int(max_queries)
         self._lock = threading.Lock()
-        self._rows = 0
-        self._sum_eps = 0.0
-        self._sum_eps_sq = 0.0
-        self._sum_eps_expm1 = 0.0
-        self._sum_delta = 0.0
+        # rows, sum eps, sum eps^2, sum eps (e^eps - 1), sum delta: all the
+        # composition theorems need, updated as one tuple under the lock.
+        self._totals = (0, 0.0, 0.0, 0.0, 0.0)
         self._row_guarantee = None  # advanced composition: the one per-row (eps, delta)
 
     # -- sharing and persistence -------------------------------------------------
@@ -194,12 +192,13 @@ class PrivacyAccountant:
         return eps <= self.epsilon * (1 + _REL_TOL) and delta <= self.delta * (1 + _REL_TOL)
 
     def _totals_after(self, n_rows: int, epsilon: float, delta: float):
+        rows, s_eps, s_eps_sq, s_expm1, s_delta = self._totals
         return (
-            self._rows + n_rows,
-            self._sum_eps + n_rows * epsilon,
-            self._sum_eps_sq + n_rows * epsilon**2,
-            self._sum_eps_expm1 + n_rows * epsilon * math.expm1(epsilon),
-            self._sum_delta + n_rows * delta,
+            rows + n_rows,
+            s_eps + n_rows * epsilon,
+            s_eps_sq + n_rows * epsilon**2,
+            s_expm1 + n_rows * epsilon * math.expm1(epsilon),
+            s_delta + n_rows * delta,
         )
 
     def _validate_charge(self, n_rows, epsilon, delta):
@@ -226,7 +225,7 @@ class PrivacyAccountant:
         if self.max_queries is not None and totals[0] > self.max_queries:
             return (
                 f"answering {n_rows} more query rows would exceed max_queries="
-                f"{self.max_queries} ({self._rows} answered so far)."
+                f"{self.max_queries} ({self._totals[0]} answered so far)."
             )
         if not self._within_budget(totals):
             eps_after, delta_after = min(self._guarantees(totals))
@@ -289,13 +288,7 @@ class PrivacyAccountant:
             reason = self._refusal(n_rows, epsilon, delta, totals)
             if reason is not None:
                 raise BudgetExhaustedError(reason)
-            (
-                self._rows,
-                self._sum_eps,
-                self._sum_eps_sq,
-                self._sum_eps_expm1,
-                self._sum_delta,
-            ) = totals
+            self._totals = totals
             if self.composition == "advanced" and n_rows > 0:
                 self._row_guarantee = (epsilon, delta)
 
@@ -315,7 +308,7 @@ class PrivacyAccountant:
             The number of rows (``sys.maxsize`` caps an unlimited budget).
         """
         _, epsilon, delta = self._validate_charge(0, epsilon, delta)
-        limit = sys.maxsize if self.max_queries is None else self.max_queries - self._rows
+        limit = sys.maxsize if self.max_queries is None else self.max_queries - self._totals[0]
 
         def fits(k: int) -> bool:
             return self._within_budget(self._totals_after(k, epsilon, delta))
@@ -333,7 +326,7 @@ class PrivacyAccountant:
     @property
     def queries_answered(self) -> int:
         """Number of query rows charged so far."""
-        return self._rows
+        return self._totals[0]
 
     @property
     def epsilon_spent(self) -> float:
@@ -355,13 +348,7 @@ class PrivacyAccountant:
             the smaller epsilon among those within the delta budget.
         """
         with self._lock:
-            totals = (
-                self._rows,
-                self._sum_eps,
-                self._sum_eps_sq,
-                self._sum_eps_expm1,
-                self._sum_delta,
-            )
+            totals = self._totals
         return self._best(totals)
 
     def __repr__(self) -> str:
@@ -369,5 +356,5 @@ class PrivacyAccountant:
         return (
             f"PrivacyAccountant(epsilon={self.epsilon!r}, delta={self.delta!r}, "
             f"composition={self.composition!r}; spent epsilon={eps:.6g}, delta={delta:.3g} "
-            f"over {self._rows} query rows)"
+            f"over {self._totals[0]} query rows)"
         )
