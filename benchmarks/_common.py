@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -111,12 +110,6 @@ def timed(func: Callable[[], Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     result = func()
     return result, time.perf_counter() - start
-
-
-def median_time(func: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
-    """Median wall time of ``repeats`` calls of ``func()``, and every time."""
-    times = [timed(func)[1] for _ in range(repeats)]
-    return statistics.median(times), times
 
 
 def environment() -> dict[str, Any]:

@@ -47,7 +47,8 @@ LINEAR_TEACHER_TYPES = (
     LinearSVC,
 )
 
-# Rows of queries processed at once (bounds the (rows x teachers) vote block).
+# Rows of queries scored at once by the stacked linear teachers (bounds the
+# (rows x teachers) score block in memory).
 QUERY_BLOCK_ROWS = 8192
 
 
@@ -217,32 +218,35 @@ class TeacherEnsemble:
         return out
 
     def vote_counts(self, X) -> np.ndarray:
-        """Votes per label, shape (n_rows, n_classes), counted block by block.
+        """Votes per label, shape (n_rows, n_classes).
 
         Equivalent to counting :meth:`votes` per label, without building the
         (rows x teachers) vote matrix: constant teachers add a fixed vector,
-        binary linear teachers are counted from the signs of the stacked scores.
+        linear teachers are counted from their stacked scores block by block
+        (bounded memory), and every other teacher predicts all rows in one call
+        and adds its vote.
         """
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
         for _, label in self._constant:
             counts[:, label] += 1
-        for start in range(0, n_rows, QUERY_BLOCK_ROWS):
-            block = slice(start, min(start + QUERY_BLOCK_ROWS, n_rows))
-            self._add_votes(counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block])
+        if self._stack is not None:
+            for start in range(0, n_rows, QUERY_BLOCK_ROWS):
+                block = slice(start, min(start + QUERY_BLOCK_ROWS, n_rows))
+                self._add_linear_votes(counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block])
+        rows = np.arange(n_rows)  # distinct, so fancy "+=" adds once per row
+        for _, teacher in self._other:
+            counts[rows, self._label_index(teacher.predict(X))] += 1
         return counts
 
-    def _add_votes(self, counts: np.ndarray, X_block) -> None:
-        rows = np.arange(counts.shape[0])  # distinct, so fancy "+=" adds once per row
-        if self._stack is not None:
-            stack = self._stack
-            scores = self._linear_scores(X_block)
-            positive = scores[:, : stack.n_binary] > 0
-            for (negative_label, positive_label), columns in stack.binary_groups:
-                n_positive = np.count_nonzero(positive[:, columns], axis=1)
-                counts[:, positive_label] += n_positive
-                counts[:, negative_label] += len(columns) - n_positive
-            for first, labels in stack.multi_blocks:
-                counts[rows, labels[np.argmax(scores[:, first : first + len(labels)], axis=1)]] += 1
-        for _, teacher in self._other:
-            counts[rows, self._label_index(teacher.predict(X_block))] += 1
+    def _add_linear_votes(self, counts: np.ndarray, X_block) -> None:
+        stack = self._stack
+        scores = self._linear_scores(X_block)
+        positive = scores[:, : stack.n_binary] > 0
+        for (negative_label, positive_label), columns in stack.binary_groups:
+            n_positive = np.count_nonzero(positive[:, columns], axis=1)
+            counts[:, positive_label] += n_positive
+            counts[:, negative_label] += len(columns) - n_positive
+        rows = np.arange(counts.shape[0])
+        for first, labels in stack.multi_blocks:
+            counts[rows, labels[np.argmax(scores[:, first : first + len(labels)], axis=1)]] += 1

@@ -442,3 +442,27 @@ def test_bad_queries_charge_nothing_and_draw_nothing(binary_data, queries, match
         clf.predict(queries)
     assert acc.queries_answered == 0 and clf.queries_answered_ == 0
     assert _rng_state(clf) == state
+
+
+def test_vote_counts_equal_counted_votes_across_blocks(monkeypatch):
+    from skprivpred import _teachers
+
+    monkeypatch.setattr(_teachers, "QUERY_BLOCK_ROWS", 37)  # many blocks, ragged last one
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_classes=3, n_informative=3, random_state=4
+    )
+    two = y < 2
+    teachers = [
+        _teachers.ConstantTeacher(2),
+        LogisticRegression().fit(X[two], y[two]),  # binary, labels 0 and 1
+        LogisticRegression().fit(X[y > 0], y[y > 0]),  # binary, labels 1 and 2
+        LogisticRegression().fit(X, y),  # three classes
+        RidgeClassifier().fit(X[two], y[two]),
+        DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y),  # voted by predict
+    ]
+    ens = _teachers.TeacherEnsemble(teachers, np.array([0, 1, 2]))
+    votes = ens.votes(X)
+    for j in range(1, 6):
+        np.testing.assert_array_equal(votes[:, j], teachers[j].predict(X))
+    expected = np.stack([(votes == k).sum(axis=1) for k in range(3)], axis=1)
+    np.testing.assert_array_equal(ens.vote_counts(X), expected)
