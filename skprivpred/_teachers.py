@@ -47,9 +47,9 @@ LINEAR_TEACHER_TYPES = (
     LinearSVC,
 )
 
-# Rows of queries scored at once by the stacked linear teachers (bounds the
-# (rows x teachers) score block in memory).
-QUERY_BLOCK_ROWS = 8192
+# Memory for one block of stacked linear scores (rows x score columns, float64):
+# large batches are scored block by block so that memory stays bounded.
+SCORE_BLOCK_BYTES = 8 * 2**20
 
 
 def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -186,12 +186,17 @@ class TeacherEnsemble:
             teacher_ids=np.array([j for j, _ in binary + multi], dtype=np.intp),
         )
 
-    def _linear_scores(self, X_block) -> np.ndarray:
-        """Decision scores of all linear teachers at once: one matrix product."""
+    def _linear_scores(self, X_block, *, with_intercepts: bool = True) -> np.ndarray:
+        """Decision scores of all linear teachers at once: one matrix product.
+
+        The rows were validated (finite, right width) by the estimator, so the
+        conversion to float does not check them again.
+        """
         stack = self._stack
-        X_num = check_array(X_block, accept_sparse="csr", dtype=np.float64)
+        X_num = check_array(X_block, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         scores = np.asarray(X_num @ stack.weights)
-        scores += stack.intercepts
+        if with_intercepts:
+            scores += stack.intercepts
         return scores
 
     def _linear_votes(self, X_block) -> np.ndarray:
@@ -231,8 +236,9 @@ class TeacherEnsemble:
         for _, label in self._constant:
             counts[:, label] += 1
         if self._stack is not None:
-            for start in range(0, n_rows, QUERY_BLOCK_ROWS):
-                block = slice(start, min(start + QUERY_BLOCK_ROWS, n_rows))
+            block_rows = max(1, SCORE_BLOCK_BYTES // (8 * self._stack.weights.shape[1]))
+            for start in range(0, n_rows, block_rows):
+                block = slice(start, min(start + block_rows, n_rows))
                 self._add_linear_votes(counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block])
         rows = np.arange(n_rows)  # distinct, so fancy "+=" adds once per row
         for _, teacher in self._other:
@@ -241,12 +247,16 @@ class TeacherEnsemble:
 
     def _add_linear_votes(self, counts: np.ndarray, X_block) -> None:
         stack = self._stack
-        scores = self._linear_scores(X_block)
-        positive = scores[:, : stack.n_binary] > 0
+        raw = self._linear_scores(X_block, with_intercepts=False)
+        # A binary teacher votes its second label where score + intercept > 0.
+        positive = raw[:, : stack.n_binary] > -stack.intercepts[: stack.n_binary]
         for (negative_label, positive_label), columns in stack.binary_groups:
-            n_positive = np.count_nonzero(positive[:, columns], axis=1)
+            group = positive if len(columns) == stack.n_binary else positive[:, columns]
+            # Summing the booleans as bytes is the fastest row count numpy offers.
+            n_positive = group.view(np.uint8).sum(axis=1, dtype=np.int64)
             counts[:, positive_label] += n_positive
             counts[:, negative_label] += len(columns) - n_positive
         rows = np.arange(counts.shape[0])
         for first, labels in stack.multi_blocks:
-            counts[rows, labels[np.argmax(scores[:, first : first + len(labels)], axis=1)]] += 1
+            block = raw[:, first : first + len(labels)] + stack.intercepts[first : first + len(labels)]
+            counts[rows, labels[np.argmax(block, axis=1)]] += 1

@@ -193,16 +193,18 @@ def exponential_mechanism_proba(scores, epsilon: float, sensitivity: float = 1.0
     ndarray of the same shape as ``scores``
         Probabilities summing to one along the last axis.
     """
-    return np.exp(_em_log_proba(scores, epsilon, sensitivity))
-
-
-def _em_log_proba(scores, epsilon: float, sensitivity: float) -> np.ndarray:
     epsilon = _check_positive_finite(epsilon, "epsilon")
     sensitivity = _check_positive_finite(sensitivity, "sensitivity")
     scores = np.asarray(scores, dtype=float)
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores must be finite.")
-    return log_softmax(scores * (epsilon / (2.0 * sensitivity)), axis=-1)
+    weight = epsilon / (2.0 * sensitivity)
+    if scores.shape[-1] == 2:
+        # Two candidates: the logistic closed form, each side computed directly
+        # so that a probability near 0 keeps its relative precision.
+        logit = weight * (scores[..., 1] - scores[..., 0])
+        return np.stack([expit(-logit), expit(logit)], axis=-1)
+    return np.exp(log_softmax(scores * weight, axis=-1))
 
 
 def sample_categorical(proba, rng: np.random.Generator) -> np.ndarray:

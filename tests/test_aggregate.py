@@ -447,7 +447,8 @@ def test_bad_queries_charge_nothing_and_draw_nothing(binary_data, queries, match
 def test_vote_counts_equal_counted_votes_across_blocks(monkeypatch):
     from skprivpred import _teachers
 
-    monkeypatch.setattr(_teachers, "QUERY_BLOCK_ROWS", 37)  # many blocks, ragged last one
+    # A few dozen rows per block: many blocks, a ragged last one.
+    monkeypatch.setattr(_teachers, "SCORE_BLOCK_BYTES", 37 * 8 * 8)
     X, y = make_classification(
         n_samples=300, n_features=5, n_classes=3, n_informative=3, random_state=4
     )
