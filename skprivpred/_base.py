@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -90,6 +91,54 @@ def reject_fit_params(estimator, fit_params: dict) -> None:
     if fit_params:
         names = ", ".join(sorted(fit_params))
         raise TypeError(f"{type(estimator).__name__}.fit got unexpected parameters: {names}.")
+
+
+def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
+    """The public label set: ``classes`` if given, else the labels of ``y`` with a warning.
+
+    Raises a ``ValueError`` when fewer than two labels result or when ``y`` holds
+    labels outside ``classes`` (the labels themselves are not printed).
+    """
+    if classes is None:
+        found = np.unique(y)
+        if found.size < 2:
+            raise ValueError(
+                f"y contains only one class and classes=None; {estimator_name} needs at least "
+                "two classes: pass the public label set as `classes`."
+            )
+        warnings.warn(
+            f"{estimator_name}: classes=None, so the label set was read from y; the set of "
+            "labels present in the training data is itself information about it. Pass the "
+            "public label set as `classes` to avoid this disclosure.",
+            PrivacyWarning,
+            stacklevel=3,
+        )
+        return found
+    values = np.unique(np.asarray(classes))
+    if values.size < 2:
+        raise ValueError(
+            f"classes must hold at least two distinct labels, got {values.size} distinct label(s)."
+        )
+    y_arr = np.asarray(y)
+    if y_arr.dtype.kind != values.dtype.kind and not (
+        y_arr.dtype.kind in "iuf" and values.dtype.kind in "iuf"
+    ):
+        raise ValueError(
+            f"y labels (dtype {y_arr.dtype}) and `classes` (dtype {values.dtype}) are not of the "
+            "same kind; pass `classes` with the labels y uses."
+        )
+    outside = ~np.isin(y_arr, values)
+    if outside.any():
+        raise ValueError(
+            f"y contains {int(outside.sum())} row(s) with labels outside `classes`; every "
+            "training label must belong to the public label set."
+        )
+    return values
+
+
+def keep_frame(X, X_checked):
+    """Teachers get a DataFrame as it was (column names, dtypes), anything else validated."""
+    return X if hasattr(X, "iloc") else X_checked
 
 
 def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generator]:

@@ -21,31 +21,28 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 from scipy import sparse
+from sklearn import linear_model
 from sklearn.base import clone
-from sklearn.linear_model import (
-    LogisticRegression,
-    LogisticRegressionCV,
-    PassiveAggressiveClassifier,
-    Perceptron,
-    RidgeClassifier,
-    RidgeClassifierCV,
-    SGDClassifier,
-)
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
 # Public scikit-learn classifiers whose ``predict`` is exactly
 # ``classes_[argmax(X @ coef_.T + intercept_)]`` (binary: sign of the one score).
-LINEAR_TEACHER_TYPES = (
-    LogisticRegression,
-    LogisticRegressionCV,
-    PassiveAggressiveClassifier,
-    Perceptron,
-    RidgeClassifier,
-    RidgeClassifierCV,
-    SGDClassifier,
-    LinearSVC,
-)
+# Looked up by name so that a class a scikit-learn release removes
+# (PassiveAggressiveClassifier is deprecated) simply drops out.
+LINEAR_TEACHER_TYPES = tuple(
+    getattr(linear_model, name)
+    for name in (
+        "LogisticRegression",
+        "LogisticRegressionCV",
+        "PassiveAggressiveClassifier",
+        "Perceptron",
+        "RidgeClassifier",
+        "RidgeClassifierCV",
+        "SGDClassifier",
+    )
+    if hasattr(linear_model, name)
+) + (LinearSVC,)
 
 # Memory for one block of stacked linear scores (rows x score columns, float64):
 # large batches are scored block by block so that memory stays bounded.

@@ -12,66 +12,19 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import (
-    PrivacyWarning,
     PrivatePredictorMixin,
     check_accountant,
     check_epsilon,
     check_open_unit_interval,
     check_positive_int,
+    keep_frame,
     reject_fit_params,
+    resolve_classes,
 )
 from ._teachers import TeacherEnsemble, fit_teachers, random_partition
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
 
 __all__ = ["SubsampleAggregateClassifier"]
-
-
-def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
-    """The public label set: ``classes`` if given, else the labels of ``y`` with a warning.
-
-    Raises a ``ValueError`` when fewer than two labels result or when ``y`` holds
-    labels outside ``classes`` (the labels themselves are not printed).
-    """
-    if classes is None:
-        found = np.unique(y)
-        if found.size < 2:
-            raise ValueError(
-                f"y contains only one class and classes=None; {estimator_name} needs at least "
-                "two classes: pass the public label set as `classes`."
-            )
-        warnings.warn(
-            f"{estimator_name}: classes=None, so the label set was read from y; the set of "
-            "labels present in the training data is itself information about it. Pass the "
-            "public label set as `classes` to avoid this disclosure.",
-            PrivacyWarning,
-            stacklevel=3,
-        )
-        return found
-    values = np.unique(np.asarray(classes))
-    if values.size < 2:
-        raise ValueError(
-            f"classes must hold at least two distinct labels, got {values.size} distinct label(s)."
-        )
-    y_arr = np.asarray(y)
-    if y_arr.dtype.kind != values.dtype.kind and not (
-        y_arr.dtype.kind in "iuf" and values.dtype.kind in "iuf"
-    ):
-        raise ValueError(
-            f"y labels (dtype {y_arr.dtype}) and `classes` (dtype {values.dtype}) are not of the "
-            "same kind; pass `classes` with the labels y uses."
-        )
-    outside = ~np.isin(y_arr, values)
-    if outside.any():
-        raise ValueError(
-            f"y contains {int(outside.sum())} row(s) with labels outside `classes`; every "
-            "training label must belong to the public label set."
-        )
-    return values
-
-
-def _keep_frame(X, X_checked):
-    """Teachers get a DataFrame as it was (column names, dtypes), anything else validated."""
-    return X if hasattr(X, "iloc") else X_checked
 
 
 class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
@@ -242,7 +195,7 @@ class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseE
                 self, X, y, reset=True, accept_sparse=["csr", "csc"], dtype=None,
                 ensure_all_finite=True, y_numeric=False,
             )
-            X = _keep_frame(X, X_checked)
+            X = keep_frame(X, X_checked)
             y = column_or_1d(y, warn=True)
             if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
                 raise ValueError("y must not contain NaN or infinity.")
@@ -293,7 +246,7 @@ class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseE
         X_checked = validate_data(
             self, X, reset=False, accept_sparse=["csr", "csc"], dtype=None, ensure_all_finite=True,
         )
-        return _keep_frame(X, X_checked)
+        return keep_frame(X, X_checked)
 
     def _answer_law(self, counts: np.ndarray) -> np.ndarray:
         """Exact output law for given vote counts (exponential mechanism, weight eps/2)."""
