@@ -35,10 +35,12 @@ from scipy.special import expit
 from skprivpred.mechanisms import (
     agnostic_n_partitions,
     ceil_int,
+    discrete_laplace_noise,
     exponential_mechanism_proba,
     exponential_mechanism_sample,
     gaussian_clip_bernoulli_proba,
     gaussian_sigma,
+    grid_laplace_release,
     laplace_clip_bernoulli_proba,
     laplace_scale,
     pac_n_partitions,
@@ -594,3 +596,61 @@ def test_bad_sensitivity_and_noise_scale_are_rejected_by_name(bad):
 def test_bad_delta_in_gaussian_sigma_is_rejected_by_name(bad):
     with pytest.raises(ValueError, match="delta"):
         gaussian_sigma(1.0, 0.5, bad)
+
+
+# -- discrete Laplace noise and the public-grid release ---------------------------------
+@pytest.mark.parametrize("scale", [0.5, 2.0, 7.3])
+def test_discrete_laplace_exact_law(scale):
+    rng = np.random.default_rng(2024)
+    n = 200_000
+    noise = discrete_laplace_noise(scale, rng, size=n)
+    assert noise.dtype.kind == "i"
+    for z in range(-4, 5):
+        p = np.tanh(1 / (2 * scale)) * np.exp(-abs(z) / scale)
+        assert stats.binomtest(int((noise == z).sum()), n, p).pvalue > 1e-6
+
+
+def test_discrete_laplace_ratio_is_tight():
+    # P(z) / P(z + 1) = e^{1/scale} exactly for z >= 0: the DP ratio at sensitivity 1.
+    scale = 1 / 0.7
+    p = lambda z: np.tanh(1 / (2 * scale)) * np.exp(-abs(z) / scale)  # noqa: E731
+    assert p(3) / p(4) == pytest.approx(np.exp(0.7), rel=1e-12)
+
+
+def test_grid_release_is_on_the_grid_and_has_the_stated_scale():
+    rng = np.random.default_rng(7)
+    grid, sensitivity, epsilon = 0.01, 0.05, 0.5
+    released = grid_laplace_release(np.full(100_000, 0.123), sensitivity, epsilon, grid, rng)
+    steps = released / grid
+    np.testing.assert_allclose(steps, np.rint(steps), atol=1e-6)
+    # index noise is discrete Laplace with scale (floor(0.05/0.01) + 1) / 0.5 = 12
+    noise = np.rint(steps) - 12
+    scale = 12.0
+    for z in (-2, 0, 3):
+        p = np.tanh(1 / (2 * scale)) * np.exp(-abs(z) / scale)
+        assert stats.binomtest(int((noise == z).sum()), 100_000, p).pvalue > 1e-6
+
+
+def test_grid_release_neighbour_ratio_bounded_by_epsilon():
+    # Values moving by the full sensitivity: the exact laws differ by at most e^eps.
+    grid, sensitivity, epsilon = 0.1, 0.25, 1.0
+    d = np.floor(sensitivity / grid) + 1
+    scale = d / epsilon
+    for a, b in [(0.0, 0.25), (0.04, 0.29), (1.0, 0.75)]:
+        ka, kb = np.rint(a / grid), np.rint(b / grid)
+        assert abs(ka - kb) <= d
+        outs = np.arange(-60, 61)
+        la = -np.abs(outs - ka) / scale
+        lb = -np.abs(outs - kb) / scale
+        assert np.max(np.abs(la - lb)) <= epsilon + 1e-12
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, np.inf])
+def test_grid_release_rejects_bad_scales(bad):
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="grid"):
+        grid_laplace_release([0.0], 1.0, 1.0, bad, rng)
+    with pytest.raises(ValueError, match="sensitivity"):
+        grid_laplace_release([0.0], bad, 1.0, 0.1, rng)
+    with pytest.raises(ValueError, match="scale"):
+        discrete_laplace_noise(bad, rng, size=3)
