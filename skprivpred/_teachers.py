@@ -74,7 +74,7 @@ class ConstantTeacher:
 
 
 def _fit_one(estimator, X_part, y_part, y_index_part):
-    if np.unique(y_index_part).size == 1:
+    if y_index_part is not None and np.unique(y_index_part).size == 1:
         return ConstantTeacher(y_index_part[0])
     return estimator.fit(X_part, y_part)
 
@@ -95,13 +95,17 @@ def _seed_teacher(estimator, rng: np.random.Generator):
 def fit_teachers(estimator, X, y, y_index, parts, rng, n_jobs=None) -> list:
     """Fit one clone of ``estimator`` per block of ``parts``, in parallel with joblib.
 
-    Blocks with a single label get a :class:`ConstantTeacher`. Teachers with an
-    unset ``random_state`` are seeded from ``rng`` (the fit stream), in block
-    order, so a fit is reproducible for an integer seed whatever the backend.
+    For classification, ``y_index`` holds each row's index in the public label
+    set and blocks with a single label get a :class:`ConstantTeacher`; for
+    regression it is None. Teachers with an unset ``random_state`` are seeded
+    from ``rng`` (the fit stream), in block order, so a fit is reproducible for
+    an integer seed whatever the joblib backend.
     """
     teachers = [_seed_teacher(clone(estimator), rng) for _ in parts]
     return Parallel(n_jobs=n_jobs)(
-        delayed(_fit_one)(teacher, take_rows(X, part), y[part], y_index[part])
+        delayed(_fit_one)(
+            teacher, take_rows(X, part), y[part], None if y_index is None else y_index[part]
+        )
         for teacher, part in zip(teachers, parts)
     )
 

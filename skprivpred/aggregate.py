@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import (
-    PrivatePredictorMixin,
     check_accountant,
     check_epsilon,
     check_open_unit_interval,
     check_positive_int,
-    keep_frame,
     reject_fit_params,
     resolve_classes,
 )
-from ._teachers import TeacherEnsemble, fit_teachers, random_partition
+from ._subsample import SubsampleMixin
+from ._teachers import TeacherEnsemble
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
 
 __all__ = ["SubsampleAggregateClassifier"]
 
 
-class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
+class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimator):
     """Private prediction by subsample-and-aggregate with a soft majority vote.
 
     The training set is cut into ``n_teachers`` disjoint random parts; one clone of
@@ -139,6 +134,8 @@ class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseE
     (5,)
     """
 
+    _default_estimator = LogisticRegression
+
     def __init__(
         self,
         estimator=None,
@@ -184,47 +181,16 @@ class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseE
         alpha = check_open_unit_interval(self.alpha, "alpha")
         n_teachers = check_positive_int(self.n_teachers, "n_teachers", allow_none=True)
         check_accountant(self.accountant)
-        estimator = LogisticRegression() if self.estimator is None else self.estimator
-        if not hasattr(estimator, "fit") or not hasattr(estimator, "predict"):
-            raise TypeError(
-                f"estimator must be a scikit-learn classifier with fit and predict, got "
-                f"{type(estimator).__name__}."
-            )
+        estimator = self._base_estimator()
         with self._unchanged_on_error():
-            X_checked, y = validate_data(
-                self, X, y, reset=True, accept_sparse=["csr", "csc"], dtype=None,
-                ensure_all_finite=True, y_numeric=False,
-            )
-            X = keep_frame(X, X_checked)
-            y = column_or_1d(y, warn=True)
-            if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-                raise ValueError("y must not contain NaN or infinity.")
+            X, y = self._validate_training_data(X, y, y_numeric=False)
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
-            n_samples = y.shape[0]
             if n_teachers is None:
                 n_teachers = pac_n_partitions(alpha, epsilon, n_classes=len(classes))
-            if n_teachers > n_samples:
-                raise ValueError(
-                    f"n_teachers={n_teachers} is larger than the number of training rows "
-                    f"n_samples={n_samples}; each teacher needs at least one row. Pass a smaller "
-                    f"n_teachers (or a larger alpha), or train on at least {n_teachers} rows."
-                )
-            if n_samples // n_teachers < 2:
-                warnings.warn(
-                    f"n_teachers={n_teachers} leaves fewer than 2 rows per teacher "
-                    f"(n_samples={n_samples}); the answers will be close to uniform.",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            y_index = np.searchsorted(classes, y)
-            fit_rng = self._start_streams()
-            parts = random_partition(n_samples, n_teachers, fit_rng)
-            teachers = fit_teachers(clone(estimator), X, y, y_index, parts, fit_rng, self.n_jobs)
+            teachers = self._fit_teachers(estimator, X, y, np.searchsorted(classes, y), n_teachers)
             self._ensemble = TeacherEnsemble(teachers, classes)
-            self._partition = parts
             self.classes_ = classes
-            self.n_teachers_ = n_teachers
             self.privacy_guarantee_ = {
                 "epsilon": epsilon,
                 "delta": 0.0,
@@ -234,20 +200,7 @@ class SubsampleAggregateClassifier(PrivatePredictorMixin, ClassifierMixin, BaseE
             }
         return self
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        base = LogisticRegression() if self.estimator is None else self.estimator
-        tags.input_tags.sparse = get_tags(base).input_tags.sparse
-        return tags
-
     # -- queries ------------------------------------------------------------------
-    def _validate_queries(self, X):
-        check_is_fitted(self, "n_teachers_")
-        X_checked = validate_data(
-            self, X, reset=False, accept_sparse=["csr", "csc"], dtype=None, ensure_all_finite=True,
-        )
-        return keep_frame(X, X_checked)
-
     def _answer_law(self, counts: np.ndarray) -> np.ndarray:
         """Exact output law for given vote counts (exponential mechanism, weight eps/2)."""
         return exponential_mechanism_proba(counts, self.privacy_guarantee_["epsilon"])

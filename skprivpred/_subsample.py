@@ -1,0 +1,93 @@
+"""Fit plumbing shared by the subsample-and-aggregate estimators.
+
+:class:`SubsampleMixin` validates the training data and the public number of
+teachers, draws the data-independent partition from the fit stream and fits
+one teacher per part (through :mod:`skprivpred._teachers`). The estimators add
+only what differs: how teachers' outputs are combined and released.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from ._base import PrivatePredictorMixin, keep_frame
+from ._teachers import fit_teachers, random_partition
+
+_SPARSE_FORMATS = ["csr", "csc"]
+
+
+class SubsampleMixin(PrivatePredictorMixin):
+    """Shared ``fit`` steps and query validation of subsample-and-aggregate estimators.
+
+    Subclasses set ``_default_estimator`` (a zero-argument factory) and have the
+    parameters ``estimator``, ``n_jobs``, ``random_state`` and ``accountant``.
+    """
+
+    _default_estimator = None
+
+    def _base_estimator(self):
+        estimator = self._default_estimator() if self.estimator is None else self.estimator
+        if not hasattr(estimator, "fit") or not hasattr(estimator, "predict"):
+            raise TypeError(
+                "estimator must be a scikit-learn estimator with fit and predict, got "
+                f"{type(estimator).__name__}."
+            )
+        return estimator
+
+    def _validate_training_data(self, X, y, *, y_numeric: bool):
+        """Check X (finite, consistent) and a 1-D finite y; DataFrames are kept as they are."""
+        X_checked, y = validate_data(
+            self, X, y, reset=True, accept_sparse=_SPARSE_FORMATS, dtype=None,
+            ensure_all_finite=True, y_numeric=y_numeric,
+        )
+        y = column_or_1d(y, warn=True)
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y must not contain NaN or infinity.")
+        return keep_frame(X, X_checked), y
+
+    @staticmethod
+    def _check_n_teachers(n_teachers: int, n_samples: int) -> None:
+        if n_teachers > n_samples:
+            raise ValueError(
+                f"n_teachers={n_teachers} is larger than the number of training rows "
+                f"n_samples={n_samples}; each teacher needs at least one row. Pass a smaller "
+                f"n_teachers (or a larger alpha), or train on at least {n_teachers} rows."
+            )
+        if n_samples // n_teachers < 2:
+            warnings.warn(
+                f"n_teachers={n_teachers} leaves fewer than 2 rows per teacher "
+                f"(n_samples={n_samples}); the answers will be close to uniform.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _fit_teachers(self, estimator, X, y, y_index, n_teachers: int) -> list:
+        """Partition from the fit stream and fit one teacher per part.
+
+        Sets ``_partition`` and ``n_teachers_``, and starts the query stream.
+        """
+        self._check_n_teachers(n_teachers, y.shape[0])
+        fit_rng = self._start_streams()
+        parts = random_partition(y.shape[0], n_teachers, fit_rng)
+        teachers = fit_teachers(clone(estimator), X, y, y_index, parts, fit_rng, self.n_jobs)
+        self._partition = parts
+        self.n_teachers_ = n_teachers
+        return teachers
+
+    def _validate_queries(self, X):
+        check_is_fitted(self, "n_teachers_")
+        X_checked = validate_data(
+            self, X, reset=False, accept_sparse=_SPARSE_FORMATS, dtype=None, ensure_all_finite=True,
+        )
+        return keep_frame(X, X_checked)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        base = self._default_estimator() if self.estimator is None else self.estimator
+        tags.input_tags.sparse = get_tags(base).input_tags.sparse
+        return tags
