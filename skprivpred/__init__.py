@@ -3,6 +3,7 @@
 from ._base import PrivacyWarning
 from .accounting import BudgetExhaustedError, PrivacyAccountant
 from .aggregate import SubsampleAggregateClassifier
+from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
 
 __version__ = "0.1.0.dev0"
 
@@ -11,5 +12,7 @@ __all__ = [
     "PrivacyAccountant",
     "PrivacyWarning",
     "SubsampleAggregateClassifier",
+    "SubsampleAverageClassifier",
+    "SubsampleAverageRegressor",
     "__version__",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "gaussian_sigma",
     "grid_laplace_release",
     "laplace_clip_bernoulli_proba",
+    "laplace_positive_proba",
     "laplace_scale",
     "pac_n_partitions",
     "sample_categorical",
@@ -446,6 +447,33 @@ def laplace_clip_bernoulli_proba(v, b: float) -> np.ndarray:
         mid_v = np.clip(v, 0.0, 1.0)
         mid = mid_v + 0.5 * b * (np.exp(-mid_v / b) - np.exp(-(1.0 - mid_v) / b))
     return np.where(v <= 0.0, low, np.where(v >= 1.0, high, mid))
+
+
+def laplace_positive_proba(a, b: float) -> np.ndarray:
+    """Closed form ``P(a + Lap(b) > 0)``: the law of thresholding a Laplace release at 0.
+
+    ``1 - exp(-a / b) / 2`` for ``a >= 0`` and ``exp(a / b) / 2`` otherwise. A
+    label drawn with this probability is the thresholded Laplace release itself,
+    without ever drawing a continuous variate.
+
+    Parameters
+    ----------
+    a : array-like of float
+        The exact score (the noise-free value minus the threshold).
+    b : float or array-like of float
+        Laplace scale, > 0.
+
+    Returns
+    -------
+    ndarray of float
+        The probability, in (0, 1).
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if not np.all(np.isfinite(b) & (b > 0)):
+        raise ValueError("b must be finite and > 0.")
+    half_tail = 0.5 * np.exp(-np.abs(a) / b)
+    return np.where(a >= 0, 1.0 - half_tail, half_tail)
 
 
 def gaussian_clip_bernoulli_proba(v, s: float) -> np.ndarray:
