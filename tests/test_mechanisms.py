@@ -654,3 +654,23 @@ def test_grid_release_rejects_bad_scales(bad):
         grid_laplace_release([0.0], bad, 1.0, 0.1, rng)
     with pytest.raises(ValueError, match="scale"):
         discrete_laplace_noise(bad, rng, size=3)
+
+
+def test_laplace_positive_proba_closed_form_and_monte_carlo():
+    from skprivpred.mechanisms import laplace_positive_proba
+
+    b = 0.3
+    assert laplace_positive_proba(0.0, b) == pytest.approx(0.5)
+    assert laplace_positive_proba(0.6, b) == pytest.approx(1 - 0.5 * np.exp(-2.0), rel=1e-15)
+    assert laplace_positive_proba(-0.6, b) == pytest.approx(0.5 * np.exp(-2.0), rel=1e-15)
+    # the DP ratio when a moves by the sensitivity b * eps is at most e^eps (tight in the tails)
+    a = np.linspace(-3, 3, 601)
+    eps = 0.7
+    p, q = laplace_positive_proba(a, b), laplace_positive_proba(a + b * eps, b)
+    assert np.max(np.abs(np.log(p) - np.log(q))) <= eps + 1e-12
+    assert np.max(np.abs(np.log1p(-p) - np.log1p(-q))) <= eps + 1e-12
+    rng = np.random.default_rng(SEED)
+    n = 200_000
+    for shift in (-0.4, 0.1):
+        hits = int((shift + rng.laplace(scale=b, size=n) > 0).sum())
+        assert stats.binomtest(hits, n, float(laplace_positive_proba(shift, b))).pvalue > FALSE_ALARM
