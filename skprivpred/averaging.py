@@ -335,19 +335,20 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         return self._noisy_values(v, rng, self.sensitivity_ + (v.shape[1] - 1) * grid)
 
     def _label_law(self, v: np.ndarray) -> np.ndarray:
-        """Exact law of ``predict`` for two labels, shape (n_rows, 2)."""
+        """Exact law of ``predict`` for two labels, shape (n_rows, 2).
+
+        Each column is computed from its own closed form (by the symmetry
+        ``P(0 | v) = P(1 | 1 - v)``), so a small probability keeps its relative
+        precision instead of being ``1 - p`` for ``p`` close to 1.
+        """
         v1 = v[:, 1]
         b = self.noise_scale_
         if self._prediction_rule == "sample":
-            if self._noise == "laplace":
-                p1 = laplace_clip_bernoulli_proba(v1, b)
-            else:
-                p1 = gaussian_clip_bernoulli_proba(v1, b)
-        elif self._noise == "laplace":
-            p1 = laplace_positive_proba(v1 - 0.5, b)
-        else:
-            p1 = norm.sf(0.5 - v1, scale=b)
-        return np.column_stack([1.0 - p1, p1])
+            proba = laplace_clip_bernoulli_proba if self._noise == "laplace" else gaussian_clip_bernoulli_proba
+            return np.column_stack([proba(1.0 - v1, b), proba(v1, b)])
+        if self._noise == "laplace":
+            return np.column_stack([laplace_positive_proba(0.5 - v1, b), laplace_positive_proba(v1 - 0.5, b)])
+        return np.column_stack([norm.sf(v1 - 0.5, scale=b), norm.sf(0.5 - v1, scale=b)])
 
     # -- queries ------------------------------------------------------------------
     def predict(self, X) -> np.ndarray:

@@ -668,7 +668,9 @@ def test_laplace_positive_proba_closed_form_and_monte_carlo():
     eps = 0.7
     p, q = laplace_positive_proba(a, b), laplace_positive_proba(a + b * eps, b)
     assert np.max(np.abs(np.log(p) - np.log(q))) <= eps + 1e-12
-    assert np.max(np.abs(np.log1p(-p) - np.log1p(-q))) <= eps + 1e-12
+    p0, q0 = laplace_positive_proba(-a, b), laplace_positive_proba(-a - b * eps, b)  # exact complements
+    np.testing.assert_allclose(p + p0, 1.0, rtol=1e-15)
+    assert np.max(np.abs(np.log(p0) - np.log(q0))) <= eps + 1e-12
     rng = np.random.default_rng(SEED)
     n = 200_000
     for shift in (-0.4, 0.1):
