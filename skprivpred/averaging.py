@@ -24,8 +24,10 @@ from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
 from .mechanisms import (
     agnostic_n_partitions,
+    discrete_gaussian_sigma,
     gaussian_clip_bernoulli_proba,
     gaussian_sigma,
+    grid_gaussian_release,
     grid_laplace_release,
     laplace_clip_bernoulli_proba,
     laplace_positive_proba,
@@ -77,13 +79,14 @@ def _check_noise(noise, delta, epsilon):
 class _NoisyAverageMixin(SubsampleMixin):
     """Release of teacher averages: noise scales, grid releases, charging."""
 
-    def _set_noise(self, epsilon: float, delta: float, sensitivity: float, l2_sensitivity: float):
+    def _set_noise(self, epsilon: float, delta: float, sensitivity: float):
         self._noise = self.noise  # queries use what was fitted, whatever set_params does later
         self.sensitivity_ = sensitivity
         if self.noise == "laplace":
             self.noise_scale_ = laplace_scale(sensitivity, epsilon)
         else:
-            self.noise_scale_ = gaussian_sigma(l2_sensitivity, epsilon, delta, method="analytic")
+            self.noise_scale_ = gaussian_sigma(sensitivity, epsilon, delta, method="analytic")
+            discrete_gaussian_sigma(GRID_STEPS + 1, epsilon, delta)  # calibrate (cached) at fit
         self.privacy_guarantee_ = {
             "epsilon": epsilon,
             "delta": delta,
@@ -97,18 +100,17 @@ class _NoisyAverageMixin(SubsampleMixin):
         return self._release(n_rows, guarantee["epsilon"], draw, delta=guarantee["delta"])
 
     def _noisy_values(self, values: np.ndarray, rng, grid_sensitivity: float) -> np.ndarray:
-        """One real-valued release of ``values`` (any shape), never a raw noisy float.
+        """One real-valued release of ``values``, on the public grid of step ``sensitivity_ / 1000``.
 
-        Laplace: the exact grid mechanism. Gaussian: Gaussian noise, then
-        rounding to the same public grid (a mitigation of floating-point
-        leakage, not covered by the grid mechanism's exact argument).
+        Laplace: integer discrete-Laplace noise for ``grid_sensitivity`` (the
+        sensitivity the grid argument needs). Gaussian: discrete Gaussian noise,
+        exactly calibrated for the grid index (one coordinate).
         """
-        grid = self.sensitivity_ / GRID_STEPS
+        epsilon, delta = self.privacy_guarantee_["epsilon"], self.privacy_guarantee_["delta"]
         if self._noise == "laplace":
-            epsilon = self.privacy_guarantee_["epsilon"]
+            grid = self.sensitivity_ / GRID_STEPS
             return grid_laplace_release(values, grid_sensitivity, epsilon, grid, rng)
-        noisy = values + rng.normal(scale=self.noise_scale_, size=np.shape(values))
-        return grid * np.rint(noisy / grid)
+        return grid_gaussian_release(values, self.sensitivity_, epsilon, delta, rng, steps=GRID_STEPS)
 
 
 class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstimator):
@@ -172,11 +174,11 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         The public label set (``None`` reads it from ``y`` with a
         :class:`~skprivpred.PrivacyWarning`).
     noise : {"laplace", "gaussian"}, default="laplace"
-        Laplace gives ``(epsilon, 0)``-DP; Gaussian (analytic calibration of
-        Balle & Wang 2018, L2 sensitivity) gives ``(epsilon, delta)``-DP. Labels
-        are drawn from closed forms in both cases; Gaussian real-valued releases
-        are rounded to the public grid, which mitigates but is not proven to
-        remove floating-point leakage.
+        Laplace gives ``(epsilon, 0)``-DP. Gaussian (two labels only) gives
+        ``(epsilon, delta)``-DP: labels are drawn from the closed forms of the
+        continuous Gaussian mechanism (analytic calibration of Balle & Wang
+        2018), real-valued releases add discrete Gaussian noise on the public
+        grid, calibrated exactly (``mechanisms.grid_gaussian_release``).
     delta : float, default=0.0
         Must be 0 with Laplace noise; in (0, 1) with Gaussian noise.
     accountant : PrivacyAccountant, default=None
@@ -300,13 +302,12 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             self._ensemble = TeacherEnsemble(teachers, classes)
             self._base_output, self._prediction_rule = self.base_output, self.prediction_rule
             self.classes_ = classes
-            binary = len(classes) == 2
-            self._set_noise(
-                epsilon,
-                delta,
-                sensitivity=(1.0 if binary else 2.0) / n_teachers,
-                l2_sensitivity=(1.0 if binary else math.sqrt(2.0)) / n_teachers,
-            )
+            if len(classes) > 2 and self.noise == "gaussian":
+                raise ValueError(
+                    "noise='gaussian' is offered for two labels; with "
+                    f"{len(classes)} labels use noise='laplace'."
+                )
+            self._set_noise(epsilon, delta, sensitivity=(1.0 if len(classes) == 2 else 2.0) / n_teachers)
         return self
 
     # -- the secret averages --------------------------------------------------------
@@ -460,7 +461,8 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     clip_output : bool, default=True
         Clip the released value to ``y_range``.
     noise : {"laplace", "gaussian"}, default="laplace"
-        As in :class:`SubsampleAverageClassifier`.
+        Laplace gives ``(epsilon, 0)``-DP; Gaussian gives ``(epsilon, delta)``-DP
+        with discrete Gaussian noise on the public grid, calibrated exactly.
     delta : float, default=0.0
         0 with Laplace noise; in (0, 1) with Gaussian noise.
     accountant : PrivacyAccountant, default=None
@@ -566,8 +568,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
             X, y = self._validate_training_data(X, y, y_numeric=True)
             self._teachers = self._fit_teachers(estimator, X, y, None, n_teachers)
             self._y_range, self._clip_output = (lo, hi), bool(self.clip_output)
-            width = (hi - lo) / n_teachers
-            self._set_noise(epsilon, delta, sensitivity=width, l2_sensitivity=width)
+            self._set_noise(epsilon, delta, sensitivity=(hi - lo) / n_teachers)
         return self
 
     def _average(self, X) -> np.ndarray:

@@ -144,8 +144,8 @@ def test_proba_teachers_are_aligned_and_averaged():
 class _HalfSensitivity(SubsampleAverageClassifier):
     """Broken on purpose: calibrated to half the sensitivity (twice the epsilon)."""
 
-    def _set_noise(self, epsilon, delta, sensitivity, l2_sensitivity):
-        super()._set_noise(epsilon, delta, sensitivity / 2, l2_sensitivity / 2)
+    def _set_noise(self, epsilon, delta, sensitivity):
+        super()._set_noise(epsilon, delta, sensitivity / 2)
 
 
 def _audit_neighbours(r=5):
@@ -172,8 +172,8 @@ def test_audit_passes_and_flags_half_the_noise(method, bins):
 
 def test_regressor_audit_passes_and_flags_half_the_noise():
     class HalfRegressor(SubsampleAverageRegressor):
-        def _set_noise(self, epsilon, delta, sensitivity, l2_sensitivity):
-            super()._set_noise(epsilon, delta, sensitivity / 2, l2_sensitivity / 2)
+        def _set_noise(self, epsilon, delta, sensitivity):
+            super()._set_noise(epsilon, delta, sensitivity / 2)
 
     X = np.arange(4, dtype=float).reshape(-1, 1)
     y = np.zeros(4)
@@ -324,3 +324,24 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
+
+
+def test_gaussian_releases_are_discrete_gaussian_on_the_grid():
+    from skprivpred.mechanisms import discrete_gaussian_sigma
+
+    clf = _one_row_per_teacher([1, 0, 0, 0], noise="gaussian", delta=1e-5, epsilon=1.0)
+    out = clf.predict_proba(np.zeros((40_000, 1)))[:, 1]
+    grid = clf.sensitivity_ / GRID_STEPS
+    inside = (out > 0) & (out < 1)
+    np.testing.assert_allclose(out[inside] / grid, np.rint(out[inside] / grid), atol=1e-6)
+    sigma = discrete_gaussian_sigma(GRID_STEPS + 1, 1.0, 1e-5) * grid
+    assert sigma == pytest.approx(clf.noise_scale_, rel=2e-3)
+    # with v = 1/4 and sigma ~ 1.3, about 0.4 of the releases are clipped at 0
+    law = _one_row_per_teacher([1, 0, 0, 0], noise="gaussian", delta=1e-5)._output_distribution([[0.0]])
+    assert 0 < law[0, 1] < 0.5
+
+
+def test_gaussian_needs_two_labels():
+    X, y = make_classification(n_samples=300, n_classes=3, n_informative=3, random_state=0)
+    with pytest.raises(ValueError, match="two labels"):
+        SubsampleAverageClassifier(noise="gaussian", delta=1e-5, classes=[0, 1, 2]).fit(X, y)

@@ -676,3 +676,55 @@ def test_laplace_positive_proba_closed_form_and_monte_carlo():
     for shift in (-0.4, 0.1):
         hits = int((shift + rng.laplace(scale=b, size=n) > 0).sum())
         assert stats.binomtest(hits, n, float(laplace_positive_proba(shift, b))).pvalue > FALSE_ALARM
+
+
+# -- discrete Gaussian ----------------------------------------------------------------
+def test_discrete_gaussian_exact_law():
+    from skprivpred.mechanisms import discrete_gaussian_noise
+
+    sigma, n = 1.7, 200_000
+    noise = discrete_gaussian_noise(sigma, np.random.default_rng(SEED), size=n)
+    support = np.arange(-80, 81)
+    weights = np.exp(-(support**2) / (2 * sigma**2))
+    weights /= weights.sum()
+    for z in (-3, 0, 1, 4):
+        assert stats.binomtest(int((noise == z).sum()), n, weights[support == z][0]).pvalue > FALSE_ALARM
+
+
+def test_discrete_gaussian_delta_is_the_hockey_stick_divergence():
+    from skprivpred.mechanisms import discrete_gaussian_delta
+
+    sigma, eps = 2.5, 0.8
+    support = np.arange(-200, 201)
+    p = np.exp(-(support**2) / (2 * sigma**2))
+    p /= p.sum()
+    for shift in (1, 2, 5):
+        q = np.exp(-((support - shift) ** 2) / (2 * sigma**2))
+        q /= q.sum()
+        brute = np.sum(np.maximum(0, q - np.exp(eps) * p))  # the other direction, by symmetry
+        assert discrete_gaussian_delta(sigma, shift, eps) == pytest.approx(brute, rel=1e-9, abs=1e-300)
+    deltas = [discrete_gaussian_delta(sigma, k, eps) for k in range(1, 8)]
+    assert all(a < b for a, b in zip(deltas, deltas[1:]))  # a larger shift costs more
+
+
+@pytest.mark.parametrize("shift, eps, delta", [(1, 1.0, 1e-5), (11, 0.5, 1e-6), (1001, 2.0, 1e-8)])
+def test_discrete_gaussian_sigma_is_the_smallest_valid_scale(shift, eps, delta):
+    from skprivpred.mechanisms import discrete_gaussian_delta, discrete_gaussian_sigma
+
+    sigma = discrete_gaussian_sigma(shift, eps, delta)
+    assert discrete_gaussian_delta(sigma, shift, eps) <= delta
+    assert discrete_gaussian_delta(0.999 * sigma, shift, eps) > delta
+    # close to the continuous Gaussian's exact calibration for large shifts
+    if shift > 100:
+        assert sigma == pytest.approx(gaussian_sigma(shift, eps, delta, method="analytic"), rel=1e-3)
+
+
+def test_grid_gaussian_release_is_on_the_grid():
+    from skprivpred.mechanisms import discrete_gaussian_sigma, grid_gaussian_release
+
+    rng = np.random.default_rng(SEED)
+    out = grid_gaussian_release(np.full(50_000, 0.3), 0.02, 1.0, 1e-5, rng, steps=100)
+    steps = out / 0.0002
+    np.testing.assert_allclose(steps, np.rint(steps), atol=1e-6)
+    sigma = discrete_gaussian_sigma(101, 1.0, 1e-5) * 0.0002
+    assert np.std(out) == pytest.approx(sigma, rel=0.02)
