@@ -4,11 +4,13 @@ from ._base import PrivacyWarning
 from .accounting import BudgetExhaustedError, PrivacyAccountant
 from .aggregate import SubsampleAggregateClassifier
 from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
+from .walk import ExpProjectedWalk
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BudgetExhaustedError",
+    "ExpProjectedWalk",
     "PrivacyAccountant",
     "PrivacyWarning",
     "SubsampleAggregateClassifier",

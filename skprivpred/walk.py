@@ -1,0 +1,585 @@
+"""The exponential projected walk ExpPW(T, epsilon) of Dwork & Feldman (Figure 1).
+
+Private prediction for one real feature: thresholds and unions of ``k``
+intervals. The training points are sorted by ``x``; a query ``x`` is answered
+from the *walk value* ``V(S, x)``: an integer that starts at 0, moves up by one
+for every label-1 point and down by one for every label-0 point at or to the
+left of ``x``, and is clamped to ``[-T, T]`` after every step. The answer is 1
+with probability ``expit(epsilon * V / 2)``.
+
+Removing one training row changes ``V`` at every query by at most 1 (clamping is
+1-Lipschitz), so each answer is ``epsilon / 2``-DP for add/remove neighbours and
+``epsilon``-DP for replace-one neighbours (Lemma 5.1).
+
+The pure helpers :func:`exppw_T`, :func:`exppw_min_samples` and
+:func:`exppw_walk` compute the theory's parameters and the walk table; the
+estimator :class:`ExpProjectedWalk` answers queries with them.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
+
+from ._base import (
+    PrivatePredictorMixin,
+    check_accountant,
+    check_epsilon,
+    check_open_unit_interval,
+    check_positive_int,
+    reject_fit_params,
+    resolve_classes,
+)
+from .mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
+
+__all__ = ["ExpProjectedWalk", "exppw_T", "exppw_min_samples", "exppw_walk"]
+
+TIE_HANDLING_OPTIONS = ("aggregate", "sequential")
+
+
+# -- theory's parameters --------------------------------------------------------------
+def exppw_T(alpha: float, epsilon: float) -> int:
+    """Clamp bound ``T`` of the walk for target excess error ``alpha`` (Thm 5.3).
+
+    ``T = ceil(2 ln(2 / alpha) / epsilon)``: the smallest ``T`` with
+    ``exp(-epsilon T / 2) <= alpha / 2``, so that a saturated walk answers
+    wrongly with probability at most ``alpha / 2``.
+
+    Parameters
+    ----------
+    alpha : float
+        Target excess error, in (0, 1).
+    epsilon : float
+        Per-query privacy parameter (replace-one), > 0.
+
+    Returns
+    -------
+    int
+        The clamp bound, at least 1.
+
+    Examples
+    --------
+    >>> exppw_T(0.1, 1.0)
+    6
+    >>> exppw_T(0.01, 0.1)
+    106
+    """
+    alpha = check_open_unit_interval(alpha, "alpha")
+    epsilon = check_epsilon(epsilon)
+    return max(1, ceil_int(2.0 * math.log(2.0 / alpha) / epsilon))
+
+
+def exppw_min_samples(alpha: float, epsilon: float, k: int = 1) -> int:
+    """Training-set size for which Theorem 5.3 promises excess error ``alpha``.
+
+    With ``T = exppw_T(alpha, epsilon)``, Lemma 5.2's empirical penalty
+    ``(k + 2) T / n`` is at most ``alpha / 2`` once
+    ``n >= ceil(2 (k + 2) T / alpha)``; this is the value returned. The paper's
+    ``4 (k + 2) ln(2 / alpha) / (alpha epsilon)`` ignores the ceiling in ``T``
+    and can be smaller by up to ``2 (k + 2) / alpha`` (spec-000 erratum 17).
+    Then ``E_S[err_P] <= exp(epsilon) (Opt_P + alpha)`` against the best union
+    of ``k`` intervals (``k = 1``: thresholds, Theorem 2.4).
+
+    Parameters
+    ----------
+    alpha : float
+        Target excess error, in (0, 1).
+    epsilon : float
+        Per-query privacy parameter (replace-one), > 0.
+    k : int, default=1
+        Number of endpoints of the comparison class (1: thresholds).
+
+    Returns
+    -------
+    int
+        The number of training rows ``n``.
+
+    Examples
+    --------
+    >>> exppw_min_samples(0.1, 1.0)
+    360
+    """
+    T = exppw_T(alpha, epsilon)
+    k = check_positive_int(k, "k")
+    return ceil_int(2.0 * (k + 2) * T / alpha)
+
+
+# -- the walk -------------------------------------------------------------------------
+def _clamped_walk(steps: np.ndarray, T: int) -> np.ndarray:
+    """Values ``v_j = clip(v_{j-1} + steps[j], -T, T)`` after every step, from ``v_0 = 0``.
+
+    Every step is a map ``v -> clip(v + a, low, high)``, and such maps are closed
+    under composition::
+
+        clip(clip(v + a1, l1, h1) + a2, l2, h2)
+            = clip(v + a1 + a2, clip(l1 + a2, l2, h2), clip(h1 + a2, l2, h2))
+
+    so the prefix compositions come from a parallel (Hillis-Steele) scan in
+    ``ceil(log2(K))`` vectorised rounds, in exact integer arithmetic; the value
+    after step ``j`` is the ``j``-th prefix map applied to 0.
+    """
+    shift = np.array(steps, dtype=np.int64)
+    low = np.full(shift.shape, -T, dtype=np.int64)
+    high = np.full(shift.shape, T, dtype=np.int64)
+    span = 1
+    while span < shift.size:
+        # Prefix map j becomes (map j) o (map j - span): the earlier map is applied first.
+        earlier_shift, earlier_low, earlier_high = shift[:-span], low[:-span], high[:-span]
+        later_shift, later_low, later_high = shift[span:], low[span:], high[span:]
+        new_low = np.clip(earlier_low + later_shift, later_low, later_high)
+        new_high = np.clip(earlier_high + later_shift, later_low, later_high)
+        new_shift = earlier_shift + later_shift
+        shift[span:], low[span:], high[span:] = new_shift, new_low, new_high
+        span *= 2
+    return np.clip(shift, low, high)
+
+
+def _group_starts(sorted_x: np.ndarray) -> np.ndarray:
+    """Index of the first occurrence of each distinct value in a sorted array."""
+    is_new = np.empty(sorted_x.shape, dtype=bool)
+    is_new[:1] = True
+    np.not_equal(sorted_x[1:], sorted_x[:-1], out=is_new[1:])
+    return np.flatnonzero(is_new)
+
+
+def _check_walk_inputs(x, y, T, tie_handling) -> tuple[np.ndarray, np.ndarray, int]:
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y)
+    if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
+        raise ValueError(
+            f"x and y must be 1-D arrays of the same length, got shapes {x.shape} and {y.shape}."
+        )
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x must not contain NaN or infinity.")
+    if y.size and not np.all((y == 0) | (y == 1)):
+        raise ValueError("y must hold label indices 0 and 1 only.")
+    T = check_positive_int(T, "T")
+    if tie_handling not in TIE_HANDLING_OPTIONS:
+        raise ValueError(
+            f"tie_handling must be one of {TIE_HANDLING_OPTIONS}, got {tie_handling!r}."
+        )
+    return x, y.astype(np.int64), T
+
+
+def exppw_walk(x, y, T: int, tie_handling: str = "aggregate") -> tuple[np.ndarray, np.ndarray]:
+    """The clamped walk of ExpPW over the distinct sorted training values.
+
+    Figure 1 of Dwork & Feldman, evaluated once for every distinct ``x``: the
+    walk starts at 0, steps by ``2 y - 1`` per training point in increasing
+    ``x`` and is clamped to ``[-T, T]``; the walk value of a query ``q`` is the
+    value after the last distinct ``u_j <= q`` (0 if there is none). Ties are
+    handled as decided in spec-000 §6.2:
+
+    - ``"aggregate"``: all points sharing a value ``u`` make one step, the sum
+      of their ``2 y - 1``, then one clamp. Equal to Figure 1 on distinct
+      ``x``; invariant to row order; exactly antisymmetric under label flip.
+    - ``"sequential"``: Figure 1 verbatim, one clamped step per point, in the
+      canonical order ``x`` ascending then ``y`` ascending.
+
+    Both change the walk value at any query by at most 1 when one point is
+    removed, which is what the privacy proof needs.
+
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+        Training values, finite.
+    y : array-like of shape (n,)
+        Label indices, 0 or 1 (1 steps up).
+    T : int
+        Clamp bound, >= 1.
+    tie_handling : {"aggregate", "sequential"}, default="aggregate"
+        How points with equal ``x`` are walked over.
+
+    Returns
+    -------
+    u : ndarray of shape (K,) of float
+        The distinct training values, increasing.
+    V : ndarray of shape (K,) of int
+        ``V[j]`` is the walk value after ``u[j]``, in ``[-T, T]``.
+
+    Examples
+    --------
+    >>> u, V = exppw_walk([1, 2, 3, 4, 5], [0, 0, 1, 1, 1], T=2)
+    >>> V.tolist()
+    [-1, -2, -1, 0, 1]
+    """
+    x, y, T = _check_walk_inputs(x, y, T, tie_handling)
+    steps = 2 * y - 1
+    # |v| never exceeds the number of steps, so a larger clamp never binds:
+    # the same walk, without huge integers.
+    T = min(T, max(x.size, 1))
+    if tie_handling == "aggregate":
+        order = np.argsort(x, kind="stable")
+        sorted_x = x[order]
+        starts = _group_starts(sorted_x)
+        group_steps = np.add.reduceat(steps[order], starts) if starts.size else steps[:0]
+        return sorted_x[starts], _clamped_walk(group_steps, T)
+    order = np.lexsort((y, x))
+    sorted_x = x[order]
+    starts = _group_starts(sorted_x)
+    walk = _clamped_walk(steps[order], T)
+    ends = np.append(starts[1:], sorted_x.size) - 1
+    return sorted_x[starts], walk[ends]
+
+
+# -- the estimator ----------------------------------------------------------------------
+class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
+    """Private prediction on one feature by the exponential projected walk (ExpPW).
+
+    Dwork & Feldman's ExpPW(T, epsilon) (Figure 1) for binary labels and one
+    real feature ``x``. To answer a query ``x``, walk through the training
+    points at or to the left of ``x`` in increasing order, keeping a score that
+    starts at 0, goes up by one for each label ``classes_[1]``, down by one for
+    each label ``classes_[0]``, and is clamped to ``[-T, T]`` after every step;
+    answer ``classes_[1]`` with probability ``expit(epsilon * V / 2)`` where
+    ``V`` is the final score. Queries at ``-inf`` (or left of every training
+    point) get ``V = 0``, a fair coin; queries at ``+inf`` see the whole walk.
+
+    ``fit`` computes the walk once for every distinct training value
+    (O(n log n)); a batch of queries is answered with one binary search and
+    one vectorised draw (O(log n) per row).
+
+    **Privacy guarantee.** Each row passed to ``predict`` (or ``score``) is one
+    query, answered with fresh noise. Removing or adding one training row moves
+    ``V`` by at most 1 at every query (each step and each clamp is
+    1-Lipschitz), hence the answer's log-odds by at most ``epsilon / 2``: every
+    answer is ``(epsilon / 2, 0)``-DP for *add/remove* neighbours and
+    ``(epsilon, 0)``-DP for *replace-one* neighbours (same size, one row
+    changed), the library's relation (Dwork & Feldman 2018, Lemma 5.1). The
+    accountant is charged ``epsilon`` per row. ``fit`` releases nothing and is
+    deterministic. **Corrected text:** Figure 1's loop tests ``x_0 <= x``
+    before the first point; it is run as ``while i < n and x_{i+1} <= x``
+    (points equal to the query are walked over, as in the figure, not "smaller
+    than" as in §2.2); ties in ``x``, left open by the paper, follow
+    ``tie_handling``.
+
+    **Accuracy** (Lemma 5.2, Theorem 5.3). On every training set the empirical
+    error is at most that of the best union of ``k`` intervals (``k``
+    endpoints) plus ``(k + 2) T / n + exp(-epsilon T / 2)``, for every ``k``.
+    With ``T = ceil(2 ln(2 / alpha) / epsilon)`` and ``n >=``
+    :func:`exppw_min_samples` ``(alpha, epsilon, k)``, the expected error on
+    the population is at most ``exp(epsilon) (Opt + alpha)``, with no
+    dependence on the size of the domain.
+
+    The walk table (the distinct training values and the walk after each) is
+    essentially the sorted training set: it is private state, never exposed,
+    and ``predict_proba``/``decision_function`` are not offered because the
+    exact probability reveals ``V``. A pickled fitted estimator contains the
+    training values: protect it like the data.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy parameter of each answered query row (replace-one), > 0.
+    alpha : float, default=0.1
+        Target excess error in (0, 1); gives ``T = ceil(2 ln(2 / alpha) /
+        epsilon)`` (6 for ``alpha=0.1, epsilon=1``). Ignored when ``T`` is
+        given.
+    T : int, default=None
+        Clamp bound of the walk, an integer >= 1 (public). Overrides
+        ``alpha``. Every ``T`` gives the same privacy; it only trades
+        responsiveness (small ``T``) against confidence (large ``T``).
+    tie_handling : {"aggregate", "sequential"}, default="aggregate"
+        Training points with equal ``x``: ``"aggregate"`` makes one step of
+        their summed ``+1``/``-1`` and one clamp (invariant to row order and
+        exactly antisymmetric under swapping the labels); ``"sequential"``
+        walks over them one by one, ``classes_[0]`` first (Figure 1 with a
+        canonical order). Both are equal on distinct ``x``.
+    feature : int, str or None, default=None
+        Which column of ``X`` is the feature. ``None`` requires ``X`` with
+        exactly one column. An integer selects a column by position, a string
+        by name (for a DataFrame with string column names). Only that column
+        is validated and used; the others are ignored, but ``predict`` must
+        receive the same columns as ``fit``.
+    classes : array-like of shape (2,), default=None
+        The public label set, two labels; ``classes_[1]`` (the larger in sort
+        order) steps up. ``None`` reads it from ``y`` and emits a
+        :class:`~skprivpred.PrivacyWarning`.
+    accountant : PrivacyAccountant, default=None
+        Charged ``epsilon`` per query row before any noise is drawn; a call that
+        would exceed its budget raises
+        :class:`~skprivpred.BudgetExhaustedError` and changes nothing. It is
+        shared, not copied, by ``clone`` and ``copy.deepcopy``.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the query stream (the answers' noise), which every query
+        advances; ``fit`` uses no randomness. ``None`` uses OS entropy and is
+        the right choice in deployment: anyone who knows an integer seed can
+        regenerate the noise, which voids the guarantee. Integer seeds are for
+        tests and reproducible experiments.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The public label set.
+    T_ : int
+        The clamp bound used.
+    n_features_in_ : int
+        Number of columns of ``X`` seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the columns seen during ``fit`` (only for inputs with string
+        column names).
+    privacy_guarantee_ : dict
+        ``epsilon`` (replace-one), ``epsilon_add_remove``, ``delta``,
+        ``neighbouring``, ``unit`` and ``theorem`` of each answer.
+    queries_answered_ : int
+        Number of query rows answered since ``fit``.
+
+    See Also
+    --------
+    exppw_T : The clamp bound from ``alpha`` and ``epsilon``.
+    exppw_min_samples : Training-set size for Theorem 5.3's guarantee.
+    skprivpred.audit.audit_epsilon : Black-box audit of the per-query epsilon.
+
+    Notes
+    -----
+    The feature is used as an ordered value only: any strictly increasing
+    transform of ``x`` (applied to training and query values alike) gives the
+    same answers. Model selection with
+    :class:`~sklearn.model_selection.GridSearchCV` on the private data is *not*
+    private (every score spends ``epsilon`` per row, and the selected ``T`` is
+    a data-dependent release); choose ``T`` from ``alpha`` instead.
+
+    References
+    ----------
+    C. Dwork and V. Feldman. Privacy-preserving Prediction. COLT 2018,
+    Section 5 (Figure 1, Lemmas 5.1 and 5.2, Theorem 5.3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivpred import ExpProjectedWalk
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(size=(1000, 1))
+    >>> y = (x[:, 0] > 0.3).astype(int)
+    >>> clf = ExpProjectedWalk(epsilon=1.0, classes=[0, 1]).fit(x, y)
+    >>> clf.T_
+    6
+    >>> clf.predict([[0.1], [0.9]]).shape
+    (2,)
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float = 1.0,
+        alpha: float = 0.1,
+        T: int | None = None,
+        tie_handling: str = "aggregate",
+        feature: int | str | None = None,
+        classes=None,
+        accountant=None,
+        random_state=None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.T = T
+        self.tie_handling = tie_handling
+        self.feature = feature
+        self.classes = classes
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def fit(self, X, y, **fit_params):
+        """Compute the clamped walk over the distinct sorted training values.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Training rows; the column chosen by ``feature`` must be numeric and
+            finite.
+        y : array-like of shape (n_samples,)
+            Labels, two classes, all in ``classes``.
+        **fit_params : dict
+            Not supported; ``sample_weight`` in particular is refused because a
+            weighted row can move an answer by more than one row.
+
+        Returns
+        -------
+        self : ExpProjectedWalk
+            The fitted estimator.
+        """
+        reject_fit_params(self, fit_params)
+        epsilon = check_epsilon(self.epsilon)
+        T = self._resolve_T(epsilon)
+        if self.tie_handling not in TIE_HANDLING_OPTIONS:
+            raise ValueError(
+                f"tie_handling must be one of {TIE_HANDLING_OPTIONS}, got {self.tie_handling!r}."
+            )
+        check_accountant(self.accountant)
+        with self._unchanged_on_error():
+            X_checked, y = validate_data(
+                self, X, y, reset=True, dtype=None, ensure_all_finite=False, y_numeric=False
+            )
+            self._feature_index = self._resolve_feature_index()
+            x = self._feature_values(X, X_checked, training=True)
+            y = column_or_1d(y, warn=True)
+            if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+                raise ValueError("y must not contain NaN or infinity.")
+            check_classification_targets(y)
+            self._check_binary(y)
+            classes = resolve_classes(self.classes, y, type(self).__name__)
+            walk_x, walk_v = self._compute_walk(x, np.searchsorted(classes, y), T)
+            self._start_streams()  # fit draws nothing; this creates the query stream
+            self._walk_x = walk_x
+            # _walk_v[j] is the walk value after the j smallest distinct values.
+            self._walk_v = np.concatenate([np.zeros(1, dtype=walk_v.dtype), walk_v])
+            self.classes_ = classes
+            self.T_ = T
+            self.privacy_guarantee_ = {
+                "epsilon": epsilon,
+                "epsilon_add_remove": epsilon / 2.0,
+                "delta": 0.0,
+                "neighbouring": "replace-one",
+                "unit": "per query row",
+                "theorem": "Dwork & Feldman 2018, Lemma 5.1 (ExpPW, Figure 1)",
+            }
+        return self
+
+    # -- fit helpers --------------------------------------------------------------------
+    def _resolve_T(self, epsilon: float) -> int:
+        """``T`` if given, else ``exppw_T(alpha, epsilon)``; ``alpha`` is validated either way."""
+        alpha = check_open_unit_interval(self.alpha, "alpha")
+        if self.T is not None:
+            return check_positive_int(self.T, "T")
+        return exppw_T(alpha, epsilon)
+
+    def _resolve_feature_index(self) -> int:
+        """Position of the feature column, from ``feature`` and the fitted schema."""
+        n_features = self.n_features_in_
+        feature = self.feature
+        if feature is None:
+            if n_features != 1:
+                raise ValueError(
+                    f"{type(self).__name__} uses one input feature, but X has {n_features} "
+                    "columns; pass X of shape (n_samples, 1) or choose the column with the "
+                    "`feature` parameter (a column index or name)."
+                )
+            return 0
+        if isinstance(feature, str):
+            names = getattr(self, "feature_names_in_", None)
+            if names is None:
+                raise ValueError(
+                    f"feature={feature!r} is a column name, but X has no string column names; "
+                    "pass a DataFrame or an integer column index."
+                )
+            matches = np.flatnonzero(names == feature)
+            if matches.size == 0:
+                raise ValueError(f"feature={feature!r} is not a column of X.")
+            return int(matches[0])
+        if isinstance(feature, bool) or not isinstance(feature, Integral):
+            raise TypeError(
+                "feature must be None, an integer column index or a column name, got "
+                f"{feature!r} of type {type(feature).__name__}."
+            )
+        if not -n_features <= feature < n_features:
+            raise ValueError(
+                f"feature={feature} is out of range for X with {n_features} column(s)."
+            )
+        return int(feature) % n_features
+
+    def _check_binary(self, y) -> None:
+        """Refuse a third label, in ``y`` (when ``classes=None``) or in ``classes``."""
+        if self.classes is None:
+            y_type = type_of_target(y, input_name="y", raise_unknown=True)
+            if y_type != "binary":
+                raise ValueError(
+                    "Only binary classification is supported. The type of the target is "
+                    f"{y_type!r}; {type(self).__name__} needs two labels."
+                )
+            return
+        n_classes = np.unique(np.asarray(self.classes)).size
+        if n_classes > 2:
+            raise ValueError(
+                "Only binary classification is supported, but `classes` holds "
+                f"{n_classes} labels; pass exactly two labels in `classes`."
+            )
+
+    def _compute_walk(self, x: np.ndarray, y_index: np.ndarray, T: int):
+        """The walk table ``(u, V)`` for training values ``x`` and label indices."""
+        return exppw_walk(x, y_index, T, self.tie_handling)
+
+    def _feature_values(self, X, X_checked, *, training: bool) -> np.ndarray:
+        """The feature column as floats: finite for training, any but NaN for queries."""
+        if hasattr(X, "iloc"):
+            column = X.iloc[:, self._feature_index].to_numpy()
+        else:
+            column = X_checked[:, self._feature_index]
+        column = check_array(
+            column.reshape(-1, 1), dtype=np.float64, ensure_all_finite=False, input_name="X"
+        )[:, 0]
+        if np.isnan(column).any():
+            raise ValueError(
+                f"X contains NaN in the feature column (index {self._feature_index}); "
+                f"{'training' if training else 'query'} values must not be NaN."
+            )
+        if training and np.isinf(column).any():
+            raise ValueError(
+                f"X contains infinity in the feature column (index {self._feature_index}); "
+                "training values must be finite (queries may be -inf or +inf)."
+            )
+        return column
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    # -- queries ------------------------------------------------------------------------
+    def _query_values(self, X) -> np.ndarray:
+        check_is_fitted(self, "T_")
+        X_checked = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+        return self._feature_values(X, X_checked, training=False)
+
+    def _walk_value_of(self, x: np.ndarray) -> np.ndarray:
+        """Walk value at query values ``x``: one binary search, then a table lookup."""
+        return self._walk_v[np.searchsorted(self._walk_x, x, side="right")]
+
+    def _answer_law(self, walk_value: np.ndarray) -> np.ndarray:
+        """Exact output law ``[P(classes_[0]), P(classes_[1])]`` for walk values.
+
+        ``P(classes_[1]) = expit(epsilon V / 2)``: the two-candidate exponential
+        mechanism with scores ``(0, V)`` and weight ``epsilon / 2``. Only the
+        second score moves (by at most 2 between replace-one neighbours), so the
+        log-odds move by at most ``epsilon``.
+        """
+        scores = np.zeros((walk_value.shape[0], 2))
+        scores[:, 1] = walk_value
+        return exponential_mechanism_proba(scores, self.privacy_guarantee_["epsilon"])
+
+    def predict(self, X) -> np.ndarray:
+        """Answer each row with a label drawn from the walk's law.
+
+        Each row is one query, ``epsilon``-DP (replace-one) with fresh noise;
+        the attached accountant is charged for all rows before any noise is
+        drawn.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_queries, n_features)
+            Query rows, with the columns seen in ``fit``. The feature may be
+            ``-inf`` or ``+inf``, not NaN.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            One private label per row, from ``classes_``.
+        """
+        law = self._answer_law(self._walk_value_of(self._query_values(X)))
+        index = self._release(
+            law.shape[0], self.privacy_guarantee_["epsilon"], lambda rng: sample_categorical(law, rng)
+        )
+        return self.classes_[index]
+
+    # -- non-private diagnostics (tests and audits only) -----------------------------------
+    def _walk_value(self, X) -> np.ndarray:
+        """Walk value ``V`` per row. NOT PRIVATE: leaks the training data; never charges."""
+        return self._walk_value_of(self._query_values(X))
+
+    def _output_distribution(self, X) -> np.ndarray:
+        """Exact answer law per row, shape (n, 2). NOT PRIVATE: leaks ``V``; never charges."""
+        return self._answer_law(self._walk_value(X))
