@@ -141,6 +141,22 @@ def keep_frame(X, X_checked):
     return X if hasattr(X, "iloc") else X_checked
 
 
+@contextlib.contextmanager
+def unchanged_on_error(obj):
+    """Context manager: restore every attribute of ``obj`` if the body raises.
+
+    Makes ``fit`` atomic: a failed fit leaves a previously fitted estimator as
+    it was.
+    """
+    saved = dict(obj.__dict__)
+    try:
+        yield
+    except BaseException:
+        obj.__dict__.clear()
+        obj.__dict__.update(saved)
+        raise
+
+
 def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generator]:
     """Create independent (fit, query) generators from ``random_state``.
 
@@ -215,16 +231,9 @@ class PrivatePredictorMixin:
             raise AttributeError("queries_answered_ exists only after fit.")
         return self._query_stream.answered
 
-    @contextlib.contextmanager
     def _unchanged_on_error(self):
         """Restore every attribute if the body raises (atomic ``fit``)."""
-        saved = dict(self.__dict__)
-        try:
-            yield
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
+        return unchanged_on_error(self)
 
     def _release(self, n_rows: int, epsilon: float, draw, delta: float = 0.0):
         """Charge for ``n_rows`` releases, then draw their noise, atomically.

@@ -20,13 +20,39 @@ import sys
 import threading
 from numbers import Integral, Real
 
-__all__ = ["BudgetExhaustedError", "PrivacyAccountant"]
+__all__ = ["BudgetExhaustedError", "PrivacyAccountant", "advanced_composition_epsilon"]
 
 # Floating-point allowance when comparing spending with the cap: ten charges of
 # 0.1 add up to 0.9999999999999999 or 1.0000000000000002 depending on order, and
 # both must fit a budget of 1.0. The allowance is 1e-12 relative: a privacy
 # loss factor of at most exp(1e-12 * epsilon).
 _REL_TOL = 1e-12
+
+
+def advanced_composition_epsilon(epsilon_0: float, k: int, delta_prime: float) -> float:
+    """Epsilon of ``k`` adaptively chosen ``epsilon_0``-DP releases by advanced composition.
+
+    ``epsilon_0 sqrt(2 k ln(1 / delta')) + k epsilon_0 (e^{epsilon_0} - 1)``, at
+    the cost of an extra ``delta'`` (Dwork, Rothblum & Vadhan 2010; Dwork & Roth
+    Thm 3.20).
+
+    Parameters
+    ----------
+    epsilon_0 : float
+        Epsilon of each release, > 0.
+    k : int
+        Number of releases, >= 0.
+    delta_prime : float
+        The slack ``delta'``, in (0, 1).
+
+    Returns
+    -------
+    float
+        The composed epsilon.
+    """
+    return epsilon_0 * math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) + k * epsilon_0 * math.expm1(
+        epsilon_0
+    )
 
 
 class BudgetExhaustedError(RuntimeError):
@@ -148,9 +174,10 @@ class PrivacyAccountant:
             raise ValueError(f"max_queries must be a non-negative integer or None, got {max_queries!r}.")
         self.max_queries = None if max_queries is None else int(max_queries)
         self._lock = threading.Lock()
-        # rows, sum eps, sum eps^2, sum eps (e^eps - 1), sum delta: all the
-        # composition theorems need, updated as one tuple under the lock.
-        self._totals = (0, 0.0, 0.0, 0.0, 0.0)
+        # rows, sum of per-row epsilons, sum of per-row deltas: all the composition
+        # theorems need (with the one per-row guarantee for advanced composition),
+        # updated as one tuple under the lock.
+        self._totals = (0, 0.0, 0.0)
         self._row_guarantee = None  # advanced composition: the one per-row (eps, delta)
 
     # -- sharing and persistence -------------------------------------------------
@@ -170,21 +197,21 @@ class PrivacyAccountant:
         self._lock = threading.Lock()
 
     # -- spending ----------------------------------------------------------------
-    def _guarantees(self, totals) -> list[tuple[float, float]]:
+    def _guarantees(self, totals, row_epsilon: float | None) -> list[tuple[float, float]]:
         """Every valid (epsilon, delta) pair for a transcript with these totals."""
-        rows, s_eps, s_eps_sq, s_expm1, s_delta = totals
+        rows, s_eps, s_delta = totals
         pairs = [(s_eps, s_delta)]
         if self.composition == "advanced" and rows > 0:
-            adv = math.sqrt(2.0 * math.log(1.0 / self.delta_prime) * s_eps_sq) + s_expm1
+            adv = advanced_composition_epsilon(row_epsilon, rows, self.delta_prime)
             pairs.append((adv, s_delta + self.delta_prime))
         return pairs
 
-    def _within_budget(self, totals) -> bool:
-        return any(self._fits(p) for p in self._guarantees(totals))
+    def _within_budget(self, totals, row_epsilon) -> bool:
+        return any(self._fits(p) for p in self._guarantees(totals, row_epsilon))
 
-    def _best(self, totals):
+    def _best(self, totals, row_epsilon):
         """The valid pair to report: the smallest epsilon among those within the cap."""
-        pairs = self._guarantees(totals)
+        pairs = self._guarantees(totals, row_epsilon)
         return min([p for p in pairs if self._fits(p)] or pairs)
 
     def _fits(self, pair) -> bool:
@@ -192,14 +219,8 @@ class PrivacyAccountant:
         return eps <= self.epsilon * (1 + _REL_TOL) and delta <= self.delta * (1 + _REL_TOL)
 
     def _totals_after(self, n_rows: int, epsilon: float, delta: float):
-        rows, s_eps, s_eps_sq, s_expm1, s_delta = self._totals
-        return (
-            rows + n_rows,
-            s_eps + n_rows * epsilon,
-            s_eps_sq + n_rows * epsilon**2,
-            s_expm1 + n_rows * epsilon * math.expm1(epsilon),
-            s_delta + n_rows * delta,
-        )
+        rows, s_eps, s_delta = self._totals
+        return rows + n_rows, s_eps + n_rows * epsilon, s_delta + n_rows * delta
 
     def _validate_charge(self, n_rows, epsilon, delta):
         if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < 0:
@@ -227,8 +248,8 @@ class PrivacyAccountant:
                 f"answering {n_rows} more query rows would exceed max_queries="
                 f"{self.max_queries} ({self._totals[0]} answered so far)."
             )
-        if not self._within_budget(totals):
-            eps_after, delta_after = min(self._guarantees(totals))
+        if not self._within_budget(totals, epsilon):
+            eps_after, delta_after = min(self._guarantees(totals, epsilon))
             return (
                 f"answering {n_rows} more query rows at epsilon={epsilon!r}, delta={delta!r} "
                 f"per row would spend (epsilon={eps_after:.6g}, delta={delta_after:.3g}), over "
@@ -311,7 +332,7 @@ class PrivacyAccountant:
         limit = sys.maxsize if self.max_queries is None else self.max_queries - self._totals[0]
 
         def fits(k: int) -> bool:
-            return self._within_budget(self._totals_after(k, epsilon, delta))
+            return self._within_budget(self._totals_after(k, epsilon, delta), epsilon)
 
         if fits(limit):
             return max(limit, 0)
@@ -348,8 +369,8 @@ class PrivacyAccountant:
             the smaller epsilon among those within the delta budget.
         """
         with self._lock:
-            totals = self._totals
-        return self._best(totals)
+            totals, row = self._totals, self._row_guarantee
+        return self._best(totals, None if row is None else row[0])
 
     def __repr__(self) -> str:
         eps, delta = self.spent()
