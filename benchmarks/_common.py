@@ -21,14 +21,20 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from sklearn.datasets import load_diabetes
+
 from skprivpred.datasets import load_adult, load_magic
 
 #: Default folder of the JSON results and plots (ignored by git).
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
-#: Fraction of MAGIC held out for testing, and the seed of that split.
+#: Fraction of MAGIC (and diabetes) held out for testing, and the seed of that split.
 MAGIC_TEST_SIZE = 1 / 3
 MAGIC_SPLIT_SEED = 0
+
+#: Public output range of the diabetes target (disease progression), fixed a
+#: priori as a round bound, not read from the data.
+DIABETES_Y_RANGE = (0.0, 400.0)
 
 
 @dataclass(frozen=True)
@@ -42,9 +48,13 @@ class Dataset:
     X_train, X_test : DataFrame
         Features; categorical columns keep their pandas ``category`` dtype.
     y_train, y_test : ndarray of shape (n_samples,)
-        Integer labels in ``{0, 1}``.
+        Integer labels in ``{0, 1}`` (classification) or real targets.
     split : str
         How the split was made, for the results file.
+    task : {"classification", "regression"}
+        What is predicted; the score is accuracy or RMSE.
+    y_range : tuple of float or None
+        Public output range of a regression target.
     """
 
     name: str
@@ -53,16 +63,23 @@ class Dataset:
     y_train: np.ndarray
     y_test: np.ndarray
     split: str
+    task: str = "classification"
+    y_range: tuple[float, float] | None = None
 
     def summary(self) -> dict[str, Any]:
         """Sizes and split of the data set, for the results file."""
-        return {
+        summary = {
+            "task": self.task,
             "n_train": int(self.X_train.shape[0]),
             "n_test": int(self.X_test.shape[0]),
             "n_features": int(self.X_train.shape[1]),
-            "positive_rate_train": round(float(np.mean(self.y_train)), 4),
             "split": self.split,
         }
+        if self.task == "classification":
+            summary["positive_rate_train"] = round(float(np.mean(self.y_train)), 4)
+        else:
+            summary["y_range"] = list(self.y_range)
+        return summary
 
 
 def _adult() -> Dataset:
@@ -96,8 +113,36 @@ def _magic() -> Dataset:
     )
 
 
+def _diabetes() -> Dataset:
+    X, y = load_diabetes(as_frame=True, return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=MAGIC_TEST_SIZE, random_state=MAGIC_SPLIT_SEED
+    )
+    return Dataset(
+        "diabetes",
+        X_train.reset_index(drop=True),
+        X_test.reset_index(drop=True),
+        y_train.to_numpy(),
+        y_test.to_numpy(),
+        split=(
+            "sklearn.datasets.load_diabetes, train_test_split(test_size=1/3, "
+            f"random_state={MAGIC_SPLIT_SEED})"
+        ),
+        task="regression",
+        y_range=DIABETES_Y_RANGE,
+    )
+
+
 #: Data set loaders by command-line name.
-DATASETS: dict[str, Callable[[], Dataset]] = {"adult": _adult, "magic": _magic}
+DATASETS: dict[str, Callable[[], Dataset]] = {
+    "adult": _adult,
+    "magic": _magic,
+    "diabetes": _diabetes,
+}
+
+
+#: The task of each data set (known without loading it).
+DATASET_TASKS = {"adult": "classification", "magic": "classification", "diabetes": "regression"}
 
 
 def load_dataset(name: str) -> Dataset:

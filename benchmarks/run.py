@@ -1,12 +1,13 @@
-"""Accuracy of private prediction against per-query epsilon, on Adult and MAGIC.
+"""Accuracy (or RMSE) of private prediction against per-query epsilon.
 
 What is measured
 ----------------
 For every data set, private estimator and per-query ``epsilon``, the estimator
 is fitted on the training split and answers every row of the test split once
-(one private label per row, fresh noise per row); the test accuracy of those
-answers is averaged over seeds (``random_state=seed``) and reported as
-mean ± standard deviation, next to the accuracy of the non-private
+(one private answer per row, fresh noise per row); the test accuracy
+(classification: Adult, MAGIC) or RMSE (regression: scikit-learn's diabetes
+data) of those answers is averaged over seeds (``random_state=seed``) and
+reported as mean ± standard deviation, next to the score of the non-private
 *baseline*: the same base pipeline fitted once on all training rows.
 
 Private estimators (``--estimators``; see :data:`ESTIMATORS`):
@@ -19,17 +20,26 @@ Private estimators (``--estimators``; see :data:`ESTIMATORS`):
     :class:`~skprivpred.SubsampleAggregateClassifier` with
     ``HistGradientBoostingClassifier`` teachers (native categorical support,
     50 boosting iterations, no early stopping).
+``avg-lr``
+    :class:`~skprivpred.SubsampleAverageClassifier` with the LR teachers of
+    ``sa-lr`` (label votes, the paper's sampling rule).
+``avg-ridge``
+    :class:`~skprivpred.SubsampleAverageRegressor` with scaled ridge teachers,
+    10 teachers, public output range ``(0, 400)`` (regression).
 
 All preprocessing that is fitted to data lives inside the teacher, so each
-teacher sees its own part only. ``n_teachers`` is derived by the estimator from
-``alpha=0.1`` and ``epsilon`` (23 teachers at ``epsilon=1``, 222 at 0.1, 443 at
-0.05); the value used is reported. The label set ``classes=[0, 1]`` is public.
-Integer seeds make the answers' noise reproducible, which is right for an
-experiment and wrong for a deployment (see ``random_state`` in the estimator).
+teacher sees its own part only. ``n_teachers`` is derived by each estimator
+from ``alpha=0.1`` and ``epsilon`` (soft majority: 23 teachers at
+``epsilon=1``, 222 at 0.1, 443 at 0.05; averaging: 20, 200, 400); the value
+used is reported. The label set ``classes=[0, 1]`` and the regression output
+range are public. Integer seeds make the answers' noise reproducible, which is
+right for an experiment and wrong for a deployment (see ``random_state`` in
+the estimators).
 
 Data: Adult with its published train/test split; MAGIC with a fixed, seeded,
-stratified 2/3 train - 1/3 test split (it has no published split). The split
-is a benchmark choice, not a privacy matter.
+stratified 2/3 train - 1/3 test split (it has no published split); diabetes
+with a fixed, seeded 2/3 - 1/3 split. The split is a benchmark choice, not a
+privacy matter.
 
 Timing: ``fit`` uses ``--n-jobs`` joblib workers for the teachers; ``predict``
 runs in the main process. Native thread pools (BLAS, OpenMP) are limited to
@@ -39,7 +49,7 @@ with more OpenMP threads on a loaded 2-core machine.
 
 Outputs, in ``--out`` (default ``benchmarks/results/``): ``run_results.json``
 (configuration, environment, every run, the summary and the targets) and one
-``accuracy_vs_epsilon_<dataset>.png`` per data set.
+``score_vs_epsilon_<dataset>.png`` per data set.
 
 Usage
 -----
@@ -61,7 +71,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -69,16 +79,17 @@ from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from _common import (
+    DATASET_TASKS,
     DATASETS,
     DEFAULT_OUT,
     Dataset,
@@ -89,7 +100,11 @@ from _common import (
     verdict,
     write_json,
 )
-from skprivpred import SubsampleAggregateClassifier
+from skprivpred import (
+    SubsampleAggregateClassifier,
+    SubsampleAverageClassifier,
+    SubsampleAverageRegressor,
+)
 
 #: The public label set of both benchmark tasks.
 CLASSES = [0, 1]
@@ -136,13 +151,37 @@ def boosting_classifier(random_state: int | None = None) -> HistGradientBoosting
     )
 
 
+def ridge_pipeline(random_state: int | None = None) -> Pipeline:
+    """Standard scaling + ridge regression, fitted on the rows given."""
+    del random_state  # deterministic
+    return Pipeline([("scale", StandardScaler()), ("regress", Ridge(alpha=1.0))])
+
+
 # -- the registry of benchmarked private estimators --------------------------------------
 def subsample_aggregate(
-    base: BaseEstimator, epsilon: float, seed: int, n_jobs: int
+    base: BaseEstimator, epsilon: float, seed: int, n_jobs: int, data: Dataset
 ) -> SubsampleAggregateClassifier:
     """Subsample-and-aggregate over clones of ``base``, ``n_teachers`` from ``alpha=0.1``."""
     return SubsampleAggregateClassifier(
         base, epsilon=epsilon, classes=CLASSES, n_jobs=n_jobs, random_state=seed
+    )
+
+
+def subsample_average(
+    base: BaseEstimator, epsilon: float, seed: int, n_jobs: int, data: Dataset
+) -> SubsampleAverageClassifier:
+    """Subsample averaging of label votes (the paper's rule), ``r = ceil(2/(alpha eps))``."""
+    return SubsampleAverageClassifier(
+        base, epsilon=epsilon, classes=CLASSES, n_jobs=n_jobs, random_state=seed
+    )
+
+
+def subsample_average_regression(
+    base: BaseEstimator, epsilon: float, seed: int, n_jobs: int, data: Dataset
+) -> SubsampleAverageRegressor:
+    """Subsample averaging of clipped regression outputs, 10 teachers, public ``y_range``."""
+    return SubsampleAverageRegressor(
+        base, epsilon=epsilon, y_range=data.y_range, n_jobs=n_jobs, random_state=seed
     )
 
 
@@ -160,13 +199,17 @@ class EstimatorSpec:
         estimator gets ``make_base(None)``, so that a subsample-and-aggregate
         estimator gives every teacher its own seed from its fit stream.
     make_private : callable
-        ``make_private(base, epsilon, seed, n_jobs)`` returns the unfitted private
-        estimator; ``seed`` must become its ``random_state``.
+        ``make_private(base, epsilon, seed, n_jobs, data)`` returns the unfitted
+        private estimator; ``seed`` must become its ``random_state``; ``data``
+        gives public facts of the data set (such as a regression ``y_range``).
+    task : {"classification", "regression"}
+        The data sets it runs on (those of the same task).
     """
 
     description: str
     make_base: Callable[[int | None], BaseEstimator]
-    make_private: Callable[[BaseEstimator, float, int, int], ClassifierMixin]
+    make_private: Callable[[BaseEstimator, float, int, int, Dataset], BaseEstimator]
+    task: str = "classification"
 
 
 #: Benchmarked private estimators by command-line name. Add one entry per estimator.
@@ -177,6 +220,15 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
     "sa-hgb": EstimatorSpec(
         "subsample-aggregate, HGB teachers", boosting_classifier, subsample_aggregate
     ),
+    "avg-lr": EstimatorSpec(
+        "subsample averaging, LR teachers", logistic_pipeline, subsample_average
+    ),
+    "avg-ridge": EstimatorSpec(
+        "subsample averaging, ridge teachers",
+        ridge_pipeline,
+        subsample_average_regression,
+        task="regression",
+    ),
 }
 
 
@@ -184,6 +236,7 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
 @dataclass(frozen=True)
 class Target:
     """A mean test accuracy to reach for one data set, estimator and epsilon."""
+
 
     dataset: str
     estimator: str
@@ -214,20 +267,27 @@ class Config:
     out: Path
 
 
-def _accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    return float(np.mean(np.asarray(y_pred) == y_true))
+#: The score of each task: accuracy (higher is better) or RMSE (lower is better).
+METRICS = {"classification": "accuracy", "regression": "rmse"}
+
+
+def _score(data: Dataset, y_pred: np.ndarray) -> float:
+    y_pred = np.asarray(y_pred)
+    if data.task == "regression":
+        return float(np.sqrt(np.mean((y_pred - data.y_test) ** 2)))
+    return float(np.mean(y_pred == data.y_test))
 
 
 def run_private(
     spec: EstimatorSpec, data: Dataset, epsilon: float, seed: int, n_jobs: int
 ) -> dict[str, Any]:
     """Fit one private estimator, answer every test row once, return the measurements."""
-    estimator = spec.make_private(spec.make_base(None), epsilon, seed, n_jobs)
+    estimator = spec.make_private(spec.make_base(None), epsilon, seed, n_jobs, data)
     _, fit_seconds = timed(lambda: estimator.fit(data.X_train, data.y_train))
     y_pred, predict_seconds = timed(lambda: estimator.predict(data.X_test))
     n_teachers = getattr(estimator, "n_teachers_", None)
     return {
-        "accuracy": _accuracy(data.y_test, y_pred),
+        "score": _score(data, y_pred),
         "n_teachers": None if n_teachers is None else int(n_teachers),
         "fit_seconds": fit_seconds,
         "predict_seconds": predict_seconds,
@@ -240,7 +300,7 @@ def run_baseline(spec: EstimatorSpec, data: Dataset, seed: int) -> dict[str, Any
     _, fit_seconds = timed(lambda: estimator.fit(data.X_train, data.y_train))
     y_pred, predict_seconds = timed(lambda: estimator.predict(data.X_test))
     return {
-        "accuracy": _accuracy(data.y_test, y_pred),
+        "score": _score(data, y_pred),
         "fit_seconds": fit_seconds,
         "predict_seconds": predict_seconds,
     }
@@ -250,12 +310,10 @@ def _capped(data: Dataset, max_test_rows: int | None) -> Dataset:
     """The data set with only its first ``max_test_rows`` test rows (smoke tests)."""
     if max_test_rows is None or max_test_rows >= data.X_test.shape[0]:
         return data
-    return Dataset(
-        data.name,
-        data.X_train,
-        data.X_test.iloc[:max_test_rows],
-        data.y_train,
-        data.y_test[:max_test_rows],
+    return replace(
+        data,
+        X_test=data.X_test.iloc[:max_test_rows],
+        y_test=data.y_test[:max_test_rows],
         split=f"{data.split}; first {max_test_rows} test rows only",
     )
 
@@ -275,8 +333,10 @@ def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dic
     datasets : dict
         Sizes and split of each data set.
     """
-    n_configs = len(config.estimators) * len(config.seeds) * (len(config.epsilons) + 1)
-    progress = tqdm(total=len(config.datasets) * n_configs, unit="fit", dynamic_ncols=True)
+    tasks = {name: DATASET_TASKS[name] for name in config.datasets}
+    n_pairs = sum(ESTIMATORS[e].task == tasks[d] for d in config.datasets for e in config.estimators)
+    n_configs = len(config.seeds) * (len(config.epsilons) + 1)
+    progress = tqdm(total=n_pairs * n_configs, unit="fit", dynamic_ncols=True)
     runs, baselines, datasets = [], [], {}
     progress.set_description("starting workers")
     warm_up_workers(config.n_jobs)
@@ -286,6 +346,8 @@ def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dic
         datasets[dataset_name] = data.summary()
         for estimator_name in config.estimators:
             spec = ESTIMATORS[estimator_name]
+            if spec.task != data.task:
+                continue
             key = {"dataset": dataset_name, "estimator": estimator_name}
             for seed in config.seeds:
                 progress.set_description(f"{dataset_name} {estimator_name} baseline seed={seed}")
@@ -312,15 +374,15 @@ def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
 
 def summarize(runs: list[dict], baselines: list[dict]) -> list[dict]:
     """Mean and standard deviation over seeds, per (data set, estimator, epsilon)."""
-    baseline_accuracy = {}
+    baseline_score = {}
     for key, group in groupby(baselines, key=itemgetter("dataset", "estimator")):
-        baseline_accuracy[key] = _mean_sd([r["accuracy"] for r in group])
+        baseline_score[key] = _mean_sd([r["score"] for r in group])
     summary = []
     for (dataset, estimator, epsilon), group in groupby(
         runs, key=itemgetter("dataset", "estimator", "epsilon")
     ):
         group = list(group)
-        accuracy, accuracy_sd = _mean_sd([r["accuracy"] for r in group])
+        score, score_sd = _mean_sd([r["score"] for r in group])
         n_teachers = sorted({r["n_teachers"] for r in group}, key=str)
         summary.append(
             {
@@ -329,10 +391,11 @@ def summarize(runs: list[dict], baselines: list[dict]) -> list[dict]:
                 "epsilon": epsilon,
                 "n_teachers": n_teachers[0] if len(n_teachers) == 1 else n_teachers,
                 "n_seeds": len(group),
-                "accuracy_mean": accuracy,
-                "accuracy_sd": accuracy_sd,
-                "baseline_accuracy_mean": baseline_accuracy[(dataset, estimator)][0],
-                "baseline_accuracy_sd": baseline_accuracy[(dataset, estimator)][1],
+                "metric": METRICS[ESTIMATORS[estimator].task],
+                "score_mean": score,
+                "score_sd": score_sd,
+                "baseline_score_mean": baseline_score[(dataset, estimator)][0],
+                "baseline_score_sd": baseline_score[(dataset, estimator)][1],
                 "fit_seconds_mean": statistics.fmean(r["fit_seconds"] for r in group),
                 "predict_seconds_mean": statistics.fmean(r["predict_seconds"] for r in group),
             }
@@ -349,9 +412,9 @@ def check_targets(summary: list[dict]) -> list[dict]:
             if s["dataset"] == target.dataset and np.isclose(s["epsilon"], target.epsilon)
         ]
         own = [s for s in rows if s["estimator"] == target.estimator]
-        best = max(rows, key=lambda s: s["accuracy_mean"], default=None)
-        accuracy = own[0]["accuracy_mean"] if own else None
-        best_accuracy = None if best is None else best["accuracy_mean"]
+        best = max(rows, key=lambda s: s["score_mean"], default=None)
+        accuracy = own[0]["score_mean"] if own else None
+        best_accuracy = None if best is None else best["score_mean"]
         results.append(
             {
                 **asdict(target),
@@ -374,7 +437,7 @@ def _n_teachers_text(value: Any) -> str:
 def summary_table(summary: list[dict]) -> str:
     """The printed results table."""
     header = [
-        "dataset", "estimator", "epsilon", "n_teachers", "accuracy (mean ± sd)",
+        "dataset", "estimator", "epsilon", "n_teachers", "score (mean ± sd)",
         "baseline", "fit s", "predict s",
     ]
     rows = [
@@ -383,8 +446,8 @@ def summary_table(summary: list[dict]) -> str:
             s["estimator"],
             f"{s['epsilon']:g}",
             _n_teachers_text(s["n_teachers"]),
-            f"{s['accuracy_mean']:.4f} ± {s['accuracy_sd']:.4f}",
-            f"{s['baseline_accuracy_mean']:.4f}",
+            f"{s['metric']} {s['score_mean']:.4f} ± {s['score_sd']:.4f}",
+            f"{s['baseline_score_mean']:.4f}",
             f"{s['fit_seconds_mean']:.2f}",
             f"{s['predict_seconds_mean']:.2f}",
         ]
@@ -426,15 +489,15 @@ def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
         color = f"C{k}"
         ax.errorbar(
             [s["epsilon"] for s in own],
-            [s["accuracy_mean"] for s in own],
-            yerr=[s["accuracy_sd"] for s in own],
+            [s["score_mean"] for s in own],
+            yerr=[s["score_sd"] for s in own],
             marker="o",
             capsize=3,
             color=color,
             label=f"{estimator} (private)",
         )
         ax.axhline(
-            own[0]["baseline_accuracy_mean"],
+            own[0]["baseline_score_mean"],
             linestyle="--",
             color=color,
             label=f"{estimator} baseline (non-private)",
@@ -444,9 +507,10 @@ def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
     ax.set_xticks(epsilons)
     ax.set_xticklabels([f"{e:g}" for e in epsilons])
     ax.set_xlabel("per-query epsilon")
-    ax.set_ylabel("test accuracy")
+    metric = rows[0]["metric"]
+    ax.set_ylabel(f"test {metric}" + (" (lower is better)" if metric == "rmse" else ""))
     n_seeds = max(s["n_seeds"] for s in rows)
-    ax.set_title(f"{dataset}: accuracy of private predictions (mean ± sd, {n_seeds} seeds)")
+    ax.set_title(f"{dataset}: {metric} of private predictions (mean ± sd, {n_seeds} seeds)")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
@@ -543,7 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results_dir = config.out
     payload = {
-        "benchmark": "accuracy vs per-query epsilon (benchmarks/run.py)",
+        "benchmark": "accuracy (or RMSE) vs per-query epsilon (benchmarks/run.py)",
         "config": asdict(config),
         "environment": environment(),
         "datasets": datasets,
@@ -556,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     written = [write_json(results_dir / "run_results.json", payload)]
     for dataset in config.datasets:
         written.append(
-            plot_dataset(summary, dataset, results_dir / f"accuracy_vs_epsilon_{dataset}.png")
+            plot_dataset(summary, dataset, results_dir / f"score_vs_epsilon_{dataset}.png")
         )
     print()
     print(f"Wall time {wall_seconds:.0f} s. Wrote: " + ", ".join(str(p) for p in written))
