@@ -114,7 +114,9 @@ def _magic() -> Dataset:
 
 
 def _diabetes() -> Dataset:
-    X, y = load_diabetes(as_frame=True, return_X_y=True)
+    # Raw features: the default scaled=True ones are standardised with statistics of
+    # all 442 rows, i.e. preprocessing fitted on the data.
+    X, y = load_diabetes(as_frame=True, return_X_y=True, scaled=False)
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=MAGIC_TEST_SIZE, random_state=MAGIC_SPLIT_SEED
     )
@@ -125,7 +127,7 @@ def _diabetes() -> Dataset:
         y_train.to_numpy(),
         y_test.to_numpy(),
         split=(
-            "sklearn.datasets.load_diabetes, train_test_split(test_size=1/3, "
+            "sklearn.datasets.load_diabetes(scaled=False), train_test_split(test_size=1/3, "
             f"random_state={MAGIC_SPLIT_SEED})"
         ),
         task="regression",

@@ -66,63 +66,16 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import OneHotEncoder
 from threadpoolctl import threadpool_limits
 
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, timed, verdict, write_json
+from _design import adult_design_matrix, public_one_hot_encoder
 from skprivpred import SubsampleAggregateClassifier
 
 CLASSES = [0, 1]
 N_LINEAR_TEACHERS = 100
 N_TREE_TEACHERS = 23  # what alpha=0.1 gives at epsilon=1
 LOGISTIC_MAX_ITER = 1000
-
-# Category lists of the public documentation of the data set (adult.names).
-ADULT_CATEGORIES: dict[str, list[str]] = {
-    "workclass": [
-        "Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov",
-        "State-gov", "Without-pay", "Never-worked",
-    ],
-    "education": [
-        "Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm",
-        "Assoc-voc", "9th", "7th-8th", "12th", "Masters", "1st-4th", "10th", "Doctorate",
-        "5th-6th", "Preschool",
-    ],
-    "marital-status": [
-        "Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed",
-        "Married-spouse-absent", "Married-AF-spouse",
-    ],
-    "occupation": [
-        "Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial",
-        "Prof-specialty", "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical",
-        "Farming-fishing", "Transport-moving", "Priv-house-serv", "Protective-serv",
-        "Armed-Forces",
-    ],
-    "relationship": [
-        "Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried",
-    ],
-    "race": ["White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"],
-    "sex": ["Female", "Male"],
-    "native-country": [
-        "United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
-        "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba",
-        "Iran", "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam", "Mexico",
-        "Portugal", "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan",
-        "Haiti", "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand",
-        "Yugoslavia", "El-Salvador", "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands",
-    ],
-}
-
-# Fixed public transforms of the numeric columns, each mapping to roughly [0, 1].
-ADULT_NUMERIC: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "age": lambda v: v / 100.0,
-    "fnlwgt": lambda v: np.log1p(v) / 15.0,
-    "education-num": lambda v: v / 16.0,
-    "capital-gain": lambda v: np.log1p(v) / 12.0,
-    "capital-loss": lambda v: np.log1p(v) / 12.0,
-    "hours-per-week": lambda v: v / 100.0,
-}
-
 
 @dataclass(frozen=True)
 class SpeedTarget:
@@ -137,35 +90,6 @@ TARGETS = {
     "predict": SpeedTarget("predict, 100 stacked LR teachers / one LR predict", 5.0),
     "overhead": SpeedTarget("aggregation overhead over tree teachers' own predict", 0.10),
 }
-
-
-# -- the data-independent design matrix -----------------------------------------------
-def public_one_hot_encoder() -> OneHotEncoder:
-    """A one-hot encoder for the public Adult categories, fitted on a synthetic frame.
-
-    The categories are passed explicitly; the frame it is fitted on is made from
-    the same lists (no data row is involved).
-    """
-    columns = list(ADULT_CATEGORIES)
-    n_rows = max(len(values) for values in ADULT_CATEGORIES.values())
-    synthetic = pd.DataFrame(
-        {c: np.resize(ADULT_CATEGORIES[c], n_rows) for c in columns}  # cycles each list
-    )
-    encoder = OneHotEncoder(
-        categories=[ADULT_CATEGORIES[c] for c in columns],
-        handle_unknown="ignore",
-        sparse_output=False,
-    )
-    return encoder.fit(synthetic)
-
-
-def adult_design_matrix(X: pd.DataFrame, encoder: OneHotEncoder) -> np.ndarray:
-    """Numeric, C-contiguous float64 design matrix from fixed public transforms only."""
-    categorical = X[list(ADULT_CATEGORIES)].astype(str)
-    numeric = [ADULT_NUMERIC[c](X[c].to_numpy(dtype=float)) for c in ADULT_NUMERIC]
-    return np.ascontiguousarray(
-        np.column_stack([*numeric, encoder.transform(categorical)]), dtype=np.float64
-    )
 
 
 # -- measurements ---------------------------------------------------------------------

@@ -26,6 +26,12 @@ Private estimators (``--estimators``; see :data:`ESTIMATORS`):
 ``avg-ridge``
     :class:`~skprivpred.SubsampleAverageRegressor` with scaled ridge teachers,
     10 teachers, public output range ``(0, 400)`` (regression).
+``erm-lr``, ``psgd-lr``, ``erm-ridge``, ``psgd-ridge``
+    :class:`~skprivpred.StableERMClassifier`, :class:`~skprivpred.AveragedPSGDClassifier`
+    and their regressors: one linear model on all rows, on a design matrix built
+    without looking at the data (``_design.public_design``: public category
+    lists, fixed transforms from documented units), with public norm bounds and
+    radius; regressors fit the target centred on the public range.
 
 All preprocessing that is fitted to data lives inside the teacher, so each
 teacher sees its own part only. ``n_teachers`` is derived by each estimator
@@ -80,11 +86,11 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
-from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -100,7 +106,12 @@ from _common import (
     verdict,
     write_json,
 )
+from _design import PUBLIC_NORM_BOUND, public_design
 from skprivpred import (
+    AveragedPSGDClassifier,
+    AveragedPSGDRegressor,
+    StableERMClassifier,
+    StableERMRegressor,
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
@@ -185,6 +196,73 @@ def subsample_average_regression(
     )
 
 
+# -- linear private models on the public design matrix -------------------------------------
+#: Public radius of the linear models' coefficient ball, fixed a priori.
+LINEAR_RADIUS = {"classification": 10.0, "regression": 5.0}
+
+
+def _on_public_design(model: BaseEstimator) -> Pipeline:
+    return Pipeline([("design", FunctionTransformer(public_design)), ("model", model)])
+
+
+def public_logistic(random_state: int | None = None) -> Pipeline:
+    """Non-private baseline of the linear models: logistic regression on the public design."""
+    return _on_public_design(LogisticRegression(max_iter=2000, random_state=random_state))
+
+
+def public_ridge(random_state: int | None = None) -> Pipeline:
+    """Non-private baseline of the linear regressors: ridge on the public design."""
+    del random_state  # deterministic
+    return _on_public_design(Ridge(alpha=1.0))
+
+
+def _linear_bounds(data: Dataset) -> dict:
+    return {"feature_norm_bound": PUBLIC_NORM_BOUND[data.name], "radius": LINEAR_RADIUS[data.task]}
+
+
+def _centred_target(model: BaseEstimator, y_range: tuple[float, float]) -> TransformedTargetRegressor:
+    """Fit on ``(y - centre) / half_width`` of the public range (``y_bound=1``); answer in y units."""
+    centre, half_width = (y_range[0] + y_range[1]) / 2, (y_range[1] - y_range[0]) / 2
+    return TransformedTargetRegressor(
+        _on_public_design(model),
+        func=lambda y: (y - centre) / half_width,
+        inverse_func=lambda v: v * half_width + centre,
+        check_inverse=False,
+    )
+
+
+def stable_erm(base, epsilon: float, seed: int, n_jobs: int, data: Dataset) -> Pipeline:
+    """Regularized logistic ERM, ``lam`` from Cor 4.11, on the public design."""
+    model = StableERMClassifier(
+        epsilon=epsilon, classes=CLASSES, random_state=seed, **_linear_bounds(data)
+    )
+    return _on_public_design(model)
+
+
+def averaged_psgd(base, epsilon: float, seed: int, n_jobs: int, data: Dataset) -> Pipeline:
+    """One pass of averaged projected SGD, ``eta`` from Thm 4.12, on the public design."""
+    model = AveragedPSGDClassifier(
+        epsilon=epsilon, classes=CLASSES, random_state=seed, **_linear_bounds(data)
+    )
+    return _on_public_design(model)
+
+
+def stable_erm_regression(base, epsilon: float, seed: int, n_jobs: int, data: Dataset):
+    """Squared-loss ERM, ``lam`` from Cor 4.11, on the public design and centred target."""
+    model = StableERMRegressor(
+        epsilon=epsilon, y_bound=1.0, random_state=seed, **_linear_bounds(data)
+    )
+    return _centred_target(model, data.y_range)
+
+
+def averaged_psgd_regression(base, epsilon: float, seed: int, n_jobs: int, data: Dataset):
+    """Averaged projected SGD (squared loss) on the public design and centred target."""
+    model = AveragedPSGDRegressor(
+        epsilon=epsilon, y_bound=1.0, random_state=seed, **_linear_bounds(data)
+    )
+    return _centred_target(model, data.y_range)
+
+
 @dataclass(frozen=True)
 class EstimatorSpec:
     """How to build one benchmarked private estimator and its non-private baseline.
@@ -227,6 +305,22 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
         "subsample averaging, ridge teachers",
         ridge_pipeline,
         subsample_average_regression,
+        task="regression",
+    ),
+    "erm-lr": EstimatorSpec("stable ERM, logistic, public design", public_logistic, stable_erm),
+    "psgd-lr": EstimatorSpec(
+        "averaged PSGD, logistic, public design", public_logistic, averaged_psgd
+    ),
+    "erm-ridge": EstimatorSpec(
+        "stable ERM, squared loss, public design",
+        public_ridge,
+        stable_erm_regression,
+        task="regression",
+    ),
+    "psgd-ridge": EstimatorSpec(
+        "averaged PSGD, squared loss, public design",
+        public_ridge,
+        averaged_psgd_regression,
         task="regression",
     ),
 }

@@ -5,17 +5,29 @@ from .accounting import BudgetExhaustedError, PrivacyAccountant
 from .aggregate import SubsampleAggregateClassifier
 from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
 from .finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
+from .linear import (
+    AveragedPSGDClassifier,
+    AveragedPSGDRegressor,
+    ConvergenceError,
+    StableERMClassifier,
+    StableERMRegressor,
+)
 from .walk import ExpProjectedWalk
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AveragedPSGDClassifier",
+    "AveragedPSGDRegressor",
     "BudgetExhaustedError",
+    "ConvergenceError",
     "ExpProjectedWalk",
     "ExponentialMechanismClassifier",
     "PrivacyAccountant",
     "PrivacyWarning",
     "PrivateExpertsClassifier",
+    "StableERMClassifier",
+    "StableERMRegressor",
     "SubsampleAggregateClassifier",
     "SubsampleAverageClassifier",
     "SubsampleAverageRegressor",

@@ -59,6 +59,23 @@ def check_open_unit_interval(value, name: str) -> float:
     return value
 
 
+def check_noise(noise, delta) -> float:
+    """Validate a noise family and its delta: Laplace needs delta = 0, Gaussian 0 < delta < 1.
+
+    Returns
+    -------
+    float
+        The per-release delta.
+    """
+    if noise not in ("laplace", "gaussian"):
+        raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")
+    if noise == "laplace":
+        if isinstance(delta, bool) or not isinstance(delta, Real) or delta != 0:
+            raise ValueError(f"delta must be 0 with noise='laplace' (pure epsilon-DP), got {delta!r}.")
+        return 0.0
+    return check_open_unit_interval(delta, "delta")
+
+
 def check_positive_int(value, name: str, *, allow_none: bool = False) -> int | None:
     """Validate an integer >= 1 (``bool`` and floats are refused)."""
     if value is None and allow_none:

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import (
     check_accountant,
+    check_noise,
     check_epsilon,
     check_open_unit_interval,
     check_positive_int,
@@ -23,6 +24,7 @@ from ._base import (
 from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
 from .mechanisms import (
+    DEFAULT_GRID_STEPS,
     agnostic_n_partitions,
     discrete_gaussian_sigma,
     gaussian_clip_bernoulli_proba,
@@ -39,7 +41,7 @@ __all__ = ["SubsampleAverageClassifier", "SubsampleAverageRegressor", "project_t
 
 # Real-valued releases are noised on a public grid of step sensitivity / GRID_STEPS
 # (see mechanisms.grid_laplace_release): the noise scale grows by 1/GRID_STEPS.
-GRID_STEPS = 1000
+GRID_STEPS = DEFAULT_GRID_STEPS
 
 
 def project_to_simplex(V) -> np.ndarray:
@@ -66,16 +68,6 @@ def project_to_simplex(V) -> np.ndarray:
     return np.maximum(V - theta[:, None], 0.0)
 
 
-def _check_noise(noise, delta, epsilon):
-    if noise not in ("laplace", "gaussian"):
-        raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")
-    if noise == "laplace":
-        if delta != 0:
-            raise ValueError(f"delta must be 0 with noise='laplace' (pure epsilon-DP), got {delta!r}.")
-        return 0.0
-    return check_open_unit_interval(delta, "delta")
-
-
 class _NoisyAverageMixin(SubsampleMixin):
     """Release of teacher averages: noise scales, grid releases, charging."""
 
@@ -99,18 +91,17 @@ class _NoisyAverageMixin(SubsampleMixin):
         guarantee = self.privacy_guarantee_
         return self._release(n_rows, guarantee["epsilon"], draw, delta=guarantee["delta"])
 
-    def _noisy_values(self, values: np.ndarray, rng, grid_sensitivity: float) -> np.ndarray:
-        """One real-valued release of ``values``, on the public grid of step ``sensitivity_ / 1000``.
+    def _noisy_values(self, values: np.ndarray, rng, l1_axis: int | None = None) -> np.ndarray:
+        """One real-valued release of ``values`` on the public grid of step ``sensitivity_ / 1000``.
 
-        Laplace: integer discrete-Laplace noise for ``grid_sensitivity`` (the
-        sensitivity the grid argument needs). Gaussian: discrete Gaussian noise,
-        exactly calibrated for the grid index (one coordinate).
+        Laplace: integer discrete-Laplace noise (per value, or for the L1
+        sensitivity of each vector along ``l1_axis``). Gaussian: discrete
+        Gaussian noise, exactly calibrated (one value per release).
         """
         epsilon, delta = self.privacy_guarantee_["epsilon"], self.privacy_guarantee_["delta"]
         if self._noise == "laplace":
-            grid = self.sensitivity_ / GRID_STEPS
-            return grid_laplace_release(values, grid_sensitivity, epsilon, grid, rng)
-        return grid_gaussian_release(values, self.sensitivity_, epsilon, delta, rng, steps=GRID_STEPS)
+            return grid_laplace_release(values, self.sensitivity_, epsilon, rng, GRID_STEPS, l1_axis)
+        return grid_gaussian_release(values, self.sensitivity_, epsilon, delta, rng, GRID_STEPS)
 
 
 class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstimator):
@@ -277,7 +268,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         epsilon = check_epsilon(self.epsilon)
         alpha = check_open_unit_interval(self.alpha, "alpha")
         n_teachers = check_positive_int(self.n_teachers, "n_teachers", allow_none=True)
-        delta = _check_noise(self.noise, self.delta, epsilon)
+        delta = check_noise(self.noise, self.delta)
         check_accountant(self.accountant)
         if self.base_output not in ("label", "proba"):
             raise ValueError(f"base_output must be 'label' or 'proba', got {self.base_output!r}.")
@@ -329,11 +320,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     def _release_averages(self, v: np.ndarray, rng) -> np.ndarray:
         """Noisy averages: column 1 for two labels, every column otherwise."""
         if v.shape[1] == 2:
-            return self._noisy_values(v[:, 1], rng, self.sensitivity_)
-        # L1 sensitivity 2/r spread over K coordinates: the grid argument needs
-        # floor(2/(r g)) + K integer steps in total, i.e. this per-call sensitivity.
-        grid = self.sensitivity_ / GRID_STEPS
-        return self._noisy_values(v, rng, self.sensitivity_ + (v.shape[1] - 1) * grid)
+            return self._noisy_values(v[:, 1], rng)
+        return self._noisy_values(v, rng, l1_axis=1)  # L1 sensitivity 2/r per row
 
     def _label_law(self, v: np.ndarray) -> np.ndarray:
         """Exact law of ``predict`` for two labels, shape (n_rows, 2).
@@ -560,7 +548,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         reject_fit_params(self, fit_params)
         epsilon = check_epsilon(self.epsilon)
         n_teachers = check_positive_int(self.n_teachers, "n_teachers")
-        delta = _check_noise(self.noise, self.delta, epsilon)
+        delta = check_noise(self.noise, self.delta)
         check_accountant(self.accountant)
         lo, hi = self._check_y_range()
         estimator = self._base_estimator()
@@ -593,7 +581,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
             when ``clip_output=True``.
         """
         v = self._average(self._validate_queries(X))
-        noisy = self._charge_and_draw(len(v), lambda rng: self._noisy_values(v, rng, self.sensitivity_))
+        noisy = self._charge_and_draw(len(v), lambda rng: self._noisy_values(v, rng))
         return np.clip(noisy, *self._y_range) if self._clip_output else noisy
 
     def _raw_score(self, X) -> np.ndarray:

@@ -83,7 +83,7 @@ def test_real_valued_release_is_grid_noise_of_the_stated_scale(method):
     grid = clf.sensitivity_ / GRID_STEPS
     steps = np.rint((values - 0.5) / grid)
     np.testing.assert_allclose(values, 0.5 + steps * grid, atol=1e-9)
-    scale = (GRID_STEPS + 1) / epsilon  # floor(sens / grid) + 1 steps per unit of epsilon
+    scale = (GRID_STEPS + 1) / epsilon  # steps + 1 grid steps of index sensitivity
     inside = (values > 0) & (values < 1)
     for z in (0, 7, -150, 900):
         p = _discrete_laplace_p(z, scale)
@@ -101,7 +101,7 @@ def test_multiclass_noise_per_coordinate_and_projection():
     scores = clf.decision_function(np.zeros((n, 1)))
     grid = clf.sensitivity_ / GRID_STEPS
     steps = np.rint((scores - np.array([1, 2, 3]) / 6) / grid)
-    scale = (GRID_STEPS + 3) / epsilon  # floor(2/(r g)) + K steps of L1 sensitivity
+    scale = (GRID_STEPS + 3) / epsilon  # steps + K grid steps of L1 index sensitivity
     for k in range(3):
         assert binomtest(int((steps[:, k] == 0).sum()), n, _discrete_laplace_p(0, scale)).pvalue > P_FALSE_ALARM
     proba = clf.predict_proba(np.zeros((1000, 1)))

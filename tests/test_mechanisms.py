@@ -619,27 +619,48 @@ def test_discrete_laplace_ratio_is_tight():
 
 def test_grid_release_is_on_the_grid_and_has_the_stated_scale():
     rng = np.random.default_rng(7)
-    grid, sensitivity, epsilon = 0.01, 0.05, 0.5
-    released = grid_laplace_release(np.full(100_000, 0.123), sensitivity, epsilon, grid, rng)
-    steps = released / grid
-    np.testing.assert_allclose(steps, np.rint(steps), atol=1e-6)
-    # index noise is discrete Laplace with scale (floor(0.05/0.01) + 1) / 0.5 = 12
-    noise = np.rint(steps) - 12
-    scale = 12.0
+    sensitivity, epsilon, steps = 0.05, 0.5, 5
+    released = grid_laplace_release(np.full(100_000, 0.123), sensitivity, epsilon, rng, steps=steps)
+    grid = sensitivity / steps
+    index = released / grid
+    np.testing.assert_allclose(index, np.rint(index), atol=1e-6)
+    # index noise is discrete Laplace with scale (steps + 1) / epsilon = 12
+    noise = np.rint(index) - np.rint(0.123 / grid)
     for z in (-2, 0, 3):
-        p = np.tanh(1 / (2 * scale)) * np.exp(-abs(z) / scale)
+        p = np.tanh(1 / (2 * 12.0)) * np.exp(-abs(z) / 12.0)
         assert stats.binomtest(int((noise == z).sum()), 100_000, p).pvalue > 1e-6
 
 
+def test_grid_release_l1_vectors_get_steps_plus_k():
+    rng = np.random.default_rng(8)
+    values = np.tile([0.2, 0.3, 0.5], (100_000, 1))
+    released = grid_laplace_release(values, 0.1, 1.0, rng, steps=10, l1_axis=1)
+    noise = np.rint(released / 0.01) - np.rint(values / 0.01)
+    scale = (10 + 3) / 1.0
+    for k in range(3):
+        p = np.tanh(1 / (2 * scale))
+        assert stats.binomtest(int((noise[:, k] == 0).sum()), 100_000, p).pvalue > 1e-6
+
+
+def test_grid_rounding_argument_holds_for_worst_case_neighbours():
+    # Values moving by exactly the sensitivity, at every offset against the grid:
+    # the indices never move by more than steps + 1, whatever the float rounding.
+    rng = np.random.default_rng(9)
+    for sensitivity in (1 / 3, 0.05, 7.3, 1e-7):
+        steps = 1000
+        grid = sensitivity / steps
+        a = rng.uniform(-5, 5, size=20_000) * sensitivity
+        b = a + sensitivity * rng.choice([-1.0, 1.0], size=a.size)
+        moved = np.abs(np.rint(a / grid) - np.rint(b / grid))
+        assert moved.max() <= steps + 1
+
+
 def test_grid_release_neighbour_ratio_bounded_by_epsilon():
-    # Values moving by the full sensitivity: the exact laws differ by at most e^eps.
-    grid, sensitivity, epsilon = 0.1, 0.25, 1.0
-    d = np.floor(sensitivity / grid) + 1
-    scale = d / epsilon
-    for a, b in [(0.0, 0.25), (0.04, 0.29), (1.0, 0.75)]:
-        ka, kb = np.rint(a / grid), np.rint(b / grid)
-        assert abs(ka - kb) <= d
-        outs = np.arange(-60, 61)
+    # Index laws of neighbours (indices at most steps + 1 apart): ratio <= e^eps.
+    steps, epsilon = 4, 1.0
+    scale = (steps + 1) / epsilon
+    outs = np.arange(-80, 81)
+    for ka, kb in [(0, 5), (3, -2), (10, 10)]:
         la = -np.abs(outs - ka) / scale
         lb = -np.abs(outs - kb) / scale
         assert np.max(np.abs(la - lb)) <= epsilon + 1e-12
@@ -648,10 +669,10 @@ def test_grid_release_neighbour_ratio_bounded_by_epsilon():
 @pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, np.inf])
 def test_grid_release_rejects_bad_scales(bad):
     rng = np.random.default_rng(0)
-    with pytest.raises(ValueError, match="grid"):
-        grid_laplace_release([0.0], 1.0, 1.0, bad, rng)
     with pytest.raises(ValueError, match="sensitivity"):
-        grid_laplace_release([0.0], bad, 1.0, 0.1, rng)
+        grid_laplace_release([0.0], bad, 1.0, rng)
+    with pytest.raises(ValueError, match="too large"):
+        grid_laplace_release([1e300], 1e-10, 1.0, rng)
     with pytest.raises(ValueError, match="scale"):
         discrete_laplace_noise(bad, rng, size=3)
 
