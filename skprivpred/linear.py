@@ -1058,7 +1058,7 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
       Laplace scale ``b = gamma(x)/epsilon``; ``Phi(a/s)`` with Gaussian noise)
       with one uniform per row, so no noisy float leaves the estimator;
     - ``decision_function``: the noisy score itself, as integer noise on a
-      public grid (step ``sensitivity_ / 1000``; discrete Laplace, or discrete
+      public grid (step ``gamma(x) / 1000``; discrete Laplace, or discrete
       Gaussian calibrated exactly): exact, immune to the floating-point attack on
       naive Laplace sampling, and 0.1% wider than continuous noise;
     - ``predict_proba``: ``expit`` of such a noisy score.
@@ -1231,7 +1231,7 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
     with ``L = radius * X + y_bound`` for the squared loss (the largest residual
     a model in the ball can make) and ``L = huber_delta`` for the Huber loss.
     ``predict`` releases ``<w, x~>`` plus integer noise on a public grid (step
-    ``sensitivity_ / 1000``; discrete Laplace of scale about
+    ``gamma(x) / 1000``; discrete Laplace of scale about
     ``gamma(x)/epsilon``, or exactly calibrated discrete Gaussian): exact,
     immune to the floating-point attack on naive Laplace sampling, and 0.1%
     wider than continuous noise. With ``clip_output=True`` the answer is then
@@ -1391,7 +1391,7 @@ class AveragedPSGDClassifier(
     intercept_scaling^2)``). The answers are released as in
     :class:`StableERMClassifier`: labels from the closed form of
     ``P(<w, x~> + noise >= 0)``, scores as integer noise on a public grid of
-    step ``sensitivity_ / 1000``, probabilities as ``expit`` of such scores.
+    step ``gamma(x) / 1000``, probabilities as ``expit`` of such scores.
 
     **Privacy guarantee.** Replace-one neighbours. Each row passed to
     ``predict``, ``predict_proba``, ``decision_function`` or ``score`` is one
@@ -1533,7 +1533,7 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
 
     with ``L = radius * X + y_bound`` for the squared loss and
     ``L = huber_delta`` for the Huber loss. ``predict`` releases ``<w, x~>``
-    plus integer noise on a public grid (step ``sensitivity_ / 1000``), clipped
+    plus integer noise on a public grid (step ``gamma(x) / 1000``), clipped
     to ``[-y_bound, y_bound]`` when ``clip_output=True``.
 
     **Privacy guarantee.** Replace-one neighbours. Each row passed to
