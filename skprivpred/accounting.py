@@ -329,6 +329,7 @@ class PrivacyAccountant:
             The number of rows (``sys.maxsize`` caps an unlimited budget).
         """
         _, epsilon, delta = self._validate_charge(0, epsilon, delta)
+        self._check_row_guarantee(epsilon, delta)
         limit = sys.maxsize if self.max_queries is None else self.max_queries - self._totals[0]
 
         def fits(k: int) -> bool:
