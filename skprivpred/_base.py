@@ -25,7 +25,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .accounting import PrivacyAccountant
+from .accounting import BudgetExhaustedError, PrivacyAccountant
 
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
 
@@ -252,7 +252,15 @@ class PrivatePredictorMixin:
         """Restore every attribute if the body raises (atomic ``fit``)."""
         return unchanged_on_error(self)
 
-    def _release(self, n_rows: int, epsilon: float, draw, delta: float = 0.0):
+    def _release(
+        self,
+        n_rows: int,
+        epsilon: float,
+        draw,
+        delta: float = 0.0,
+        rho: float | None = None,
+        horizon: int | None = None,
+    ):
         """Charge for ``n_rows`` releases, then draw their noise, atomically.
 
         Parameters
@@ -263,7 +271,14 @@ class PrivatePredictorMixin:
             Per-row guarantee charged to the accountant.
         draw : callable
             ``draw(rng)`` computes the answers from the query stream. It runs
-            only after the charge succeeded, under the estimator's lock.
+            only after every check and the charge succeeded, under the
+            estimator's lock.
+        rho : float, default=None
+            Per-row zCDP parameter, when the mechanism has a smaller one than
+            ``epsilon^2 / 2`` (passed on to the accountant).
+        horizon : int, default=None
+            Public cap on the rows this fitted estimator may ever answer; a call
+            that would cross it raises :class:`BudgetExhaustedError` first.
 
         Returns
         -------
@@ -272,8 +287,14 @@ class PrivatePredictorMixin:
         """
         stream = self._query_stream
         with stream.lock:
+            if horizon is not None and stream.answered + n_rows > horizon:
+                remaining = max(horizon - stream.answered, 0)
+                raise BudgetExhaustedError(
+                    f"answering {n_rows} query rows would cross the horizon n_queries={horizon}; "
+                    f"{remaining} rows remain."
+                )
             if self.accountant is not None:
-                self.accountant.charge(n_rows, epsilon, delta)
+                self.accountant.charge(n_rows, epsilon, delta, rho=rho)
             answers = draw(stream.rng)
             stream.answered += n_rows
         return answers

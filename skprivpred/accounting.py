@@ -19,8 +19,20 @@ import math
 import sys
 import threading
 from numbers import Integral, Real
+from typing import NamedTuple
 
-__all__ = ["BudgetExhaustedError", "PrivacyAccountant", "advanced_composition_epsilon"]
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+__all__ = [
+    "BudgetExhaustedError",
+    "PrivacyAccountant",
+    "advanced_composition_epsilon",
+    "eps_of_rho",
+    "max_queries",
+    "per_query_epsilon",
+    "rho_cap",
+]
 
 # Floating-point allowance when comparing spending with the cap: ten charges of
 # 0.1 add up to 0.9999999999999999 or 1.0000000000000002 depending on order, and
@@ -53,6 +65,149 @@ def advanced_composition_epsilon(epsilon_0: float, k: int, delta_prime: float) -
     return epsilon_0 * math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) + k * epsilon_0 * math.expm1(
         epsilon_0
     )
+
+
+# Renyi orders of the zCDP -> (epsilon, delta) conversion: every order gives a valid
+# bound, so a fixed grid loses tightness only (spec-005 §3.2).
+_RDP_ORDERS = np.unique(
+    np.concatenate(
+        [1.0 + 10.0 ** np.linspace(-2, 0, 40), np.linspace(2.05, 20, 200), np.linspace(20.5, 400, 400)]
+    )
+)
+
+
+def eps_of_rho(rho: float, delta: float) -> float:
+    """Epsilon of a ``rho``-zCDP transcript at ``delta``, by the tight Renyi conversion.
+
+    ``min over alpha > 1 of rho alpha + ln((alpha - 1)/alpha) - (ln delta + ln alpha)/(alpha - 1)``
+    (Balle et al. 2020; Canonne, Kamath & Steinke 2020): a grid of orders, then a
+    bounded 1-D refinement around the best one. Every order gives a valid bound.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter, >= 0.
+    delta : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        The epsilon (0 when ``rho`` is 0).
+    """
+    rho = _check_real(rho, "rho", low=0.0, high=math.inf, low_open=False, high_open=True)
+    delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
+    if rho == 0.0:
+        return 0.0
+    log_delta = math.log(delta)
+
+    def bound(a):
+        return rho * a + np.log((a - 1.0) / a) - (log_delta + np.log(a)) / (a - 1.0)
+
+    values = bound(_RDP_ORDERS)
+    best = int(np.argmin(values))
+    # Refine between the neighbouring grid orders (any order is valid: this only tightens).
+    lo = _RDP_ORDERS[max(best - 1, 0)]
+    hi = _RDP_ORDERS[min(best + 1, len(_RDP_ORDERS) - 1)]
+    refined = minimize_scalar(bound, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+    return max(min(float(values[best]), float(refined.fun)), 0.0)
+
+
+def rho_cap(epsilon: float, delta: float) -> float:
+    """Largest zCDP ``rho`` whose tight conversion stays within ``(epsilon, delta)``.
+
+    Found by bisection on :func:`eps_of_rho` and rounded down (spec-005 §3.2):
+    ``rho_cap(1, 1e-6) = 0.0243560``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon, > 0.
+    delta : float
+        Total delta, in (0, 1).
+
+    Returns
+    -------
+    float
+        The cap on the summed ``rho``.
+    """
+    epsilon = _check_real(epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=True)
+    lo, hi = 0.0, epsilon
+    while eps_of_rho(hi, delta) <= epsilon:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if eps_of_rho(mid, delta) <= epsilon else (lo, mid)
+    return lo  # eps_of_rho(lo, delta) <= epsilon holds at lo
+
+
+def per_query_epsilon(epsilon: float, delta: float, n_queries: int) -> float:
+    """Per-row epsilon of the soft majority for a horizon of ``n_queries`` rows.
+
+    ``max(epsilon / q, sqrt(8 rho_cap(epsilon, delta) / q))``: the better of basic
+    composition and zCDP accounting of the bounded-range vote (``rho = eps0^2 / 8``
+    per row; spec-005 §3). With ``delta = 0`` only basic composition applies.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon, > 0.
+    delta : float
+        Total delta, in [0, 1).
+    n_queries : int
+        The horizon ``q``, >= 1.
+
+    Returns
+    -------
+    float
+        ``eps0``.
+    """
+    epsilon = _check_real(epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=True)
+    if isinstance(n_queries, bool) or not isinstance(n_queries, Integral) or n_queries < 1:
+        raise ValueError(f"n_queries must be an integer >= 1, got {n_queries!r}.")
+    basic = epsilon / n_queries
+    if delta == 0:
+        return basic
+    return max(basic, math.sqrt(8.0 * rho_cap(epsilon, delta) / n_queries))
+
+
+def max_queries(epsilon: float, delta: float, epsilon_per_query: float) -> int:
+    """How many soft-majority rows at ``epsilon_per_query`` fit a total ``(epsilon, delta)``.
+
+    ``max(floor(epsilon / eps0), floor(8 rho_cap(epsilon, delta) / eps0^2))``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon, > 0.
+    delta : float
+        Total delta, in [0, 1).
+    epsilon_per_query : float
+        ``eps0`` of each row, > 0.
+
+    Returns
+    -------
+    int
+        The number of rows.
+    """
+    eps0 = _check_real(
+        epsilon_per_query, "epsilon_per_query", low=0.0, high=math.inf, low_open=True, high_open=True
+    )
+    basic = math.floor(epsilon / eps0 * (1 + _REL_TOL))
+    if delta == 0:
+        return basic
+    return max(basic, math.floor(8.0 * rho_cap(epsilon, delta) / eps0**2 * (1 + _REL_TOL)))
+
+
+class _Totals(NamedTuple):
+    """Running sums of a transcript's charges."""
+
+    rows: int
+    epsilon: float  # sum of per-row epsilons (basic composition)
+    delta: float  # sum of per-row deltas (basic composition)
+    rho: float  # zCDP of the pure charges
+    ledger_epsilon: float  # charges with delta > 0, composed with the zCDP part by basic composition
+    ledger_delta: float
 
 
 class BudgetExhaustedError(RuntimeError):
@@ -105,6 +260,16 @@ class PrivacyAccountant:
           fixed in advance, so stopping early is covered. The accountant
           reports whichever of the basic and the advanced pairs has the smaller
           epsilon while fitting the delta cap; both are valid.
+        - ``"zcdp"``: zero-concentrated DP (Bun & Steinke 2016) with the tight
+          conversion of :func:`eps_of_rho`. A pure ``epsilon``-DP charge carries
+          ``rho = epsilon^2 / 2`` unless the mechanism states a smaller one (the
+          soft-majority vote is bounded-range: ``rho = epsilon^2 / 8``); zCDP
+          composes adaptively and a cap checked before each charge is a valid
+          privacy filter (Feldman & Zrnic 2021). Charges with ``delta > 0`` go
+          to an ``(epsilon, delta)`` ledger composed by basic composition; the
+          transcript is ``(eps_of_rho(sum rho, delta - sum delta_ledger) + sum
+          eps_ledger, delta)``-DP, and also basic-composition DP: the accountant
+          reports the smaller epsilon. Needs ``delta > 0``.
     delta_prime : float, default=None
         The slack ``delta_prime`` of advanced composition, in (0, 1). Required
         for ``composition="advanced"``, ignored otherwise; it must be below
@@ -147,10 +312,12 @@ class PrivacyAccountant:
             epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=False
         )
         self.delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=False, high_open=True)
-        if composition not in ("basic", "advanced"):
+        if composition not in ("basic", "advanced", "zcdp"):
             raise ValueError(
-                f"composition must be 'basic' or 'advanced', got {composition!r}."
+                f"composition must be 'basic', 'advanced' or 'zcdp', got {composition!r}."
             )
+        if composition == "zcdp" and self.delta == 0:
+            raise ValueError("composition='zcdp' needs a delta budget in (0, 1), got delta=0.0.")
         self.composition = composition
         if composition == "advanced":
             if delta_prime is None:
@@ -174,10 +341,9 @@ class PrivacyAccountant:
             raise ValueError(f"max_queries must be a non-negative integer or None, got {max_queries!r}.")
         self.max_queries = None if max_queries is None else int(max_queries)
         self._lock = threading.Lock()
-        # rows, sum of per-row epsilons, sum of per-row deltas: all the composition
-        # theorems need (with the one per-row guarantee for advanced composition),
-        # updated as one tuple under the lock.
-        self._totals = (0, 0.0, 0.0)
+        # All the composition theorems need (with the one per-row guarantee for
+        # advanced composition), updated as one tuple under the lock.
+        self._totals = _Totals(0, 0.0, 0.0, 0.0, 0.0, 0.0)
         self._row_guarantee = None  # advanced composition: the one per-row (eps, delta)
 
     # -- sharing and persistence -------------------------------------------------
@@ -199,11 +365,15 @@ class PrivacyAccountant:
     # -- spending ----------------------------------------------------------------
     def _guarantees(self, totals, row_epsilon: float | None) -> list[tuple[float, float]]:
         """Every valid (epsilon, delta) pair for a transcript with these totals."""
-        rows, s_eps, s_delta = totals
-        pairs = [(s_eps, s_delta)]
-        if self.composition == "advanced" and rows > 0:
-            adv = advanced_composition_epsilon(row_epsilon, rows, self.delta_prime)
-            pairs.append((adv, s_delta + self.delta_prime))
+        pairs = [(totals.epsilon, totals.delta)]
+        if self.composition == "advanced" and totals.rows > 0:
+            adv = advanced_composition_epsilon(row_epsilon, totals.rows, self.delta_prime)
+            pairs.append((adv, totals.delta + self.delta_prime))
+        if self.composition == "zcdp" and totals.rho > 0:
+            delta_z = self.delta - totals.ledger_delta
+            if delta_z > 0:
+                eps = eps_of_rho(totals.rho, delta_z) + totals.ledger_epsilon
+                pairs.append((eps, self.delta))
         return pairs
 
     def _within_budget(self, totals, row_epsilon) -> bool:
@@ -218,18 +388,31 @@ class PrivacyAccountant:
         eps, delta = pair
         return eps <= self.epsilon * (1 + _REL_TOL) and delta <= self.delta * (1 + _REL_TOL)
 
-    def _totals_after(self, n_rows: int, epsilon: float, delta: float):
-        rows, s_eps, s_delta = self._totals
-        return rows + n_rows, s_eps + n_rows * epsilon, s_delta + n_rows * delta
+    def _totals_after(self, n_rows: int, epsilon: float, delta: float, rho: float | None):
+        t = self._totals
+        pure = delta == 0
+        if rho is None:
+            rho = epsilon**2 / 2.0  # pure epsilon-DP implies epsilon^2/2-zCDP
+        return _Totals(
+            t.rows + n_rows,
+            t.epsilon + n_rows * epsilon,
+            t.delta + n_rows * delta,
+            t.rho + (n_rows * rho if pure else 0.0),
+            t.ledger_epsilon + (0.0 if pure else n_rows * epsilon),
+            t.ledger_delta + (0.0 if pure else n_rows * delta),
+        )
 
-    def _validate_charge(self, n_rows, epsilon, delta):
+    def _validate_charge(self, n_rows, epsilon, delta, rho=None):
         if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < 0:
             raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}.")
         epsilon = _check_real(
             epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=True
         )
         delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=False, high_open=True)
-        return int(n_rows), epsilon, delta
+        if rho is not None:
+            rho = _check_real(rho, "rho", low=0.0, high=math.inf, low_open=True, high_open=True)
+            rho = min(rho, epsilon**2 / 2.0)  # pure epsilon-DP is epsilon^2/2-zCDP anyway
+        return int(n_rows), epsilon, delta, rho
 
     def _check_row_guarantee(self, epsilon: float, delta: float) -> None:
         """Advanced composition takes one per-row guarantee; call under the lock."""
@@ -242,7 +425,7 @@ class PrivacyAccountant:
                 "composition='basic' to mix per-row guarantees."
             )
 
-    def _refusal(self, n_rows, epsilon, delta, totals) -> str | None:
+    def _refusal(self, n_rows, epsilon, delta, rho, totals) -> str | None:
         if self.max_queries is not None and totals[0] > self.max_queries:
             return (
                 f"answering {n_rows} more query rows would exceed max_queries="
@@ -254,11 +437,13 @@ class PrivacyAccountant:
                 f"answering {n_rows} more query rows at epsilon={epsilon!r}, delta={delta!r} "
                 f"per row would spend (epsilon={eps_after:.6g}, delta={delta_after:.3g}), over "
                 f"the budget (epsilon={self.epsilon!r}, delta={self.delta!r}); "
-                f"{self.remaining_queries(epsilon, delta)} rows at that cost still fit."
+                f"{self.remaining_queries(epsilon, delta, rho)} rows at that cost still fit."
             )
         return None
 
-    def can_charge(self, n_rows: int, epsilon: float, delta: float = 0.0) -> bool:
+    def can_charge(
+        self, n_rows: int, epsilon: float, delta: float = 0.0, rho: float | None = None
+    ) -> bool:
         """Whether a charge of ``n_rows`` rows at ``(epsilon, delta)`` each would fit.
 
         Parameters
@@ -269,18 +454,24 @@ class PrivacyAccountant:
             Per-row epsilon, > 0.
         delta : float, default=0.0
             Per-row delta, in [0, 1).
+        rho : float, default=None
+            Per-row zCDP parameter of a pure charge, if smaller than the generic
+            ``epsilon^2 / 2`` (used by ``composition="zcdp"`` only).
 
         Returns
         -------
         bool
             True when :meth:`charge` with these arguments would succeed now.
         """
-        n_rows, epsilon, delta = self._validate_charge(n_rows, epsilon, delta)
+        n_rows, epsilon, delta, rho = self._validate_charge(n_rows, epsilon, delta, rho)
         with self._lock:
             self._check_row_guarantee(epsilon, delta)
-            return self._refusal(n_rows, epsilon, delta, self._totals_after(n_rows, epsilon, delta)) is None
+            totals = self._totals_after(n_rows, epsilon, delta, rho)
+            return self._refusal(n_rows, epsilon, delta, rho, totals) is None
 
-    def charge(self, n_rows: int, epsilon: float, delta: float = 0.0) -> None:
+    def charge(
+        self, n_rows: int, epsilon: float, delta: float = 0.0, rho: float | None = None
+    ) -> None:
         """Record ``n_rows`` releases, each ``(epsilon, delta)``-DP, or refuse.
 
         The check and the update happen atomically under the accountant's lock.
@@ -293,6 +484,9 @@ class PrivacyAccountant:
             Per-row epsilon, > 0.
         delta : float, default=0.0
             Per-row delta, in [0, 1).
+        rho : float, default=None
+            Per-row zCDP parameter of a pure charge, if smaller than the generic
+            ``epsilon^2 / 2`` (used by ``composition="zcdp"`` only).
 
         Raises
         ------
@@ -302,18 +496,18 @@ class PrivacyAccountant:
             If an argument is invalid, or an advanced-composition accountant is
             charged at a second per-row guarantee; nothing is recorded then.
         """
-        n_rows, epsilon, delta = self._validate_charge(n_rows, epsilon, delta)
+        n_rows, epsilon, delta, rho = self._validate_charge(n_rows, epsilon, delta, rho)
         with self._lock:
             self._check_row_guarantee(epsilon, delta)
-            totals = self._totals_after(n_rows, epsilon, delta)
-            reason = self._refusal(n_rows, epsilon, delta, totals)
+            totals = self._totals_after(n_rows, epsilon, delta, rho)
+            reason = self._refusal(n_rows, epsilon, delta, rho, totals)
             if reason is not None:
                 raise BudgetExhaustedError(reason)
             self._totals = totals
             if self.composition == "advanced" and n_rows > 0:
                 self._row_guarantee = (epsilon, delta)
 
-    def remaining_queries(self, epsilon: float, delta: float = 0.0) -> int:
+    def remaining_queries(self, epsilon: float, delta: float = 0.0, rho: float | None = None) -> int:
         """Largest number of further rows at ``(epsilon, delta)`` each that fit the budget.
 
         Parameters
@@ -322,18 +516,21 @@ class PrivacyAccountant:
             Per-row epsilon, > 0.
         delta : float, default=0.0
             Per-row delta, in [0, 1).
+        rho : float, default=None
+            Per-row zCDP parameter of a pure charge, if smaller than the generic
+            ``epsilon^2 / 2`` (used by ``composition="zcdp"`` only).
 
         Returns
         -------
         int
             The number of rows (``sys.maxsize`` caps an unlimited budget).
         """
-        _, epsilon, delta = self._validate_charge(0, epsilon, delta)
+        _, epsilon, delta, rho = self._validate_charge(0, epsilon, delta, rho)
         self._check_row_guarantee(epsilon, delta)
         limit = sys.maxsize if self.max_queries is None else self.max_queries - self._totals[0]
 
         def fits(k: int) -> bool:
-            return self._within_budget(self._totals_after(k, epsilon, delta), epsilon)
+            return self._within_budget(self._totals_after(k, epsilon, delta, rho), epsilon)
 
         if fits(limit):
             return max(limit, 0)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import (
+    PrivacyWarning,
     check_accountant,
     check_epsilon,
     check_open_unit_interval,
@@ -16,7 +23,8 @@ from ._base import (
     resolve_classes,
 )
 from ._subsample import SubsampleMixin
-from ._teachers import TeacherEnsemble
+from ._teachers import TeacherEnsemble, take_rows
+from .accounting import BudgetExhaustedError, per_query_epsilon
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
 
 __all__ = ["SubsampleAggregateClassifier"]
@@ -140,13 +148,19 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self,
         estimator=None,
         *,
-        epsilon: float = 1.0,
+        epsilon: float | None = None,
         n_teachers: int | None = None,
         alpha: float = 0.1,
         classes=None,
         accountant=None,
         n_jobs: int | None = None,
         random_state=None,
+        n_queries: int | None = None,
+        total_epsilon: float | None = None,
+        total_delta: float | None = None,
+        min_samples_per_teacher: int | None = None,
+        student=None,
+        on_exhausted: str = "raise",
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -156,6 +170,12 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self.accountant = accountant
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.n_queries = n_queries
+        self.total_epsilon = total_epsilon
+        self.total_delta = total_delta
+        self.min_samples_per_teacher = min_samples_per_teacher
+        self.student = student
+        self.on_exhausted = on_exhausted
 
     def fit(self, X, y, **fit_params):
         """Fit one teacher per disjoint random part of the training set.
@@ -177,39 +197,148 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             The fitted estimator.
         """
         reject_fit_params(self, fit_params)
-        epsilon = check_epsilon(self.epsilon)
+        budget = self._resolve_budget()
         alpha = check_open_unit_interval(self.alpha, "alpha")
         n_teachers = check_positive_int(self.n_teachers, "n_teachers", allow_none=True)
+        per_teacher = check_positive_int(
+            self.min_samples_per_teacher, "min_samples_per_teacher", allow_none=True
+        )
+        if n_teachers is not None and per_teacher is not None:
+            raise ValueError(
+                "n_teachers and min_samples_per_teacher both set the number of teachers; "
+                "pass only one of them."
+            )
         check_accountant(self.accountant)
+        if self.on_exhausted not in ("raise", "student"):
+            raise ValueError(f"on_exhausted must be 'raise' or 'student', got {self.on_exhausted!r}.")
+        if self.on_exhausted == "student" and self.student is None:
+            raise ValueError("on_exhausted='student' needs a student estimator, got student=None.")
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=False)
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
-            if n_teachers is None:
-                n_teachers = pac_n_partitions(alpha, epsilon, n_classes=len(classes))
+            n_samples = y.shape[0]
+            if per_teacher is not None:
+                n_teachers = max(1, n_samples // per_teacher)  # public rule: n is public
+            elif n_teachers is None:
+                n_teachers = pac_n_partitions(alpha, budget["epsilon_per_query"], len(classes))
             teachers = self._fit_teachers(estimator, X, y, np.searchsorted(classes, y), n_teachers)
             self._ensemble = TeacherEnsemble(teachers, classes)
             self.classes_ = classes
+            self._set_budget(budget, n_samples)
+        return self
+
+    # -- the budget: per query row, or one total for a horizon of rows ---------------
+    def _resolve_budget(self) -> dict:
+        """Validate the two budget modes and derive the per-row epsilon."""
+        if self.n_queries is None:
+            if self.total_epsilon is not None or self.total_delta is not None:
+                raise ValueError(
+                    "total_epsilon and total_delta are the budget of a many-query session; set "
+                    "its horizon n_queries too, or use epsilon (the budget of each query row)."
+                )
+            epsilon = check_epsilon(1.0 if self.epsilon is None else self.epsilon)
+            return {"epsilon_per_query": epsilon, "horizon": None}
+        n_queries = check_positive_int(self.n_queries, "n_queries")
+        if self.epsilon is not None:
+            raise ValueError(
+                f"epsilon={self.epsilon!r} is the budget of each query row, but n_queries is set: "
+                "a many-query session takes its total budget as total_epsilon (and "
+                "total_delta) and derives the per-row epsilon; pass epsilon=None."
+            )
+        if self.total_epsilon is None:
+            raise ValueError("n_queries needs the session's total budget: pass total_epsilon.")
+        total_epsilon = check_epsilon(self.total_epsilon, "total_epsilon")
+        total_delta = 1e-6 if self.total_delta is None else self.total_delta
+        if total_delta != 0:
+            total_delta = check_open_unit_interval(total_delta, "total_delta")
+        eps0 = per_query_epsilon(total_epsilon, total_delta, n_queries)
+        return {
+            "epsilon_per_query": eps0,
+            "horizon": n_queries,
+            "total_epsilon": total_epsilon,
+            "total_delta": float(total_delta),
+        }
+
+    def _set_budget(self, budget: dict, n_samples: int) -> None:
+        eps0 = budget["epsilon_per_query"]
+        self.epsilon_per_query_ = eps0
+        self.rho_per_query_ = eps0**2 / 8.0  # the vote is eps0-bounded-range (spec-005 §2.4)
+        self.n_queries_ = budget["horizon"]
+        self.mode_ = "aggregate"
+        self._buffer = []
+        self._student = None
+        theorem = "Dwork & Feldman 2018, Theorem 4.1 (weight epsilon/2 per vote)"
+        if self.n_queries_ is None:
             self.privacy_guarantee_ = {
-                "epsilon": epsilon,
+                "epsilon": eps0,
                 "delta": 0.0,
                 "neighbouring": "replace-one",
                 "unit": "per query row",
-                "theorem": "Dwork & Feldman 2018, Theorem 4.1 (weight epsilon/2 per vote)",
+                "theorem": theorem,
             }
-        return self
+            return
+        if 0 < budget["total_delta"] and budget["total_delta"] >= 1.0 / n_samples:
+            warnings.warn(
+                f"total_delta={budget['total_delta']!r} is not below 1/n_samples = "
+                f"{1.0 / n_samples:.3g}: a delta that large allows releasing a training row.",
+                PrivacyWarning,
+                stacklevel=3,
+            )
+        self.privacy_guarantee_ = {
+            "epsilon": budget["total_epsilon"],
+            "delta": budget["total_delta"],
+            "neighbouring": "replace-one",
+            "unit": f"whole transcript of at most {self.n_queries_} query rows",
+            "epsilon_per_query": eps0,
+            "rho_per_query": self.rho_per_query_,
+            "accounting": (
+                "max of basic composition and zCDP of the bounded-range vote "
+                "(rho = eps0^2/8 per row), tight Renyi conversion (Balle et al. 2020)"
+            ),
+            "theorem": theorem + "; spec-005 §3.1",
+        }
+
+    @property
+    def queries_remaining_(self) -> int | None:
+        """Rows the horizon still allows (``None`` without a horizon)."""
+        check_is_fitted(self, "n_teachers_")
+        if self.n_queries_ is None:
+            return None
+        return max(self.n_queries_ - self._query_stream.answered, 0)
 
     # -- queries ------------------------------------------------------------------
     def _answer_law(self, counts: np.ndarray) -> np.ndarray:
-        """Exact output law for given vote counts (exponential mechanism, weight eps/2)."""
-        return exponential_mechanism_proba(counts, self.privacy_guarantee_["epsilon"])
+        """Exact output law for given vote counts (exponential mechanism, weight eps0/2)."""
+        return exponential_mechanism_proba(counts, self.epsilon_per_query_)
+
+    def _answer_with_teachers(self, X) -> np.ndarray:
+        """Soft-majority labels for all rows of ``X``, charged, within the horizon."""
+        law = self._answer_law(self._ensemble.vote_counts(X))
+        index = self._release(
+            law.shape[0],
+            self.epsilon_per_query_,
+            lambda rng: sample_categorical(law, rng),
+            rho=self.rho_per_query_,
+            horizon=self.n_queries_,
+        )
+        labels = self.classes_[index]
+        if self.student is not None:
+            self._buffer.append((X, labels))  # exactly what was released
+        return labels
 
     def predict(self, X) -> np.ndarray:
         """Answer each row with a label drawn from the soft-majority law.
 
-        Each row is one query, ``epsilon``-DP with fresh noise; the attached
-        accountant is charged for all rows before any noise is drawn.
+        Each row is one query, answered with fresh noise at ``epsilon_per_query_``;
+        the accountant is charged for all rows before any noise is drawn. With a
+        horizon (``n_queries``), a call that would cross it raises
+        :class:`~skprivpred.BudgetExhaustedError` and changes nothing, unless
+        ``on_exhausted="student"``: then the rows up to the horizon are answered
+        by the teachers and the rest by the student, fitted at that moment on
+        the released answers. After the hand-off every answer comes from the
+        student, free and deterministic.
 
         Parameters
         ----------
@@ -219,14 +348,88 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         Returns
         -------
         ndarray of shape (n_queries,)
-            One private label per row, from ``classes_``.
+            One label per row, from ``classes_``.
         """
         X = self._validate_queries(X)
-        law = self._answer_law(self._ensemble.vote_counts(X))
-        index = self._release(
-            law.shape[0], self.privacy_guarantee_["epsilon"], lambda rng: sample_categorical(law, rng)
-        )
-        return self.classes_[index]
+        if self.mode_ == "student":
+            return np.asarray(self._student.predict(X))
+        if self.n_queries_ is None or self.on_exhausted != "student":
+            return self._answer_with_teachers(X)
+        while True:  # hand the rows beyond the horizon to the student
+            n_ok = min(X.shape[0], self.queries_remaining_)
+            try:
+                first = self._answer_with_teachers(take_rows(X, np.arange(n_ok))) if n_ok else None
+                break
+            except BudgetExhaustedError:
+                continue  # another thread took rows meanwhile: recount
+        if n_ok == X.shape[0]:
+            return first
+        self.fit_student()
+        rest = np.asarray(self._student.predict(take_rows(X, np.arange(n_ok, X.shape[0]))))
+        return rest if first is None else np.concatenate([first, rest])
+
+    def fit_student(self, X=None):
+        """Hand off to the student: fit it on every released (query, answer) pair.
+
+        From then on ``predict`` (and ``predict_proba``, if the student has it)
+        answer from the student: post-processing of released answers, at no
+        further privacy cost to the training set. The student embeds the
+        queries it was trained on: those queries are not protected. To avoid
+        that, call ``fit_student(X_public)`` with public unlabelled rows before
+        answering anyone else's queries: they are answered (and charged) like
+        any query, and the student learns from them.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_rows, n_features), default=None
+            Rows to label through the private mechanism first (charged, within
+            the horizon).
+
+        Returns
+        -------
+        self : SubsampleAggregateClassifier
+            The estimator, now in student mode.
+        """
+        check_is_fitted(self, "n_teachers_")
+        if self.student is None:
+            raise ValueError("fit_student needs a student estimator: set student=... before fit.")
+        if self.mode_ == "student":
+            raise ValueError("the student is already fitted; this estimator answers from it.")
+        if X is not None:
+            self._answer_with_teachers(self._validate_queries(X))
+        if not self._buffer:
+            raise ValueError("no answers were released yet: the student has nothing to learn from.")
+        X_seen = _concat_rows([rows for rows, _ in self._buffer])
+        y_seen = np.concatenate([labels for _, labels in self._buffer])
+        if np.unique(y_seen).size < 2:
+            student = DummyClassifier(strategy="most_frequent")
+        else:
+            student = clone(self.student)
+        self._student = student.fit(X_seen, y_seen)
+        self.mode_ = "student"
+        return self
+
+    def _student_has_proba(self):
+        return getattr(self, "mode_", None) == "student" and hasattr(self._student, "predict_proba")
+
+    @available_if(_student_has_proba)
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of the student (student mode only; free).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
+            Query rows.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+            The student's probabilities, in the order of ``classes_``.
+        """
+        X = self._validate_queries(X)
+        proba = np.zeros((X.shape[0], len(self.classes_)))
+        proba[:, np.searchsorted(self.classes_, self._student.classes_)] = self._student.predict_proba(X)
+        return proba
 
     # -- non-private diagnostics (tests and audits only) ------------------------------
     def _vote_counts(self, X) -> np.ndarray:
@@ -236,3 +439,15 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row. NOT PRIVATE: leaks the vote counts; never charges."""
         return self._answer_law(self._vote_counts(X))
+
+
+def _concat_rows(blocks: list):
+    """Stack row blocks of one kind (DataFrames, sparse matrices or arrays)."""
+    first = blocks[0]
+    if hasattr(first, "iloc"):
+        import pandas as pd
+
+        return pd.concat(blocks, axis=0, ignore_index=True)
+    if sparse.issparse(first):
+        return sparse.vstack(blocks, format="csr")
+    return np.concatenate([np.asarray(b) for b in blocks], axis=0)

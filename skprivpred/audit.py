@@ -115,7 +115,8 @@ def _claimed_epsilon(estimator) -> float:
             "claimed_epsilon=None needs an estimator with a privacy_guarantee_ after fit; "
             "pass claimed_epsilon."
         )
-    return float(guarantee["epsilon"])
+    # A many-query estimator states its total budget and, separately, each row's.
+    return float(guarantee.get("epsilon_per_query", guarantee["epsilon"]))
 
 
 def _fit_pair(estimator, X, y, X_neighbour, y_neighbour, seed: int):

@@ -456,3 +456,33 @@ def test_charge_rejects_bad_input_by_name_and_changes_nothing(args, error, name)
 def test_remaining_queries_rejects_bad_epsilon_by_name(bad):
     with pytest.raises((ValueError, TypeError), match="epsilon"):
         PrivacyAccountant(epsilon=1.0).remaining_queries(bad)
+
+
+# -- zCDP composition -------------------------------------------------------------------
+def test_zcdp_needs_a_delta_budget():
+    with pytest.raises(ValueError, match="zcdp"):
+        PrivacyAccountant(epsilon=1.0, composition="zcdp")
+
+
+def test_zcdp_pure_charges_use_rho_and_ledger_charges_compose_basically():
+    from skprivpred.accounting import eps_of_rho
+
+    acc = PrivacyAccountant(epsilon=2.0, delta=1e-5, composition="zcdp")
+    acc.charge(100, 0.05)  # generic pure DP: rho = eps^2 / 2
+    assert acc.epsilon_spent == pytest.approx(eps_of_rho(100 * 0.05**2 / 2, 1e-5))
+    acc.charge(10, 0.1, delta=1e-7)  # an (eps, delta) mechanism: the ledger
+    expected = eps_of_rho(100 * 0.05**2 / 2, 1e-5 - 10 * 1e-7) + 10 * 0.1
+    assert acc.epsilon_spent == pytest.approx(min(expected, 100 * 0.05 + 10 * 0.1))
+    before = state_of(acc)
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(10_000, 0.05)
+    assert state_of(acc) == before
+
+
+def test_zcdp_bounded_range_rho_buys_four_times_the_rows():
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-6, composition="zcdp")
+    generic = acc.remaining_queries(0.01)
+    bounded_range = acc.remaining_queries(0.01, rho=0.01**2 / 8)
+    assert 3.9 < bounded_range / generic < 4.1
+    with pytest.raises(ValueError, match="rho"):
+        acc.charge(1, 0.01, rho=-1.0)

@@ -132,7 +132,7 @@ class _DoubledWeight(SubsampleAggregateClassifier):
     """Broken on purpose: weight epsilon per vote (the paper's prose), i.e. 2 epsilon-DP."""
 
     def _answer_law(self, counts):
-        return exponential_mechanism_proba(counts, 2 * self.privacy_guarantee_["epsilon"])
+        return exponential_mechanism_proba(counts, 2 * self.epsilon_per_query_)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -355,7 +355,8 @@ def test_default_n_teachers_and_no_predict_proba(binary_data):
     assert clf.privacy_guarantee_["epsilon"] == 1.0 and clf.privacy_guarantee_["delta"] == 0.0
     public = {k for k in vars(clf) if not k.startswith("_")}
     assert public - set(clf.get_params()) == {
-        "classes_", "n_teachers_", "n_features_in_", "privacy_guarantee_"
+        "classes_", "n_teachers_", "n_features_in_", "privacy_guarantee_",
+        "epsilon_per_query_", "rho_per_query_", "n_queries_", "mode_",
     }
 
 
