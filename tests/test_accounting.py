@@ -467,7 +467,7 @@ def test_zcdp_needs_a_delta_budget():
 def test_zcdp_pure_charges_use_rho_and_ledger_charges_compose_basically():
     from skprivpred.accounting import eps_of_rho
 
-    acc = PrivacyAccountant(epsilon=2.0, delta=1e-5, composition="zcdp")
+    acc = PrivacyAccountant(epsilon=4.0, delta=1e-5, composition="zcdp")
     acc.charge(100, 0.05)  # generic pure DP: rho = eps^2 / 2
     assert acc.epsilon_spent == pytest.approx(eps_of_rho(100 * 0.05**2 / 2, 1e-5))
     acc.charge(10, 0.1, delta=1e-7)  # an (eps, delta) mechanism: the ledger
