@@ -53,6 +53,27 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     each vote by ``exp(epsilon * count)``, which is only ``2 epsilon``-private;
     the theorem's proof, and this estimator, use ``exp(epsilon * count / 2)``.
 
+    **Many queries under one total budget** (``n_queries`` set; spec-005). The
+    estimator then answers at most ``n_queries`` rows in all (the *horizon*,
+    public and fixed before the first answer), each with the per-row epsilon
+    ``eps0 = max(total_epsilon / q, sqrt(8 rho_cap(total_epsilon, total_delta) / q))``:
+    the soft-majority vote is ``eps0``-bounded-range, hence ``eps0^2/8``-zCDP,
+    and ``q`` rows compose to ``q eps0^2 / 8``, which the tight Renyi conversion
+    (Balle et al. 2020) turns into ``(total_epsilon, total_delta)``. The whole
+    transcript of answers, to any adaptively chosen queries, is
+    ``(total_epsilon, total_delta)``-DP. A call that would cross the horizon
+    raises :class:`~skprivpred.BudgetExhaustedError` before drawing any noise,
+    or (``on_exhausted="student"``) hands the excess rows to the student.
+
+    **The student** (``student=``, PATE-style hand-off): a clone of it is fitted
+    on the released (query, answer) pairs by :meth:`fit_student` (or when the
+    horizon is reached with ``on_exhausted="student"``); from then on every
+    answer comes from it, as post-processing, at no further cost to the training
+    set. The student embeds the queries it learned from: their privacy is *not*
+    protected (the everlasting predictor is the tool for that). Labelling a
+    public unlabelled set with ``fit_student(X_public)`` before answering anyone
+    else avoids it.
+
     The teachers, the partition, the vote counts and the exact output
     probabilities are secret: no public attribute or method reveals them, and
     ``predict_proba`` is not offered because the exact probability discloses the
@@ -68,8 +89,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         :class:`~sklearn.pipeline.Pipeline`), so that each teacher sees only its
         own part; preprocessing fitted on the whole training set would couple
         every teacher to every row and void the guarantee.
-    epsilon : float, default=1.0
-        Privacy parameter of each answered query row, > 0.
+    epsilon : float, default=None
+        Privacy parameter of each answered query row, > 0; ``None`` means 1.0.
+        Per-row mode only: with ``n_queries`` set it must stay ``None`` (the
+        session's budget is ``total_epsilon``).
     n_teachers : int, default=None
         Number of disjoint parts ``r`` (public; between 1 and the number of
         training rows). ``None`` derives it from ``alpha`` and ``epsilon`` by
@@ -95,6 +118,29 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         ``None`` uses OS entropy and is the right choice in deployment: anyone
         who knows an integer seed can regenerate the noise, which voids the
         guarantee. Integer seeds are for tests and reproducible experiments.
+    n_queries : int, default=None
+        The horizon: the most query rows this fitted estimator will ever answer
+        with its teachers, under one total budget. ``None``: per-row mode
+        (``epsilon`` per row; an accountant composes).
+    total_epsilon : float, default=None
+        Total epsilon of the whole transcript (many-query mode only), > 0.
+    total_delta : float, default=None
+        Total delta of the transcript (many-query mode only), in (0, 1), or 0
+        for basic composition only. ``None`` means ``1e-6``; a
+        :class:`~skprivpred.PrivacyWarning` is emitted if it is not below
+        ``1 / n_samples``.
+    min_samples_per_teacher : int, default=None
+        Public rule for the number of teachers: ``n_samples //
+        min_samples_per_teacher`` (``n`` is public under replace-one). The
+        number of answers a budget sustains grows like the square of the
+        number of teachers (spec-005 §3.5); 40 to 80 rows per logistic teacher
+        suited Adult. Excludes ``n_teachers``.
+    student : classifier, default=None
+        Estimator cloned and fitted on the released answers by
+        :meth:`fit_student`.
+    on_exhausted : {"raise", "student"}, default="raise"
+        What a call crossing the horizon does: raise (nothing answered), or
+        answer the rows beyond it with the student (needs ``student``).
 
     Attributes
     ----------
@@ -109,9 +155,20 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         column names).
     privacy_guarantee_ : dict
         ``epsilon``, ``delta``, ``neighbouring``, ``unit`` and ``theorem`` of
-        each answer.
+        each answer (per-row mode) or of the whole transcript (many-query mode,
+        with ``epsilon_per_query`` and the accounting used).
+    epsilon_per_query_ : float
+        Epsilon of each answered row.
+    rho_per_query_ : float
+        zCDP parameter of each answered row, ``epsilon_per_query_ ** 2 / 8``.
+    n_queries_ : int or None
+        The horizon.
     queries_answered_ : int
-        Number of query rows answered since ``fit``.
+        Number of query rows answered by the teachers since ``fit``.
+    queries_remaining_ : int or None
+        Rows the horizon still allows.
+    mode_ : {"aggregate", "student"}
+        Who answers: the teachers, or the student after the hand-off.
 
     See Also
     --------
