@@ -12,6 +12,7 @@ from .linear import (
     StableERMClassifier,
     StableERMRegressor,
 )
+from .mixtures import PrivateHalfspacePPM
 from .walk import ExpProjectedWalk
 
 __version__ = "0.1.0.dev0"
@@ -26,6 +27,7 @@ __all__ = [
     "PrivacyAccountant",
     "PrivacyWarning",
     "PrivateExpertsClassifier",
+    "PrivateHalfspacePPM",
     "StableERMClassifier",
     "StableERMRegressor",
     "SubsampleAggregateClassifier",
