@@ -17,6 +17,20 @@ from .walk import ExpProjectedWalk
 
 __version__ = "0.1.0.dev0"
 
+
+def show_versions() -> None:
+    """Print the versions of skprivpred, Python and the main dependencies (for bug reports)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    print(f"skprivpred: {__version__}")
+    print(f"python: {platform.python_version()} ({platform.platform()})")
+    for package in ("numpy", "scipy", "scikit-learn", "joblib", "pandas", "matplotlib"):
+        try:
+            print(f"{package}: {version(package)}")
+        except PackageNotFoundError:
+            print(f"{package}: not installed")
+
 __all__ = [
     "AveragedPSGDClassifier",
     "AveragedPSGDRegressor",
@@ -34,4 +48,5 @@ __all__ = [
     "SubsampleAverageClassifier",
     "SubsampleAverageRegressor",
     "__version__",
+    "show_versions",
 ]

@@ -39,3 +39,11 @@ def test_validators_name_parameter_and_value():
     with pytest.raises(TypeError, match="n_teachers"):
         check_positive_int(3.0, "n_teachers")
     assert check_positive_int(None, "n_teachers", allow_none=True) is None
+
+
+def test_show_versions_prints_the_main_packages(capsys):
+    import skprivpred
+
+    skprivpred.show_versions()
+    out = capsys.readouterr().out
+    assert f"skprivpred: {skprivpred.__version__}" in out and "scikit-learn:" in out
