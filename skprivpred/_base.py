@@ -24,6 +24,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.utils.validation import column_or_1d
 
 from .accounting import BudgetExhaustedError, PrivacyAccountant
 
@@ -39,14 +40,27 @@ class PrivacyWarning(UserWarning):
     """
 
 
-def check_epsilon(value, name: str = "epsilon") -> float:
-    """Validate a privacy parameter: a finite real number > 0."""
+def check_positive_finite(value, name: str) -> float:
+    """Validate a finite real number > 0 (``bool`` is refused), naming the parameter."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}.")
     value = float(value)
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
     return value
+
+
+def check_epsilon(value, name: str = "epsilon") -> float:
+    """Validate a privacy parameter: a finite real number > 0."""
+    return check_positive_finite(value, name)
+
+
+def finite_target_column(y) -> np.ndarray:
+    """``y`` as a 1-D array, refusing NaN and infinity in numeric targets."""
+    y = column_or_1d(y, warn=True)
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y must not contain NaN or infinity.")
+    return y
 
 
 def check_open_unit_interval(value, name: str) -> float:

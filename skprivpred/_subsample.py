@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 from sklearn.base import clone
 from sklearn.utils import get_tags
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import PrivatePredictorMixin, keep_frame
+from ._base import PrivatePredictorMixin, finite_target_column, keep_frame
 from ._teachers import fit_teachers, random_partition
 
 _SPARSE_FORMATS = ["csr", "csc"]
@@ -45,9 +44,7 @@ class SubsampleMixin(PrivatePredictorMixin):
             self, X, y, reset=True, accept_sparse=_SPARSE_FORMATS, dtype=None,
             ensure_all_finite=True, y_numeric=y_numeric,
         )
-        y = column_or_1d(y, warn=True)
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y must not contain NaN or infinity.")
+        y = finite_target_column(y)
         return keep_frame(X, X_checked), y
 
     @staticmethod

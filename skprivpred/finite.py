@@ -27,7 +27,7 @@ from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
@@ -36,6 +36,7 @@ from ._base import (
     check_epsilon,
     check_open_unit_interval,
     check_positive_int,
+    finite_target_column,
     keep_frame,
     reject_fit_params,
     resolve_classes,
@@ -739,9 +740,7 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         family_name = self._family_name()
         max_hypotheses = check_positive_int(self.max_hypotheses, "max_hypotheses")
         X, y = self._validate_X(X, reset=True, y=y)
-        y = column_or_1d(y, warn=True)
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y must not contain NaN or infinity.")
+        y = finite_target_column(y)
         check_classification_targets(y)
         classes = resolve_classes(self.classes, y, type(self).__name__)
         family = self._make_family(self.n_features_in_)
@@ -1114,9 +1113,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         X_checked, y = validate_data(
             self, X, y, reset=reset, dtype=None, ensure_all_finite=True, y_numeric=False
         )
-        y = column_or_1d(y, warn=True)
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y must not contain NaN or infinity.")
+        y = finite_target_column(y)
         check_classification_targets(y)
         return keep_frame(X, X_checked), y
 

@@ -46,7 +46,7 @@ from ._base import (
     check_accountant,
     check_epsilon,
     check_noise,
-    check_open_unit_interval,
+    check_positive_finite,
     check_positive_int,
     reject_fit_params,
     resolve_classes,
@@ -106,10 +106,6 @@ class ConvergenceError(RuntimeError):
 
 
 # -- formulas (public quantities only) -------------------------------------------------
-def _positive(value, name: str) -> float:
-    return check_epsilon(value, name)  # a finite real > 0, with the name in the error
-
-
 def _query_norm(query_norm, norm_bound: float):
     if query_norm is None:
         return norm_bound
@@ -160,9 +156,9 @@ def erm_sensitivity(
     0.4
     """
     n_samples = check_positive_int(n_samples, "n_samples")
-    lam = _positive(lam, "lam")
-    loss_lipschitz = _positive(loss_lipschitz, "loss_lipschitz")
-    norm_bound = _positive(norm_bound, "norm_bound")
+    lam = check_positive_finite(lam, "lam")
+    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
+    norm_bound = check_positive_finite(norm_bound, "norm_bound")
     if isinstance(solver_tol, bool) or not isinstance(solver_tol, Real) or not solver_tol >= 0:
         raise ValueError(f"solver_tol must be a real number >= 0, got {solver_tol!r}.")
     per_norm = 4.0 * loss_lipschitz * norm_bound / (lam * n_samples) + 2.0 * float(solver_tol)
@@ -202,10 +198,10 @@ def erm_auto_lambda(
     0.0894427
     """
     n_samples = check_positive_int(n_samples, "n_samples")
-    epsilon = _positive(epsilon, "epsilon")
-    radius = _positive(radius, "radius")
-    loss_lipschitz = _positive(loss_lipschitz, "loss_lipschitz")
-    norm_bound = _positive(norm_bound, "norm_bound")
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    radius = check_positive_finite(radius, "radius")
+    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
+    norm_bound = check_positive_finite(norm_bound, "norm_bound")
     effective_n = n_samples * epsilon / (1.0 + epsilon)
     return 2.0 * norm_bound * loss_lipschitz / (radius * math.sqrt(effective_n))
 
@@ -240,9 +236,9 @@ def psgd_step_size(
     0.01
     """
     n_samples = check_positive_int(n_samples, "n_samples")
-    radius = _positive(radius, "radius")
-    loss_lipschitz = _positive(loss_lipschitz, "loss_lipschitz")
-    norm_bound = _positive(norm_bound, "norm_bound")
+    radius = check_positive_finite(radius, "radius")
+    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
+    norm_bound = check_positive_finite(norm_bound, "norm_bound")
     return radius / (norm_bound * loss_lipschitz * math.sqrt(n_samples))
 
 
@@ -283,9 +279,9 @@ def psgd_sensitivity(
     >>> psgd_sensitivity(0.01, 1.0, 1.0)
     0.02
     """
-    eta = _positive(eta, "eta")
-    loss_lipschitz = _positive(loss_lipschitz, "loss_lipschitz")
-    norm_bound = _positive(norm_bound, "norm_bound")
+    eta = check_positive_finite(eta, "eta")
+    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
+    norm_bound = check_positive_finite(norm_bound, "norm_bound")
     n_epochs = check_positive_int(n_epochs, "n_epochs")
     return 2.0 * eta * loss_lipschitz * norm_bound * n_epochs * _query_norm(query_norm, norm_bound)
 
@@ -645,7 +641,7 @@ class _FittedCoef(NamedTuple):
 
 
 def _optional_positive(value, name: str) -> float | None:
-    return None if value is None else _positive(value, name)
+    return None if value is None else check_positive_finite(value, name)
 
 
 def _required_positive(value, name: str, meaning: str) -> float:
@@ -653,7 +649,7 @@ def _required_positive(value, name: str, meaning: str) -> float:
         raise ValueError(
             f"{name} is required: pass {meaning}, chosen without looking at the training data."
         )
-    return _positive(value, name)
+    return check_positive_finite(value, name)
 
 
 def _check_bool(value, name: str) -> bool:
@@ -681,7 +677,7 @@ class _PrivateLinearModel(PrivatePredictorMixin):
             allowed = ", ".join(repr(name) for name in self._allowed_losses)
             raise ValueError(f"loss must be one of {allowed}, got {self.loss!r}.")
         fit_intercept = _check_bool(self.fit_intercept, "fit_intercept")
-        intercept_scaling = _positive(self.intercept_scaling, "intercept_scaling")
+        intercept_scaling = check_positive_finite(self.intercept_scaling, "intercept_scaling")
         return _Bounds(
             epsilon=epsilon,
             delta=delta,
@@ -694,7 +690,7 @@ class _PrivateLinearModel(PrivatePredictorMixin):
             ),
             radius=_optional_positive(self.radius, "radius"),
             intercept_scaling=intercept_scaling if fit_intercept else None,
-            huber_delta=_positive(self.huber_delta, "huber_delta"),
+            huber_delta=check_positive_finite(self.huber_delta, "huber_delta"),
         )
 
     @staticmethod
@@ -828,14 +824,14 @@ class _StableERM(_PrivateLinearModel):
         elif isinstance(self.lam, str):
             raise ValueError(f"lam must be 'auto' or a number > 0, got {self.lam!r}.")
         else:
-            lam = _positive(self.lam, "lam")
+            lam = check_positive_finite(self.lam, "lam")
         exact_stability = erm_sensitivity(
             n_samples, lam, loss.lipschitz, norm_bound, query_norm=1.0
         )
         tol = (
             _DEFAULT_RELATIVE_TOL * exact_stability
             if self.opt_tol is None
-            else _positive(self.opt_tol, "opt_tol")
+            else check_positive_finite(self.opt_tol, "opt_tol")
         )
         max_iter = check_positive_int(self.max_iter, "max_iter")
         coef = _certified_erm(features, targets, loss, lam, bounds.radius, tol, max_iter)
@@ -864,7 +860,7 @@ class _AveragedPSGD(_PrivateLinearModel):
         elif isinstance(self.eta, str):
             raise ValueError(f"eta must be 'auto' or a number > 0, got {self.eta!r}.")
         else:
-            eta = _positive(self.eta, "eta")
+            eta = check_positive_finite(self.eta, "eta")
         largest_stable_step = 2.0 / (loss.smoothness * norm_bound**2)
         if eta > largest_stable_step:
             warnings.warn(

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, log_softmax, logsumexp
 from scipy.stats import norm
+
+from ._base import check_open_unit_interval, check_positive_finite
 
 __all__ = [
     "agnostic_n_partitions",
@@ -51,24 +53,6 @@ _CEIL_TOL = 1e-9
 # than without rounding.
 DEFAULT_GRID_STEPS = 1000
 _MAX_GRID_INDEX = 2.0**50
-
-
-def _check_positive_finite(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
-    return value
-
-
-def _check_open_unit(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    value = float(value)
-    if not (0.0 < value < 1.0):
-        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}.")
-    return value
 
 
 def ceil_int(value: float) -> int:
@@ -116,8 +100,8 @@ def pac_n_partitions(alpha: float, epsilon: float, n_classes: int = 2) -> int:
     >>> pac_n_partitions(0.1, 1.0)
     23
     """
-    alpha = _check_open_unit(alpha, "alpha")
-    epsilon = _check_positive_finite(epsilon, "epsilon")
+    alpha = check_open_unit_interval(alpha, "alpha")
+    epsilon = check_positive_finite(epsilon, "epsilon")
     if isinstance(n_classes, bool) or not isinstance(n_classes, Integral) or n_classes < 2:
         raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}.")
     return max(1, ceil_int(6.0 * math.log(4.0 * (n_classes - 1) / alpha) / epsilon))
@@ -146,8 +130,8 @@ def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
     >>> agnostic_n_partitions(0.1, 1.0)
     20
     """
-    alpha = _check_open_unit(alpha, "alpha")
-    epsilon = _check_positive_finite(epsilon, "epsilon")
+    alpha = check_open_unit_interval(alpha, "alpha")
+    epsilon = check_positive_finite(epsilon, "epsilon")
     return max(1, ceil_int(2.0 / (alpha * epsilon)))
 
 
@@ -179,7 +163,7 @@ def soft_majority_proba(n_ones, n_voters, epsilon: float) -> np.ndarray:
     >>> float(soft_majority_proba(3, 5, 1.0))  # doctest: +ELLIPSIS
     0.6224593...
     """
-    epsilon = _check_positive_finite(epsilon, "epsilon")
+    epsilon = check_positive_finite(epsilon, "epsilon")
     votes = 2.0 * np.asarray(n_ones, dtype=float) - np.asarray(n_voters, dtype=float)
     return expit(epsilon * votes / 2.0)
 
@@ -206,8 +190,8 @@ def exponential_mechanism_proba(scores, epsilon: float, sensitivity: float = 1.0
     ndarray of the same shape as ``scores``
         Probabilities summing to one along the last axis.
     """
-    epsilon = _check_positive_finite(epsilon, "epsilon")
-    sensitivity = _check_positive_finite(sensitivity, "sensitivity")
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    sensitivity = check_positive_finite(sensitivity, "sensitivity")
     scores = np.asarray(scores, dtype=float)
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores must be finite.")
@@ -286,7 +270,7 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
     float
         The Laplace scale (the paper's proof writes ``epsilon / gamma``: erratum 3).
     """
-    return _check_positive_finite(sensitivity, "sensitivity") / _check_positive_finite(
+    return check_positive_finite(sensitivity, "sensitivity") / check_positive_finite(
         epsilon, "epsilon"
     )
 
@@ -316,9 +300,9 @@ def gaussian_sigma(
     float
         The noise standard deviation.
     """
-    sensitivity = _check_positive_finite(sensitivity, "sensitivity")
-    epsilon = _check_positive_finite(epsilon, "epsilon")
-    delta = _check_open_unit(delta, "delta")
+    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    delta = check_open_unit_interval(delta, "delta")
     if method == "classic":
         if epsilon >= 1.0:
             raise ValueError(
@@ -445,7 +429,7 @@ def grid_laplace_release(
     ndarray of float
         The released values, multiples of their grid step.
     """
-    epsilon = _check_positive_finite(epsilon, "epsilon")
+    epsilon = check_positive_finite(epsilon, "epsilon")
     grid, index = _grid_indices(values, sensitivity, steps)
     moved = 1 if l1_axis is None else index.shape[l1_axis]
     noise = discrete_laplace_noise(np.full(index.shape, (steps + moved) / epsilon), rng)
@@ -488,7 +472,7 @@ def discrete_gaussian_noise(sigma: float, rng: np.random.Generator, size=None) -
     ndarray of int64
         The noise.
     """
-    sigma = _check_positive_finite(sigma, "sigma")
+    sigma = check_positive_finite(sigma, "sigma")
     support, log_proba = _discrete_gaussian_table(sigma)
     cdf = np.cumsum(np.exp(log_proba))
     u = rng.random(size)
@@ -517,8 +501,8 @@ def discrete_gaussian_delta(sigma: float, shift: int, epsilon: float) -> float:
     float
         The smallest ``delta`` for which the mechanism is ``(epsilon, delta)``-DP.
     """
-    sigma = _check_positive_finite(sigma, "sigma")
-    epsilon = _check_positive_finite(epsilon, "epsilon")
+    sigma = check_positive_finite(sigma, "sigma")
+    epsilon = check_positive_finite(epsilon, "epsilon")
     support, log_proba = _discrete_gaussian_table(sigma)
     shifted = np.full_like(log_proba, -np.inf)
     shifted[shift:] = log_proba[:-shift]  # log P(z - shift)
@@ -547,8 +531,8 @@ def discrete_gaussian_sigma(shift: int, epsilon: float, delta: float) -> float:
     float
         The scale ``sigma`` in integer units.
     """
-    epsilon = _check_positive_finite(epsilon, "epsilon")
-    delta = _check_open_unit(delta, "delta")
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    delta = check_open_unit_interval(delta, "delta")
     if isinstance(shift, bool) or not isinstance(shift, Integral) or shift < 1:
         raise ValueError(f"shift must be an integer >= 1, got {shift!r}.")
     # Start from the continuous Gaussian's exact calibration, which is very close.
@@ -616,7 +600,7 @@ def laplace_clip_bernoulli_proba(v, b: float) -> np.ndarray:
     ndarray of float
         ``q(v)`` in [0, 1].
     """
-    b = _check_positive_finite(b, "b")
+    b = check_positive_finite(b, "b")
     v = np.asarray(v, dtype=float)
     tail = -0.5 * b * np.expm1(-1.0 / b)  # (b/2)(1 - e^{-1/b})
     with np.errstate(over="ignore"):
@@ -671,7 +655,7 @@ def gaussian_clip_bernoulli_proba(v, s: float) -> np.ndarray:
     ndarray of float
         The expected clipped value, in [0, 1].
     """
-    s = _check_positive_finite(s, "s")
+    s = check_positive_finite(s, "s")
     v = np.asarray(v, dtype=float)
 
     def antiderivative(u):

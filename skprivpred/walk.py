@@ -24,7 +24,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
@@ -32,6 +32,7 @@ from ._base import (
     check_epsilon,
     check_open_unit_interval,
     check_positive_int,
+    finite_target_column,
     reject_fit_params,
     resolve_classes,
 )
@@ -417,9 +418,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             )
             self._feature_index = self._resolve_feature_index()
             x = self._feature_values(X, X_checked, training=True)
-            y = column_or_1d(y, warn=True)
-            if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-                raise ValueError("y must not contain NaN or infinity.")
+            y = finite_target_column(y)
             check_classification_targets(y)
             self._check_binary(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
