@@ -37,7 +37,6 @@ From the repository root::
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path

@@ -16,7 +16,6 @@ accountant attached, so it spends nobody's budget.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from numbers import Integral
 

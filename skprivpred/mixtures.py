@@ -26,7 +26,7 @@ import copy
 import math
 from dataclasses import dataclass
 from itertools import chain, combinations
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.spatial import ConvexHull

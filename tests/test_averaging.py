@@ -60,6 +60,7 @@ def test_predict_law_is_the_closed_form(n_ones, rule):
 
 def test_predict_law_ratio_between_neighbours_is_at_most_epsilon():
     r, epsilon = 6, 0.8
+    largest = {}
     for rule in ("sample", "threshold"):
         laws = [
             _one_row_per_teacher([1] * c + [0] * (r - c), epsilon=epsilon, prediction_rule=rule)
@@ -68,14 +69,14 @@ def test_predict_law_ratio_between_neighbours_is_at_most_epsilon():
         ]
         ratios = [np.max(np.abs(np.log(a) - np.log(b))) for a, b in zip(laws, laws[1:])]
         assert max(ratios) <= epsilon + 1e-9
-    # The sampled rule is tight at the edge: q(v + 1/r) / q(v) = e^eps for v + 1/r <= 0 ... at v = 0.
-    tight = [_one_row_per_teacher([1] * c + [0] * (r - c), epsilon=epsilon)._output_distribution([[0.0]])[0, 1] for c in (0, 1)]
-    assert np.log(tight[1] / tight[0]) == pytest.approx(epsilon, rel=1e-6) or np.log(tight[1] / tight[0]) < epsilon
+        largest[rule] = max(ratios)
+    # The bound is exercised, not vacuous: one vote moves the sampled law by ~0.9 epsilon.
+    assert largest["sample"] > 0.85 * epsilon
 
 
 @pytest.mark.parametrize("method", ["predict_proba", "decision_function"])
 def test_real_valued_release_is_grid_noise_of_the_stated_scale(method):
-    r, epsilon = 4, 0.5
+    epsilon = 0.5
     clf = _one_row_per_teacher([1, 1, 0, 0], epsilon=epsilon)
     n = 100_000
     out = getattr(clf, method)(np.zeros((n, 1)))

@@ -31,7 +31,6 @@ from skprivpred.linear import (
     _logistic,
     _project_to_ball,
     _RegularizedObjective,
-    _ScoreRelease,
     _squared,
     erm_auto_lambda,
     erm_sensitivity,
