@@ -13,6 +13,7 @@ from .linear import (
     StableERMRegressor,
 )
 from .mixtures import PrivateHalfspacePPM
+from .validation import DPValidatedHistogram, DPValidatedLogisticRegression
 from .walk import ExpProjectedWalk
 
 __version__ = "0.1.0.dev0"
@@ -36,6 +37,8 @@ __all__ = [
     "AveragedPSGDRegressor",
     "BudgetExhaustedError",
     "ConvergenceError",
+    "DPValidatedHistogram",
+    "DPValidatedLogisticRegression",
     "ExpProjectedWalk",
     "ExponentialMechanismClassifier",
     "PrivacyAccountant",
