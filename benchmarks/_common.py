@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
-
 from sklearn.datasets import load_diabetes
+from sklearn.model_selection import train_test_split
 
 from skprivpred.datasets import load_adult, load_magic
 
@@ -98,7 +97,10 @@ def _adult() -> Dataset:
 def _seeded_split(name: str, X: pd.DataFrame, y: pd.Series, *, stratify: bool, **extra) -> Dataset:
     """A fixed 2/3 - 1/3 train/test split (for data sets without a published one)."""
     X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=MAGIC_TEST_SIZE, stratify=y if stratify else None,
+        X,
+        y,
+        test_size=MAGIC_TEST_SIZE,
+        stratify=y if stratify else None,
         random_state=MAGIC_SPLIT_SEED,
     )
     how = "stratify=y, " if stratify else ""

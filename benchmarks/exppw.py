@@ -60,8 +60,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from _common import DEFAULT_OUT, environment, format_table, timed, verdict, write_json
+
 from skprivpred.datasets import load_adult
 from skprivpred.walk import ExpProjectedWalk, exppw_min_samples
 
@@ -91,12 +91,14 @@ class Task:
 
 
 def noisy_intervals(x: np.ndarray, endpoints: Sequence[float], noise: float, rng) -> np.ndarray:
-    """Labels 1 where an odd number of endpoints is <= x, each flipped with probability ``noise``."""
+    """Labels 1 where an odd number of endpoints is <= x, each flipped with prob. ``noise``."""
     target = np.searchsorted(np.sort(endpoints), x, side="right") % 2
     return np.where(rng.uniform(size=x.size) < noise, 1 - target, target)
 
 
-def synthetic_task(name: str, endpoints: Sequence[float], n_train: int, n_test: int, seed: int) -> Task:
+def synthetic_task(
+    name: str, endpoints: Sequence[float], n_train: int, n_test: int, seed: int
+) -> Task:
     rng = np.random.default_rng(seed)
     x_train, x_test = rng.uniform(size=n_train), rng.uniform(size=n_test)
     return Task(
@@ -167,9 +169,14 @@ def predict_step_function(values: np.ndarray, labels: np.ndarray, x: np.ndarray)
 def reference_accuracies(task: Task) -> dict[str, float]:
     """Test accuracy of the non-private references fitted on the training rows."""
     result = {}
-    for name, k in (("best_threshold", 1), (f"best_{REFERENCE_SWITCHES}_switch", REFERENCE_SWITCHES)):
+    for name, k in (
+        ("best_threshold", 1),
+        (f"best_{REFERENCE_SWITCHES}_switch", REFERENCE_SWITCHES),
+    ):
         values, labels = best_k_switch_function(task.x_train, task.y_train, k)
-        result[name] = float(np.mean(predict_step_function(values, labels, task.x_test) == task.y_test))
+        result[name] = float(
+            np.mean(predict_step_function(values, labels, task.x_test) == task.y_test)
+        )
     majority = int(np.mean(task.y_train) >= 0.5)
     result["majority"] = float(np.mean(task.y_test == majority))
     return result
@@ -253,8 +260,16 @@ def accuracy_table(rows: Sequence[dict]) -> str:
         for r in rows
     ]
     header = [
-        "task", "n_train", "epsilon", "alpha", "T", "ExpPW accuracy", "Thm 5.3 >=",
-        "best threshold", f"best {REFERENCE_SWITCHES}-switch", "majority",
+        "task",
+        "n_train",
+        "epsilon",
+        "alpha",
+        "T",
+        "ExpPW accuracy",
+        "Thm 5.3 >=",
+        "best threshold",
+        f"best {REFERENCE_SWITCHES}-switch",
+        "majority",
     ]
     return format_table(table, header)
 
@@ -278,8 +293,8 @@ def run_speed(n: int, n_naive_queries: int, repeats: int, seed: int) -> dict[str
     fit_times, predict_times = [], []
     for _ in range(repeats):
         clf = ExpProjectedWalk(classes=CLASSES, random_state=seed)
-        fit_times.append(timed(lambda: clf.fit(X, y))[1])
-        predict_times.append(timed(lambda: clf.predict(queries))[1])
+        fit_times.append(timed(lambda clf=clf: clf.fit(X, y))[1])
+        predict_times.append(timed(lambda clf=clf: clf.predict(queries))[1])
     fit_seconds, predict_seconds = statistics.median(fit_times), statistics.median(predict_times)
 
     def sort_sample():
@@ -349,11 +364,20 @@ def write_figure(path: Path, seed: int = 3) -> Path:
     top.axhspan(-T, T, color="tab:blue", alpha=0.06, label=f"clamp [-T, T], T = {T}")
     for label, height, color in ((1, T + 0.6, "tab:green"), (0, -T - 0.6, "tab:red")):
         points = x[y == label]
-        top.scatter(points, np.full(points.size, height), marker="|", color=color, s=80, label=f"label {label}")
+        top.scatter(
+            points,
+            np.full(points.size, height),
+            marker="|",
+            color=color,
+            s=80,
+            label=f"label {label}",
+        )
     top.set_ylim(-T - 1.2, T + 1.2)
     top.set_ylabel("V(x)")
     top.legend(loc="center right", fontsize=7, ncol=2, frameon=False)
-    top.set_title(f"ExpPW on 40 noisy points (true threshold at {threshold:g}, 15% flipped)", fontsize=9)
+    top.set_title(
+        f"ExpPW on 40 noisy points (true threshold at {threshold:g}, 15% flipped)", fontsize=9
+    )
     probability_label = f"P(answer 1) = expit({epsilon:g} V / 2)"
     bottom.step(grid, p_one, where="post", color="tab:purple", label=probability_label)
     bottom.axhline(0.5, color="grey", lw=0.6)
@@ -410,11 +434,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--n-train", type=int, default=10_000, help="training rows of the synthetic tasks"
     )
-    parser.add_argument("--n-test", type=int, default=50_000, help="test rows of the synthetic tasks")
+    parser.add_argument(
+        "--n-test", type=int, default=50_000, help="test rows of the synthetic tasks"
+    )
     parser.add_argument("--adult-features", nargs="*", default=list(ADULT_FEATURES))
     parser.add_argument("--quick", action="store_true", help="small sizes, one seed: a smoke test")
     parser.add_argument(
-        "--figure", nargs="?", type=Path, const=FIGURE_PATH, default=None,
+        "--figure",
+        nargs="?",
+        type=Path,
+        const=FIGURE_PATH,
+        default=None,
         help=f"write the docs picture (default path {FIGURE_PATH})",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the JSON results")

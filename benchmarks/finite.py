@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, timed, write_json
+
 from skprivpred.finite import (
     ExponentialMechanismClassifier,
     PrivateExpertsClassifier,
@@ -202,15 +202,17 @@ def run_conjunctions(data, config: Config) -> tuple[list[dict], dict]:
             clf = ExponentialMechanismClassifier(
                 epsilon=epsilon, classes=CLASSES, random_state=seed
             )
-            _, seconds = timed(lambda: clf.fit(X_train, data.y_train))
-            runs.append({
-                "epsilon": epsilon,
-                "seed": seed,
-                "features": [names[j] for j in clf.selected_features_],
-                "train_accuracy": clf.score(X_train, data.y_train),
-                "test_accuracy": clf.score(X_test, data.y_test),
-                "fit_seconds": seconds,
-            })
+            _, seconds = timed(lambda clf=clf: clf.fit(X_train, data.y_train))
+            runs.append(
+                {
+                    "epsilon": epsilon,
+                    "seed": seed,
+                    "features": [names[j] for j in clf.selected_features_],
+                    "train_accuracy": clf.score(X_train, data.y_train),
+                    "test_accuracy": clf.score(X_test, data.y_test),
+                    "fit_seconds": seconds,
+                }
+            )
     return runs, baseline
 
 
@@ -219,15 +221,17 @@ def summarize_conjunctions(runs: list[dict], baseline: dict) -> list[dict]:
     for epsilon in sorted({r["epsilon"] for r in runs}):
         group = [r for r in runs if r["epsilon"] == epsilon]
         test = [r["test_accuracy"] for r in group]
-        summary.append({
-            "epsilon": epsilon,
-            "test_accuracy_mean": statistics.fmean(test),
-            "test_accuracy_sd": statistics.stdev(test) if len(test) > 1 else 0.0,
-            "excess_train_error_mean": baseline["train_accuracy"]
-            - statistics.fmean(r["train_accuracy"] for r in group),
-            "best_test_accuracy": baseline["test_accuracy"],
-            "fit_seconds_mean": statistics.fmean(r["fit_seconds"] for r in group),
-        })
+        summary.append(
+            {
+                "epsilon": epsilon,
+                "test_accuracy_mean": statistics.fmean(test),
+                "test_accuracy_sd": statistics.stdev(test) if len(test) > 1 else 0.0,
+                "excess_train_error_mean": baseline["train_accuracy"]
+                - statistics.fmean(r["train_accuracy"] for r in group),
+                "best_test_accuracy": baseline["test_accuracy"],
+                "fit_seconds_mean": statistics.fmean(r["fit_seconds"] for r in group),
+            }
+        )
     return summary
 
 
@@ -257,26 +261,31 @@ def run_experts(data, config: Config) -> tuple[list[dict], dict]:
         realised = []
         for seed in config.seeds:
             clf = PrivateExpertsClassifier(
-                list(EXPERTS.values()), epsilon=setting.resolved_epsilon(n_rounds, n_experts),
+                list(EXPERTS.values()),
+                epsilon=setting.resolved_epsilon(n_rounds, n_experts),
                 delta=setting.delta,
-                n_rounds=n_rounds, classes=CLASSES, random_state=seed,
+                n_rounds=n_rounds,
+                classes=CLASSES,
+                random_state=seed,
             )
-            _, fit_seconds = timed(lambda: clf.fit(stream_X, stream_y))
-            answers, predict_seconds = timed(lambda: clf.predict(data.X_test))
+            _, fit_seconds = timed(lambda clf=clf: clf.fit(stream_X, stream_y))
+            answers, predict_seconds = timed(lambda clf=clf: clf.predict(data.X_test))
             collected = rewards[np.arange(n_rounds), clf.chosen_experts_]
             realised.append(cumulative_regret(rewards, collected))
-            runs.append({
-                "setting": setting.name,
-                "epsilon": clf.epsilon,
-                "delta": clf.delta,
-                "seed": seed,
-                "learning_rate": clf.learning_rate_,
-                "final_regret": float(realised[-1][-1]),
-                "test_accuracy": float(np.mean(answers == data.y_test)),
-                "query_epsilon": clf.privacy_guarantee_["epsilon"],
-                "fit_seconds": fit_seconds,
-                "predict_seconds": predict_seconds,
-            })
+            runs.append(
+                {
+                    "setting": setting.name,
+                    "epsilon": clf.epsilon,
+                    "delta": clf.delta,
+                    "seed": seed,
+                    "learning_rate": clf.learning_rate_,
+                    "final_regret": float(realised[-1][-1]),
+                    "test_accuracy": float(np.mean(answers == data.y_test)),
+                    "query_epsilon": clf.privacy_guarantee_["epsilon"],
+                    "fit_seconds": fit_seconds,
+                    "predict_seconds": predict_seconds,
+                }
+            )
         rate = runs[-1]["learning_rate"]
         expected = cumulative_regret(rewards, (mw_round_proba(rewards, rate) * rewards).sum(axis=1))
         t = np.arange(1, n_rounds + 1)
@@ -302,41 +311,65 @@ def summarize_experts(runs: list[dict], curves: dict, info: dict) -> list[dict]:
     for setting in EXPERT_SETTINGS:
         group = [r for r in runs if r["setting"] == setting.name]
         curve = curves[setting.name]
-        summary.append({
-            "setting": setting.name,
-            "learning_rate": curve["rate"],
-            "query_epsilon": group[0]["query_epsilon"],
-            "expected_regret": float(curve["expected"][-1]),
-            "realised_regret_mean": statistics.fmean(r["final_regret"] for r in group),
-            "notes_bound": float(curve["bound"][-1]),
-            "test_accuracy_mean": statistics.fmean(r["test_accuracy"] for r in group),
-            "best_expert_test_accuracy": best_test,
-        })
+        summary.append(
+            {
+                "setting": setting.name,
+                "learning_rate": curve["rate"],
+                "query_epsilon": group[0]["query_epsilon"],
+                "expected_regret": float(curve["expected"][-1]),
+                "realised_regret_mean": statistics.fmean(r["final_regret"] for r in group),
+                "notes_bound": float(curve["bound"][-1]),
+                "test_accuracy_mean": statistics.fmean(r["test_accuracy"] for r in group),
+                "best_expert_test_accuracy": best_test,
+            }
+        )
     return summary
 
 
 # -- tables and plots -------------------------------------------------------------------
 def conjunction_table(summary: list[dict], baseline: dict) -> str:
     header = [
-        "epsilon", "test accuracy (mean ± sd)", "best conjunction", "excess train error", "fit s"
+        "epsilon",
+        "test accuracy (mean ± sd)",
+        "best conjunction",
+        "excess train error",
+        "fit s",
     ]
     rows = [
-        [f"{s['epsilon']:g}", f"{s['test_accuracy_mean']:.4f} ± {s['test_accuracy_sd']:.4f}",
-         f"{s['best_test_accuracy']:.4f}", f"{s['excess_train_error_mean']:.4f}",
-         f"{s['fit_seconds_mean']:.3f}"]
+        [
+            f"{s['epsilon']:g}",
+            f"{s['test_accuracy_mean']:.4f} ± {s['test_accuracy_sd']:.4f}",
+            f"{s['best_test_accuracy']:.4f}",
+            f"{s['excess_train_error_mean']:.4f}",
+            f"{s['fit_seconds_mean']:.3f}",
+        ]
         for s in summary
     ]
     return format_table(rows, header)
 
 
 def experts_table(summary: list[dict]) -> str:
-    header = ["setting", "rate a", "2a per query", "E[regret]", "regret (mean)", "notes bound",
-              "test accuracy", "best expert"]
+    header = [
+        "setting",
+        "rate a",
+        "2a per query",
+        "E[regret]",
+        "regret (mean)",
+        "notes bound",
+        "test accuracy",
+        "best expert",
+    ]
     rows = [
-        [s["setting"], f"{s['learning_rate']:.3g}", f"{s['query_epsilon']:.3g}",
-         f"{s['expected_regret']:.0f}", f"{s['realised_regret_mean']:.0f}",
-         f"{s['notes_bound']:.0f}", f"{s['test_accuracy_mean']:.4f}",
-         f"{s['best_expert_test_accuracy']:.4f}"]
+        [
+            s["setting"],
+            f"{s['learning_rate']:.3g}",
+            f"{s['query_epsilon']:.3g}",
+            f"{s['expected_regret']:.0f}",
+            f"{s['realised_regret_mean']:.0f}",
+            f"{s['notes_bound']:.0f}",
+            f"{s['test_accuracy_mean']:.4f}",
+            f"{s['best_expert_test_accuracy']:.4f}",
+        ]
         for s in summary
     ]
     return format_table(rows, header)
@@ -356,16 +389,27 @@ def plot_conjunctions(summary: list[dict], baseline: dict, n_seeds: int, path: P
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6))
     eps = [s["epsilon"] for s in summary]
-    ax.errorbar(eps, [s["test_accuracy_mean"] for s in summary],
-                yerr=[s["test_accuracy_sd"] for s in summary], marker="o", capsize=3,
-                label="exponential mechanism (private)")
-    ax.axhline(baseline["test_accuracy"], linestyle="--", color="C1",
-               label="best conjunction (non-private)")
+    ax.errorbar(
+        eps,
+        [s["test_accuracy_mean"] for s in summary],
+        yerr=[s["test_accuracy_sd"] for s in summary],
+        marker="o",
+        capsize=3,
+        label="exponential mechanism (private)",
+    )
+    ax.axhline(
+        baseline["test_accuracy"],
+        linestyle="--",
+        color="C1",
+        label="best conjunction (non-private)",
+    )
     ax.set_xscale("log")
     ax.set_xlabel("epsilon of the released conjunction")
     ax.set_ylabel("test accuracy")
-    ax.set_title(f"Adult, {baseline['n_features']} public binary features "
-                 f"({n_seeds} seeds, mean ± sd)", fontsize="medium")
+    ax.set_title(
+        f"Adult, {baseline['n_features']} public binary features ({n_seeds} seeds, mean ± sd)",
+        fontsize="medium",
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
@@ -381,17 +425,25 @@ def plot_regret(curves: dict, n_seeds: int, path: Path) -> Path:
         # ~400 log-spaced rounds keep the file small and the early rounds visible.
         at = np.unique(np.geomspace(1, n_rounds, 400).astype(int)) - 1
         t = at + 1
-        ax.plot(t, np.maximum(curve["expected"][at], 0.5), color=f"C{k}",
-                label=f"{name} (a={curve['rate']:.2g})")
-        ax.plot(t, np.maximum(curve["realised_mean"][at], 0.5), color=f"C{k}", alpha=0.4,
-                linewidth=0.8)
+        ax.plot(
+            t,
+            np.maximum(curve["expected"][at], 0.5),
+            color=f"C{k}",
+            label=f"{name} (a={curve['rate']:.2g})",
+        )
+        ax.plot(
+            t, np.maximum(curve["realised_mean"][at], 0.5), color=f"C{k}", alpha=0.4, linewidth=0.8
+        )
         ax.plot(t, curve["bound"][at], color=f"C{k}", linestyle="--", linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative regret")
-    ax.set_title("Adult stream, 6 public experts: regret (solid: expected; faint: realised, "
-                 f"{n_seeds} seeds)\ndashed: notes' bound a t + ln K / a", fontsize="small")
+    ax.set_title(
+        "Adult stream, 6 public experts: regret (solid: expected; faint: realised, "
+        f"{n_seeds} seeds)\ndashed: notes' bound a t + ln K / a",
+        fontsize="small",
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="x-small", loc="upper left")
     fig.tight_layout()
@@ -412,27 +464,37 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
-        "--epsilons", nargs="+", type=float, default=None,
+        "--epsilons",
+        nargs="+",
+        type=float,
+        default=None,
         help="epsilons of the conjunction release (default: "
         f"{', '.join(map(str, DEFAULT_EPSILONS))})",
     )
     parser.add_argument(
-        "--seeds", nargs="+", type=int, default=None,
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=None,
         help=f"random_state values (default: 0 to {DEFAULT_N_SEEDS - 1})",
     )
     parser.add_argument(
-        "--n-rounds", type=int, default=None,
+        "--n-rounds",
+        type=int,
+        default=None,
         help="length of the expert stream (default: every training row)",
     )
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="results folder (default: %(default)s)"
     )
     parser.add_argument(
-        "--docs-figures", action="store_true",
+        "--docs-figures",
+        action="store_true",
         help=f"write the PNGs to {DOCS_STATIC} (for the user guide) instead of --out",
     )
     parser.add_argument(
-        "--quick", action="store_true",
+        "--quick",
+        action="store_true",
         help=f"smoke test: {QUICK_N_SEEDS} seeds, epsilons {QUICK_EPSILONS}, 5000 rounds",
     )
     return parser.parse_args(argv)
@@ -465,12 +527,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     expert_summary = summarize_experts(expert_runs, experts["curves"], experts["info"])
     wall_seconds = time.perf_counter() - start
 
-    print(f"Conjunctions on binarised Adult (d={baseline['n_features']}, "
-          f"{len(config.seeds)} seeds); best conjunction: {' & '.join(baseline['features'])}")
+    print(
+        f"Conjunctions on binarised Adult (d={baseline['n_features']}, "
+        f"{len(config.seeds)} seeds); best conjunction: {' & '.join(baseline['features'])}"
+    )
     print(conjunction_table(conj_summary, baseline))
     print()
-    print(f"Private multiplicative weights, {experts['info']['n_rounds']} rounds, "
-          f"{len(EXPERTS)} public experts ({len(config.seeds)} seeds)")
+    print(
+        f"Private multiplicative weights, {experts['info']['n_rounds']} rounds, "
+        f"{len(EXPERTS)} public experts ({len(config.seeds)} seeds)"
+    )
     print(experts_table(expert_summary))
 
     payload = {
@@ -482,10 +548,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "experts": {"info": experts["info"], "summary": expert_summary, "runs": expert_runs},
     }
     written = [write_json(config.out / "finite_results.json", payload)]
-    written.append(plot_conjunctions(conj_summary, baseline, len(config.seeds),
-                                     config.figures / "finite_conjunctions.png"))
-    written.append(plot_regret(experts["curves"], len(config.seeds),
-                               config.figures / "finite_regret.png"))
+    written.append(
+        plot_conjunctions(
+            conj_summary, baseline, len(config.seeds), config.figures / "finite_conjunctions.png"
+        )
+    )
+    written.append(
+        plot_regret(experts["curves"], len(config.seeds), config.figures / "finite_regret.png")
+    )
     print()
     print(f"Wall time {wall_seconds:.0f} s. Wrote: " + ", ".join(str(p) for p in written))
     return 0

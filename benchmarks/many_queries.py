@@ -42,13 +42,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_OUT, environment, format_table, load_dataset, verdict, write_json
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from threadpoolctl import threadpool_limits
 
-from _common import DEFAULT_OUT, environment, format_table, load_dataset, verdict, write_json
 from skprivpred import SubsampleAggregateClassifier
 from skprivpred.accounting import advanced_composition_epsilon, per_query_epsilon
 from skprivpred.mechanisms import exponential_mechanism_proba
@@ -65,8 +65,11 @@ def teacher_pipeline() -> Pipeline:
     """One-hot + scaling + logistic regression, fitted on each teacher's rows only."""
     preprocess = ColumnTransformer(
         [
-            ("categorical", OneHotEncoder(handle_unknown="ignore"),
-             make_column_selector(dtype_include=["category", "object", "string"])),
+            (
+                "categorical",
+                OneHotEncoder(handle_unknown="ignore"),
+                make_column_selector(dtype_include=["category", "object", "string"]),
+            ),
             ("numeric", StandardScaler(), make_column_selector(dtype_include="number")),
         ]
     )
@@ -105,9 +108,15 @@ def largest_horizon(counts, y, epsilon, delta, accounting) -> tuple[int, list[fl
 def live_session(data, per_teacher, epsilon, delta, horizon, seed) -> dict:
     """Answer ``horizon`` test rows privately, then hand off to a student for the rest."""
     clf = SubsampleAggregateClassifier(
-        teacher_pipeline(), classes=CLASSES, min_samples_per_teacher=per_teacher,
-        n_queries=horizon, total_epsilon=epsilon, total_delta=delta,
-        student=teacher_pipeline(), n_jobs=2, random_state=seed,
+        teacher_pipeline(),
+        classes=CLASSES,
+        min_samples_per_teacher=per_teacher,
+        n_queries=horizon,
+        total_epsilon=epsilon,
+        total_delta=delta,
+        student=teacher_pipeline(),
+        n_jobs=2,
+        random_state=seed,
     ).fit(data.X_train, data.y_train)
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(data.y_test))
@@ -131,9 +140,14 @@ def private_training(data, epsilon) -> dict:
         from diffprivlib.models import LogisticRegression as DPLogisticRegression
     except Exception as exc:  # not installed, or incompatible with this scikit-learn
         return {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
-    model = Pipeline([("pre", teacher_pipeline()[0]), ("dp", DPLogisticRegression(epsilon=epsilon))])
+    model = Pipeline(
+        [("pre", teacher_pipeline()[0]), ("dp", DPLogisticRegression(epsilon=epsilon))]
+    )
     model.fit(data.X_train, data.y_train)
-    return {"available": True, "accuracy": float(np.mean(model.predict(data.X_test) == data.y_test))}
+    return {
+        "available": True,
+        "accuracy": float(np.mean(model.predict(data.X_test) == data.y_test)),
+    }
 
 
 def plot(curves: dict, path: Path) -> Path:
@@ -162,10 +176,16 @@ def plot(curves: dict, path: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--min-samples-per-teacher", type=int, default=80,
-                        help="public rule for the number of teachers (default: 80 rows each)")
+    parser.add_argument(
+        "--min-samples-per-teacher",
+        type=int,
+        default=80,
+        help="public rule for the number of teachers (default: 80 rows each)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="smaller teachers count, for a smoke test")
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller teachers count, for a smoke test"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     per_teacher = 800 if args.quick else args.min_samples_per_teacher
@@ -173,41 +193,79 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = load_dataset("adult")
     with threadpool_limits(1):
         clf = SubsampleAggregateClassifier(
-            teacher_pipeline(), classes=CLASSES, min_samples_per_teacher=per_teacher,
-            n_jobs=2, random_state=args.seed,
+            teacher_pipeline(),
+            classes=CLASSES,
+            min_samples_per_teacher=per_teacher,
+            n_jobs=2,
+            random_state=args.seed,
         ).fit(data.X_train, data.y_train)
         counts = clf._vote_counts(data.X_test)  # non-private diagnostic: benchmark only
         majority = float(np.mean(np.argmax(counts, axis=1) == data.y_test))
         rows, curves, sessions = [], {}, {}
         for budget in BUDGETS:
             for accounting in ACCOUNTINGS:
-                q, curves[(budget, accounting)] = largest_horizon(counts, data.y_test, *budget, accounting)
+                q, curves[(budget, accounting)] = largest_horizon(
+                    counts, data.y_test, *budget, accounting
+                )
                 rows.append([f"({budget[0]:g}, {budget[1]:g})", accounting, q])
             q_zcdp = largest_horizon(counts, data.y_test, *budget, "zcdp")[0]
             sessions[budget] = live_session(data, per_teacher, *budget, max(q_zcdp, 1), args.seed)
         baseline = private_training(data, BUDGETS[0][0])
     wall = time.perf_counter() - start
 
-    print(f"Adult, {clf.n_teachers_} LR teachers ({per_teacher} rows each); "
-          f"exact teacher majority accuracy {majority:.4f}\n")
-    print(format_table(rows, ["total (eps, delta)", "accounting", f"queries at accuracy >= {MIN_ACCURACY}"]))
+    print(
+        f"Adult, {clf.n_teachers_} LR teachers ({per_teacher} rows each); "
+        f"exact teacher majority accuracy {majority:.4f}\n"
+    )
+    print(
+        format_table(
+            rows, ["total (eps, delta)", "accounting", f"queries at accuracy >= {MIN_ACCURACY}"]
+        )
+    )
     print()
     live_rows = [
-        [f"({b[0]:g}, {b[1]:g})", s["live_queries"], f"{s['epsilon_per_query']:.5f}",
-         f"{s['live_accuracy']:.4f}", s["student_queries"], f"{s['student_accuracy']:.4f}"]
+        [
+            f"({b[0]:g}, {b[1]:g})",
+            s["live_queries"],
+            f"{s['epsilon_per_query']:.5f}",
+            f"{s['live_accuracy']:.4f}",
+            s["student_queries"],
+            f"{s['student_accuracy']:.4f}",
+        ]
         for b, s in sessions.items()
     ]
-    print(format_table(live_rows, ["total", "live queries", "eps0", "live accuracy",
-                                   "student queries", "student accuracy"]))
+    print(
+        format_table(
+            live_rows,
+            [
+                "total",
+                "live queries",
+                "eps0",
+                "live accuracy",
+                "student queries",
+                "student accuracy",
+            ],
+        )
+    )
     first = sessions[BUDGETS[0]]
-    print(f"\n{verdict(first['live_queries'] >= TARGET_QUERIES)}  >= {TARGET_QUERIES} live queries "
-          f"at >= {MIN_ACCURACY} under (1, 1e-6): {first['live_queries']}")
-    print(f"{verdict(first['student_accuracy'] >= TARGET_STUDENT)}  student accuracy >= "
-          f"{TARGET_STUDENT}: {first['student_accuracy']:.4f}")
+    print(
+        f"\n{verdict(first['live_queries'] >= TARGET_QUERIES)}  >= {TARGET_QUERIES} live queries "
+        f"at >= {MIN_ACCURACY} under (1, 1e-6): {first['live_queries']}"
+    )
+    print(
+        f"{verdict(first['student_accuracy'] >= TARGET_STUDENT)}  student accuracy >= "
+        f"{TARGET_STUDENT}: {first['student_accuracy']:.4f}"
+    )
     if baseline["available"]:
-        print(f"private training (diffprivlib DP logistic regression, eps=1): {baseline['accuracy']:.4f}")
+        print(
+            "private training (diffprivlib DP logistic regression, eps=1): "
+            f"{baseline['accuracy']:.4f}"
+        )
     else:
-        print(f"private training baseline not run: diffprivlib does not import here ({baseline['reason']})")
+        print(
+            "private training baseline not run: diffprivlib does not import here "
+            f"({baseline['reason']})"
+        )
     payload = {
         "benchmark": "many queries under one total budget (benchmarks/many_queries.py)",
         "environment": environment(),
@@ -218,8 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "private_training": baseline,
         "wall_seconds": wall,
     }
-    written = [write_json(args.out / "many_queries_results.json", payload),
-               plot(curves, args.out / "accuracy_vs_queries.png")]
+    written = [
+        write_json(args.out / "many_queries_results.json", payload),
+        plot(curves, args.out / "accuracy_vs_queries.png"),
+    ]
     print(f"\nWall time {wall:.0f} s. Wrote: {', '.join(map(str, written))}")
     return 0
 

@@ -64,18 +64,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _common import DEFAULT_OUT, environment, format_table, load_dataset, timed, verdict, write_json
+from _design import adult_design_matrix, public_one_hot_encoder
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
-from _common import DEFAULT_OUT, environment, format_table, load_dataset, timed, verdict, write_json
-from _design import adult_design_matrix, public_one_hot_encoder
 from skprivpred import SubsampleAggregateClassifier
 
 CLASSES = [0, 1]
 N_LINEAR_TEACHERS = 100
 N_TREE_TEACHERS = 23  # what alpha=0.1 gives at epsilon=1
 LOGISTIC_MAX_ITER = 1000
+
 
 @dataclass(frozen=True)
 class SpeedTarget:
@@ -169,7 +170,9 @@ def measure_fit(X: np.ndarray, y: np.ndarray, repeats: int, n_jobs_list: Sequenc
     result = {}
     for n_jobs in n_jobs_list:
         times = paired_times(
-            lambda: private_logistic(n_jobs).fit(X, y), lambda: logistic().fit(X, y), repeats
+            lambda n_jobs=n_jobs: private_logistic(n_jobs).fit(X, y),
+            lambda: logistic().fit(X, y),
+            repeats,
         )
         result[n_jobs] = {**times, "ratio": times["library_seconds"] / times["reference_seconds"]}
     return result
@@ -222,7 +225,11 @@ def measure_overhead(
 ) -> dict:
     """Private predict with HGB teachers against the sum of the teachers' own predict."""
     clf = SubsampleAggregateClassifier(
-        tree_classifier(), n_teachers=N_TREE_TEACHERS, classes=CLASSES, n_jobs=n_jobs, random_state=0
+        tree_classifier(),
+        n_teachers=N_TREE_TEACHERS,
+        classes=CLASSES,
+        n_jobs=n_jobs,
+        random_state=0,
     ).fit(X_train, y_train)
     teachers = tree_teachers(clf)
 
@@ -264,7 +271,10 @@ def profile_library_calls(design: dict, frames: dict, n_jobs: int) -> None:
         for _ in range(20):
             clf.predict(design["X_test"])
     trees = SubsampleAggregateClassifier(
-        tree_classifier(), n_teachers=N_TREE_TEACHERS, classes=CLASSES, n_jobs=n_jobs,
+        tree_classifier(),
+        n_teachers=N_TREE_TEACHERS,
+        classes=CLASSES,
+        n_jobs=n_jobs,
         random_state=0,
     ).fit(frames["X_train"], frames["y_train"])
     with profiled("predict, HGB teachers"):
@@ -363,19 +373,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--repeats", type=int, default=7, help="timed repeats per measurement (default: 7)"
     )
     parser.add_argument(
-        "--n-jobs", type=int, nargs="+", default=[1, 2],
+        "--n-jobs",
+        type=int,
+        nargs="+",
+        default=[1, 2],
         help="n_jobs values of the fit measurement; the last one also fits the tree "
         "teachers (default: 1 2)",
     )
     parser.add_argument(
-        "--threads", type=int, default=None,
+        "--threads",
+        type=int,
+        default=None,
         help="limit native (BLAS/OpenMP) threads per process (default: no limit)",
     )
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="results folder (default: %(default)s)"
     )
     parser.add_argument(
-        "--profile", action="store_true", help="also print cProfile of the library calls",
+        "--profile",
+        action="store_true",
+        help="also print cProfile of the library calls",
     )
     return parser.parse_args(argv)
 
@@ -403,8 +420,12 @@ def run(args: argparse.Namespace) -> dict:
     )
     fit = measure_fit(design["X_train"], design["y_train"], args.repeats, args.n_jobs)
     predict = measure_predict(
-        design["X_train"], design["y_train"], design["X_test"], args.repeats,
-        design["encode"], frames["X_test"],
+        design["X_train"],
+        design["y_train"],
+        design["X_test"],
+        args.repeats,
+        design["encode"],
+        frames["X_test"],
     )
     overhead = measure_overhead(
         frames["X_train"], frames["y_train"], frames["X_test"], args.repeats, args.n_jobs[-1]

@@ -67,8 +67,15 @@ from skprivpred import StableERMClassifier  # noqa: E402
 from skprivpred.mixtures import PrivateHalfspacePPM  # noqa: E402
 
 #: (d, n_train) of the synthetic mixtures of the default run.
-SYNTHETIC = [(2, 1_000), (2, 10_000), (2, 100_000), (5, 10_000), (5, 100_000),
-             (10, 10_000), (10, 100_000)]
+SYNTHETIC = [
+    (2, 1_000),
+    (2, 10_000),
+    (2, 100_000),
+    (5, 10_000),
+    (5, 100_000),
+    (10, 10_000),
+    (10, 100_000),
+]
 SYNTHETIC_QUICK = [(2, 1_000), (5, 2_000), (10, 2_000)]
 MARGIN = 0.1
 N_TEST = 20_000
@@ -106,22 +113,49 @@ def run_learners(name, X, y, X_test, y_test, norm_bound, args, seed) -> list[dic
     rows = []
     ppm = PrivateHalfspacePPM(epsilon=args.epsilon, pool_size=args.pool_size, random_state=seed)
     _, seconds = timed(lambda: ppm.fit(X, y, is_public=is_public))
-    rows.append({
-        "data": name, "learner": "ppm", "candidates": ppm.candidates_used_,
-        "n_candidates": ppm.n_candidates_, "n_halfspaces": int(ppm.halfspaces_.shape[0]),
-        "accuracy": float(ppm.score(X_test, y_test)), "fit_seconds": seconds,
-    })
-    erm = StableERMClassifier(epsilon=args.epsilon, feature_norm_bound=norm_bound, radius=RADIUS,
-                              classes=[0, 1], random_state=seed)
+    rows.append(
+        {
+            "data": name,
+            "learner": "ppm",
+            "candidates": ppm.candidates_used_,
+            "n_candidates": ppm.n_candidates_,
+            "n_halfspaces": int(ppm.halfspaces_.shape[0]),
+            "accuracy": float(ppm.score(X_test, y_test)),
+            "fit_seconds": seconds,
+        }
+    )
+    erm = StableERMClassifier(
+        epsilon=args.epsilon,
+        feature_norm_bound=norm_bound,
+        radius=RADIUS,
+        classes=[0, 1],
+        random_state=seed,
+    )
     _, seconds = timed(lambda: erm.fit(X, y))
-    rows.append({"data": name, "learner": "erm-all-private", "candidates": "-",
-                 "n_candidates": None, "n_halfspaces": None,
-                 "accuracy": float(erm.score(X_test, y_test)), "fit_seconds": seconds})
+    rows.append(
+        {
+            "data": name,
+            "learner": "erm-all-private",
+            "candidates": "-",
+            "n_candidates": None,
+            "n_halfspaces": None,
+            "accuracy": float(erm.score(X_test, y_test)),
+            "fit_seconds": seconds,
+        }
+    )
     logreg = LogisticRegression(max_iter=2000)
     _, seconds = timed(lambda: logreg.fit(X, y))
-    rows.append({"data": name, "learner": "logreg-nonprivate", "candidates": "-",
-                 "n_candidates": None, "n_halfspaces": None,
-                 "accuracy": float(logreg.score(X_test, y_test)), "fit_seconds": seconds})
+    rows.append(
+        {
+            "data": name,
+            "learner": "logreg-nonprivate",
+            "candidates": "-",
+            "n_candidates": None,
+            "n_halfspaces": None,
+            "accuracy": float(logreg.score(X_test, y_test)),
+            "fit_seconds": seconds,
+        }
+    )
     for row in rows:
         row.update(n_train=int(len(y)), d=int(X.shape[1]), public_fraction=float(is_public.mean()))
     return rows
@@ -130,10 +164,18 @@ def run_learners(name, X, y, X_test, y_test, norm_bound, args, seed) -> list[dic
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epsilon", type=float, default=1.0, help="privacy parameter (default 1)")
-    parser.add_argument("--pool-size", type=int, default=2_000,
-                        help="hypotheses of the 'sample' strategy (default 2000)")
-    parser.add_argument("--status-noise", type=float, default=0.0,
-                        help="fraction of rows whose status bit is flipped (default 0)")
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=2_000,
+        help="hypotheses of the 'sample' strategy (default 2000)",
+    )
+    parser.add_argument(
+        "--status-noise",
+        type=float,
+        default=0.0,
+        help="fraction of rows whose status bit is flipped (default 0)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="small synthetic sizes, no real data")
     parser.add_argument("--no-real", action="store_true", help="skip MAGIC and Adult")
@@ -148,24 +190,38 @@ def main(argv=None) -> int:
         for name in ("magic", "adult"):
             data = load_dataset(name)
             X, X_test = public_design(data.X_train), public_design(data.X_test)
-            rows += run_learners(name, X, data.y_train, X_test, data.y_test,
-                                 PUBLIC_NORM_BOUND[name], args, args.seed)
+            rows += run_learners(
+                name, X, data.y_train, X_test, data.y_test, PUBLIC_NORM_BOUND[name], args, args.seed
+            )
 
-    header = ["data", "n_train", "d", "public", "learner", "candidates", "|G|", "accuracy",
-              "fit s"]
+    header = ["data", "n_train", "d", "public", "learner", "candidates", "|G|", "accuracy", "fit s"]
     table = format_table(
-        [[r["data"], r["n_train"], r["d"], f"{r['public_fraction']:.2f}", r["learner"],
-          r["candidates"], "-" if r["n_candidates"] is None else r["n_candidates"],
-          f"{r['accuracy']:.3f}", f"{r['fit_seconds']:.2f}"] for r in rows],
+        [
+            [
+                r["data"],
+                r["n_train"],
+                r["d"],
+                f"{r['public_fraction']:.2f}",
+                r["learner"],
+                r["candidates"],
+                "-" if r["n_candidates"] is None else r["n_candidates"],
+                f"{r['accuracy']:.3f}",
+                f"{r['fit_seconds']:.2f}",
+            ]
+            for r in rows
+        ],
         header,
     )
     print(f"epsilon = {args.epsilon}, positive class private, status noise = {args.status_noise}")
     print(table)
-    path = write_json(args.out / "ppm_results.json", {
-        "config": vars(args) | {"out": str(args.out)},
-        "environment": environment(),
-        "rows": rows,
-    })
+    path = write_json(
+        args.out / "ppm_results.json",
+        {
+            "config": vars(args) | {"out": str(args.out)},
+            "environment": environment(),
+            "rows": rows,
+        },
+    )
     print(f"results: {path}")
     return 0
 

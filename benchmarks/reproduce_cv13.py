@@ -146,11 +146,17 @@ def one_fold(X, y, folds, rep, i, alphas):
         chosen["Control"] = (index, models[index])
         for method, (index, w) in chosen.items():
             p = expit(XW @ w)
-            out.append({
-                "rep": rep, "fold": i, "alpha": alpha, "method": method,
-                "auc": roc_auc_score(yW > 0, p), "mse": float(np.mean((p - (yW > 0)) ** 2)),
-                "index": index + 1,
-            })
+            out.append(
+                {
+                    "rep": rep,
+                    "fold": i,
+                    "alpha": alpha,
+                    "method": method,
+                    "auc": roc_auc_score(yW > 0, p),
+                    "mse": float(np.mean((p - (yW > 0)) ** 2)),
+                    "index": index + 1,
+                }
+            )
     return out
 
 
@@ -166,8 +172,11 @@ def run_dataset(name, preprocessing, n_reps, alphas, n_jobs):
     )
     frame = pd.DataFrame([r for fold in rows for r in fold])
     frame.insert(0, "dataset", name)
-    return frame, {"n_rows": int(len(y)), "n_features": int(X.shape[1]),
-                   "prevalence": round(float(np.mean(y > 0)), 4)}
+    return frame, {
+        "n_rows": int(len(y)),
+        "n_features": int(X.shape[1]),
+        "prevalence": round(float(np.mean(y > 0)), 4),
+    }
 
 
 # -- statistics and claims -------------------------------------------------------------------------
@@ -214,8 +223,14 @@ def claims(frame, datasets, alphas, rng):
         d = diffs("auc", "Stability", "Random", "adult")
         ok &= all(ci[0] < 0 for ci in d.values())
         lines += [f"adult AUC Stability-Random at alpha={a}: {fmt(ci)}" for a, ci in d.items()]
-    report.append(("2 AUC: Stability > Random (CI > 0) exactly for alpha > 1 on Magic; Random > "
-                   "Stability on Adult (sign of the mean)", ok, lines))
+    report.append(
+        (
+            "2 AUC: Stability > Random (CI > 0) exactly for alpha > 1 on Magic; Random > "
+            "Stability on Adult (sign of the mean)",
+            ok,
+            lines,
+        )
+    )
     # 3. Adult: Random ~ Control in AUC; little change of their AUC for alpha > 0.5
     lines, ok = [], None
     if "adult" in datasets:
@@ -231,8 +246,9 @@ def claims(frame, datasets, alphas, rng):
             spread = float(means.max() - means.min())
             lines.append(f"adult AUC range of {m} over alpha > 0.5: {spread:.4f}")
             ok &= spread < 0.01
-    report.append(("3 Adult: Random ~ Control in AUC (|diff| < 0.01), flat for alpha > 0.5",
-                   ok, lines))
+    report.append(
+        ("3 Adult: Random ~ Control in AUC (|diff| < 0.01), flat for alpha > 0.5", ok, lines)
+    )
     # 4. Magic: AUC gap Control - Random; Stability improves AUC and MSE over Random
     lines, ok = [], None
     if "magic" in datasets:
@@ -240,11 +256,18 @@ def claims(frame, datasets, alphas, rng):
         auc = diffs("auc", "Stability", "Random", "magic")
         mse = diffs("mse", "Random", "Stability", "magic")
         ok = all(ci[1] > 0 for ci in gap.values()) and all(
-            auc[a][0] > 0 and mse[a][0] > 0 for a in alphas if a > 1)
+            auc[a][0] > 0 and mse[a][0] > 0 for a in alphas if a > 1
+        )
         lines += [f"magic AUC Control-Random at alpha={a}: {fmt(ci)}" for a, ci in gap.items()]
         lines += [f"magic MSE Random-Stability at alpha={a}: {fmt(ci)}" for a, ci in mse.items()]
-    report.append(("4 Magic: Control > Random in AUC (CI > 0); Stability improves AUC and MSE "
-                   "over Random for alpha > 1", ok, lines))
+    report.append(
+        (
+            "4 Magic: Control > Random in AUC (CI > 0); Stability improves AUC and MSE "
+            "over Random for alpha > 1",
+            ok,
+            lines,
+        )
+    )
     # 5. MSE: Stability beats all private alternatives everywhere
     lines, ok = [], True
     for ds in datasets:
@@ -252,8 +275,14 @@ def claims(frame, datasets, alphas, rng):
             d = diffs("mse", other, "Stability", ds)
             ok &= all(ci[0] > 0 for ci in d.values())
             lines += [f"{ds} MSE {other}-Stability at alpha={a}: {fmt(ci)}" for a, ci in d.items()]
-    report.append(("5 MSE: Stability < alphaSplit, dataSplit, Random (sign of the mean, every "
-                   "alpha, both data sets)", ok, lines))
+    report.append(
+        (
+            "5 MSE: Stability < alphaSplit, dataSplit, Random (sign of the mean, every "
+            "alpha, both data sets)",
+            ok,
+            lines,
+        )
+    )
     # 6. Only slightly worse than knowing the best parameter (Control)
     lines, ok = [], True
     for ds in datasets:
@@ -272,15 +301,18 @@ def plot(frame, datasets, path, rng):
 
     fig, axes = plt.subplots(3, len(datasets), figsize=(4.2 * len(datasets), 8), squeeze=False)
     for col, ds in enumerate(datasets):
-        for row, (metric, label) in enumerate((("auc", "AUC"), ("mse", "MSE"), ("index", "chosen index"))):
+        for row, (metric, label) in enumerate(
+            (("auc", "AUC"), ("mse", "MSE"), ("index", "chosen index"))
+        ):
             ax = axes[row, col]
             for j, m in enumerate(METHODS):
                 sub = frame[(frame.dataset == ds) & (frame.method == m)]
                 stats = [(a, *boot_ci(g[metric], rng)) for a, g in sub.groupby("alpha")]
                 a, mean, lo, hi = map(np.array, zip(*stats))
                 xs = a * (1 + 0.03 * (j - 2))  # jitter
-                ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], marker="o", ms=3, capsize=2,
-                            label=m)
+                ax.errorbar(
+                    xs, mean, yerr=[mean - lo, hi - mean], marker="o", ms=3, capsize=2, label=m
+                )
             ax.set_xscale("log")
             ax.minorticks_off()
             ax.set_xticks(sorted(frame.alpha.unique()))
@@ -301,10 +333,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="1 repetition, alpha in {0.5, 2}")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 10, quick 1)")
     parser.add_argument("--alphas", type=float, nargs="+", default=None)
-    parser.add_argument("--datasets", nargs="+", default=["adult", "magic"],
-                        choices=["adult", "magic"])
-    parser.add_argument("--preprocessing", default="std_rownorm",
-                        choices=["std_rownorm", "public_rownorm"])
+    parser.add_argument(
+        "--datasets", nargs="+", default=["adult", "magic"], choices=["adult", "magic"]
+    )
+    parser.add_argument(
+        "--preprocessing", default="std_rownorm", choices=["std_rownorm", "public_rownorm"]
+    )
     parser.add_argument("--n-jobs", type=int, default=-1)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
@@ -319,10 +353,15 @@ def main(argv=None):
         info[ds]["seconds"] = round(time.perf_counter() - t0, 1)
         frames.append(frame)
     frame = pd.concat(frames, ignore_index=True)
-    print(f"Chaudhuri & Vinterbo 2013 reproduction: {reps} x 10 folds, alphas {alphas}, "
-          f"preprocessing {args.preprocessing}"
-          + (" (z-score on all rows: NON-PRIVATE preprocessing, as in the paper)"
-             if args.preprocessing == "std_rownorm" else ""))
+    print(
+        f"Chaudhuri & Vinterbo 2013 reproduction: {reps} x 10 folds, alphas {alphas}, "
+        f"preprocessing {args.preprocessing}"
+        + (
+            " (z-score on all rows: NON-PRIVATE preprocessing, as in the paper)"
+            if args.preprocessing == "std_rownorm"
+            else ""
+        )
+    )
     for ds in args.datasets:
         print(f"\n{ds}: {info[ds]}")
         rows = []
@@ -336,7 +375,9 @@ def main(argv=None):
         print("AUC / MSE / mean chosen index (1..10)")
         print(format_table(rows, ["alpha", *METHODS]))
     report = claims(frame, args.datasets, alphas, rng)
-    print("\nClaims of the paper (spec-004 §4.5); differences are mean [95% bootstrap CI] over folds")
+    print(
+        "\nClaims of the paper (spec-004 §4.5); differences are mean [95% bootstrap CI] over folds"
+    )
     for title, ok, lines in report:
         verdict = "n/a" if ok is None else ("REPRODUCED" if ok else "NOT REPRODUCED")
         print(f"\n[{verdict}] {title}")
@@ -346,13 +387,22 @@ def main(argv=None):
     png = args.out / f"cv13_{args.preprocessing}{'_quick' if args.quick else ''}.png"
     plot(frame, args.datasets, png, rng)
     payload = {
-        "config": {"reps": reps, "alphas": alphas, "preprocessing": args.preprocessing,
-                   "lambdas": PAPER_LAMBDAS, "tol": TOL, "bootstrap": N_BOOT},
-        "datasets": info, "environment": environment(),
+        "config": {
+            "reps": reps,
+            "alphas": alphas,
+            "preprocessing": args.preprocessing,
+            "lambdas": PAPER_LAMBDAS,
+            "tol": TOL,
+            "bootstrap": N_BOOT,
+        },
+        "datasets": info,
+        "environment": environment(),
         "claims": [{"claim": t, "reproduced": ok, "numbers": lines} for t, ok, lines in report],
         "rows": frame.to_dict(orient="records"),
     }
-    path = write_json(args.out / f"cv13_{args.preprocessing}{'_quick' if args.quick else ''}.json", payload)
+    path = write_json(
+        args.out / f"cv13_{args.preprocessing}{'_quick' if args.quick else ''}.json", payload
+    )
     print(f"\nplot: {png}\nresults: {path}\ntotal {time.perf_counter() - start:.0f} s")
 
 

@@ -84,16 +84,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator
-from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.linear_model import LogisticRegression, Ridge
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
-from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
-
 from _common import (
     DATASET_TASKS,
     DATASETS,
@@ -107,6 +97,16 @@ from _common import (
     write_json,
 )
 from _design import PUBLIC_NORM_BOUND, public_design
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
 from skprivpred import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
@@ -220,8 +220,13 @@ def _linear_bounds(data: Dataset) -> dict:
     return {"feature_norm_bound": PUBLIC_NORM_BOUND[data.name], "radius": LINEAR_RADIUS[data.task]}
 
 
-def _centred_target(model: BaseEstimator, y_range: tuple[float, float]) -> TransformedTargetRegressor:
-    """Fit on ``(y - centre) / half_width`` of the public range (``y_bound=1``); answer in y units."""
+def _centred_target(
+    model: BaseEstimator, y_range: tuple[float, float]
+) -> TransformedTargetRegressor:
+    """Fit on ``(y - centre) / half_width`` of the public range (``y_bound=1``).
+
+    Answers are in y units.
+    """
     centre, half_width = (y_range[0] + y_range[1]) / 2, (y_range[1] - y_range[0]) / 2
     return TransformedTargetRegressor(
         _on_public_design(model),
@@ -331,7 +336,6 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
 class Target:
     """A mean test accuracy to reach for one data set, estimator and epsilon."""
 
-
     dataset: str
     estimator: str
     epsilon: float
@@ -428,7 +432,9 @@ def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dic
         Sizes and split of each data set.
     """
     tasks = {name: DATASET_TASKS[name] for name in config.datasets}
-    n_pairs = sum(ESTIMATORS[e].task == tasks[d] for d in config.datasets for e in config.estimators)
+    n_pairs = sum(
+        ESTIMATORS[e].task == tasks[d] for d in config.datasets for e in config.estimators
+    )
     n_configs = len(config.seeds) * (len(config.epsilons) + 1)
     progress = tqdm(total=n_pairs * n_configs, unit="fit", dynamic_ncols=True)
     runs, baselines, datasets = [], [], {}
@@ -502,7 +508,8 @@ def check_targets(summary: list[dict]) -> list[dict]:
     results = []
     for target in TARGETS:
         rows = [
-            s for s in summary
+            s
+            for s in summary
             if s["dataset"] == target.dataset and np.isclose(s["epsilon"], target.epsilon)
         ]
         own = [s for s in rows if s["estimator"] == target.estimator]
@@ -531,8 +538,14 @@ def _n_teachers_text(value: Any) -> str:
 def summary_table(summary: list[dict]) -> str:
     """The printed results table."""
     header = [
-        "dataset", "estimator", "epsilon", "n_teachers", "score (mean ± sd)",
-        "baseline", "fit s", "predict s",
+        "dataset",
+        "estimator",
+        "epsilon",
+        "n_teachers",
+        "score (mean ± sd)",
+        "baseline",
+        "fit s",
+        "predict s",
     ]
     rows = [
         [
@@ -619,26 +632,40 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
-        "--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS),
+        "--datasets",
+        nargs="+",
+        choices=list(DATASETS),
+        default=list(DATASETS),
         help="data sets (default: all)",
     )
     parser.add_argument(
-        "--estimators", nargs="+", choices=list(ESTIMATORS), default=list(ESTIMATORS),
+        "--estimators",
+        nargs="+",
+        choices=list(ESTIMATORS),
+        default=list(ESTIMATORS),
         help="private estimators, see ESTIMATORS in this file (default: all)",
     )
     parser.add_argument(
-        "--epsilons", nargs="+", type=float, default=None,
+        "--epsilons",
+        nargs="+",
+        type=float,
+        default=None,
         help=f"per-query epsilons (default: {', '.join(map(str, DEFAULT_EPSILONS))})",
     )
     parser.add_argument(
-        "--seeds", nargs="+", type=int, default=None,
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=None,
         help=f"random_state values (default: 0 to {DEFAULT_N_SEEDS - 1})",
     )
     parser.add_argument(
         "--n-jobs", type=int, default=2, help="joblib jobs for teacher fitting (default: 2)"
     )
     parser.add_argument(
-        "--threads", type=int, default=1,
+        "--threads",
+        type=int,
+        default=1,
         help="native (BLAS/OpenMP) threads per process (default: 1)",
     )
     parser.add_argument(
@@ -646,14 +673,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
-        "--full", action="store_true",
+        "--full",
+        action="store_true",
         help=(
             f"{FULL_N_SEEDS} seeds and epsilons {', '.join(map(str, FULL_EPSILONS))} (slow); "
             "--epsilons and --seeds still override"
         ),
     )
     mode.add_argument(
-        "--quick", action="store_true",
+        "--quick",
+        action="store_true",
         help=(
             f"smoke test: 1 seed, epsilon {', '.join(map(str, QUICK_EPSILONS))}, "
             f"first {QUICK_TEST_ROWS} test rows only"

@@ -12,6 +12,7 @@ import shutil
 import sys
 
 from sphinx.util import logging
+from threadpoolctl import threadpool_limits
 
 DOCS_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(DOCS_DIR))
@@ -28,6 +29,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
     # sphinx.ext.intersphinx is deliberately absent: the docs build offline.
 ]
 
@@ -55,6 +57,34 @@ numpydoc_show_inherited_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
 numpydoc_xref_param_type = False
+
+# -- sphinx-gallery ---------------------------------------------------------------
+# The scripts in examples/ run during the build (their figures and output are
+# part of the pages); a failing example fails the build. The generated pages
+# go to docs/auto_examples/ (git-ignored); a script whose text has not changed
+# since the last local build is not run again (delete docs/auto_examples/ to
+# force it; a fresh clone, as in CI, runs them all). Examples load Adult from
+# the local cache of skprivpred.datasets, fetching it once if needed; without
+# the cache and the network the Adult example says so and uses a synthetic
+# stand-in instead of failing.
+os.environ.setdefault("MPLBACKEND", "Agg")
+# The examples fit hundreds of tiny models: a multi-threaded BLAS only adds
+# synchronisation overhead to them, and oversubscribes a shared machine (it
+# made the build several times slower). One thread for the whole build.
+threadpool_limits(1)
+sphinx_gallery_conf = {
+    "examples_dirs": os.path.join(os.path.dirname(DOCS_DIR), "examples"),
+    "gallery_dirs": os.path.join(DOCS_DIR, "auto_examples"),
+    "filename_pattern": r"/plot_",  # run every plot_*.py
+    "within_subsection_order": "FileNameSortKey",
+    "abort_on_example_error": True,
+    "download_all_examples": False,
+    "image_scrapers": ("matplotlib",),
+    "reset_modules": ("matplotlib",),
+    "backreferences_dir": None,
+    "write_computation_times": False,  # no sg_execution_times page
+    "min_reported_time": float("inf"),  # no run times in the pages (noisy)
+}
 
 # -- HTML -------------------------------------------------------------------------
 html_theme = "alabaster"
@@ -102,7 +132,9 @@ def check_api_coverage(app):
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:  # report, do not crash the build
-            _logger.warning("api.rst: cannot import %s (%s: %s)", module_name, type(exc).__name__, exc)
+            _logger.warning(
+                "api.rst: cannot import %s (%s: %s)", module_name, type(exc).__name__, exc
+            )
             continue
         for name in getattr(module, "__all__", []):
             if name in API_IGNORED:
@@ -128,9 +160,7 @@ def _owner_module(obj):
 def plain_foreign_roles(app, what, name, obj, options, lines):
     if _owner_module(obj).split(".")[0] == "skprivpred":
         return
-    lines[:] = [
-        _FOREIGN_ROLE.sub(lambda m: m.group(1) or m.group(2), line) for line in lines
-    ]
+    lines[:] = [_FOREIGN_ROLE.sub(lambda m: m.group(1) or m.group(2), line) for line in lines]
 
 
 def clean_generated(app):

@@ -4,6 +4,18 @@ from ._base import PrivacyWarning
 from .accounting import BudgetExhaustedError, PrivacyAccountant
 from .aggregate import SubsampleAggregateClassifier
 from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
+from .everlasting import (
+    FiniteHypothesisClass,
+    GenericBBLClassifier,
+    InsufficientSampleError,
+    PhaseDataError,
+    PredictorHaltedError,
+    PrivacyParameterError,
+    PrivateEverlastingClassifier,
+    ThresholdClass,
+    genericbbl_plan,
+    practical_plan,
+)
 from .finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
 from .linear import (
     AveragedPSGDClassifier,
@@ -26,11 +38,13 @@ def show_versions() -> None:
 
     print(f"skprivpred: {__version__}")
     print(f"python: {platform.python_version()} ({platform.platform()})")
-    for package in ("numpy", "scipy", "scikit-learn", "joblib", "pandas", "matplotlib"):
+    optional = ("pandas", "matplotlib", "dask", "distributed")
+    for package in ("numpy", "scipy", "scikit-learn", "joblib", *optional):
         try:
             print(f"{package}: {version(package)}")
         except PackageNotFoundError:
             print(f"{package}: not installed")
+
 
 __all__ = [
     "AveragedPSGDClassifier",
@@ -41,8 +55,15 @@ __all__ = [
     "DPValidatedLogisticRegression",
     "ExpProjectedWalk",
     "ExponentialMechanismClassifier",
+    "FiniteHypothesisClass",
+    "GenericBBLClassifier",
+    "InsufficientSampleError",
+    "PhaseDataError",
+    "PredictorHaltedError",
     "PrivacyAccountant",
+    "PrivacyParameterError",
     "PrivacyWarning",
+    "PrivateEverlastingClassifier",
     "PrivateExpertsClassifier",
     "PrivateHalfspacePPM",
     "StableERMClassifier",
@@ -50,6 +71,9 @@ __all__ = [
     "SubsampleAggregateClassifier",
     "SubsampleAverageClassifier",
     "SubsampleAverageRegressor",
-    "__version__",
+    "ThresholdClass",
+    "genericbbl_plan",
+    "practical_plan",
     "show_versions",
+    "__version__",
 ]

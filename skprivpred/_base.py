@@ -22,6 +22,7 @@ import math
 import threading
 import warnings
 from numbers import Integral, Real
+from typing import Any, Literal, overload
 
 import numpy as np
 from sklearn.utils.validation import column_or_1d
@@ -43,7 +44,9 @@ class PrivacyWarning(UserWarning):
 def check_positive_finite(value, name: str) -> float:
     """Validate a finite real number > 0 (``bool`` is refused), naming the parameter."""
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}.")
+        raise TypeError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}."
+        )
     value = float(value)
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
@@ -66,7 +69,9 @@ def finite_target_column(y) -> np.ndarray:
 def check_open_unit_interval(value, name: str) -> float:
     """Validate a real number in the open interval (0, 1)."""
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}.")
+        raise TypeError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}."
+        )
     value = float(value)
     if not (0.0 < value < 1.0):
         raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}.")
@@ -85,12 +90,18 @@ def check_noise(noise, delta) -> float:
         raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")
     if noise == "laplace":
         if isinstance(delta, bool) or not isinstance(delta, Real) or delta != 0:
-            raise ValueError(f"delta must be 0 with noise='laplace' (pure epsilon-DP), got {delta!r}.")
+            raise ValueError(
+                f"delta must be 0 with noise='laplace' (pure epsilon-DP), got {delta!r}."
+            )
         return 0.0
     return check_open_unit_interval(delta, "delta")
 
 
-def check_positive_int(value, name: str, *, allow_none: bool = False) -> int | None:
+@overload
+def check_positive_int(value: Any, name: str, *, allow_none: Literal[False] = ...) -> int: ...
+@overload
+def check_positive_int(value: Any, name: str, *, allow_none: bool) -> int | None: ...
+def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
     """Validate an integer >= 1 (``bool`` and floats are refused)."""
     if value is None and allow_none:
         return None
@@ -193,7 +204,7 @@ def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generato
 
     Parameters
     ----------
-    random_state : None, int, numpy.random.SeedSequence, numpy.random.Generator or numpy.random.RandomState
+    random_state : None, int, SeedSequence, Generator or RandomState
         ``None`` takes fresh OS entropy (the default, and the only choice that
         keeps the guarantee against an adversary who could learn a seed).
 
@@ -238,7 +249,8 @@ class QueryStream:
         return {"answered": self.answered}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(np.random.default_rng())
+        self.rng = np.random.default_rng()
+        self.lock = threading.Lock()
         self.answered = state["answered"]
 
 
@@ -248,6 +260,13 @@ class PrivatePredictorMixin:
     Subclasses call :meth:`_start_streams` in ``fit`` (inside
     :meth:`_unchanged_on_error`), and answer queries through :meth:`_release`.
     """
+
+    # Constructor parameters of every subclass (declared for type checking only).
+    random_state: Any
+    accountant: PrivacyAccountant | None
+    # Set in fit.
+    privacy_guarantee_: Any  # a dict for most estimators
+    _query_stream: QueryStream
 
     def _start_streams(self) -> np.random.Generator:
         """Create the fit and query streams; returns the fit stream."""
@@ -314,7 +333,7 @@ class PrivatePredictorMixin:
         return answers
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
+        tags = super().__sklearn_tags__()  # type: ignore[misc]  # from BaseEstimator
         tags.non_deterministic = True
         if tags.classifier_tags is not None:
             tags.classifier_tags.poor_score = True

@@ -9,6 +9,8 @@ only what differs: how teachers' outputs are combined and released.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from sklearn.base import clone
 from sklearn.utils import get_tags
@@ -27,7 +29,12 @@ class SubsampleMixin(PrivatePredictorMixin):
     parameters ``estimator``, ``n_jobs``, ``random_state`` and ``accountant``.
     """
 
-    _default_estimator = None
+    # Set by every subclass: the factory of the default base estimator.
+    _default_estimator: Callable[[], Any]
+
+    # Constructor parameters of every subclass (declared for type checking only).
+    estimator: Any
+    n_jobs: int | None
 
     def _base_estimator(self):
         estimator = self._default_estimator() if self.estimator is None else self.estimator
@@ -41,8 +48,14 @@ class SubsampleMixin(PrivatePredictorMixin):
     def _validate_training_data(self, X, y, *, y_numeric: bool):
         """Check X (finite, consistent) and a 1-D finite y; DataFrames are kept as they are."""
         X_checked, y = validate_data(
-            self, X, y, reset=True, accept_sparse=_SPARSE_FORMATS, dtype=None,
-            ensure_all_finite=True, y_numeric=y_numeric,
+            self,
+            X,
+            y,
+            reset=True,
+            accept_sparse=_SPARSE_FORMATS,
+            dtype=None,
+            ensure_all_finite=True,
+            y_numeric=y_numeric,
         )
         y = finite_target_column(y)
         return keep_frame(X, X_checked), y
@@ -79,7 +92,12 @@ class SubsampleMixin(PrivatePredictorMixin):
     def _validate_queries(self, X):
         check_is_fitted(self, "n_teachers_")
         X_checked = validate_data(
-            self, X, reset=False, accept_sparse=_SPARSE_FORMATS, dtype=None, ensure_all_finite=True,
+            self,
+            X,
+            reset=False,
+            accept_sparse=_SPARSE_FORMATS,
+            dtype=None,
+            ensure_all_finite=True,
         )
         return keep_frame(X, X_checked)
 

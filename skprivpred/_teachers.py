@@ -165,7 +165,9 @@ class TeacherEnsemble:
         n_columns = 0
         for _, teacher in binary + multi:
             coef = np.atleast_2d(np.asarray(teacher.coef_, dtype=float))
-            intercept = np.broadcast_to(np.asarray(teacher.intercept_, dtype=float), (coef.shape[0],))
+            intercept = np.broadcast_to(
+                np.asarray(teacher.intercept_, dtype=float), (coef.shape[0],)
+            )
             if coef.shape[0] > 1:
                 multi_blocks.append((n_columns, self._label_index(teacher.classes_)))
             columns.append(coef)
@@ -194,6 +196,7 @@ class TeacherEnsemble:
         conversion to float does not check them again.
         """
         stack = self._stack
+        assert stack is not None  # called only when there are linear teachers
         X_num = check_array(X_block, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         scores = np.asarray(X_num @ stack.weights)
         if with_intercepts:
@@ -203,13 +206,18 @@ class TeacherEnsemble:
     def _linear_votes(self, X_block) -> np.ndarray:
         """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
         stack = self._stack
+        assert stack is not None  # called only when there are linear teachers
         scores = self._linear_scores(X_block)
         votes = np.empty((scores.shape[0], len(stack.teacher_ids)), dtype=np.intp)
         n_binary = stack.n_binary
         positive = scores[:, :n_binary] > 0
-        votes[:, :n_binary] = np.where(positive, stack.binary_labels[:, 1], stack.binary_labels[:, 0])
+        votes[:, :n_binary] = np.where(
+            positive, stack.binary_labels[:, 1], stack.binary_labels[:, 0]
+        )
         for k, (first, labels) in enumerate(stack.multi_blocks):
-            votes[:, n_binary + k] = labels[np.argmax(scores[:, first : first + len(labels)], axis=1)]
+            votes[:, n_binary + k] = labels[
+                np.argmax(scores[:, first : first + len(labels)], axis=1)
+            ]
         return votes
 
     def votes(self, X) -> np.ndarray:
@@ -240,7 +248,9 @@ class TeacherEnsemble:
             block_rows = max(1, SCORE_BLOCK_BYTES // (8 * self._stack.weights.shape[1]))
             for start in range(0, n_rows, block_rows):
                 block = slice(start, min(start + block_rows, n_rows))
-                self._add_linear_votes(counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block])
+                self._add_linear_votes(
+                    counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block]
+                )
         rows = np.arange(n_rows)  # distinct, so fancy "+=" adds once per row
         for _, teacher in self._other:
             counts[rows, self._label_index(teacher.predict(X))] += 1
@@ -248,6 +258,7 @@ class TeacherEnsemble:
 
     def _add_linear_votes(self, counts: np.ndarray, X_block) -> None:
         stack = self._stack
+        assert stack is not None  # called only when there are linear teachers
         raw = self._linear_scores(X_block, with_intercepts=False)
         # A binary teacher votes its second label where score + intercept > 0.
         positive = raw[:, : stack.n_binary] > -stack.intercepts[: stack.n_binary]
@@ -259,5 +270,7 @@ class TeacherEnsemble:
             counts[:, negative_label] += len(columns) - n_positive
         rows = np.arange(counts.shape[0])
         for first, labels in stack.multi_blocks:
-            block = raw[:, first : first + len(labels)] + stack.intercepts[first : first + len(labels)]
+            block = (
+                raw[:, first : first + len(labels)] + stack.intercepts[first : first + len(labels)]
+            )
             counts[rows, labels[np.argmax(block, axis=1)]] += 1

@@ -19,7 +19,7 @@ import math
 import sys
 import threading
 from numbers import Integral, Real
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -62,16 +62,20 @@ def advanced_composition_epsilon(epsilon_0: float, k: int, delta_prime: float) -
     float
         The composed epsilon.
     """
-    return epsilon_0 * math.sqrt(2.0 * k * math.log(1.0 / delta_prime)) + k * epsilon_0 * math.expm1(
-        epsilon_0
-    )
+    return epsilon_0 * math.sqrt(
+        2.0 * k * math.log(1.0 / delta_prime)
+    ) + k * epsilon_0 * math.expm1(epsilon_0)
 
 
 # Renyi orders of the zCDP -> (epsilon, delta) conversion: every order gives a valid
 # bound, so a fixed grid loses tightness only (spec-005 §3.2).
 _RDP_ORDERS = np.unique(
     np.concatenate(
-        [1.0 + 10.0 ** np.linspace(-2, 0, 40), np.linspace(2.05, 20, 200), np.linspace(20.5, 400, 400)]
+        [
+            1.0 + 10.0 ** np.linspace(-2, 0, 40),
+            np.linspace(2.05, 20, 200),
+            np.linspace(20.5, 400, 400),
+        ]
     )
 )
 
@@ -191,7 +195,12 @@ def max_queries(epsilon: float, delta: float, epsilon_per_query: float) -> int:
         The number of rows.
     """
     eps0 = _check_real(
-        epsilon_per_query, "epsilon_per_query", low=0.0, high=math.inf, low_open=True, high_open=True
+        epsilon_per_query,
+        "epsilon_per_query",
+        low=0.0,
+        high=math.inf,
+        low_open=True,
+        high_open=True,
     )
     basic = math.floor(epsilon / eps0 * (1 + _REL_TOL))
     if delta == 0:
@@ -206,7 +215,9 @@ class _Totals(NamedTuple):
     epsilon: float  # sum of per-row epsilons (basic composition)
     delta: float  # sum of per-row deltas (basic composition)
     rho: float  # zCDP of the pure charges
-    ledger_epsilon: float  # charges with delta > 0, composed with the zCDP part by basic composition
+    ledger_epsilon: (
+        float  # charges with delta > 0, composed with the zCDP part by basic composition
+    )
     ledger_delta: float
 
 
@@ -336,15 +347,20 @@ class PrivacyAccountant:
             )
         self.delta_prime = delta_prime
         if max_queries is not None and (
-            isinstance(max_queries, bool) or not isinstance(max_queries, Integral) or max_queries < 0
+            isinstance(max_queries, bool)
+            or not isinstance(max_queries, Integral)
+            or max_queries < 0
         ):
-            raise ValueError(f"max_queries must be a non-negative integer or None, got {max_queries!r}.")
+            raise ValueError(
+                f"max_queries must be a non-negative integer or None, got {max_queries!r}."
+            )
         self.max_queries = None if max_queries is None else int(max_queries)
         self._lock = threading.Lock()
         # All the composition theorems need (with the one per-row guarantee for
         # advanced composition), updated as one tuple under the lock.
         self._totals = _Totals(0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        self._row_guarantee = None  # advanced composition: the one per-row (eps, delta)
+        # Advanced composition: the one per-row (eps, delta).
+        self._row_guarantee: tuple[float, float] | None = None
 
     # -- sharing and persistence -------------------------------------------------
     def __copy__(self) -> PrivacyAccountant:
@@ -367,8 +383,10 @@ class PrivacyAccountant:
         """Every valid (epsilon, delta) pair for a transcript with these totals."""
         pairs = [(totals.epsilon, totals.delta)]
         if self.composition == "advanced" and totals.rows > 0:
-            adv = advanced_composition_epsilon(row_epsilon, totals.rows, self.delta_prime)
-            pairs.append((adv, totals.delta + self.delta_prime))
+            # Both are set under advanced composition once a row is charged.
+            row_eps, delta_prime = cast(float, row_epsilon), cast(float, self.delta_prime)
+            adv = advanced_composition_epsilon(row_eps, totals.rows, delta_prime)
+            pairs.append((adv, totals.delta + delta_prime))
         if self.composition == "zcdp" and totals.rho > 0:
             delta_z = self.delta - totals.ledger_delta
             if delta_z > 0:
@@ -507,7 +525,9 @@ class PrivacyAccountant:
             if self.composition == "advanced" and n_rows > 0:
                 self._row_guarantee = (epsilon, delta)
 
-    def remaining_queries(self, epsilon: float, delta: float = 0.0, rho: float | None = None) -> int:
+    def remaining_queries(
+        self, epsilon: float, delta: float = 0.0, rho: float | None = None
+    ) -> int:
         """Largest number of further rows at ``(epsilon, delta)`` each that fit the budget.
 
         Parameters

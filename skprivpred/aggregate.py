@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -24,7 +25,8 @@ from ._base import (
 )
 from ._subsample import SubsampleMixin
 from ._teachers import TeacherEnsemble, take_rows
-from .accounting import BudgetExhaustedError, per_query_epsilon
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import BudgetExhaustedError, PrivacyAccountant, per_query_epsilon
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
 
 __all__ = ["SubsampleAggregateClassifier"]
@@ -203,20 +205,20 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
     def __init__(
         self,
-        estimator=None,
+        estimator: BaseEstimator | None = None,
         *,
         epsilon: float | None = None,
         n_teachers: int | None = None,
         alpha: float = 0.1,
-        classes=None,
-        accountant=None,
+        classes: VectorLike | None = None,
+        accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
-        random_state=None,
+        random_state: RandomStateLike = None,
         n_queries: int | None = None,
         total_epsilon: float | None = None,
         total_delta: float | None = None,
         min_samples_per_teacher: int | None = None,
-        student=None,
+        student: BaseEstimator | None = None,
         on_exhausted: str = "raise",
     ) -> None:
         self.estimator = estimator
@@ -234,7 +236,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self.student = student
         self.on_exhausted = on_exhausted
 
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit one teacher per disjoint random part of the training set.
 
         Parameters
@@ -267,7 +269,9 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             )
         check_accountant(self.accountant)
         if self.on_exhausted not in ("raise", "student"):
-            raise ValueError(f"on_exhausted must be 'raise' or 'student', got {self.on_exhausted!r}.")
+            raise ValueError(
+                f"on_exhausted must be 'raise' or 'student', got {self.on_exhausted!r}."
+            )
         if self.on_exhausted == "student" and self.student is None:
             raise ValueError("on_exhausted='student' needs a student estimator, got student=None.")
         estimator = self._base_estimator()
@@ -324,8 +328,8 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self.rho_per_query_ = eps0**2 / 8.0  # the vote is eps0-bounded-range (spec-005 §2.4)
         self.n_queries_ = budget["horizon"]
         self.mode_ = "aggregate"
-        self._buffer = []
-        self._student = None
+        self._buffer: list[tuple[Any, np.ndarray]] = []  # (query rows, released labels)
+        self._student: Any = None
         theorem = "Dwork & Feldman 2018, Theorem 4.1 (weight epsilon/2 per vote)"
         if self.n_queries_ is None:
             self.privacy_guarantee_ = {
@@ -385,7 +389,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             self._buffer.append((X, labels))  # exactly what was released
         return labels
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Answer each row with a label drawn from the soft-majority law.
 
         Each row is one query, answered with fresh noise at ``epsilon_per_query_``;
@@ -420,12 +424,13 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             except BudgetExhaustedError:
                 continue  # another thread took rows meanwhile: recount
         if n_ok == X.shape[0]:
+            assert first is not None  # X has at least one row (validated)
             return first
         self.fit_student()
         rest = np.asarray(self._student.predict(take_rows(X, np.arange(n_ok, X.shape[0]))))
         return rest if first is None else np.concatenate([first, rest])
 
-    def fit_student(self, X=None):
+    def fit_student(self, X: MatrixLike | None = None) -> Self:
         """Hand off to the student: fit it on every released (query, answer) pair.
 
         From then on ``predict`` (and ``predict_proba``, if the student has it)
@@ -470,7 +475,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         return getattr(self, "mode_", None) == "student" and hasattr(self._student, "predict_proba")
 
     @available_if(_student_has_proba)
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities of the student (student mode only; free).
 
         Parameters
@@ -485,7 +490,9 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         """
         X = self._validate_queries(X)
         proba = np.zeros((X.shape[0], len(self.classes_)))
-        proba[:, np.searchsorted(self.classes_, self._student.classes_)] = self._student.predict_proba(X)
+        proba[:, np.searchsorted(self.classes_, self._student.classes_)] = (
+            self._student.predict_proba(X)
+        )
         return proba
 
     # -- non-private diagnostics (tests and audits only) ------------------------------
@@ -499,12 +506,25 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
 
 def _concat_rows(blocks: list):
-    """Stack row blocks of one kind (DataFrames, sparse matrices or arrays)."""
-    first = blocks[0]
-    if hasattr(first, "iloc"):
+    """Stack row blocks that may mix kinds (DataFrames, sparse matrices, arrays).
+
+    If any block is a DataFrame the result is one, the other blocks taking its
+    columns and dtypes; otherwise any sparse block makes the result sparse.
+    """
+    frames = [b for b in blocks if hasattr(b, "iloc")]
+    if frames:
         import pandas as pd
 
-        return pd.concat(blocks, axis=0, ignore_index=True)
-    if sparse.issparse(first):
-        return sparse.vstack(blocks, format="csr")
+        template = frames[0]
+
+        def as_frame(block):
+            if hasattr(block, "iloc"):
+                return block
+            dense = block.toarray() if sparse.issparse(block) else np.asarray(block)
+            frame = pd.DataFrame(dense, columns=template.columns)
+            return frame.astype(template.dtypes.to_dict())
+
+        return pd.concat([as_frame(b) for b in blocks], axis=0, ignore_index=True)
+    if any(sparse.issparse(b) for b in blocks):
+        return sparse.vstack([sparse.csr_matrix(b) for b in blocks], format="csr")
     return np.concatenate([np.asarray(b) for b in blocks], axis=0)

@@ -16,20 +16,24 @@ accountant attached, so it spends nobody's budget.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import beta
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
 
 from ._base import check_epsilon
 from ._teachers import take_rows
+from ._typing import MatrixLike, VectorLike
 
 __all__ = ["AuditReport", "audit_epsilon", "clopper_pearson", "flip_teacher_neighbour"]
 
 
-def clopper_pearson(k, n, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def clopper_pearson(k: ArrayLike, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided Clopper–Pearson interval for a binomial proportion.
 
     Parameters
@@ -122,7 +126,7 @@ def _fit_pair(estimator, X, y, X_neighbour, y_neighbour, seed: int):
     fitted = []
     for X_, y_ in ((X, y), (X_neighbour, y_neighbour)):
         model = clone(estimator)
-        params = {"random_state": seed}
+        params: dict[str, Any] = {"random_state": seed}
         if "accountant" in model.get_params(deep=False):
             params["accountant"] = None
         fitted.append(model.set_params(**params).fit(X_, y_))
@@ -145,22 +149,23 @@ def _draw_answers(model, queries, n_trials: int, method: str, block: int = 200_0
         if out is None:
             out = np.empty((n_queries, n_trials), dtype=values.dtype)
         out[q] = values.reshape(n_trials, -1)[:, 0] if values.ndim > 1 else values
+    assert out is not None  # there is at least one query
     return out
 
 
 def audit_epsilon(
-    estimator,
-    X,
-    y,
-    X_neighbour,
-    y_neighbour,
-    queries,
+    estimator: BaseEstimator,
+    X: MatrixLike,
+    y: VectorLike,
+    X_neighbour: MatrixLike,
+    y_neighbour: VectorLike,
+    queries: MatrixLike,
     *,
     n_trials: int = 20_000,
     method: str = "predict",
     claimed_epsilon: float | None = None,
     confidence: float = 0.95,
-    bins=None,
+    bins: int | ArrayLike | None = None,
     random_state: int | None = None,
 ) -> AuditReport:
     """Estimate a lower bound on the per-query epsilon of a private predictor.
@@ -223,7 +228,9 @@ def audit_epsilon(
     if queries.shape[0] < 1:
         raise ValueError("queries must hold at least one row.")
     seed = (
-        int(np.random.default_rng().integers(0, 2**31 - 1)) if random_state is None else int(random_state)
+        int(np.random.default_rng().integers(0, 2**31 - 1))
+        if random_state is None
+        else int(random_state)
     )
     model, model_neighbour = _fit_pair(estimator, X, y, X_neighbour, y_neighbour, seed)
     claimed = check_epsilon(
@@ -233,7 +240,10 @@ def audit_epsilon(
     if bins is not None:
         if np.ndim(bins) == 0:
             pilot = np.concatenate(
-                [_draw_answers(m, queries, max(n_trials // 10, 10), method) for m in (model, model_neighbour)],
+                [
+                    _draw_answers(m, queries, max(n_trials // 10, 10), method)
+                    for m in (model, model_neighbour)
+                ],
                 axis=1,
             ).astype(float)
             edges = np.histogram_bin_edges(pilot, bins=int(bins))
@@ -247,11 +257,12 @@ def audit_epsilon(
         coded = [codes[:, :n_trials], codes[:, n_trials:]]
     else:
         outcomes = edges
-        coded = [np.clip(np.searchsorted(edges, a.astype(float), side="right") - 1, 0, len(edges) - 2) for a in answers]
+        coded = [
+            np.clip(np.searchsorted(edges, a.astype(float), side="right") - 1, 0, len(edges) - 2)
+            for a in answers
+        ]
     n_outcomes = len(outcomes) if bins is None else len(edges) - 1
-    counts = [
-        np.stack([np.bincount(row, minlength=n_outcomes) for row in c]) for c in coded
-    ]
+    counts = [np.stack([np.bincount(row, minlength=n_outcomes) for row in c]) for c in coded]
     return _report(counts, outcomes, n_trials, claimed, confidence)
 
 
@@ -287,7 +298,15 @@ def _report(counts, outcomes, n_trials, claimed, confidence) -> AuditReport:
     )
 
 
-def flip_teacher_neighbour(estimator, X, y, query, *, candidates=None, random_state: int = 0):
+def flip_teacher_neighbour(
+    estimator: BaseEstimator,
+    X: MatrixLike,
+    y: VectorLike,
+    query: MatrixLike,
+    *,
+    candidates: Sequence[tuple[Any, Any]] | None = None,
+    random_state: int = 0,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Build a worst-case replace-one neighbour for a subsample-and-aggregate estimator.
 
     The estimator is fitted with ``random_state`` to learn its (data-independent)
@@ -340,7 +359,12 @@ def flip_teacher_neighbour(estimator, X, y, query, *, candidates=None, random_st
         refit = clone(model).fit(X2, y2)
         new_vote = refit._ensemble.votes(query)[0][teacher]
         if new_vote != top:
-            info = {"row": row, "teacher": teacher, "from_label": classes[top], "to_label": classes[new_vote]}
+            info = {
+                "row": row,
+                "teacher": teacher,
+                "from_label": classes[top],
+                "to_label": classes[new_vote],
+            }
             return X2, y2, info
     raise ValueError(
         "no candidate replacement flipped the chosen teacher's vote at the query; pass "

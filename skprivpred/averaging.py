@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
@@ -14,8 +15,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import (
     check_accountant,
-    check_noise,
     check_epsilon,
+    check_noise,
     check_open_unit_interval,
     check_positive_int,
     reject_fit_params,
@@ -23,6 +24,8 @@ from ._base import (
 )
 from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import PrivacyAccountant
 from .mechanisms import (
     DEFAULT_GRID_STEPS,
     agnostic_n_partitions,
@@ -71,6 +74,8 @@ def project_to_simplex(V) -> np.ndarray:
 class _NoisyAverageMixin(SubsampleMixin):
     """Release of teacher averages: noise scales, grid releases, charging."""
 
+    noise: Any  # constructor parameter of the subclasses
+
     def _set_noise(self, epsilon: float, delta: float, sensitivity: float):
         self._noise = self.noise  # queries use what was fitted, whatever set_params does later
         self.sensitivity_ = sensitivity
@@ -100,7 +105,9 @@ class _NoisyAverageMixin(SubsampleMixin):
         """
         epsilon, delta = self.privacy_guarantee_["epsilon"], self.privacy_guarantee_["delta"]
         if self._noise == "laplace":
-            return grid_laplace_release(values, self.sensitivity_, epsilon, rng, GRID_STEPS, l1_axis)
+            return grid_laplace_release(
+                values, self.sensitivity_, epsilon, rng, GRID_STEPS, l1_axis
+            )
         return grid_gaussian_release(values, self.sensitivity_, epsilon, delta, rng, GRID_STEPS)
 
 
@@ -220,19 +227,19 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
     def __init__(
         self,
-        estimator=None,
+        estimator: BaseEstimator | None = None,
         *,
         epsilon: float = 1.0,
         n_teachers: int | None = None,
         alpha: float = 0.1,
         base_output: str = "label",
         prediction_rule: str = "sample",
-        classes=None,
+        classes: VectorLike | None = None,
         noise: str = "laplace",
         delta: float = 0.0,
-        accountant=None,
+        accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
-        random_state=None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -247,7 +254,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit one teacher per disjoint random part of the training set.
 
         Parameters
@@ -298,7 +305,9 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
                     "noise='gaussian' is offered for two labels; with "
                     f"{len(classes)} labels use noise='laplace'."
                 )
-            self._set_noise(epsilon, delta, sensitivity=(1.0 if len(classes) == 2 else 2.0) / n_teachers)
+            self._set_noise(
+                epsilon, delta, sensitivity=(1.0 if len(classes) == 2 else 2.0) / n_teachers
+            )
         return self
 
     # -- the secret averages --------------------------------------------------------
@@ -333,14 +342,20 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         v1 = v[:, 1]
         b = self.noise_scale_
         if self._prediction_rule == "sample":
-            proba = laplace_clip_bernoulli_proba if self._noise == "laplace" else gaussian_clip_bernoulli_proba
+            proba = (
+                laplace_clip_bernoulli_proba
+                if self._noise == "laplace"
+                else gaussian_clip_bernoulli_proba
+            )
             return np.column_stack([proba(1.0 - v1, b), proba(v1, b)])
         if self._noise == "laplace":
-            return np.column_stack([laplace_positive_proba(0.5 - v1, b), laplace_positive_proba(v1 - 0.5, b)])
+            return np.column_stack(
+                [laplace_positive_proba(0.5 - v1, b), laplace_positive_proba(v1 - 0.5, b)]
+            )
         return np.column_stack([norm.sf(v1 - 0.5, scale=b), norm.sf(0.5 - v1, scale=b)])
 
     # -- queries ------------------------------------------------------------------
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """One private label per row (fresh noise; charged per row before any draw).
 
         Parameters
@@ -358,6 +373,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             law = self._label_law(v)
             index = self._charge_and_draw(len(v), lambda rng: sample_categorical(law, rng))
         else:
+
             def draw(rng):
                 noisy = self._release_averages(v, rng)
                 if self._prediction_rule == "threshold":
@@ -367,7 +383,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             index = self._charge_and_draw(len(v), draw)
         return self.classes_[index]
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Private class probabilities: the noisy teacher average, one release per row.
 
         Parameters
@@ -387,7 +403,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             return np.column_stack([1.0 - p1, p1])
         return project_to_simplex(noisy)
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Private scores: ``v + noise - 1/2`` (two labels) or the noisy averages.
 
         Parameters
@@ -491,17 +507,17 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
 
     def __init__(
         self,
-        estimator=None,
+        estimator: BaseEstimator | None = None,
         *,
         epsilon: float = 1.0,
         n_teachers: int = 10,
-        y_range=None,
+        y_range: tuple[float, float] | None = None,
         clip_output: bool = True,
         noise: str = "laplace",
         delta: float = 0.0,
-        accountant=None,
+        accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
-        random_state=None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -523,12 +539,14 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         try:
             lo, hi = (float(v) for v in self.y_range)
         except (TypeError, ValueError):
-            raise ValueError(f"y_range must be a pair of numbers (lo, hi), got {self.y_range!r}.") from None
+            raise ValueError(
+                f"y_range must be a pair of numbers (lo, hi), got {self.y_range!r}."
+            ) from None
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(f"y_range must be finite with lo < hi, got {self.y_range!r}.")
         return lo, hi
 
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit one teacher per disjoint random part of the training set.
 
         Parameters
@@ -566,7 +584,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
             total += np.clip(np.asarray(teacher.predict(X), dtype=float).reshape(-1), lo, hi)
         return total / self.n_teachers_
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """One private value per row (fresh noise; charged per row before any draw).
 
         Parameters

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -43,7 +45,8 @@ from ._base import (
     spawn_streams,
     unchanged_on_error,
 )
-from .accounting import advanced_composition_epsilon
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import PrivacyAccountant, advanced_composition_epsilon
 from .mechanisms import exponential_mechanism_proba, sample_categorical
 
 __all__ = ["ExponentialMechanismClassifier", "PrivateExpertsClassifier"]
@@ -58,8 +61,11 @@ DIRECTIONS = ("greater", "less", "both")
 # Readable forms of the hypothesis released by ExponentialMechanismClassifier, per family.
 _RELEASE_ATTRIBUTES = (
     "selected_features_",  # conjunctions
-    "threshold_", "threshold_feature_", "direction_",  # thresholds
-    "selected_index_", "hypothesis_",  # a list
+    "threshold_",
+    "threshold_feature_",
+    "direction_",  # thresholds
+    "selected_index_",
+    "hypothesis_",  # a list
 )
 
 # Rows per block when the multiplicative-weights laws of a long stream are built.
@@ -389,7 +395,7 @@ class _Listed:
     def __init__(self, hypothesis) -> None:
         self.hypothesis = hypothesis
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         n_rows = X.shape[0]
         return _predict_each([self.hypothesis], X, n_rows, "hypotheses")[0]
 
@@ -483,8 +489,8 @@ def _feature_grids(grid, n_features: int) -> list[np.ndarray]:
             "Pass grid= values fixed without looking at the training data (a grid read from the "
             "data would disclose it)."
         )
-    per_feature = isinstance(grid, (list, tuple)) and len(grid) > 0 and all(
-        np.ndim(g) == 1 for g in grid
+    per_feature = (
+        isinstance(grid, (list, tuple)) and len(grid) > 0 and all(np.ndim(g) == 1 for g in grid)
     )
     if per_feature or np.ndim(grid) == 2:
         if len(grid) != n_features:
@@ -673,15 +679,15 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
-        hypotheses="conjunctions",
+        hypotheses: str | Sequence[Any] = "conjunctions",
         *,
         epsilon: float = 1.0,
-        grid=None,
+        grid: Any = None,
         direction: str = "both",
-        classes=None,
+        classes: VectorLike | None = None,
         max_hypotheses: int = 2**24,
-        accountant=None,
-        random_state=None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.hypotheses = hypotheses
         self.epsilon = epsilon
@@ -707,7 +713,7 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
     def _validate_X(self, X, *, reset: bool, y=None):
         """Validate rows for the family in use; returns (X for the family, y)."""
         family = self._family_name()
-        kwargs = {"reset": reset, "ensure_all_finite": True}
+        kwargs: dict[str, Any] = {"reset": reset, "ensure_all_finite": True}
         if family == "thresholds":
             kwargs["dtype"] = "numeric"
         else:
@@ -761,7 +767,7 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         return family, classes, family.mistakes(X, y, classes)
 
     # -- fit ----------------------------------------------------------------------------------
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Draw the released hypothesis by the exponential mechanism.
 
         Parameters
@@ -817,7 +823,7 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         return exponential_mechanism_proba(-np.asarray(mistakes, dtype=float), epsilon)
 
     # -- predictions ------------------------------------------------------------------------
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Apply the released hypothesis (free, deterministic post-processing).
 
         Parameters
@@ -1016,14 +1022,14 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
 
     def __init__(
         self,
-        experts,
+        experts: Sequence[Any],
         *,
         epsilon: float = 1.0,
         delta: float | None = None,
         n_rounds: int | None = None,
-        classes=None,
-        accountant=None,
-        random_state=None,
+        classes: VectorLike | None = None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.experts = experts
         self.epsilon = epsilon
@@ -1034,7 +1040,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         self.random_state = random_state
 
     # -- fitting ----------------------------------------------------------------------------
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Run multiplicative weights over the rows in order (a new run).
 
         Parameters
@@ -1063,7 +1069,9 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
             self._run_rounds(rewards)
         return self
 
-    def partial_fit(self, X, y, classes=None, **fit_params):
+    def partial_fit(
+        self, X: MatrixLike, y: VectorLike, classes: VectorLike | None = None, **fit_params: Any
+    ) -> Self:
         """Run multiplicative weights over more rows of the stream, in order.
 
         The first call starts a run (and charges it); later calls continue it,
@@ -1206,7 +1214,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         return mw_round_proba(rewards, rate, initial=cumulative)
 
     # -- queries ------------------------------------------------------------------------------
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Answer each row with the label of an expert drawn from the current weights.
 
         Each row is one query, ``(2a, 0)``-DP with fresh noise; the attached

@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Real
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from scipy.optimize import minimize
@@ -51,6 +51,8 @@ from ._base import (
     reject_fit_params,
     resolve_classes,
 )
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import PrivacyAccountant
 from .mechanisms import (
     DEFAULT_GRID_STEPS,
     discrete_gaussian_sigma,
@@ -515,9 +517,9 @@ def _certified_erm(
     if distance <= tol and (radius is None or np.linalg.norm(w) + distance <= radius):
         return w
     if radius is not None:
-        w = _accelerated_projected_gradient(objective, w, radius, tol, max_iter)
-        if w is not None:
-            return w
+        projected = _accelerated_projected_gradient(objective, w, radius, tol, max_iter)
+        if projected is not None:
+            return projected
     raise ConvergenceError(
         f"the solver could not certify that the coefficients are within opt_tol={tol:.3g} of "
         f"the exact minimiser in max_iter={max_iter} iterations; no model was fitted. "
@@ -669,6 +671,37 @@ class _PrivateLinearModel(PrivatePredictorMixin):
     _allowed_losses: tuple[str, ...] = ()
     _theorem = ""
 
+    # Constructor parameters of the subclasses, stored unchanged (declared for
+    # type checking only; they are validated in fit).
+    epsilon: Any
+    delta: Any
+    noise: Any
+    loss: Any
+    fit_intercept: Any
+    intercept_scaling: Any
+    feature_norm_bound: Any
+    radius: Any
+    huber_delta: Any
+    lam: Any
+    opt_tol: Any
+    max_iter: Any
+    n_epochs: Any
+    shuffle: Any
+    eta: Any
+    y_bound: Any
+    clip_output: Any
+    classes: Any
+    # Set in fit.
+    classes_: np.ndarray
+    _coef: np.ndarray
+    _score_release: _ScoreRelease
+    _output_bound: Any
+
+    # Provided by the subclasses (see the class docstring).
+    _make_loss: Callable[[_Bounds], _Loss]
+    _encode_targets: Callable[[np.ndarray], np.ndarray]
+    _fit_coef: Callable[..., _FittedCoef]
+
     def _check_bounds(self) -> _Bounds:
         epsilon = check_epsilon(self.epsilon)
         delta = check_noise(self.noise, self.delta)
@@ -702,7 +735,7 @@ class _PrivateLinearModel(PrivatePredictorMixin):
             )
         return bounds.radius
 
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit the linear model on all training rows; releases nothing.
 
         Parameters
@@ -726,7 +759,12 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         loss = self._make_loss(bounds)
         with self._unchanged_on_error():
             X, y = validate_data(
-                self, X, y, reset=True, dtype=np.float64, ensure_all_finite=True,
+                self,
+                X,
+                y,
+                reset=True,
+                dtype=np.float64,
+                ensure_all_finite=True,
                 y_numeric=not isinstance(self, ClassifierMixin),
             )
             y = column_or_1d(y, warn=True)  # validate_data refused NaN and infinity in y
@@ -882,10 +920,16 @@ class _AveragedPSGD(_PrivateLinearModel):
         return _FittedCoef(result.average, per_unit_norm, {"eta_": eta}, {})
 
 
-class _LinearClassifierQueries:
+if TYPE_CHECKING:  # the query mixins are always combined with a _PrivateLinearModel
+    _QueriesBase = _PrivateLinearModel
+else:
+    _QueriesBase = object
+
+
+class _LinearClassifierQueries(_QueriesBase):
     """Binary labels: the sign of the noisy score, its value, and its logistic transform."""
 
-    _allowed_losses = ("logistic", "huberized_hinge")
+    _allowed_losses: tuple[str, ...] = ("logistic", "huberized_hinge")
 
     def _make_loss(self, bounds: _Bounds) -> _Loss:
         return _logistic() if self.loss == "logistic" else _huberized_hinge(bounds.huber_delta)
@@ -906,7 +950,7 @@ class _LinearClassifierQueries:
         scores, sensitivity = self._scores_and_sensitivity(X)
         return self._score_release.label_law(scores, sensitivity)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """One private label per row: the sign of the noisy score.
 
         Each row is one query, answered with fresh noise and charged before any
@@ -934,7 +978,7 @@ class _LinearClassifierQueries:
         )
         return self.classes_[index]
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """One private score per row: ``<w, x~>`` plus noise, on a public grid.
 
         Positive means ``classes_[1]``. Each call is a fresh release, charged
@@ -952,7 +996,7 @@ class _LinearClassifierQueries:
         """
         return self._noisy_scores(X)
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Private probabilities: ``expit`` of a fresh noisy score per row.
 
         Post-processing of one real-valued release per row (charged per row,
@@ -981,10 +1025,10 @@ class _LinearClassifierQueries:
         return tags
 
 
-class _LinearRegressorQueries:
+class _LinearRegressorQueries(_QueriesBase):
     """Real values: the noisy score, on a public grid, optionally clipped to ``y_bound``."""
 
-    _allowed_losses = ("squared", "huber")
+    _allowed_losses: tuple[str, ...] = ("squared", "huber")
 
     def _make_loss(self, bounds: _Bounds) -> _Loss:
         y_bound = _optional_positive(self.y_bound, "y_bound")
@@ -1009,7 +1053,7 @@ class _LinearRegressorQueries:
         )
         return y if self.y_bound is None else np.clip(y, -self.y_bound, self.y_bound)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """One private value per row: ``<w, x~>`` plus noise on a public grid.
 
         Each row is one query, answered with fresh noise and charged before any
@@ -1180,7 +1224,7 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         *,
         epsilon: float = 1.0,
         loss: str = "logistic",
-        lam="auto",
+        lam: float | str = "auto",
         feature_norm_bound: float | None = None,
         radius: float | None = None,
         fit_intercept: bool = True,
@@ -1190,9 +1234,9 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         max_iter: int = 10_000,
         noise: str = "laplace",
         delta: float = 0.0,
-        classes=None,
-        accountant=None,
-        random_state=None,
+        classes: VectorLike | None = None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.loss = loss
@@ -1335,7 +1379,7 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         *,
         epsilon: float = 1.0,
         loss: str = "squared",
-        lam="auto",
+        lam: float | str = "auto",
         feature_norm_bound: float | None = None,
         radius: float | None = None,
         y_bound: float | None = None,
@@ -1347,8 +1391,8 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         max_iter: int = 10_000,
         noise: str = "laplace",
         delta: float = 0.0,
-        accountant=None,
-        random_state=None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.loss = loss
@@ -1485,7 +1529,7 @@ class AveragedPSGDClassifier(
         *,
         epsilon: float = 1.0,
         loss: str = "logistic",
-        eta="auto",
+        eta: float | str = "auto",
         n_epochs: int = 1,
         shuffle: bool = True,
         feature_norm_bound: float | None = None,
@@ -1495,9 +1539,9 @@ class AveragedPSGDClassifier(
         huber_delta: float = 1.0,
         noise: str = "laplace",
         delta: float = 0.0,
-        classes=None,
-        accountant=None,
-        random_state=None,
+        classes: VectorLike | None = None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.loss = loss
@@ -1624,7 +1668,7 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         *,
         epsilon: float = 1.0,
         loss: str = "squared",
-        eta="auto",
+        eta: float | str = "auto",
         n_epochs: int = 1,
         shuffle: bool = True,
         feature_norm_bound: float | None = None,
@@ -1636,8 +1680,8 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         huber_delta: float = 1.0,
         noise: str = "laplace",
         delta: float = 0.0,
-        accountant=None,
-        random_state=None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.loss = loss

@@ -15,8 +15,10 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from numbers import Integral
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 from scipy.special import expit, log_softmax, logsumexp
 from scipy.stats import norm
@@ -24,7 +26,13 @@ from scipy.stats import norm
 from ._base import check_open_unit_interval, check_positive_finite
 
 __all__ = [
+    "BetweenThresholds",
     "agnostic_n_partitions",
+    "between_thresholds_composition",
+    "between_thresholds_conditional_proba",
+    "between_thresholds_gap",
+    "between_thresholds_proba",
+    "between_thresholds_scales",
     "ceil_int",
     "discrete_gaussian_delta",
     "discrete_gaussian_noise",
@@ -39,6 +47,7 @@ __all__ = [
     "laplace_clip_bernoulli_proba",
     "laplace_positive_proba",
     "laplace_scale",
+    "log_base",
     "pac_n_partitions",
     "sample_categorical",
     "soft_majority_proba",
@@ -135,7 +144,7 @@ def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
     return max(1, ceil_int(2.0 / (alpha * epsilon)))
 
 
-def soft_majority_proba(n_ones, n_voters, epsilon: float) -> np.ndarray:
+def soft_majority_proba(n_ones: ArrayLike, n_voters: ArrayLike, epsilon: float) -> np.ndarray:
     """Probability that the binary soft majority answers 1 (Thm 4.1).
 
     ``P(1) = expit(epsilon * (2 * n_ones - n_voters) / 2)``, i.e. weight
@@ -168,7 +177,9 @@ def soft_majority_proba(n_ones, n_voters, epsilon: float) -> np.ndarray:
     return expit(epsilon * votes / 2.0)
 
 
-def exponential_mechanism_proba(scores, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
+def exponential_mechanism_proba(
+    scores: ArrayLike, epsilon: float, sensitivity: float = 1.0
+) -> np.ndarray:
     """Output law of the exponential mechanism, one distribution per row.
 
     ``P(k) = softmax(epsilon * scores / (2 * sensitivity))`` along the last
@@ -204,7 +215,7 @@ def exponential_mechanism_proba(scores, epsilon: float, sensitivity: float = 1.0
     return np.exp(log_softmax(scores * weight, axis=-1))
 
 
-def sample_categorical(proba, rng: np.random.Generator) -> np.ndarray:
+def sample_categorical(proba: ArrayLike, rng: np.random.Generator) -> np.ndarray:
     """Draw one index per row from row-wise categorical laws, by inverse CDF.
 
     Uses exactly one uniform variate per row: the answer is the first index
@@ -231,7 +242,7 @@ def sample_categorical(proba, rng: np.random.Generator) -> np.ndarray:
 
 
 def exponential_mechanism_sample(
-    scores, epsilon: float, rng: np.random.Generator, sensitivity: float = 1.0
+    scores: ArrayLike, epsilon: float, rng: np.random.Generator, sensitivity: float = 1.0
 ) -> np.ndarray:
     """Sample the exponential mechanism once per row, exactly.
 
@@ -334,7 +345,9 @@ def _analytic_gaussian_unit_sigma(epsilon: float, delta: float) -> float:
     return sigma
 
 
-def discrete_laplace_noise(scale, rng: np.random.Generator, size=None) -> np.ndarray:
+def discrete_laplace_noise(
+    scale: ArrayLike, rng: np.random.Generator, size: int | tuple[int, ...] | None = None
+) -> np.ndarray:
     """Integer noise with ``P(Z = z)`` proportional to ``exp(-|z| / scale)``.
 
     The two-sided geometric (discrete Laplace) law, drawn exactly as the
@@ -388,9 +401,13 @@ def _grid_indices(values, sensitivity, steps):
 
 
 def grid_laplace_release(
-    values, sensitivity, epsilon: float, rng: np.random.Generator,
-    steps: int = DEFAULT_GRID_STEPS, l1_axis: int | None = None,
-):
+    values: ArrayLike,
+    sensitivity: ArrayLike,
+    epsilon: float,
+    rng: np.random.Generator,
+    steps: int = DEFAULT_GRID_STEPS,
+    l1_axis: int | None = None,
+) -> np.ndarray:
     """Release real values with Laplace-type noise on a public grid (spec-000 §3.6).
 
     The grid step of a value is ``sensitivity / steps`` (public: it depends only
@@ -450,7 +467,9 @@ def _discrete_gaussian_table(sigma: float) -> tuple[np.ndarray, np.ndarray]:
     return support, log_proba
 
 
-def discrete_gaussian_noise(sigma: float, rng: np.random.Generator, size=None) -> np.ndarray:
+def discrete_gaussian_noise(
+    sigma: float, rng: np.random.Generator, size: int | tuple[int, ...] | None = None
+) -> np.ndarray:
     """Integer noise with ``P(Z = z)`` proportional to ``exp(-z^2 / (2 sigma^2))``.
 
     The discrete Gaussian (Canonne, Kamath & Steinke 2020), drawn by inverse
@@ -547,8 +566,13 @@ def discrete_gaussian_sigma(shift: int, epsilon: float, delta: float) -> float:
 
 
 def grid_gaussian_release(
-    values, sensitivity, epsilon: float, delta: float, rng, steps: int = DEFAULT_GRID_STEPS
-):
+    values: ArrayLike,
+    sensitivity: ArrayLike,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    steps: int = DEFAULT_GRID_STEPS,
+) -> np.ndarray:
     """Release real values with discrete Gaussian noise on a public grid.
 
     As :func:`grid_laplace_release` (grid step ``sensitivity / steps``, index
@@ -581,7 +605,7 @@ def grid_gaussian_release(
     return grid * (index + discrete_gaussian_noise(sigma, rng, size=index.shape))
 
 
-def laplace_clip_bernoulli_proba(v, b: float) -> np.ndarray:
+def laplace_clip_bernoulli_proba(v: ArrayLike, b: float) -> np.ndarray:
     """Closed form ``q(v) = E[clip(v + Lap(b), 0, 1)]`` (spec-000 §1).
 
     Answering 1 with probability ``q(v)`` is the same release as clipping
@@ -611,7 +635,7 @@ def laplace_clip_bernoulli_proba(v, b: float) -> np.ndarray:
     return np.where(v <= 0.0, low, np.where(v >= 1.0, high, mid))
 
 
-def laplace_positive_proba(a, b: float) -> np.ndarray:
+def laplace_positive_proba(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Closed form ``P(a + Lap(b) > 0)``: the law of thresholding a Laplace release at 0.
 
     ``1 - exp(-a / b) / 2`` for ``a >= 0`` and ``exp(a / b) / 2`` otherwise. A
@@ -638,7 +662,7 @@ def laplace_positive_proba(a, b: float) -> np.ndarray:
     return np.where(a >= 0, 1.0 - half_tail, half_tail)
 
 
-def gaussian_clip_bernoulli_proba(v, s: float) -> np.ndarray:
+def gaussian_clip_bernoulli_proba(v: ArrayLike, s: float) -> np.ndarray:
     """Closed form ``E[clip(v + N(0, s^2), 0, 1)]``.
 
     With ``G(u) = u Phi(u) + phi(u)`` the value is ``s * (G(v/s) - G((v-1)/s))``.
@@ -662,3 +686,331 @@ def gaussian_clip_bernoulli_proba(v, s: float) -> np.ndarray:
         return u * norm.cdf(u) + norm.pdf(u)
 
     return np.clip(s * (antiderivative(v / s) - antiderivative((v - 1.0) / s)), 0.0, 1.0)
+
+
+# -- BetweenThresholds (Bun, Steinke & Ullman 2016; spec-001 §2.3) -------------------------------
+#: Base of the logarithm wherever the everlasting-prediction paper writes ``log``
+#: without a base (the BT lemmas, the VC bound, lambda_i, T_i, n). Base 2 gives
+#: the larger, conservative value in every privacy condition (spec-001
+#: conventions, pitfall P2). Where the paper writes ``ln``, the code uses ``ln``.
+LOG_BASE = 2
+
+#: Outcome codes of :class:`BetweenThresholds`, in the order of the columns of
+#: its output laws: below the lower noisy threshold (L), above the upper one
+#: (R), between them (TOP, which ends the current instance).
+BT_BELOW, BT_ABOVE, BT_TOP = 0, 1, 2
+
+# Rows drawn per vectorised step of BetweenThresholds: the draws after the first
+# TOP of a step are discarded (they were independent of everything kept).
+_BT_CHUNK = 4096
+
+
+def log_base(value: ArrayLike, base: float = LOG_BASE) -> Any:
+    """Logarithm to ``base`` (default :data:`LOG_BASE`), elementwise.
+
+    Parameters
+    ----------
+    value : float or array-like of float
+        Positive argument.
+    base : float, default=LOG_BASE
+        Base of the logarithm, > 1 (``math.e`` gives the natural logarithm).
+
+    Returns
+    -------
+    float or ndarray
+        ``ln(value) / ln(base)``.
+    """
+    return np.log(value) / math.log(base)
+
+
+def between_thresholds_scales(epsilon: float, sensitivity: float) -> tuple[float, float]:
+    """Laplace scales ``(b_mu, b_nu) = (2 s / epsilon, 6 s / epsilon)`` of BetweenThresholds.
+
+    ``mu ~ Lap(b_mu)`` shifts both thresholds once per instance (in opposite
+    directions); ``nu ~ Lap(b_nu)`` is fresh noise per query. For a fraction of
+    ``T`` voters, ``s = 1 / T`` and these are the paper's ``2/(eps' T)`` and
+    ``6/(eps' T)``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy parameter ``eps'`` of one instance, > 0.
+    sensitivity : float
+        How far one changed database entry can move a query value, > 0.
+
+    Returns
+    -------
+    tuple of float
+        ``(b_mu, b_nu)``.
+    """
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    return 2.0 * sensitivity / epsilon, 6.0 * sensitivity / epsilon
+
+
+def _laplace_cdf(z, b: float) -> np.ndarray:
+    """CDF of ``Lap(b)`` at ``z``, each tail computed directly (no cancellation)."""
+    z = np.asarray(z, dtype=float)
+    half_tail = 0.5 * np.exp(-np.abs(z) / b)
+    return np.where(z < 0, half_tail, 1.0 - half_tail)
+
+
+def between_thresholds_conditional_proba(
+    value: ArrayLike, lower_noisy: float, upper_noisy: float, epsilon: float, sensitivity: float
+) -> np.ndarray:
+    """Exact output law of one BT query given the current noisy thresholds.
+
+    With ``c = value + nu``, ``nu ~ Lap(b_nu)``, and L tested first (pitfall P6):
+    ``P(L) = F(lower_noisy - value)``, ``P(R) = 1 - F(max(lower_noisy,
+    upper_noisy) - value)``, ``P(TOP) = 1 - P(L) - P(R)``, where ``F`` is the
+    ``Lap(b_nu)`` CDF. When the noisy thresholds cross, TOP is impossible.
+
+    Parameters
+    ----------
+    value : array-like of float
+        The exact query values (secret).
+    lower_noisy, upper_noisy : float
+        ``t_l + mu`` and ``t_u - mu`` of the current instance (secret).
+    epsilon : float
+        Privacy parameter of the instance, > 0.
+    sensitivity : float
+        Sensitivity of a query value, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n_values, 3)
+        Probabilities of (L, R, TOP), columns :data:`BT_BELOW`,
+        :data:`BT_ABOVE`, :data:`BT_TOP`.
+    """
+    _, b_nu = between_thresholds_scales(epsilon, sensitivity)
+    value = np.atleast_1d(np.asarray(value, dtype=float))
+    below = _laplace_cdf(lower_noisy - value, b_nu)
+    above = 1.0 - _laplace_cdf(max(lower_noisy, upper_noisy) - value, b_nu)
+    top = np.clip(1.0 - below - above, 0.0, 1.0)
+    return np.stack([below, above, top], axis=1)
+
+
+def _laplace_sum_cdf(z: float, b1: float, b2: float) -> float:
+    """CDF at ``z`` of ``Lap(b1) + Lap(b2)`` for ``b1 != b2`` (closed form)."""
+    denominator = 2.0 * (b1 * b1 - b2 * b2)
+    lower_tail = (b1 * b1 * math.exp(-abs(z) / b1) - b2 * b2 * math.exp(-abs(z) / b2)) / denominator
+    return lower_tail if z <= 0 else 1.0 - lower_tail
+
+
+def between_thresholds_proba(
+    value: ArrayLike, lower: float, upper: float, epsilon: float, sensitivity: float
+) -> np.ndarray:
+    """Exact output law of the first query of a fresh BT instance (spec-001 §2.3).
+
+    ``P(L | q) = E_mu[F_nu(t_l + mu - q)]``, the CDF of ``nu - mu`` at ``t_l - q``
+    (closed form for a sum of two Laplace variables), and ``P(R | q) =
+    E_mu[1 - F_nu(max(t_l + mu, t_u - mu) - q)]``, integrated over ``mu`` by
+    adaptive quadrature on the pieces where the integrand is smooth. A test
+    oracle: the sampler uses the conditional law
+    (:func:`between_thresholds_conditional_proba`).
+
+    Parameters
+    ----------
+    value : array-like of float
+        Query values.
+    lower, upper : float
+        The thresholds ``t_l < t_u``.
+    epsilon : float
+        Privacy parameter of the instance, > 0.
+    sensitivity : float
+        Sensitivity of a query value, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n_values, 3)
+        Probabilities of (L, R, TOP).
+
+    Examples
+    --------
+    >>> np.round(between_thresholds_proba(0.5, 0.4, 0.6, 0.5, 1 / 60), 3)
+    array([[0.327, 0.299, 0.373]])
+    """
+    from scipy.integrate import quad
+
+    b_mu, b_nu = between_thresholds_scales(epsilon, sensitivity)
+    crossing = 0.5 * (upper - lower)  # mu above this: the noisy thresholds cross
+    rows = []
+    for q in np.atleast_1d(np.asarray(value, dtype=float)):
+        below = _laplace_sum_cdf(lower - q, b_nu, b_mu)
+
+        def above_given(mu, q=q):
+            noisy_upper = max(lower + mu, upper - mu)
+            density = math.exp(-abs(mu) / b_mu) / (2.0 * b_mu)
+            return density * (1.0 - float(_laplace_cdf(noisy_upper - q, b_nu)))
+
+        cuts = sorted({0.0, crossing, q - upper, lower - q})
+        pieces = [(-math.inf, cuts[0])] + list(zip(cuts[:-1], cuts[1:])) + [(cuts[-1], math.inf)]
+        above = sum(
+            quad(above_given, a, b, epsabs=1e-13, epsrel=1e-12, limit=200)[0] for a, b in pieces
+        )
+        rows.append([below, above, max(0.0, 1.0 - below - above)])
+    return np.array(rows)
+
+
+def between_thresholds_gap(
+    epsilon: float, delta: float, sensitivity: float, base: float = LOG_BASE
+) -> float:
+    """Smallest threshold gap for which one BT instance is ``(epsilon, delta)``-DP (Lemma C.3).
+
+    ``t_u - t_l >= 12 s / epsilon * (log(10 / epsilon) + log(1 / delta) + 1)``
+    (the *gap condition*), with ``s`` the sensitivity (``1 / T``). The number of
+    L and R answers is then unlimited; the instance ends at its first TOP.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy parameter ``eps'`` of one instance, > 0.
+    delta : float
+        ``delta'`` of one instance, in (0, 1).
+    sensitivity : float
+        Sensitivity of a query value, > 0.
+    base : float, default=LOG_BASE
+        Base of the lemma's logarithms (spec-001 P2: base 2).
+
+    Returns
+    -------
+    float
+        The required gap ``t_u - t_l``.
+    """
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    delta = check_open_unit_interval(delta, "delta")
+    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    logs = float(log_base(10.0 / epsilon, base) + log_base(1.0 / delta, base))
+    return 12.0 * sensitivity / epsilon * (logs + 1.0)
+
+
+def between_thresholds_composition(
+    epsilon: float, delta: float, n_instances: int
+) -> tuple[float, float]:
+    """Privacy of ``c`` BT instances run one after another (Observation 1/2).
+
+    ``(sqrt(2 c ln(1 / (c delta'))) eps' + c eps' (e^{eps'} - 1), 2 c delta')``,
+    advanced composition with slack ``c delta'`` (``expm1`` keeps the second
+    term exact for ``eps'`` down to 1e-16). Plain composition gives
+    ``(c eps', c delta')``; callers may use whichever is smaller.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``eps'`` of one instance, > 0.
+    delta : float
+        ``delta'`` of one instance, in (0, 1), with ``c delta' < 1``.
+    n_instances : int
+        The number ``c`` of instances (the TOP budget), >= 1.
+
+    Returns
+    -------
+    tuple of float
+        The composed ``(epsilon, delta)``.
+    """
+    from .accounting import advanced_composition_epsilon
+
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    delta = check_open_unit_interval(delta, "delta")
+    if isinstance(n_instances, bool) or not isinstance(n_instances, Integral) or n_instances < 1:
+        raise ValueError(f"n_instances must be an integer >= 1, got {n_instances!r}.")
+    slack = n_instances * delta
+    if not slack < 1.0:
+        raise ValueError(f"n_instances * delta must be < 1, got {slack!r}.")
+    return advanced_composition_epsilon(epsilon, n_instances, slack), 2.0 * slack
+
+
+class BetweenThresholds:
+    """MultiBT: BetweenThresholds instances run one after another, up to a TOP budget.
+
+    Each instance draws ``mu ~ Lap(b_mu)`` once and sets the noisy thresholds
+    ``t_l + mu`` and ``t_u - mu`` (the same ``mu``, opposite signs). A query
+    value ``q`` gets fresh ``nu ~ Lap(b_nu)``; ``c = q + nu`` answers L if
+    ``c < t_l + mu`` (tested first), else R if ``c > t_u - mu``, else TOP. A TOP
+    ends the instance (the next query starts a new one with a fresh ``mu``);
+    the ``top_budget``-th TOP halts the mechanism for good.
+
+    Outcomes are drawn exactly from :func:`between_thresholds_conditional_proba`
+    with one uniform per query, so no noisy value is ever formed or released.
+    ``mu`` is a floating-point Laplace draw held as secret state (a known
+    limitation: floating-point Laplace samplers are open to precision attacks,
+    Mironov 2012).
+
+    Parameters
+    ----------
+    lower, upper : float
+        Thresholds ``t_l < t_u``.
+    epsilon : float
+        Privacy parameter ``eps'`` of each instance, > 0.
+    sensitivity : float
+        Sensitivity of a query value (``1 / T`` for a fraction of ``T`` votes).
+    top_budget : int
+        Number ``c`` of TOP outcomes after which the mechanism halts.
+
+    Attributes
+    ----------
+    tops_used : int
+        TOP outcomes so far.
+    halted : bool
+        Whether the ``top_budget``-th TOP occurred.
+    """
+
+    def __init__(
+        self, lower: float, upper: float, epsilon: float, sensitivity: float, top_budget: int
+    ) -> None:
+        if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
+            raise ValueError(
+                f"need finite thresholds lower < upper, got lower={lower!r}, upper={upper!r}."
+            )
+        if isinstance(top_budget, bool) or not isinstance(top_budget, Integral) or top_budget < 1:
+            raise ValueError(f"top_budget must be an integer >= 1, got {top_budget!r}.")
+        self.lower: float = float(lower)
+        self.upper: float = float(upper)
+        self.epsilon: float = check_positive_finite(epsilon, "epsilon")
+        self.sensitivity: float = check_positive_finite(sensitivity, "sensitivity")
+        self.scales: tuple[float, float] = between_thresholds_scales(self.epsilon, self.sensitivity)
+        self.top_budget: int = int(top_budget)
+        self.tops_used: int = 0
+        self.halted: bool = False
+        self._mu: float | None = None  # drawn at the first query of each instance
+
+    def _current_law(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if self._mu is None:
+            self._mu = float(rng.laplace(0.0, self.scales[0]))
+        return between_thresholds_conditional_proba(
+            values, self.lower + self._mu, self.upper - self._mu, self.epsilon, self.sensitivity
+        )
+
+    def answer(self, values: ArrayLike, rng: np.random.Generator) -> np.ndarray:
+        """Answer query values in order, until they run out or the mechanism halts.
+
+        Parameters
+        ----------
+        values : array-like of float
+            Query values, each with the declared sensitivity.
+        rng : numpy.random.Generator
+            The stream to draw from.
+
+        Returns
+        -------
+        ndarray of int8
+            One outcome code per answered value (:data:`BT_BELOW`,
+            :data:`BT_ABOVE`, :data:`BT_TOP`); shorter than ``values`` when the
+            mechanism halted (its last entry is then the halting TOP). Empty if
+            it had already halted.
+        """
+        values = np.asarray(values, dtype=float).ravel()
+        answered = []
+        position = 0
+        while position < values.size and not self.halted:
+            chunk = values[position : position + _BT_CHUNK]
+            outcomes = sample_categorical(self._current_law(chunk, rng), rng).astype(np.int8)
+            tops = np.flatnonzero(outcomes == BT_TOP)
+            if tops.size:
+                outcomes = outcomes[: tops[0] + 1]  # later draws were under the old mu: discard
+                self.tops_used += 1
+                self._mu = None
+                self.halted = self.tops_used >= self.top_budget
+            answered.append(outcomes)
+            position += outcomes.size
+        return np.concatenate(answered) if answered else np.empty(0, dtype=np.int8)

@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 from itertools import chain, combinations
 from numbers import Real
+from typing import Any
 
 import numpy as np
 from scipy.spatial import ConvexHull
@@ -42,6 +43,8 @@ from ._base import (
     spawn_streams,
     unchanged_on_error,
 )
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import PrivacyAccountant
 from .finite import sample_fewest_mistakes
 
 __all__ = [
@@ -148,6 +151,7 @@ class CandidateFamily:
             return np.zeros(0, dtype=int)
         m = self.normals.shape[0]
         if self.strategy == "sample":
+            assert self.window_sizes is not None  # always set for the "sample" strategy
             return (rank + np.arange(self.window_sizes[rank])) % m
         for j in range(1, self.j_max + 1):
             count = _comb(m, j)
@@ -173,7 +177,7 @@ def _affine_hull(X_pub: np.ndarray, tol: float):
     return points, origin, vt[:rank].T.copy(), scale
 
 
-def _dedup(normals: np.ndarray, offsets: np.ndarray, scale: float):
+def _dedup(normals: np.ndarray, offsets: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Drop repeated halfspaces (same unit normal and offset), keeping first occurrences."""
     if normals.shape[0] == 0:
         return normals, offsets
@@ -197,7 +201,9 @@ def _subsets(n_points: int, s: int) -> np.ndarray:
     return flat.reshape(count, s)
 
 
-def _exact_halfspaces(Z: np.ndarray, slack: float, rng: np.random.Generator):
+def _exact_halfspaces(
+    Z: np.ndarray, slack: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1 in Aff coordinates: two opposite halfspaces per subset of 1..k points.
 
     The boundary contains the subset. Its normal is a random Gaussian vector
@@ -226,7 +232,7 @@ def _exact_halfspaces(Z: np.ndarray, slack: float, rng: np.random.Generator):
     return np.concatenate(normals), np.concatenate(offsets)
 
 
-def _hull_halfspaces(Z: np.ndarray):
+def _hull_halfspaces(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inward facet halfspaces of conv(public points) in Aff coordinates."""
     k = Z.shape[1]
     if k == 1:
@@ -235,7 +241,9 @@ def _hull_halfspaces(Z: np.ndarray):
     return -equations[:, :k], equations[:, k]
 
 
-def _sampled_halfspaces(Z: np.ndarray, pool_size: int, rng: np.random.Generator):
+def _sampled_halfspaces(
+    Z: np.ndarray, pool_size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Supporting halfspaces of the public points in random whitened directions."""
     k = Z.shape[1]
     cov = Z.T @ Z / Z.shape[0]
@@ -297,13 +305,25 @@ def build_candidates(
 
     def family(name, halfspaces, size, window_sizes=None):
         return CandidateFamily(
-            name, origin, basis, scale, tol, halfspaces[0], halfspaces[1], j_max, size,
+            name,
+            origin,
+            basis,
+            scale,
+            tol,
+            halfspaces[0],
+            halfspaces[1],
+            j_max,
+            size,
             window_sizes,
         )
 
     if k == 0:  # one distinct public point: G = {empty region, the point itself}
-        return family("exact" if strategy == "auto" else strategy, empty, 2,
-                      np.zeros(0, dtype=int) if strategy == "sample" else None)
+        return family(
+            "exact" if strategy == "auto" else strategy,
+            empty,
+            2,
+            np.zeros(0, dtype=int) if strategy == "sample" else None,
+        )
 
     if strategy in ("auto", "exact"):
         n_subsets = _n_subsets(points.shape[0], k)
@@ -388,6 +408,7 @@ def mistake_counts(family: CandidateFamily, X, y, public_label: int = 0) -> np.n
     A, b, slack = family.normals, family.offsets, family.slack
     if family.strategy == "sample":
         windows = family.window_sizes
+        assert windows is not None  # always set for the "sample" strategy
         ext = np.concatenate([np.arange(m), np.arange(family.j_max - 1) % m])
         good = np.zeros(m, dtype=np.int64)
         bad = np.zeros(m, dtype=np.int64)
@@ -395,8 +416,9 @@ def mistake_counts(family: CandidateFamily, X, y, public_label: int = 0) -> np.n
         starts = np.arange(m)
         for lo in range(0, Z.shape[0], step):
             outside = (Z[lo : lo + step] @ A.T < b - slack)[:, ext].astype(np.int32)
-            cum = np.concatenate([np.zeros((outside.shape[0], 1), np.int32),
-                                  np.cumsum(outside, axis=1)], axis=1)
+            cum = np.concatenate(
+                [np.zeros((outside.shape[0], 1), np.int32), np.cumsum(outside, axis=1)], axis=1
+            )
             inside = (cum[:, starts + windows] - cum[:, starts]) == 0
             w = want_aff[lo : lo + step]
             good += inside[w].sum(axis=0)
@@ -477,9 +499,7 @@ def _check_is_public(is_public, n_rows: int) -> np.ndarray:
 
 def _check_labels(y, n_rows: int) -> np.ndarray:
     if y is None:
-        raise ValueError(
-            "PrivateHalfspacePPM requires y to be passed, but the target y is None."
-        )
+        raise ValueError("PrivateHalfspacePPM requires y to be passed, but the target y is None.")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
@@ -672,8 +692,8 @@ class PrivateHalfspacePPM(ClassifierMixin, BaseEstimator):
         max_halfspaces: int | None = None,
         public_label: int = 0,
         tol: float = 1e-9,
-        accountant=None,
-        random_state=None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.candidates = candidates
@@ -727,13 +747,24 @@ class PrivateHalfspacePPM(ClassifierMixin, BaseEstimator):
 
     def _family(self, X, status, params, public_rng) -> CandidateFamily:
         return build_candidates(
-            X[status], self.candidates,
-            max_candidates=params["max_candidates"], pool_size=params["pool_size"],
-            max_halfspaces=params["max_halfspaces"], tol=params["tol"], rng=public_rng,
+            X[status],
+            self.candidates,
+            max_candidates=params["max_candidates"],
+            pool_size=params["pool_size"],
+            max_halfspaces=params["max_halfspaces"],
+            tol=params["tol"],
+            rng=public_rng,
         )
 
     # -- fit ------------------------------------------------------------------------------------
-    def fit(self, X, y, *, is_public=None, **fit_params):
+    def fit(
+        self,
+        X: MatrixLike,
+        y: VectorLike,
+        *,
+        is_public: VectorLike | None = None,
+        **fit_params: Any,
+    ) -> Self:
         """Build candidates from the public rows and draw the released hypothesis.
 
         Parameters
@@ -759,8 +790,9 @@ class PrivateHalfspacePPM(ClassifierMixin, BaseEstimator):
             family = self._family(X, status, params, public_rng)
             if self.accountant is not None:
                 self.accountant.charge(1, params["epsilon"])
-            index = self._draw(mistake_counts(family, X, y, self.public_label),
-                               params["epsilon"], mechanism_rng)
+            index = self._draw(
+                mistake_counts(family, X, y, self.public_label), params["epsilon"], mechanism_rng
+            )
             self._release(family, index)
             self.privacy_guarantee_ = {
                 "epsilon": params["epsilon"],
@@ -791,7 +823,9 @@ class PrivateHalfspacePPM(ClassifierMixin, BaseEstimator):
         self.n_candidates_ = int(family.size)
         self.affine_origin_ = family.origin
         self.affine_basis_ = family.basis
-        self.halfspaces_ = np.column_stack([offsets + w @ family.origin, w]).reshape(-1, w.shape[1] + 1)
+        self.halfspaces_ = np.column_stack([offsets + w @ family.origin, w]).reshape(
+            -1, w.shape[1] + 1
+        )
         self.region_is_empty_ = members is None
         self._normals, self._offsets = normals, offsets
         self._slack = family.slack
@@ -812,7 +846,7 @@ class PrivateHalfspacePPM(ClassifierMixin, BaseEstimator):
             score = np.minimum(score, margins.min(axis=1))
         return score
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Signed score, larger means more class 1 (free post-processing).
 
         ``s(x) = min(min_h (a . z - b + tol * scale), tol * scale - dist(x, Aff))``
@@ -824,7 +858,7 @@ class PrivateHalfspacePPM(ClassifierMixin, BaseEstimator):
         score = self._inside_score(X)
         return -score if self.public_label == 0 else score
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """``public_label`` inside the released region, ``1 - public_label`` outside."""
         inside = self._inside_score(X) >= 0
         return np.where(inside, self.public_label, 1 - self.public_label).astype(np.int64)

@@ -38,9 +38,12 @@ deterministic post-processing of it.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from collections.abc import Sequence
+from numbers import Integral
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -55,6 +58,8 @@ from ._base import (
     spawn_streams,
     unchanged_on_error,
 )
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import PrivacyAccountant
 from .linear import ConvergenceError, _lbfgs, _logistic, _RegularizedObjective
 from .mechanisms import discrete_laplace_noise, exponential_mechanism_proba, sample_categorical
 
@@ -94,7 +99,7 @@ def _check_scores(scores) -> np.ndarray:
 
 
 def noisy_max_sample(scores, epsilon: float, sensitivity: float, rng: np.random.Generator) -> int:
-    """Algorithm 1's selection ``argmax_i scores_i + 2 sensitivity Z_i``, ``Z_i ~ Exp(mean 1/epsilon)``.
+    """Algorithm 1's selection: ``argmax_i scores_i + 2 sensitivity Z_i``, ``Z_i ~ Exp(1/epsilon)``.
 
     ``(epsilon, 0)``-DP when every score moves by at most ``sensitivity``
     between neighbours, in any directions (hence the factor 2). Only the index
@@ -137,7 +142,7 @@ def noisy_max_proba(scores, epsilon: float, sensitivity: float) -> np.ndarray:
 def objective_perturbation_budget(
     epsilon: float, n_samples: int, lam: float, smoothness: float = LOGISTIC_SMOOTHNESS
 ) -> tuple[float, float]:
-    """Effective budget and extra regulariser of corrected objective perturbation (CMS 2011, Alg. 2).
+    """Effective budget and extra regulariser of corrected objective perturbation (CMS, Alg. 2).
 
     ``epsilon_p = epsilon - 2 log(1 + c / (n lam))``; if that is not positive,
     ``Delta = c / (n (exp(epsilon / 4) - 1)) - lam`` and ``epsilon_p = epsilon / 2``
@@ -159,7 +164,7 @@ def objective_perturbation_budget(
 
 
 def sample_unit_laplace_vector(n_features: int, rng: np.random.Generator) -> np.ndarray:
-    """A draw ``R`` with density ``∝ exp(-||r||)`` on ``R^d``: ``||R|| ~ Gamma(d, 1)``, uniform direction."""
+    """A draw ``R`` of density ``∝ exp(-||r||)``: norm ``Gamma(d, 1)``, uniform direction."""
     direction = rng.standard_normal(n_features)
     direction /= np.linalg.norm(direction)
     return rng.gamma(shape=n_features, scale=1.0) * direction
@@ -219,7 +224,9 @@ def _fit_with_noise(X, y, lam, epsilon, mechanism, R, tol=1e-9, max_iter=1000):
     return w, epsilon_p, extra
 
 
-def coefficient_noise_scale(n_samples: int, lam: float, epsilon_p: float, extra_reg: float) -> float:
+def coefficient_noise_scale(
+    n_samples: int, lam: float, epsilon_p: float, extra_reg: float
+) -> float:
     """Scale ``2 / (epsilon_p n (lam + Delta))`` of the noise a private fit puts on ``w``.
 
     For output perturbation (``epsilon_p = epsilon``, ``Delta = 0``) it is the
@@ -231,7 +238,7 @@ def coefficient_noise_scale(n_samples: int, lam: float, epsilon_p: float, extra_
 
 
 def snap_coefficients(w: np.ndarray, noise_scale: float) -> tuple[np.ndarray, float]:
-    """Round ``w`` to the public grid ``Lambda Z^d``, ``Lambda`` the smallest power of two >= ``noise_scale``.
+    """Round ``w`` to the public grid ``Lambda Z^d``, ``Lambda`` the least power of 2 >= the scale.
 
     The resolution of Mironov's snapping mechanism (CCS 2012): the released
     coefficients carry no low-order floating-point bits, where attacks on
@@ -262,8 +269,14 @@ def validation_score(w, X, y, score: str = "ramp") -> float:
 
 
 def logistic_stability_constants(
-    lambdas, n_train: int, n_validation: int, n_features: int, epsilon_train: float,
-    score: str = "ramp", mechanism: str = "objective", delta: float = 0.0,
+    lambdas,
+    n_train: int,
+    n_validation: int,
+    n_features: int,
+    epsilon_train: float,
+    score: str = "ramp",
+    mechanism: str = "objective",
+    delta: float = 0.0,
 ) -> tuple[float, float, float]:
     """``(beta1, beta2, beta)`` of Theorem 4 with the corrected ``beta2`` (spec-004 §2.6).
 
@@ -282,7 +295,9 @@ def logistic_stability_constants(
         beta2 = g_star  # g0 + W >= 1 = g* for the ramp
     else:
         if not delta > 0:
-            raise ValueError(f"validation_score={score!r} is unbounded: a delta in (0, 1) is required.")
+            raise ValueError(
+                f"validation_score={score!r} is unbounded: a delta in (0, 1) is required."
+            )
         k, d = lambdas.size, n_features
         tail = d * math.log(d * k / delta)
         radius = 0.0
@@ -503,18 +518,18 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         *,
         epsilon: float = 1.0,
         epsilon_split: float = 0.5,
-        lambdas=PAPER_LAMBDAS,
+        lambdas: Sequence[float] = PAPER_LAMBDAS,
         mechanism: str = "objective",
         validation_score: str = "ramp",
         validation_size: float = 1 / 9,
-        delta=None,
+        delta: float | None = None,
         selection: str = "noisy_max",
         norm_bound: float = 1.0,
-        classes=None,
+        classes: VectorLike | None = None,
         tol: float = 1e-9,
         max_iter: int = 1000,
-        accountant=None,
-        random_state=None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.epsilon_split = epsilon_split
@@ -563,13 +578,23 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             delta = check_open_unit_interval(self.delta, "delta")
         norm_bound = check_epsilon(self.norm_bound, "norm_bound")
         tol = check_epsilon(self.tol, "tol")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, Integral) or self.max_iter < 1:
+        if (
+            isinstance(self.max_iter, bool)
+            or not isinstance(self.max_iter, Integral)
+            or self.max_iter < 1
+        ):
             raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
         check_accountant(self.accountant)
         return dict(
-            epsilon=epsilon, epsilon_train=split * epsilon, epsilon_select=(1.0 - split) * epsilon,
-            lambdas=lambdas, score=score, validation_size=validation_size, delta=delta,
-            norm_bound=norm_bound, tol=tol,
+            epsilon=epsilon,
+            epsilon_train=split * epsilon,
+            epsilon_select=(1.0 - split) * epsilon,
+            lambdas=lambdas,
+            score=score,
+            validation_size=validation_size,
+            delta=delta,
+            norm_bound=norm_bound,
+            tol=tol,
         )
 
     def _rows(self, X, *, reset: bool, y=None):
@@ -582,7 +607,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         return X * (1.0 / np.maximum(norms, bound))[:, None], y
 
     # -- fit ----------------------------------------------------------------------------------
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Validate ``lambda`` privately, then release a freshly trained model.
 
         Parameters
@@ -608,7 +633,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             if classes.size != 2:
                 raise ValueError(
                     f"Only binary classification is supported: {type(self).__name__} got "
-                f"{classes.size} classes."
+                    f"{classes.size} classes."
                 )
             signs = np.where(y == classes[1], 1.0, -1.0)
             fit_rng, _ = spawn_streams(self.random_state)
@@ -616,7 +641,13 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             n, m, d = train.size, valid.size, X.shape[1]
             lambdas = params["lambdas"]
             beta1, beta2, _ = logistic_stability_constants(
-                lambdas, n, m, d, params["epsilon_train"], params["score"], self.mechanism,
+                lambdas,
+                n,
+                m,
+                d,
+                params["epsilon_train"],
+                params["score"],
+                self.mechanism,
                 params["delta"],
             )
             beta = max(beta1 / n + 2.0 * params["tol"], beta2 / m)
@@ -662,7 +693,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         return self
 
     def _train(self, X, y, lam, params, rng):
-        """One private training run ``F(T, lam, epsilon_train, R)`` with ``R`` drawn from ``rng``."""
+        """One private training run ``F(T, lam, epsilon_train, R)``, ``R`` drawn from ``rng``."""
         R = sample_unit_laplace_vector(X.shape[1], rng)
         return _fit_with_noise(
             X, y, lam, params["epsilon_train"], self.mechanism, R, params["tol"], self.max_iter
@@ -673,18 +704,18 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         return _select(scores, epsilon_select, sensitivity, self.selection, rng)
 
     # -- post-processing of the released model --------------------------------------------
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """``w . x`` for rows mapped by the public norm bound (free post-processing)."""
         check_is_fitted(self, "privacy_guarantee_")
         X, _ = self._rows(X, reset=False)
         return X @ (self.coef_[0] * float(self.norm_bound))
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """``sigma(w . x)`` for the positive class (free post-processing)."""
         p = expit(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Labels of the released model (free, deterministic post-processing)."""
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(int)]
@@ -738,7 +769,7 @@ def _cell_index(u: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def _noisy_histogram(u: np.ndarray, n_bins: int, epsilon: float, rng) -> np.ndarray:
-    """Algorithm 5 on integers: ``max(0, n_i + Z_i)``, ``Z_i`` discrete Laplace of scale ``2 / epsilon``.
+    """Algorithm 5 on integers: ``max(0, n_i + Z_i)``, ``Z_i`` discrete Laplace, scale ``2/eps``.
 
     One count per cell of the product grid (flat order). ``P(Z = z) ∝
     exp(-epsilon |z| / 2)``: exactly ``epsilon``-DP for the count vector, whose
@@ -871,12 +902,12 @@ class DPValidatedHistogram(BaseEstimator):
         *,
         epsilon: float = 1.0,
         epsilon_split: float = 0.5,
-        n_bins_grid=(4, 8, 16, 32),
-        bounds=(0.0, 1.0),
+        n_bins_grid: Sequence[int] = (4, 8, 16, 32),
+        bounds: ArrayLike = (0.0, 1.0),
         validation_size: float = 0.2,
         delta: float = 0.01,
-        accountant=None,
-        random_state=None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.epsilon_split = epsilon_split
@@ -909,7 +940,7 @@ class DPValidatedHistogram(BaseEstimator):
         low, high = self._check_bounds(X.shape[1])
         return np.clip((X - low) / (high - low), 0.0, 1.0)
 
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X: MatrixLike, y: None = None, **fit_params: Any) -> Self:
         """Select the bin count privately and release a freshly built histogram.
 
         Parameters
@@ -946,10 +977,12 @@ class DPValidatedHistogram(BaseEstimator):
                 self.accountant.charge(1, epsilon, delta)
             select_rng, final_rng, *candidate_rngs = fit_rng.spawn(grid.size + 2)
             uT, uV = u[train], u[valid]
-            scores = np.array([
-                _l2_score(_heights(_noisy_histogram(uT, int(b), eps_train, rng)), uV, int(b))
-                for b, rng in zip(grid, candidate_rngs)
-            ])
+            scores = np.array(
+                [
+                    _l2_score(_heights(_noisy_histogram(uT, int(b), eps_train, rng)), uV, int(b))
+                    for b, rng in zip(grid, candidate_rngs)
+                ]
+            )
             index = self._select(scores, eps_select, beta, select_rng)
             del scores  # never stored
             n_bins = int(grid[index])
@@ -977,7 +1010,7 @@ class DPValidatedHistogram(BaseEstimator):
     def _select(self, scores, epsilon_select, sensitivity, rng) -> int:
         return noisy_max_sample(scores, epsilon_select, sensitivity, rng)
 
-    def density(self, X) -> np.ndarray:
+    def density(self, X: MatrixLike) -> np.ndarray:
         """Density of the released histogram at each row (0 outside ``bounds``).
 
         Parameters
@@ -995,7 +1028,7 @@ class DPValidatedHistogram(BaseEstimator):
         cells = _cell_index(self._unit(X), self.n_bins_)
         return np.where(inside, self.density_.ravel()[cells], 0.0)
 
-    def score_samples(self, X) -> np.ndarray:
+    def score_samples(self, X: MatrixLike) -> np.ndarray:
         """Log density at each row (``-inf`` in empty cells and outside ``bounds``).
 
         Parameters
@@ -1009,7 +1042,7 @@ class DPValidatedHistogram(BaseEstimator):
         with np.errstate(divide="ignore"):
             return np.log(self.density(X))
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: MatrixLike, y: None = None) -> float:
         """The L2 criterion ``-integral f^2 + (2/m) sum_j f(x_j)`` (higher is better).
 
         Parameters

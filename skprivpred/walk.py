@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import math
 from numbers import Integral
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -36,6 +38,8 @@ from ._base import (
     reject_fit_params,
     resolve_classes,
 )
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import PrivacyAccountant
 from .mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
 
 __all__ = ["ExpProjectedWalk", "exppw_T", "exppw_min_samples", "exppw_walk"]
@@ -167,7 +171,9 @@ def _check_walk_inputs(x, y, T, tie_handling) -> tuple[np.ndarray, np.ndarray, i
     return x, y.astype(np.int64), T
 
 
-def exppw_walk(x, y, T: int, tie_handling: str = "aggregate") -> tuple[np.ndarray, np.ndarray]:
+def exppw_walk(
+    x: ArrayLike, y: ArrayLike, T: int, tie_handling: str = "aggregate"
+) -> tuple[np.ndarray, np.ndarray]:
     """The clamped walk of ExpPW over the distinct sorted training values.
 
     Figure 1 of Dwork & Feldman, evaluated once for every distinct ``x``: the
@@ -372,9 +378,9 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         T: int | None = None,
         tie_handling: str = "aggregate",
         feature: int | str | None = None,
-        classes=None,
-        accountant=None,
-        random_state=None,
+        classes: VectorLike | None = None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
     ) -> None:
         self.epsilon = epsilon
         self.alpha = alpha
@@ -385,7 +391,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         self.accountant = accountant
         self.random_state = random_state
 
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Compute the clamped walk over the distinct sorted training values.
 
         Parameters
@@ -422,7 +428,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             self._check_binary(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
-            walk_x, walk_v = self._compute_walk(x, np.searchsorted(classes, y), T)
+            walk_x, walk_v = self._compute_walk(x, np.asarray(np.searchsorted(classes, y)), T)
             self._start_streams()  # fit draws nothing; this creates the query stream
             self._walk_x = walk_x
             # _walk_v[j] is the walk value after the j smallest distinct values.
@@ -550,7 +556,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         scores[:, 1] = walk_value
         return exponential_mechanism_proba(scores, self.privacy_guarantee_["epsilon"])
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Answer each row with a label drawn from the walk's law.
 
         Each row is one query, ``epsilon``-DP (replace-one) with fresh noise;
@@ -570,7 +576,9 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         """
         law = self._answer_law(self._walk_value_of(self._query_values(X)))
         index = self._release(
-            law.shape[0], self.privacy_guarantee_["epsilon"], lambda rng: sample_categorical(law, rng)
+            law.shape[0],
+            self.privacy_guarantee_["epsilon"],
+            lambda rng: sample_categorical(law, rng),
         )
         return self.classes_[index]
 

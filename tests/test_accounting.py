@@ -107,8 +107,17 @@ def test_budget_exhausted_error_is_a_runtime_error_exported_at_top_level():
 
 @pytest.mark.parametrize(
     ("n_rows", "epsilon", "delta"),
-    [(1, 0.1, 0.0), (4, 0.1, 0.0), (5, 0.1, 0.0), (6, 0.1, 0.0), (1, 0.3, 0.0), (2, 0.3, 0.0),
-     (1, 0.01, 2e-6), (1, 0.01, 3e-6), (0, 5.0, 0.0)],
+    [
+        (1, 0.1, 0.0),
+        (4, 0.1, 0.0),
+        (5, 0.1, 0.0),
+        (6, 0.1, 0.0),
+        (1, 0.3, 0.0),
+        (2, 0.3, 0.0),
+        (1, 0.01, 2e-6),
+        (1, 0.01, 3e-6),
+        (0, 5.0, 0.0),
+    ],
 )
 def test_can_charge_agrees_with_charge(n_rows, epsilon, delta):
     acc = PrivacyAccountant(epsilon=1.0, delta=5e-6)
@@ -267,8 +276,10 @@ def test_advanced_composition_allows_more_queries_than_basic():
         (dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=1e-4), "delta_prime"),
         (dict(epsilon=1.0, delta=0.0, composition="advanced", delta_prime=1e-6), "delta_prime"),
         (dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=0.0), "delta_prime"),
-        (dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=float("nan")),
-         "delta_prime"),
+        (
+            dict(epsilon=1.0, delta=1e-5, composition="advanced", delta_prime=float("nan")),
+            "delta_prime",
+        ),
     ],
 )
 def test_advanced_composition_constructor_errors(kwargs, name):
@@ -319,8 +330,13 @@ def test_pickle_keeps_spending_and_recreates_the_lock():
     restored = pickle.loads(pickle.dumps(acc))
     assert restored is not acc
     assert state_of(restored) == state_of(acc)
-    assert (restored.epsilon, restored.delta, restored.composition, restored.delta_prime,
-            restored.max_queries) == (10.0, 1e-5, "advanced", 1e-6, 50_000)
+    assert (
+        restored.epsilon,
+        restored.delta,
+        restored.composition,
+        restored.delta_prime,
+        restored.max_queries,
+    ) == (10.0, 1e-5, "advanced", 1e-6, 50_000)
     assert restored._lock is not acc._lock
     assert restored._lock.acquire(blocking=False)  # a fresh, unlocked lock
     restored._lock.release()

@@ -1,4 +1,4 @@
-"""SubsampleAggregateClassifier: exact law, privacy audit, budget, RNG hygiene, sklearn use, errors."""
+"""SubsampleAggregateClassifier: exact law, privacy audit, budget, RNG hygiene, sklearn, errors."""
 
 import copy
 import pickle
@@ -122,7 +122,9 @@ def _audit_case(n_classes):
     y = (X[:, 0] > 0).astype(int) if n_classes == 2 else np.digitize(X[:, 0], [-0.5, 0.5])
     query = np.array([[2.5, 0.0]])  # far from every boundary: all teachers agree
     est = SubsampleAggregateClassifier(
-        KNeighborsClassifier(n_neighbors=1), epsilon=1.0, n_teachers=3,
+        KNeighborsClassifier(n_neighbors=1),
+        epsilon=1.0,
+        n_teachers=3,
         classes=list(range(n_classes)),
     )
     return est, X, y, query
@@ -266,7 +268,9 @@ def test_copies_never_replay_noise():
 def test_fit_stream_is_independent_of_the_data(binary_data):
     X, y = binary_data
     a = SubsampleAggregateClassifier(n_teachers=7, classes=[0, 1], random_state=5).fit(X, y)
-    b = SubsampleAggregateClassifier(n_teachers=7, classes=[0, 1], random_state=5).fit(X[::-1], 1 - y)
+    b = SubsampleAggregateClassifier(n_teachers=7, classes=[0, 1], random_state=5).fit(
+        X[::-1], 1 - y
+    )
     for pa, pb in zip(a._partition, b._partition):
         np.testing.assert_array_equal(pa, pb)
     sizes = sorted(len(p) for p in a._partition)
@@ -333,7 +337,10 @@ def test_pandas_pipeline_teachers_and_feature_names():
     y = ((frame["age"] > 45) ^ (frame["job"] == "c")).astype(int).to_numpy()
     teacher = make_pipeline(
         ColumnTransformer(
-            [("num", StandardScaler(), ["age"]), ("cat", OneHotEncoder(handle_unknown="ignore"), ["job"])]
+            [
+                ("num", StandardScaler(), ["age"]),
+                ("cat", OneHotEncoder(handle_unknown="ignore"), ["job"]),
+            ]
         ),
         LogisticRegression(),
     )
@@ -355,8 +362,14 @@ def test_default_n_teachers_and_no_predict_proba(binary_data):
     assert clf.privacy_guarantee_["epsilon"] == 1.0 and clf.privacy_guarantee_["delta"] == 0.0
     public = {k for k in vars(clf) if not k.startswith("_")}
     assert public - set(clf.get_params()) == {
-        "classes_", "n_teachers_", "n_features_in_", "privacy_guarantee_",
-        "epsilon_per_query_", "rho_per_query_", "n_queries_", "mode_",
+        "classes_",
+        "n_teachers_",
+        "n_features_in_",
+        "privacy_guarantee_",
+        "epsilon_per_query_",
+        "rho_per_query_",
+        "n_queries_",
+        "mode_",
     }
 
 
@@ -392,7 +405,9 @@ def test_bad_parameters_leave_fitted_estimator_unchanged(binary_data, params, er
     fitted_state = {k: v for k, v in vars(clf).items() if k.endswith("_") or k.startswith("_")}
     with pytest.raises(error, match=match):
         clf.set_params(**params).fit(X, y)
-    assert {k: v for k, v in vars(clf).items() if k.endswith("_") or k.startswith("_")} == fitted_state
+    assert {
+        k: v for k, v in vars(clf).items() if k.endswith("_") or k.startswith("_")
+    } == fitted_state
     assert all(vars(clf)[k] is v for k, v in fitted_state.items())
     np.testing.assert_array_equal(clf._output_distribution(X[:20]), before_law)
 
@@ -414,7 +429,9 @@ def test_one_class_without_classes_is_an_error():
 def test_sample_weight_is_refused(binary_data):
     X, y = binary_data
     with pytest.raises(TypeError, match="sample_weight"):
-        SubsampleAggregateClassifier(n_teachers=3, classes=[0, 1]).fit(X, y, sample_weight=np.ones(600))
+        SubsampleAggregateClassifier(n_teachers=3, classes=[0, 1]).fit(
+            X, y, sample_weight=np.ones(600)
+        )
 
 
 def test_predict_before_fit():

@@ -48,10 +48,20 @@ def _mean_neighbours():
 def test_binned_audit_passes_laplace_and_flags_too_little_noise():
     X, y, X2, y2 = _mean_neighbours()
     bins = np.linspace(-0.5, 0.7, 13)
-    fine = audit_epsilon(_NoisyMean(), X, y, X2, y2, X[:1], n_trials=50_000, bins=bins, random_state=0)
+    fine = audit_epsilon(
+        _NoisyMean(), X, y, X2, y2, X[:1], n_trials=50_000, bins=bins, random_state=0
+    )
     assert fine.passed, str(fine)
     broken = audit_epsilon(
-        _NoisyMean(scale_factor=0.4), X, y, X2, y2, X[:1], n_trials=50_000, bins=bins, random_state=0
+        _NoisyMean(scale_factor=0.4),
+        X,
+        y,
+        X2,
+        y2,
+        X[:1],
+        n_trials=50_000,
+        bins=bins,
+        random_state=0,
     )
     assert not broken.passed, str(broken)
     assert broken.epsilon_lower_bound > 1.5
@@ -59,7 +69,9 @@ def test_binned_audit_passes_laplace_and_flags_too_little_noise():
 
 def test_pilot_bins_are_used_when_bins_is_an_integer():
     X, y, X2, y2 = _mean_neighbours()
-    report = audit_epsilon(_NoisyMean(), X, y, X2, y2, X[:1], n_trials=20_000, bins=15, random_state=0)
+    report = audit_epsilon(
+        _NoisyMean(), X, y, X2, y2, X[:1], n_trials=20_000, bins=15, random_state=0
+    )
     assert report.counts[0].shape == (1, 15)
     assert report.counts[0].sum() == report.counts[1].sum() == 20_000
 

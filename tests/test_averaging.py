@@ -47,10 +47,16 @@ def _discrete_laplace_p(z, scale):
 @pytest.mark.parametrize("rule", ["sample", "threshold"])
 def test_predict_law_is_the_closed_form(n_ones, rule):
     r, epsilon = 5, 1.0
-    clf = _one_row_per_teacher([1] * n_ones + [0] * (r - n_ones), epsilon=epsilon, prediction_rule=rule)
+    clf = _one_row_per_teacher(
+        [1] * n_ones + [0] * (r - n_ones), epsilon=epsilon, prediction_rule=rule
+    )
     v = n_ones / r
     b = 1 / (r * epsilon)
-    expected = laplace_clip_bernoulli_proba(v, b) if rule == "sample" else laplace_positive_proba(v - 0.5, b)
+    expected = (
+        laplace_clip_bernoulli_proba(v, b)
+        if rule == "sample"
+        else laplace_positive_proba(v - 0.5, b)
+    )
     assert clf.noise_scale_ == pytest.approx(b)
     assert clf._output_distribution([[0.0]])[0, 1] == pytest.approx(float(expected), rel=1e-12)
     n = 100_000
@@ -63,8 +69,9 @@ def test_predict_law_ratio_between_neighbours_is_at_most_epsilon():
     largest = {}
     for rule in ("sample", "threshold"):
         laws = [
-            _one_row_per_teacher([1] * c + [0] * (r - c), epsilon=epsilon, prediction_rule=rule)
-            ._output_distribution([[0.0]])[0]
+            _one_row_per_teacher(
+                [1] * c + [0] * (r - c), epsilon=epsilon, prediction_rule=rule
+            )._output_distribution([[0.0]])[0]
             for c in range(r + 1)
         ]
         ratios = [np.max(np.abs(np.log(a) - np.log(b))) for a, b in zip(laws, laws[1:])]
@@ -104,7 +111,10 @@ def test_multiclass_noise_per_coordinate_and_projection():
     steps = np.rint((scores - np.array([1, 2, 3]) / 6) / grid)
     scale = (GRID_STEPS + 3) / epsilon  # steps + K grid steps of L1 index sensitivity
     for k in range(3):
-        assert binomtest(int((steps[:, k] == 0).sum()), n, _discrete_laplace_p(0, scale)).pvalue > P_FALSE_ALARM
+        assert (
+            binomtest(int((steps[:, k] == 0).sum()), n, _discrete_laplace_p(0, scale)).pvalue
+            > P_FALSE_ALARM
+        )
     proba = clf.predict_proba(np.zeros((1000, 1)))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert proba.min() >= 0
@@ -127,7 +137,9 @@ def test_project_to_simplex_is_the_euclidean_projection():
 
 
 def test_proba_teachers_are_aligned_and_averaged():
-    X, y = make_classification(n_samples=400, n_features=5, n_classes=3, n_informative=3, random_state=0)
+    X, y = make_classification(
+        n_samples=400, n_features=5, n_classes=3, n_informative=3, random_state=0
+    )
     clf = SubsampleAverageClassifier(
         LogisticRegression(), base_output="proba", n_teachers=40, classes=[0, 1, 2], random_state=0
     ).fit(X, y)
@@ -157,16 +169,38 @@ def _audit_neighbours(r=5):
     return X, y, X, y2
 
 
-@pytest.mark.parametrize("method, bins", [("predict", None), ("predict_proba", np.linspace(-0.05, 0.65, 15))])
+@pytest.mark.parametrize(
+    "method, bins", [("predict", None), ("predict_proba", np.linspace(-0.05, 0.65, 15))]
+)
 def test_audit_passes_and_flags_half_the_noise(method, bins):
     X, y, X2, y2 = _audit_neighbours()
     kwargs = dict(n_teachers=5, classes=[0, 1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        good = audit_epsilon(SubsampleAverageClassifier(**kwargs), X, y, X2, y2, X[:1],
-                             n_trials=100_000, method=method, bins=bins, random_state=0)
-        bad = audit_epsilon(_HalfSensitivity(**kwargs), X, y, X2, y2, X[:1],
-                            n_trials=100_000, method=method, bins=bins, random_state=0)
+        good = audit_epsilon(
+            SubsampleAverageClassifier(**kwargs),
+            X,
+            y,
+            X2,
+            y2,
+            X[:1],
+            n_trials=100_000,
+            method=method,
+            bins=bins,
+            random_state=0,
+        )
+        bad = audit_epsilon(
+            _HalfSensitivity(**kwargs),
+            X,
+            y,
+            X2,
+            y2,
+            X[:1],
+            n_trials=100_000,
+            method=method,
+            bins=bins,
+            random_state=0,
+        )
     assert good.passed, str(good)
     assert not bad.passed, str(bad)
 
@@ -184,10 +218,20 @@ def test_regressor_audit_passes_and_flags_half_the_noise():
     bins = np.linspace(-1.0, 1.25, 19)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        good = audit_epsilon(SubsampleAverageRegressor(**kwargs), X, y, X, y2, X[:1],
-                             n_trials=100_000, bins=bins, random_state=0)
-        bad = audit_epsilon(HalfRegressor(**kwargs), X, y, X, y2, X[:1],
-                            n_trials=100_000, bins=bins, random_state=0)
+        good = audit_epsilon(
+            SubsampleAverageRegressor(**kwargs),
+            X,
+            y,
+            X,
+            y2,
+            X[:1],
+            n_trials=100_000,
+            bins=bins,
+            random_state=0,
+        )
+        bad = audit_epsilon(
+            HalfRegressor(**kwargs), X, y, X, y2, X[:1], n_trials=100_000, bins=bins, random_state=0
+        )
     assert good.passed, str(good)
     assert not bad.passed, str(bad)
 
@@ -195,7 +239,9 @@ def test_regressor_audit_passes_and_flags_half_the_noise():
 # -- regressor ------------------------------------------------------------------------
 def test_regressor_noise_scale_and_clipping():
     X, y = load_diabetes(return_X_y=True)
-    reg = SubsampleAverageRegressor(Ridge(), n_teachers=10, y_range=(25, 346), random_state=0).fit(X, y)
+    reg = SubsampleAverageRegressor(Ridge(), n_teachers=10, y_range=(25, 346), random_state=0).fit(
+        X, y
+    )
     assert reg.sensitivity_ == pytest.approx(32.1)
     assert reg.noise_scale_ == pytest.approx(32.1)
     out = reg.predict(np.repeat(X[:1], 50_000, axis=0))
@@ -231,7 +277,9 @@ def test_regressor_refuses_multi_output():
 def test_every_query_method_charges_per_row_and_refusal_changes_nothing():
     X, y = make_classification(n_samples=300, random_state=1)
     acc = PrivacyAccountant(epsilon=25.0)
-    clf = SubsampleAverageClassifier(n_teachers=5, classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    clf = SubsampleAverageClassifier(
+        n_teachers=5, classes=[0, 1], accountant=acc, random_state=0
+    ).fit(X, y)
     clf.predict(X[:5])
     clf.predict_proba(X[:5])
     clf.decision_function(X[:5])
@@ -314,12 +362,16 @@ EXPECTED = {
 @parametrize_with_checks(
     [
         SubsampleAverageClassifier(n_teachers=3, random_state=0),
-        SubsampleAverageClassifier(DecisionTreeClassifier(max_depth=3), base_output="proba", n_teachers=2, random_state=0),
+        SubsampleAverageClassifier(
+            DecisionTreeClassifier(max_depth=3), base_output="proba", n_teachers=2, random_state=0
+        ),
         SubsampleAverageRegressor(n_teachers=3, y_range=(-1000.0, 1000.0), random_state=0),
     ],
-    expected_failed_checks=lambda est: EXPECTED if hasattr(est, "predict_proba") else {
-        k: v for k, v in EXPECTED.items() if "pickle" in k
-    },
+    expected_failed_checks=lambda est: (
+        EXPECTED
+        if hasattr(est, "predict_proba")
+        else {k: v for k, v in EXPECTED.items() if "pickle" in k}
+    ),
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
@@ -338,7 +390,9 @@ def test_gaussian_releases_are_discrete_gaussian_on_the_grid():
     sigma = discrete_gaussian_sigma(GRID_STEPS + 1, 1.0, 1e-5) * grid
     assert sigma == pytest.approx(clf.noise_scale_, rel=2e-3)
     # with v = 1/4 and sigma ~ 1.3, about 0.4 of the releases are clipped at 0
-    law = _one_row_per_teacher([1, 0, 0, 0], noise="gaussian", delta=1e-5)._output_distribution([[0.0]])
+    law = _one_row_per_teacher([1, 0, 0, 0], noise="gaussian", delta=1e-5)._output_distribution(
+        [[0.0]]
+    )
     assert 0 < law[0, 1] < 0.5
 
 

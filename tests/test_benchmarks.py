@@ -17,7 +17,9 @@ def test_quick_run_on_the_bundled_regression_data(tmp_path):
     # diabetes ships with scikit-learn: no download, every regression estimator runs.
     result = subprocess.run(
         [sys.executable, str(RUN), "--quick", "--datasets", "diabetes", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     payload = json.loads((tmp_path / "run_results.json").read_text())

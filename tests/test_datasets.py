@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skprivpred.datasets import clear_data_home, get_data_home, load_adult, load_magic
-from skprivpred.datasets import _fetch
+from skprivpred.datasets import _fetch, clear_data_home, get_data_home, load_adult, load_magic
 
 _real_run = subprocess.run  # saved before the offline fixture patches it
 
@@ -67,31 +66,31 @@ UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
 # first line and labels ending with a dot.
 RAW = {
     "adult.data": (
-        "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, "
-        "Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K\n"
-        "52, Self-emp-inc, 287927, HS-grad, 9, Married-civ-spouse, "
-        "Exec-managerial, Wife, White, Female, 15024, 0, 40, United-States, >50K\n"
-        "54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, "
-        "Asian-Pac-Islander, Male, 0, 0, 60, South, >50K\n"
-        "\n"
-    ).encode(),
+        b"39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, "
+        b"Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K\n"
+        b"52, Self-emp-inc, 287927, HS-grad, 9, Married-civ-spouse, "
+        b"Exec-managerial, Wife, White, Female, 15024, 0, 40, United-States, >50K\n"
+        b"54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, "
+        b"Asian-Pac-Islander, Male, 0, 0, 60, South, >50K\n"
+        b"\n"
+    ),
     "adult.test": (
-        "|1x3 Cross validator\n"
-        "25, Private, 226802, 11th, 7, Never-married, Machine-op-inspct, "
-        "Own-child, Black, Male, 0, 0, 40, United-States, <=50K.\n"
-        "44, Private, 160323, Some-college, 10, Married-civ-spouse, "
-        "Machine-op-inspct, Husband, Black, Male, 7688, 0, 40, ?, >50K.\n"
-        "\n"
-    ).encode(),
+        b"|1x3 Cross validator\n"
+        b"25, Private, 226802, 11th, 7, Never-married, Machine-op-inspct, "
+        b"Own-child, Black, Male, 0, 0, 40, United-States, <=50K.\n"
+        b"44, Private, 160323, Some-college, 10, Married-civ-spouse, "
+        b"Machine-op-inspct, Husband, Black, Male, 7688, 0, 40, ?, >50K.\n"
+        b"\n"
+    ),
     "adult.names": b"| This data was extracted from the census bureau database.\n",
     "magic.dat": (
-        "28.7967,16.0021,2.6449,0.3918,0.1982,27.7004,22.011,-8.2027,40.092,"
-        "81.8828,g\n"
-        "120.5135,76.9018,3.9939,0.0944,0.0683,5.8043,-93.5224,-63.8389,"
-        "84.6874,408.3166,h\n"
-        "31.6036,11.7235,2.5185,0.5303,0.3773,26.2722,23.8238,-9.9574,6.3609,"
-        "205.261,g\n"
-    ).encode(),
+        b"28.7967,16.0021,2.6449,0.3918,0.1982,27.7004,22.011,-8.2027,40.092,"
+        b"81.8828,g\n"
+        b"120.5135,76.9018,3.9939,0.0944,0.0683,5.8043,-93.5224,-63.8389,"
+        b"84.6874,408.3166,h\n"
+        b"31.6036,11.7235,2.5185,0.5303,0.3773,26.2722,23.8238,-9.9574,6.3609,"
+        b"205.261,g\n"
+    ),
 }
 
 
@@ -306,7 +305,7 @@ def test_pandas_is_needed_only_for_as_frame(home):
         import dataclasses, sys
         sys.modules["pandas"] = None  # makes "import pandas" fail
         from skprivpred.datasets import _fetch, load_adult, load_magic
-        for name, sha256 in {({n: _sha256(c) for n, c in RAW.items()})!r}.items():
+        for name, sha256 in { ({n: _sha256(c) for n, c in RAW.items()})!r}.items():
             raw_file = dataclasses.replace(_fetch._FILES[name], sha256=sha256)
             _fetch._FILES[name] = raw_file
         load_adult(data_home={str(home)!r}, download_if_missing=False)

@@ -24,8 +24,8 @@ from sklearn.preprocessing import Binarizer
 from sklearn.tree import DecisionTreeClassifier
 
 from skprivpred import BudgetExhaustedError, PrivacyAccountant, PrivacyWarning
-from skprivpred.audit import audit_epsilon, clopper_pearson
 from skprivpred.accounting import advanced_composition_epsilon
+from skprivpred.audit import audit_epsilon, clopper_pearson
 from skprivpred.finite import (
     ExponentialMechanismClassifier,
     PrivateExpertsClassifier,
@@ -192,8 +192,10 @@ def test_list_law_equals_brute_force_softmax():
         lambda Z: np.zeros(len(Z), dtype=int),
     ]
     law = EM(hypotheses, epsilon=0.5, classes=[0, 1, 2])._selection_proba(X, y)
-    mistakes = np.array([np.sum(h.predict(X) != y) for h in hypotheses[:1]]
-                        + [np.sum(h(X) != y) for h in hypotheses[1:]])
+    mistakes = np.array(
+        [np.sum(h.predict(X) != y) for h in hypotheses[:1]]
+        + [np.sum(h(X) != y) for h in hypotheses[1:]]
+    )
     weights = np.exp(-0.5 * mistakes / 2)
     np.testing.assert_allclose(law, weights / weights.sum(), rtol=1e-12)
 
@@ -288,12 +290,19 @@ def test_refit_audit_passes_estimator_and_flags_doubled_rate():
 
     bound = release_epsilon_lower_bound(
         lambda s: EM(epsilon=epsilon, classes=[0, 1], random_state=s),
-        data, neighbour, release, 2000,
+        data,
+        neighbour,
+        release,
+        2000,
     )
     assert bound <= epsilon
     broken = release_epsilon_lower_bound(
         lambda s: _DoubledEM(epsilon=epsilon, classes=[0, 1], random_state=s),
-        data, neighbour, release, 2000, seed_offset=10_000,
+        data,
+        neighbour,
+        release,
+        2000,
+        seed_offset=10_000,
     )
     assert broken > epsilon
 
@@ -358,8 +367,13 @@ def test_public_attributes_never_hold_the_scores(tiny_binary):
     X, y = tiny_binary
     clf = EM(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
     public = {k for k in vars(clf) if k.endswith("_") and not k.startswith("_")}
-    assert public == {"classes_", "n_features_in_", "n_hypotheses_", "selected_features_",
-                      "privacy_guarantee_"}
+    assert public == {
+        "classes_",
+        "n_features_in_",
+        "n_hypotheses_",
+        "selected_features_",
+        "privacy_guarantee_",
+    }
     sizes = [np.size(v) for v in vars(clf).values() if isinstance(v, np.ndarray)]
     assert clf.n_hypotheses_ == 8 and 8 not in sizes
     assert clf.privacy_guarantee_["epsilon"] == 1.0 and clf.privacy_guarantee_["delta"] == 0.0
@@ -368,8 +382,13 @@ def test_public_attributes_never_hold_the_scores(tiny_binary):
 def test_threshold_attributes_and_prediction():
     X = np.array([[0.1, 5.0], [0.2, 6.0], [0.8, 5.5], [0.9, 6.5]])
     y = np.array(["no", "no", "yes", "yes"])
-    clf = EM("thresholds", epsilon=30.0, grid=[[0.5], [0.0, 100.0]], classes=["no", "yes"],
-             random_state=0).fit(X, y)
+    clf = EM(
+        "thresholds",
+        epsilon=30.0,
+        grid=[[0.5], [0.0, 100.0]],
+        classes=["no", "yes"],
+        random_state=0,
+    ).fit(X, y)
     assert (clf.threshold_feature_, clf.threshold_, clf.direction_) == (0, 0.5, "greater")
     np.testing.assert_array_equal(clf.predict([[0.49, 0.0], [0.5, 0.0]]), ["no", "yes"])
     assert clf.n_hypotheses_ == 6
@@ -384,8 +403,10 @@ def test_refit_with_another_family_drops_stale_attributes(tiny_binary):
 
 def test_same_seed_same_hypothesis_and_copies_agree(tiny_binary):
     X, y = tiny_binary
-    draws = {tuple(EM(epsilon=0.1, classes=[0, 1], random_state=7).fit(X, y).selected_features_)
-             for _ in range(5)}
+    draws = {
+        tuple(EM(epsilon=0.1, classes=[0, 1], random_state=7).fit(X, y).selected_features_)
+        for _ in range(5)
+    }
     assert len(draws) == 1
     clf = EM(epsilon=0.1, classes=[0, 1], random_state=7).fit(X, y)
     twin = pickle.loads(pickle.dumps(clf))
@@ -490,8 +511,12 @@ def test_em_bad_parameters_leave_fitted_estimator_and_accountant_unchanged(
 
 @pytest.mark.parametrize(
     "bad",
-    [np.array([[0, 1, 2]] * 7), np.array([[0.0, 0.5, 1.0]] * 7), np.array([[-1, 0, 1]] * 7),
-     np.array([["0", "1", "1"]] * 7)],
+    [
+        np.array([[0, 1, 2]] * 7),
+        np.array([[0.0, 0.5, 1.0]] * 7),
+        np.array([[-1, 0, 1]] * 7),
+        np.array([["0", "1", "1"]] * 7),
+    ],
     ids=["two", "half", "minus-one", "strings"],
 )
 def test_non_binary_X_for_conjunctions_is_a_clear_error(tiny_binary, bad):
@@ -575,8 +600,9 @@ def test_pure_rate_is_epsilon_over_two_t():
     assert mw_learning_rate(0.3, 7) == pytest.approx(0.3 / 14, rel=1e-15)
 
 
-@pytest.mark.parametrize("epsilon, n_rounds, delta", [(1.0, 10_000, 1e-6), (0.5, 500, 1e-5),
-                                                       (2.0, 100_000, 1e-9)])
+@pytest.mark.parametrize(
+    "epsilon, n_rounds, delta", [(1.0, 10_000, 1e-6), (0.5, 500, 1e-5), (2.0, 100_000, 1e-9)]
+)
 def test_advanced_rate_solves_the_composition_theorem(epsilon, n_rounds, delta):
     rate = mw_learning_rate(epsilon, n_rounds, delta)
     achieved = advanced_composition_epsilon(2 * rate, n_rounds, delta)
@@ -613,8 +639,13 @@ def test_notes_theorem_3_is_false_and_the_library_rate_holds():
         step, k = abs(loss[1, 0]), n_rounds - 1
         p = laws[0][1, np.argmax(loss[1])]  # probability of the +step outcome
         plus = np.arange(k + 1)
-        log_pmf = (gammaln(k + 1) - gammaln(plus + 1) - gammaln(k - plus + 1)
-                   + plus * np.log(p) + (k - plus) * np.log1p(-p))
+        log_pmf = (
+            gammaln(k + 1)
+            - gammaln(plus + 1)
+            - gammaln(k - plus + 1)
+            + plus * np.log(p)
+            + (k - plus) * np.log1p(-p)
+        )
         total = (2 * plus - k) * step
         over = total > epsilon
         return float(np.sum(np.exp(log_pmf[over]) * -np.expm1(epsilon - total[over])))
@@ -631,8 +662,9 @@ def test_notes_theorem_3_is_false_and_the_library_rate_holds():
 def test_round_law_is_softmax_of_cumulative_rewards():
     rewards = np.random.default_rng(0).random((60, 4))
     for rate in (0.01, 0.3, 1.79):
-        np.testing.assert_allclose(mw_round_proba(rewards, rate), brute_mw_laws(rewards, rate),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            mw_round_proba(rewards, rate), brute_mw_laws(rewards, rate), rtol=1e-10
+        )
 
 
 def test_chosen_experts_follow_the_round_laws(stream):
@@ -641,10 +673,12 @@ def test_chosen_experts_follow_the_round_laws(stream):
     laws = clf._round_proba(X, y)
     np.testing.assert_allclose(laws[0], 1 / 3)
     n = 4000
-    chosen = np.array([
-        MW(EXPERTS, epsilon=6.0, classes=[0, 1], random_state=s).fit(X, y).chosen_experts_
-        for s in range(n)
-    ])
+    chosen = np.array(
+        [
+            MW(EXPERTS, epsilon=6.0, classes=[0, 1], random_state=s).fit(X, y).chosen_experts_
+            for s in range(n)
+        ]
+    )
     for t in range(6):
         counts = np.bincount(chosen[:, t], minlength=3)
         assert chi_square_pvalue(counts, laws[t]) > P_FALSE_ALARM / 6
@@ -655,7 +689,7 @@ def test_partial_fit_in_chunks_equals_fit(stream):
     whole = MW(EXPERTS, epsilon=40.0, n_rounds=400, classes=[0, 1], random_state=3).fit(X, y)
     parts = MW(EXPERTS, epsilon=40.0, n_rounds=400, random_state=3)
     for start in range(0, 400, 150):
-        parts.partial_fit(X[start:start + 150], y[start:start + 150], classes=[0, 1])
+        parts.partial_fit(X[start : start + 150], y[start : start + 150], classes=[0, 1])
     np.testing.assert_array_equal(parts.chosen_experts_, whole.chosen_experts_)
     np.testing.assert_allclose(parts._selection_proba(), whole._selection_proba())
     with pytest.raises(ValueError, match="n_rounds=400 rounds were announced and 400 have run"):
@@ -732,6 +766,7 @@ def _synthetic_rewards_stream(seed, n_rounds=1500):
 def column_expert(j):
     def expert(X):
         return np.asarray(X)[:, j].astype(int)
+
     return expert
 
 
@@ -804,6 +839,7 @@ def test_predict_draws_fresh_experts_from_current_weights(stream):
     n = 40_000
     answers = clf.predict(np.zeros((n, 2)))
     from scipy.stats import binomtest
+
     assert binomtest(int(answers.sum()), n, expit(1.0)).pvalue > P_FALSE_ALARM
     one_by_one = [clf.predict(np.zeros((1, 2)))[0] for _ in range(200)]
     assert 0 < sum(one_by_one) < 200
@@ -884,8 +920,11 @@ def test_mw_more_rows_than_announced_and_partial_fit_without_n_rounds(stream):
 
 @pytest.mark.parametrize(
     "queries, error, match",
-    [(np.zeros((3, 4)), ValueError, "features"), (np.zeros((0, 2)), ValueError, "0 sample"),
-     (np.full((2, 2), np.nan), ValueError, "NaN")],
+    [
+        (np.zeros((3, 4)), ValueError, "features"),
+        (np.zeros((0, 2)), ValueError, "0 sample"),
+        (np.full((2, 2), np.nan), ValueError, "NaN"),
+    ],
     ids=["wrong-width", "empty", "nan"],
 )
 def test_mw_bad_queries_charge_nothing_and_draw_nothing(stream, queries, error, match):

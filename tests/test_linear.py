@@ -113,7 +113,10 @@ def test_estimators_report_the_pinned_constants():
     X = rng.normal(size=(1000, 3))
     y = (X[:, 0] > 0).astype(int)
     common = {
-        "feature_norm_bound": 1.0, "fit_intercept": False, "classes": [0, 1], "random_state": 0
+        "feature_norm_bound": 1.0,
+        "fit_intercept": False,
+        "classes": [0, 1],
+        "random_state": 0,
     }
     fixed = StableERMClassifier(lam=0.01, **common).fit(X, y)
     tau = fixed.privacy_guarantee_["solver_accuracy"]
@@ -261,7 +264,11 @@ def _psgd_counterexample(n=400):
 
 
 COUNTEREXAMPLE = AveragedPSGDRegressor(
-    loss="huber", feature_norm_bound=1.0, radius=1.0, fit_intercept=False, shuffle=False,
+    loss="huber",
+    feature_norm_bound=1.0,
+    radius=1.0,
+    fit_intercept=False,
+    shuffle=False,
     random_state=0,
 )
 
@@ -413,7 +420,9 @@ def test_certified_accuracy_holds_against_a_reference_solution(loss, radius, cls
     features, _ = _augmented_rows(X, 3.0, 1.0)
     targets = np.where(y == 1, 1.0, -1.0) if cls in CLASSIFIERS else np.clip(y, -5.0, 5.0)
     loss_object = {
-        "logistic": _logistic(), "huberized_hinge": _huberized_hinge(1.0), "huber": _huber(1.0),
+        "logistic": _logistic(),
+        "huberized_hinge": _huberized_hinge(1.0),
+        "huber": _huber(1.0),
         "squared": _squared(0.5, np.hypot(3.0, 1.0), 5.0),
     }[loss]
     objective = _RegularizedObjective(features, targets, loss_object, 0.02)
@@ -497,7 +506,15 @@ class _QuarterNoiseERMRegressor(StableERMRegressor):
 
 def _audit(est, X, y, X2, y2, query, **kwargs):
     return audit_epsilon(
-        est, X, y, X2, y2, query, n_trials=200_000, confidence=AUDIT_CONFIDENCE, random_state=0,
+        est,
+        X,
+        y,
+        X2,
+        y2,
+        query,
+        n_trials=200_000,
+        confidence=AUDIT_CONFIDENCE,
+        random_state=0,
         **kwargs,
     )
 
@@ -526,8 +543,13 @@ def test_audit_psgd_classifier_labels_pass_and_flag_the_paper_constant():
     y2 = y.copy()
     y2[0] = 0
     est = AveragedPSGDClassifier(
-        loss="huberized_hinge", feature_norm_bound=1.0, radius=1.0, fit_intercept=False,
-        shuffle=False, epsilon=1.0, classes=[0, 1],
+        loss="huberized_hinge",
+        feature_norm_bound=1.0,
+        radius=1.0,
+        fit_intercept=False,
+        shuffle=False,
+        epsilon=1.0,
+        classes=[0, 1],
     )
     query = np.array([[1.0, 0.0]])
     a = clone(est).set_params(random_state=0).fit(X, y)
@@ -669,8 +691,12 @@ def test_excess_loss_is_within_the_dimension_free_bound(cls, d):
     for _ in range(3):
         X, y, w_true = _logistic_task(n + n_test, d, radius, rng)
         est = cls(
-            feature_norm_bound=1.0, radius=radius, fit_intercept=False, epsilon=epsilon,
-            classes=[0, 1], random_state=int(rng.integers(1000)),
+            feature_norm_bound=1.0,
+            radius=radius,
+            fit_intercept=False,
+            epsilon=epsilon,
+            classes=[0, 1],
+            random_state=int(rng.integers(1000)),
         ).fit(X[:n], y[:n])
         X_test, signs = X[n:], 2.0 * y[n:] - 1.0
         best = np.logaddexp(0, -signs * (X_test @ w_true))
@@ -746,6 +772,7 @@ def _bad_cases():
 def test_bad_parameters_raise_and_leave_the_fitted_estimator_unchanged(cls, params, error, match):
     X, y = _data(cls, n=120)
     est = _make(cls).fit(X, y)
+
     def fitted_state():
         return {k: v for k, v in vars(est).items() if k.endswith("_") or k.startswith("_")}
 

@@ -30,7 +30,15 @@ def test_rho_cap_reference_values(epsilon, expected):
 
 @pytest.mark.parametrize(
     "q, expected",
-    [(1, 1.0), (2, 0.5), (5, 0.2), (10, 0.1396), (100, 0.04414), (1000, 0.013959), (10000, 0.004414)],
+    [
+        (1, 1.0),
+        (2, 0.5),
+        (5, 0.2),
+        (10, 0.1396),
+        (100, 0.04414),
+        (1000, 0.013959),
+        (10000, 0.004414),
+    ],
 )
 def test_per_query_epsilon_table(q, expected):
     assert per_query_epsilon(1.0, 1e-6, q) == pytest.approx(expected, rel=5e-4)
@@ -51,7 +59,11 @@ def test_every_order_is_a_valid_conversion():
     # eps_of_rho is the minimum over orders; a loose order never gives less.
     rho, delta = 0.02, 1e-6
     for alpha in (1.5, 5.0, 22.0, 100.0):
-        bound = rho * alpha + np.log((alpha - 1) / alpha) - (np.log(delta) + np.log(alpha)) / (alpha - 1)
+        bound = (
+            rho * alpha
+            + np.log((alpha - 1) / alpha)
+            - (np.log(delta) + np.log(alpha)) / (alpha - 1)
+        )
         assert eps_of_rho(rho, delta) <= bound + 1e-12
 
 
@@ -76,7 +88,9 @@ def _worst_renyi_ratio(weight_factor, seed=0):
             p = exponential_mechanism_proba(counts, weight_factor * eps0)
             q = exponential_mechanism_proba(moved, weight_factor * eps0)
             for alpha in (1.5, 2.0, 5.0, 20.0, 100.0):
-                worst = max(worst, max(_renyi(p, q, alpha), _renyi(q, p, alpha)) / (alpha * eps0**2 / 8))
+                worst = max(
+                    worst, max(_renyi(p, q, alpha), _renyi(q, p, alpha)) / (alpha * eps0**2 / 8)
+                )
     return worst
 
 
@@ -95,8 +109,13 @@ def _session(labels, n_queries, total_epsilon=1.0, total_delta=1e-6, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return SubsampleAggregateClassifier(
-            n_teachers=len(labels), classes=[0, 1], n_queries=n_queries,
-            total_epsilon=total_epsilon, total_delta=total_delta, random_state=0, **params,
+            n_teachers=len(labels),
+            classes=[0, 1],
+            n_queries=n_queries,
+            total_epsilon=total_epsilon,
+            total_delta=total_delta,
+            random_state=0,
+            **params,
         ).fit(X, np.array(labels))
 
 
@@ -241,13 +260,24 @@ def test_per_row_audit_at_eps0_on_flip_neighbours():
     X = rng.normal(size=(60, 2))
     y = (X[:, 0] > 0).astype(int)
     est = SubsampleAggregateClassifier(
-        KNeighborsClassifier(n_neighbors=1), n_teachers=3, classes=[0, 1],
-        n_queries=4, total_epsilon=4.0, total_delta=0.0,
+        KNeighborsClassifier(n_neighbors=1),
+        n_teachers=3,
+        classes=[0, 1],
+        n_queries=4,
+        total_epsilon=4.0,
+        total_delta=0.0,
     )
     query = np.array([[2.5, 0.0]])
     X2, y2, _ = flip_teacher_neighbour(est, X, y, query, random_state=1)
     report = audit_epsilon(
-        clone(est).set_params(n_queries=200_000), X, y, X2, y2, query, n_trials=100_000, random_state=1
+        clone(est).set_params(n_queries=200_000),
+        X,
+        y,
+        X2,
+        y2,
+        query,
+        n_trials=100_000,
+        random_state=1,
     )
     assert report.claimed_epsilon == pytest.approx(4.0 / 200_000)  # eps0 of that horizon
     assert report.passed, str(report)
@@ -259,8 +289,14 @@ def _student_session(on_exhausted="raise", accountant=None):
     X = rng.normal(size=(400, 3))
     y = (X[:, 0] + X[:, 1] > 0).astype(int)
     clf = SubsampleAggregateClassifier(
-        n_teachers=20, classes=[0, 1], n_queries=100, total_epsilon=2.0, total_delta=1e-6,
-        student=LogisticRegression(), on_exhausted=on_exhausted, accountant=accountant,
+        n_teachers=20,
+        classes=[0, 1],
+        n_queries=100,
+        total_epsilon=2.0,
+        total_delta=1e-6,
+        student=LogisticRegression(),
+        on_exhausted=on_exhausted,
+        accountant=accountant,
         random_state=0,
     ).fit(X, y)
     return clf, rng.normal(size=(300, 3))

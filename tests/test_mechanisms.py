@@ -366,7 +366,9 @@ def test_laplace_q_pinned_values(v, b, expected, tol):
 def test_laplace_q_symmetry_range_and_monotonicity(b):
     v = np.linspace(-0.5, 1.5, 4001)
     q = laplace_clip_bernoulli_proba(v, b)
-    np.testing.assert_allclose(laplace_clip_bernoulli_proba(1.0 - v, b), 1.0 - q, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(
+        laplace_clip_bernoulli_proba(1.0 - v, b), 1.0 - q, rtol=0, atol=1e-14
+    )
     assert np.all((q >= 0.0) & (q <= 1.0))
     assert np.all(np.diff(q) >= 0.0)
     if b >= 0.05:  # not saturated at float precision on this grid: strictly increasing
@@ -416,7 +418,9 @@ def test_laplace_q_agrees_with_monte_carlo(b):
     noise = np.random.default_rng(SEED).laplace(0.0, b, size=MC_SAMPLES)
     estimate = np.array([np.clip(v + noise, 0.0, 1.0).mean() for v in LAPLACE_MC_V])
     tol = clt_tolerance(MC_SAMPLES, n_comparisons=LAPLACE_MC_V.size)
-    np.testing.assert_allclose(estimate, laplace_clip_bernoulli_proba(LAPLACE_MC_V, b), rtol=0, atol=tol)
+    np.testing.assert_allclose(
+        estimate, laplace_clip_bernoulli_proba(LAPLACE_MC_V, b), rtol=0, atol=tol
+    )
 
 
 # ------------------------------------------------------ gaussian_clip_bernoulli_proba
@@ -425,7 +429,9 @@ def test_gaussian_q_agrees_with_monte_carlo(s):
     noise = np.random.default_rng(SEED).normal(0.0, s, size=MC_SAMPLES)
     estimate = np.array([np.clip(v + noise, 0.0, 1.0).mean() for v in LAPLACE_MC_V])
     tol = clt_tolerance(MC_SAMPLES, n_comparisons=LAPLACE_MC_V.size)
-    np.testing.assert_allclose(estimate, gaussian_clip_bernoulli_proba(LAPLACE_MC_V, s), rtol=0, atol=tol)
+    np.testing.assert_allclose(
+        estimate, gaussian_clip_bernoulli_proba(LAPLACE_MC_V, s), rtol=0, atol=tol
+    )
 
 
 @pytest.mark.parametrize("s", [0.001, 0.01, 0.1, 0.5, 2.0, 20.0])
@@ -433,7 +439,9 @@ def test_gaussian_q_symmetry_and_range(s):
     v = np.linspace(-1.0, 2.0, 3001)
     q = gaussian_clip_bernoulli_proba(v, s)
     assert np.all((q >= 0.0) & (q <= 1.0))
-    np.testing.assert_allclose(gaussian_clip_bernoulli_proba(1.0 - v, s), 1.0 - q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        gaussian_clip_bernoulli_proba(1.0 - v, s), 1.0 - q, rtol=0, atol=1e-12
+    )
     assert float(gaussian_clip_bernoulli_proba(0.5, s)) == pytest.approx(0.5, abs=1e-12)
 
 
@@ -446,7 +454,9 @@ def test_gaussian_q_value_at_zero():
 
 
 # ----------------------------------------------------------- laplace_scale, gaussian_sigma
-@pytest.mark.parametrize(("sensitivity", "epsilon", "expected"), [(1.0, 0.5, 2.0), (0.1, 2.0, 0.05), (3.0, 1.0, 3.0)])
+@pytest.mark.parametrize(
+    ("sensitivity", "epsilon", "expected"), [(1.0, 0.5, 2.0), (0.1, 2.0, 0.05), (3.0, 1.0, 3.0)]
+)
 def test_laplace_scale(sensitivity, epsilon, expected):
     assert laplace_scale(sensitivity, epsilon) == pytest.approx(expected, rel=1e-15)
 
@@ -484,7 +494,9 @@ def test_gaussian_sigma_analytic_is_the_smallest_valid_sigma(epsilon, delta, sen
 @pytest.mark.parametrize("epsilon", [0.05, 0.3, 0.7, 0.99])
 @pytest.mark.parametrize("delta", [1e-9, 1e-5, 1e-2])
 def test_gaussian_sigma_analytic_not_above_classic(epsilon, delta):
-    assert gaussian_sigma(1.0, epsilon, delta, method="analytic") <= gaussian_sigma(1.0, epsilon, delta)
+    assert gaussian_sigma(1.0, epsilon, delta, method="analytic") <= gaussian_sigma(
+        1.0, epsilon, delta
+    )
 
 
 # -------------------------------------------------- partition counts and integer rounding
@@ -689,14 +701,19 @@ def test_laplace_positive_proba_closed_form_and_monte_carlo():
     eps = 0.7
     p, q = laplace_positive_proba(a, b), laplace_positive_proba(a + b * eps, b)
     assert np.max(np.abs(np.log(p) - np.log(q))) <= eps + 1e-12
-    p0, q0 = laplace_positive_proba(-a, b), laplace_positive_proba(-a - b * eps, b)  # exact complements
+    p0, q0 = (
+        laplace_positive_proba(-a, b),
+        laplace_positive_proba(-a - b * eps, b),
+    )  # exact complements
     np.testing.assert_allclose(p + p0, 1.0, rtol=1e-15)
     assert np.max(np.abs(np.log(p0) - np.log(q0))) <= eps + 1e-12
     rng = np.random.default_rng(SEED)
     n = 200_000
     for shift in (-0.4, 0.1):
         hits = int((shift + rng.laplace(scale=b, size=n) > 0).sum())
-        assert stats.binomtest(hits, n, float(laplace_positive_proba(shift, b))).pvalue > FALSE_ALARM
+        assert (
+            stats.binomtest(hits, n, float(laplace_positive_proba(shift, b))).pvalue > FALSE_ALARM
+        )
 
 
 # -- discrete Gaussian ----------------------------------------------------------------
@@ -709,7 +726,10 @@ def test_discrete_gaussian_exact_law():
     weights = np.exp(-(support**2) / (2 * sigma**2))
     weights /= weights.sum()
     for z in (-3, 0, 1, 4):
-        assert stats.binomtest(int((noise == z).sum()), n, weights[support == z][0]).pvalue > FALSE_ALARM
+        assert (
+            stats.binomtest(int((noise == z).sum()), n, weights[support == z][0]).pvalue
+            > FALSE_ALARM
+        )
 
 
 def test_discrete_gaussian_delta_is_the_hockey_stick_divergence():
@@ -723,7 +743,9 @@ def test_discrete_gaussian_delta_is_the_hockey_stick_divergence():
         q = np.exp(-((support - shift) ** 2) / (2 * sigma**2))
         q /= q.sum()
         brute = np.sum(np.maximum(0, q - np.exp(eps) * p))  # the other direction, by symmetry
-        assert discrete_gaussian_delta(sigma, shift, eps) == pytest.approx(brute, rel=1e-9, abs=1e-300)
+        assert discrete_gaussian_delta(sigma, shift, eps) == pytest.approx(
+            brute, rel=1e-9, abs=1e-300
+        )
     deltas = [discrete_gaussian_delta(sigma, k, eps) for k in range(1, 8)]
     assert all(a < b for a, b in zip(deltas, deltas[1:]))  # a larger shift costs more
 
@@ -737,7 +759,9 @@ def test_discrete_gaussian_sigma_is_the_smallest_valid_scale(shift, eps, delta):
     assert discrete_gaussian_delta(0.999 * sigma, shift, eps) > delta
     # close to the continuous Gaussian's exact calibration for large shifts
     if shift > 100:
-        assert sigma == pytest.approx(gaussian_sigma(shift, eps, delta, method="analytic"), rel=1e-3)
+        assert sigma == pytest.approx(
+            gaussian_sigma(shift, eps, delta, method="analytic"), rel=1e-3
+        )
 
 
 def test_grid_gaussian_release_is_on_the_grid():

@@ -40,8 +40,16 @@ PPM = PrivateHalfspacePPM
 P_FALSE_ALARM = 1e-3
 
 ALLOWED_PUBLIC_ATTRIBUTES = {
-    "classes_", "n_features_in_", "feature_names_in_", "candidates_used_", "n_candidates_",
-    "affine_origin_", "affine_basis_", "halfspaces_", "region_is_empty_", "privacy_guarantee_",
+    "classes_",
+    "n_features_in_",
+    "feature_names_in_",
+    "candidates_used_",
+    "n_candidates_",
+    "affine_origin_",
+    "affine_basis_",
+    "halfspaces_",
+    "region_is_empty_",
+    "privacy_guarantee_",
 }
 
 
@@ -121,13 +129,17 @@ def brute_force_mistakes(family, X, y, public_label=0):
 # -- exact law -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "d, strategy, n_pub, n_priv",
-    [(1, "exact", 7, 6), (2, "exact", 6, 6), (2, "hull", 12, 10), (3, "hull", 12, 6),
-     (2, "sample", 10, 10)],
+    [
+        (1, "exact", 7, 6),
+        (2, "exact", 6, 6),
+        (2, "hull", 12, 10),
+        (3, "hull", 12, 6),
+        (2, "sample", 10, 10),
+    ],
 )
 def test_mistake_counts_equal_brute_force(d, strategy, n_pub, n_priv):
     X, y, is_public = small_mixture(n_pub, n_priv, d, seed=d)
-    family = build_candidates(X[is_public], strategy, pool_size=50,
-                              rng=np.random.default_rng(0))
+    family = build_candidates(X[is_public], strategy, pool_size=50, rng=np.random.default_rng(0))
     assert family.strategy == strategy
     for public_label in (0, 1):
         np.testing.assert_array_equal(
@@ -183,7 +195,11 @@ def test_log_ratio_between_neighbours_at_most_epsilon(epsilon, d, strategy, n_pu
     assert worst >= 0.5 * epsilon  # near-tight: the test data exercise the bound
     broken = _max_log_ratio(
         _DoubledPPM(epsilon=epsilon, candidates=strategy, pool_size=200, random_state=5),
-        X, y, is_public, n_pairs=30, seed=1,
+        X,
+        y,
+        is_public,
+        n_pairs=30,
+        seed=1,
     )
     assert broken > epsilon + 1e-6
 
@@ -211,8 +227,10 @@ def _released(clf):
 
 def _refit_counts(make, data, n_fits, first_seed):
     X, y, is_public = data
-    runs = [_released(make(s).fit(X, y, is_public=is_public))
-            for s in range(first_seed, first_seed + n_fits)]
+    runs = [
+        _released(make(s).fit(X, y, is_public=is_public))
+        for s in range(first_seed, first_seed + n_fits)
+    ]
     return runs
 
 
@@ -248,8 +266,10 @@ def test_refit_audit_passes_and_flags_epsilon_per_mistake():
 
     def run(cls, offset):
         make = lambda s: cls(epsilon=epsilon, candidates="exact", random_state=s)  # noqa: E731
-        return (_refit_counts(make, data, n_fits, offset),
-                _refit_counts(make, neighbour, n_fits, offset + n_fits))
+        return (
+            _refit_counts(make, data, n_fits, offset),
+            _refit_counts(make, neighbour, n_fits, offset + n_fits),
+        )
 
     runs = run(PPM, 0)
     bound, outcomes, counts = _audit_lower_bound(*runs, n_fits)
@@ -277,8 +297,9 @@ def test_every_chosen_boundary_passes_through_public_points(strategy):
         X, y, is_public = X[:50], y[:50], is_public[:50]
     X_pub = X[is_public]
     for seed in range(5):
-        clf = PPM(epsilon=5.0, candidates=strategy, pool_size=500, max_candidates=10**7,
-                  random_state=seed).fit(X, y, is_public=is_public)
+        clf = PPM(
+            epsilon=5.0, candidates=strategy, pool_size=500, max_candidates=10**7, random_state=seed
+        ).fit(X, y, is_public=is_public)
         for w in clf.halfspaces_:
             residual = np.abs(X_pub @ w[1:] - w[0])
             needed = 2 if strategy == "hull" else 1
@@ -300,7 +321,9 @@ def test_one_dimensional_threshold_is_a_public_value_and_public_rows_move_it():
 
 
 # -- accuracy (spec §5 items 5, 7, 8) -------------------------------------------------------------
-@pytest.mark.parametrize("d, n, strategy", [(1, 1000, "exact"), (2, 2000, "hull"), (3, 2000, "hull")])
+@pytest.mark.parametrize(
+    "d, n, strategy", [(1, 1000, "exact"), (2, 2000, "hull"), (3, 2000, "hull")]
+)
 def test_accuracy_on_a_label_determined_mixture(d, n, strategy):
     X, y, is_public = mixture(n, d, seed=10 + d)
     rng = np.random.default_rng(99)  # fresh test points, same hyperplane as mixture(seed=10 + d)
@@ -317,8 +340,9 @@ def test_accuracy_on_a_label_determined_mixture(d, n, strategy):
 def test_realizable_data_have_a_perfect_hypothesis_in_exact_and_hull():
     for d, strategy, n in ((1, "exact", 40), (2, "exact", 24), (2, "hull", 300), (3, "hull", 300)):
         X, y, is_public = mixture(n, d, seed=d)
-        family = build_candidates(X[is_public], strategy, max_candidates=10**7,
-                                  rng=np.random.default_rng(0))
+        family = build_candidates(
+            X[is_public], strategy, max_candidates=10**7, rng=np.random.default_rng(0)
+        )
         assert mistake_counts(family, X, y).min() == 0
 
 
@@ -332,8 +356,12 @@ def test_lemma_4_5_in_one_dimension_against_threshold_erm():
         best = mistake_counts(family, x[:, None], y).min()
         cuts = np.concatenate([[-np.inf], np.sort(x), [np.inf]])
         erm = min(
-            min(np.sum((x >= c).astype(int) != y), np.sum((x <= c).astype(int) != y),
-                np.sum((x > c).astype(int) != y), np.sum((x < c).astype(int) != y))
+            min(
+                np.sum((x >= c).astype(int) != y),
+                np.sum((x <= c).astype(int) != y),
+                np.sum((x > c).astype(int) != y),
+                np.sum((x < c).astype(int) != y),
+            )
             for c in cuts
         )
         assert best <= erm
@@ -363,8 +391,10 @@ def test_em_excess_bound_holds_on_repeated_fits():
     _, family = clf._selection_log_proba(X, y, is_public)
     best = mistake_counts(family, X, y).min()
     slack = em_excess_bound(family.size, len(y), epsilon, beta) * len(y)
-    excess = [np.sum(clf.set_params(random_state=s).fit(X, y, is_public=is_public).predict(X) != y)
-              - best for s in range(400)]
+    excess = [
+        np.sum(clf.set_params(random_state=s).fit(X, y, is_public=is_public).predict(X) != y) - best
+        for s in range(400)
+    ]
     assert np.mean(np.array(excess) > slack) <= beta + 0.05
 
 
@@ -496,10 +526,23 @@ def test_bad_data_raise_value_error(change, match):
 
 @pytest.mark.parametrize(
     "params",
-    [{"epsilon": 0}, {"epsilon": -1.0}, {"epsilon": np.inf}, {"epsilon": np.nan},
-     {"epsilon": "1"}, {"epsilon": True}, {"candidates": "all"}, {"public_label": 2},
-     {"public_label": True}, {"max_candidates": 0}, {"pool_size": 0}, {"max_halfspaces": 0},
-     {"max_halfspaces": 1.5}, {"tol": -1e-9}, {"tol": np.nan}],
+    [
+        {"epsilon": 0},
+        {"epsilon": -1.0},
+        {"epsilon": np.inf},
+        {"epsilon": np.nan},
+        {"epsilon": "1"},
+        {"epsilon": True},
+        {"candidates": "all"},
+        {"public_label": 2},
+        {"public_label": True},
+        {"max_candidates": 0},
+        {"pool_size": 0},
+        {"max_halfspaces": 0},
+        {"max_halfspaces": 1.5},
+        {"tol": -1e-9},
+        {"tol": np.nan},
+    ],
 )
 def test_bad_parameters_raise_value_error_and_change_nothing(params):
     X, y, is_public = _good()
@@ -540,7 +583,7 @@ def test_predict_errors():
         clf.predict(X[:, :1])
 
 
-# -- scikit-learn integration -----------------------------------------------------------------------
+# -- scikit-learn integration ----------------------------------------------------------------------
 def test_metadata_routing_in_pipeline_and_cross_validate():
     X, y, is_public = mixture(600, 2, seed=3)
     with sklearn.config_context(enable_metadata_routing=True):
@@ -601,6 +644,7 @@ EXPECTED_FAILURES = {
         "check_fit2d_1feature",  # y in {1, 2}
     )
 }
+
 
 @parametrize_with_checks(
     [_EveryOtherRowPublic(epsilon=20.0, max_candidates=2 * 10**5, pool_size=500, random_state=0)],

@@ -19,8 +19,8 @@ from skprivpred.validation import (
     PAPER_LAMBDAS,
     DPValidatedHistogram,
     DPValidatedLogisticRegression,
-    _fit_with_noise,
     _cell_index,
+    _fit_with_noise,
     _heights,
     _l2_score,
     _noisy_histogram,
@@ -51,7 +51,7 @@ def _unit_rows(X, bound=1.0):
     return X / np.maximum(np.linalg.norm(X, axis=1), bound)[:, None]
 
 
-# == stability constants by formula =================================================================
+# == stability constants by formula ================================================================
 def test_ramp_constants_are_two_over_lambda_min_and_one():
     beta1, beta2, beta = logistic_stability_constants(PAPER_LAMBDAS, 15216, 1902, 10, 0.5)
     assert beta1 == pytest.approx(2 / 0.001)
@@ -67,13 +67,17 @@ def test_unbounded_score_beta2_has_factor_two_and_offset(score, g0):
     k = len(lambdas)
     expected = g0 + (1 / 0.1) * (1 + 2 * d * math.log(d * k / delta) / (eps * n))
     assert beta2 == pytest.approx(expected)
-    paper = (1 / 0.1) * (1 + d * math.log(d * k / delta) / (eps * n))  # the printed, too small value
+    paper = (1 / 0.1) * (
+        1 + d * math.log(d * k / delta) / (eps * n)
+    )  # the printed, too small value
     assert beta2 > paper
     assert beta == pytest.approx(max(2 / 0.1 / n, beta2 / m))
     # objective perturbation: the effective budget epsilon_p < eps enters W
     _, beta2_obj, _ = logistic_stability_constants(lambdas, n, m, d, eps, score, "objective", delta)
     eps_p = objective_perturbation_budget(eps, n, 0.1)[0]
-    assert beta2_obj == pytest.approx(g0 + (1 / 0.1) * (1 + 2 * d * math.log(d * k / delta) / (eps_p * n)))
+    assert beta2_obj == pytest.approx(
+        g0 + (1 / 0.1) * (1 + 2 * d * math.log(d * k / delta) / (eps_p * n))
+    )
 
 
 def test_estimator_reports_constants_split_and_sensitivity(binary_data):
@@ -92,28 +96,40 @@ def test_budget_does_not_depend_on_grid_size(binary_data):
     X, y = binary_data
     small = DPV(lambdas=(0.1, 1.0), classes=[0, 1], random_state=0).fit(X, y)
     large = DPV(lambdas=np.linspace(0.1, 1.0, 50), classes=[0, 1], random_state=0).fit(X, y)
-    for attr in ("epsilon_train_", "epsilon_select_", "epsilon_spent_", "delta_spent_",
-                 "selection_sensitivity_"):
+    for attr in (
+        "epsilon_train_",
+        "epsilon_select_",
+        "epsilon_spent_",
+        "delta_spent_",
+        "selection_sensitivity_",
+    ):
         assert getattr(small, attr) == pytest.approx(getattr(large, attr)), attr
     acc = PrivacyAccountant(epsilon=10.0)
-    DPV(epsilon=1.5, lambdas=np.linspace(0.1, 1.0, 50), classes=[0, 1], accountant=acc,
-        random_state=0).fit(X, y)
+    DPV(
+        epsilon=1.5,
+        lambdas=np.linspace(0.1, 1.0, 50),
+        classes=[0, 1],
+        accountant=acc,
+        random_state=0,
+    ).fit(X, y)
     assert acc.epsilon_spent == pytest.approx(1.5)
 
 
-# == the selection law: noisy max with 2 beta scale =================================================
+# == the selection law: noisy max with 2 beta scale ================================================
 def _quad_law(scores, epsilon, sensitivity):
     """Independent check: P(i) = int f_i(t) prod_j F_j(t) dt by adaptive quadrature."""
     s = 2 * sensitivity / epsilon
     top = max(scores)
     law = []
     for i, qi in enumerate(scores):
+
         def integrand(t, i=i, qi=qi):
             val = math.exp(-(t - qi) / s) / s
             for j, qj in enumerate(scores):
                 if j != i:
                     val *= max(0.0, 1 - math.exp(-(t - qj) / s))
             return val
+
         law.append(integrate.quad(integrand, top, top + 60 * s, limit=200)[0])
     return np.array(law)
 
@@ -157,7 +173,10 @@ def test_noisy_max_is_epsilon_dp_and_half_the_noise_is_not():
         k = rng.integers(2, 6)
         a = rng.uniform(-1, 0, size=k)
         b = a + beta * rng.choice([-1.0, 1.0], size=k) * rng.uniform(0.5, 1.0, size=k)
-        worst = max(worst, np.max(np.abs(np.log(noisy_max_proba(a, eps, beta) / noisy_max_proba(b, eps, beta)))))
+        worst = max(
+            worst,
+            np.max(np.abs(np.log(noisy_max_proba(a, eps, beta) / noisy_max_proba(b, eps, beta)))),
+        )
     assert worst <= eps + 1e-9
     # the extreme pair of Lemma 1: scores moving by beta in opposite directions
     a, b = np.array([0.0, 0.0]), np.array([beta, -beta])
@@ -248,16 +267,27 @@ def test_released_model_noise_law(mechanism):
     signs = np.where(y == 1, 1.0, -1.0)
     lam, norms = 0.3, []
     for seed in range(400):
-        clf = _Recording(epsilon=2.0, lambdas=(lam,), mechanism=mechanism, classes=[0, 1],
-                         validation_size=0.25, random_state=seed).fit(X, y)
+        clf = _Recording(
+            epsilon=2.0,
+            lambdas=(lam,),
+            mechanism=mechanism,
+            classes=[0, 1],
+            validation_size=0.25,
+            random_state=seed,
+        ).fit(X, y)
         T = _training_rows(seed, 40, 0.25)
         XT, yT, w = X[T], signs[T], clf._calls[-1][1]  # before rounding to the public grid
         if mechanism == "objective":
             b = -len(T) * (_logistic_gradient(XT, yT, w) + (lam + clf.extra_reg_) * w)
             norms.append(np.linalg.norm(b) * clf.epsilon_effective_ / 2)
         else:
-            exact = LogisticRegression(C=1 / (lam * len(T)), fit_intercept=False, tol=1e-12,
-                                       max_iter=10_000).fit(XT, yT).coef_[0]
+            exact = (
+                LogisticRegression(
+                    C=1 / (lam * len(T)), fit_intercept=False, tol=1e-12, max_iter=10_000
+                )
+                .fit(XT, yT)
+                .coef_[0]
+            )
             norms.append(np.linalg.norm(w - exact) * lam * clf.epsilon_train_ * len(T) / 2)
     assert stats.kstest(norms, stats.gamma(a=2).cdf).pvalue > P_FALSE_ALARM
 
@@ -265,8 +295,9 @@ def test_released_model_noise_law(mechanism):
 @pytest.mark.parametrize("mechanism", ["objective", "output"])
 def test_released_coefficients_lie_on_the_public_snapping_grid(binary_data, mechanism):
     X, y = binary_data
-    clf = _Recording(epsilon=1.0, lambdas=(0.05, 0.5), mechanism=mechanism, classes=[0, 1],
-                     random_state=4).fit(X, y)
+    clf = _Recording(
+        epsilon=1.0, lambdas=(0.05, 0.5), mechanism=mechanism, classes=[0, 1], random_state=4
+    ).fit(X, y)
     n = clf.n_train_
     scale = coefficient_noise_scale(n, clf.best_lambda_, clf.epsilon_effective_, clf.extra_reg_)
     if mechanism == "output":
@@ -303,8 +334,12 @@ def test_large_epsilon_selects_exact_argmax_and_matches_nonprivate_erm(binary_da
     V = np.setdiff1d(np.arange(len(y)), T)
     signs = np.where(y == 1, 1.0, -1.0)
     U = _unit_rows(X)  # the estimator clips rows to norm_bound = 1
-    exact = [LogisticRegression(C=1 / (lam * len(T)), fit_intercept=False, tol=1e-12,
-                                max_iter=10_000).fit(U[T], signs[T]).coef_[0] for lam in lambdas]
+    exact = [
+        LogisticRegression(C=1 / (lam * len(T)), fit_intercept=False, tol=1e-12, max_iter=10_000)
+        .fit(U[T], signs[T])
+        .coef_[0]
+        for lam in lambdas
+    ]
     scores = [validation_score(w, U[V], signs[V]) for w in exact]
     assert clf.best_index_ == int(np.argmax(scores))
     np.testing.assert_allclose(clf.coef_[0], exact[clf.best_index_], atol=1e-4)
@@ -350,33 +385,42 @@ def test_selected_index_audit_passes_and_flags_exact_argmax():
     X2 = X.copy()
     X2[0] = 0.2
     alpha2 = 0.3
-    kwargs = dict(epsilon=1000 + alpha2, epsilon_split=1000 / (1000 + alpha2), lambdas=(0.01, 0.03),
-                  validation_size=0.7, classes=[0, 1])
+    kwargs = dict(
+        epsilon=1000 + alpha2,
+        epsilon_split=1000 / (1000 + alpha2),
+        lambdas=(0.01, 0.03),
+        validation_size=0.7,
+        classes=[0, 1],
+    )
     honest = _release_bound(lambda s: DPV(random_state=s, **kwargs), (X, y), (X2, y), 1000)
     assert honest <= alpha2
-    broken = _release_bound(lambda s: _ExactArgmax(random_state=10_000 + s, **kwargs),
-                            (X, y), (X2, y), 1000)
+    broken = _release_bound(
+        lambda s: _ExactArgmax(random_state=10_000 + s, **kwargs), (X, y), (X2, y), 1000
+    )
     assert broken > alpha2
 
 
 # == bad input =====================================================================================
-@pytest.mark.parametrize("params, match", [
-    ({"lambdas": (0.1, -1.0)}, "lambdas"),
-    ({"lambdas": (0.1, 0.0)}, "lambdas"),
-    ({"lambdas": ()}, "lambdas"),
-    ({"lambdas": (0.1, float("nan"))}, "lambdas"),
-    ({"epsilon_split": 0.0}, "epsilon_split"),
-    ({"epsilon_split": 1.0}, "epsilon_split"),
-    ({"epsilon_split": 1.5}, "epsilon_split"),
-    ({"epsilon": -1.0}, "epsilon"),
-    ({"validation_score": "zero_one"}, "Lipschitz"),
-    ({"validation_score": "hinge"}, "delta"),
-    ({"validation_score": "foo"}, "validation_score"),
-    ({"mechanism": "gradient"}, "mechanism"),
-    ({"selection": "argmax"}, "selection"),
-    ({"validation_size": 1.0}, "validation_size"),
-    ({"norm_bound": 0.0}, "norm_bound"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"lambdas": (0.1, -1.0)}, "lambdas"),
+        ({"lambdas": (0.1, 0.0)}, "lambdas"),
+        ({"lambdas": ()}, "lambdas"),
+        ({"lambdas": (0.1, float("nan"))}, "lambdas"),
+        ({"epsilon_split": 0.0}, "epsilon_split"),
+        ({"epsilon_split": 1.0}, "epsilon_split"),
+        ({"epsilon_split": 1.5}, "epsilon_split"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"validation_score": "zero_one"}, "Lipschitz"),
+        ({"validation_score": "hinge"}, "delta"),
+        ({"validation_score": "foo"}, "validation_score"),
+        ({"mechanism": "gradient"}, "mechanism"),
+        ({"selection": "argmax"}, "selection"),
+        ({"validation_size": 1.0}, "validation_size"),
+        ({"norm_bound": 0.0}, "norm_bound"),
+    ],
+)
 def test_bad_parameters_leave_estimator_and_accountant_unchanged(binary_data, params, match):
     X, y = binary_data
     acc = PrivacyAccountant(epsilon=10.0)
@@ -451,8 +495,9 @@ def test_noisy_counts_have_the_discrete_laplace_two_over_epsilon_law():
     support = np.arange(-12, 13)
     law = (1 - p) / (1 + p) * p ** np.abs(support)
     expected = np.append(law, 1 - law.sum()) * noise.size  # last cell: |z| > 12
-    observed = np.append(np.bincount(noise[np.abs(noise) <= 12] + 12, minlength=25),
-                         np.sum(np.abs(noise) > 12))
+    observed = np.append(
+        np.bincount(noise[np.abs(noise) <= 12] + 12, minlength=25), np.sum(np.abs(noise) > 12)
+    )
     assert stats.chisquare(observed, expected).pvalue > P_FALSE_ALARM
     # a scale of 1 / epsilon (sensitivity 1 instead of 2) is rejected by the same test
     q = math.exp(-eps)
@@ -538,27 +583,32 @@ def test_histogram_estimator_fit_score_and_attributes():
 def test_histogram_in_two_dimensions_uses_the_product_grid():
     rng = np.random.default_rng(15)
     x = np.column_stack([rng.beta(2, 5, 30_000), rng.random(30_000) * 4 - 2])
-    est = DPValidatedHistogram(epsilon=2.0, n_bins_grid=(2, 4, 8), bounds=[(0, 1), (-2, 2)],
-                               random_state=0).fit(x)
+    est = DPValidatedHistogram(
+        epsilon=2.0, n_bins_grid=(2, 4, 8), bounds=[(0, 1), (-2, 2)], random_state=0
+    ).fit(x)
     b = est.n_bins_
     assert est.noisy_counts_.shape == est.density_.shape == (b, b)
     assert est.bin_volume_ == pytest.approx((1 / b) * (4 / b))
     assert np.sum(est.density_) * est.bin_volume_ == pytest.approx(1.0)
-    _, _, beta = histogram_stability_constants((2, 4, 8), est.n_train_, est.n_validation_, 1.0,
-                                               0.01, n_features=2)
+    _, _, beta = histogram_stability_constants(
+        (2, 4, 8), est.n_train_, est.n_validation_, 1.0, 0.01, n_features=2
+    )
     assert est.selection_sensitivity_ == pytest.approx(beta)
     assert est.density([[0.1, 3.0]])[0] == 0.0  # outside the box
     cell = (min(int(0.3 * b), b - 1), min(int((0.5 + 2) / 4 * b), b - 1))
     assert est.density([[0.3, 0.5]])[0] == est.density_[cell]
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"bounds": (1.0, 0.0)}, "bounds"),
-    ({"n_bins_grid": (4, 0)}, "n_bins_grid"),
-    ({"n_bins_grid": (4, 2.5)}, "n_bins_grid"),
-    ({"delta": 0.0}, "delta"),
-    ({"epsilon_split": 1.0}, "epsilon_split"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"bounds": (1.0, 0.0)}, "bounds"),
+        ({"n_bins_grid": (4, 0)}, "n_bins_grid"),
+        ({"n_bins_grid": (4, 2.5)}, "n_bins_grid"),
+        ({"delta": 0.0}, "delta"),
+        ({"epsilon_split": 1.0}, "epsilon_split"),
+    ],
+)
 def test_histogram_bad_parameters(params, match):
     x = np.random.default_rng(14).random((2000, 1))
     est = DPValidatedHistogram(random_state=0).fit(x)
@@ -587,8 +637,13 @@ def test_selected_index_audit_with_a_data_dependent_selection():
     X2 = X.copy()
     X2[0] = -1.0
     alpha2 = 2.0
-    kwargs = dict(epsilon=1000 + alpha2, epsilon_split=1000 / (1000 + alpha2), lambdas=(0.2, 2.0),
-                  validation_size=0.25, classes=[0, 1])
+    kwargs = dict(
+        epsilon=1000 + alpha2,
+        epsilon_split=1000 / (1000 + alpha2),
+        lambdas=(0.2, 2.0),
+        validation_size=0.25,
+        classes=[0, 1],
+    )
     first = [DPV(random_state=s, **kwargs).fit(X, y).best_index_ for s in range(1000)]
     lo, hi = clopper_pearson(sum(first), 1000, P_FALSE_ALARM)
     assert hi < 0.5  # not uniform: the audit below is not vacuous
@@ -600,7 +655,9 @@ def _noisy_histogram_sensitivity_one(u, n_bins, epsilon, rng):
     """Broken on purpose: noise scale 1 / epsilon, as if one row changed one count only."""
     n_cells = n_bins ** u.shape[1]
     counts = np.bincount(_cell_index(u, n_bins), minlength=n_cells)
-    return np.maximum(0, counts + discrete_laplace_noise(1.0 / epsilon, rng, size=n_cells)).astype(float)
+    return np.maximum(0, counts + discrete_laplace_noise(1.0 / epsilon, rng, size=n_cells)).astype(
+        float
+    )
 
 
 def _histogram_release_bound(n_trials):
@@ -616,12 +673,17 @@ def _histogram_release_bound(n_trials):
     x = np.repeat([0.1, 0.9], [150, 250])[:, None]
     x2 = x.copy()
     x2[0] = 0.9
-    kwargs = dict(epsilon=1.0, epsilon_split=0.9, n_bins_grid=(4,), validation_size=1 / 400,
-                  delta=0.01)
+    kwargs = dict(
+        epsilon=1.0, epsilon_split=0.9, n_bins_grid=(4,), validation_size=1 / 400, delta=0.01
+    )
     hits = []
     for data in (x, x2):
-        counts = np.array([DPValidatedHistogram(random_state=seed, **kwargs).fit(data).noisy_counts_
-                           for seed in range(n_trials)])
+        counts = np.array(
+            [
+                DPValidatedHistogram(random_state=seed, **kwargs).fit(data).noisy_counts_
+                for seed in range(n_trials)
+            ]
+        )
         hits.append(int(np.sum((counts[:, 0] <= 148) & (counts[:, 3] >= 251))))
     alpha = P_FALSE_ALARM / 4
     (lo1, hi1), (lo2, hi2) = (clopper_pearson(h, n_trials, alpha) for h in hits)

@@ -71,7 +71,14 @@ def naive_walk_value(x_train, y_train, T, query, tie_handling):
 # -- constants (spec-000 §6.5 items 1, 6, 8 and §9) ---------------------------------------
 @pytest.mark.parametrize(
     "alpha, epsilon, expected",
-    [(0.1, 1.0, 6), (0.05, 0.5, 15), (0.01, 0.1, 106), (0.1, 0.5, 12), (0.2, 2.0, 3), (0.5, 100.0, 1)],
+    [
+        (0.1, 1.0, 6),
+        (0.05, 0.5, 15),
+        (0.01, 0.1, 106),
+        (0.1, 0.5, 12),
+        (0.2, 2.0, 3),
+        (0.5, 100.0, 1),
+    ],
 )
 def test_exppw_T_pinned_values(alpha, epsilon, expected):
     assert exppw_T(alpha, epsilon) == expected
@@ -150,7 +157,12 @@ def test_default_T_and_public_attributes():
     assert clf.T_ == 6 and _walk(np.arange(20), np.arange(20) % 2, T=3, alpha=0.5).T_ == 3
     assert not hasattr(clf, "predict_proba") and not hasattr(clf, "decision_function")
     public = {k for k in vars(clf) if not k.startswith("_")}
-    assert public - set(clf.get_params()) == {"classes_", "T_", "n_features_in_", "privacy_guarantee_"}
+    assert public - set(clf.get_params()) == {
+        "classes_",
+        "T_",
+        "n_features_in_",
+        "privacy_guarantee_",
+    }
     guarantee = clf.privacy_guarantee_
     assert guarantee["epsilon"] == 1.0 and guarantee["epsilon_add_remove"] == 0.5
     assert guarantee["delta"] == 0.0 and guarantee["neighbouring"] == "replace-one"
@@ -175,7 +187,11 @@ def test_fast_walk_equals_naive_figure_1(tie_handling, ties):
     rng = np.random.default_rng(1 + ties)
     for _ in range(40):
         n = int(rng.integers(1, 60))
-        x = rng.integers(0, 8, size=n).astype(float) if ties else rng.permutation(n) + rng.uniform(size=n)
+        x = (
+            rng.integers(0, 8, size=n).astype(float)
+            if ties
+            else rng.permutation(n) + rng.uniform(size=n)
+        )
         y = rng.integers(0, 2, size=n)
         T = int(rng.integers(1, 6))
         clf = _walk(x, y, T=T, tie_handling=tie_handling)
@@ -183,7 +199,9 @@ def test_fast_walk_equals_naive_figure_1(tie_handling, ties):
         expected = [naive_walk_value(x.tolist(), y.tolist(), T, q, tie_handling) for q in queries]
         np.testing.assert_array_equal(clf._walk_value(_column(queries)), expected)
         np.testing.assert_allclose(
-            clf._output_distribution(_column(queries))[:, 1], expit(np.array(expected) / 2), rtol=1e-12
+            clf._output_distribution(_column(queries))[:, 1],
+            expit(np.array(expected) / 2),
+            rtol=1e-12,
         )
 
 
@@ -267,7 +285,7 @@ def test_unclamped_walk_is_still_private_on_small_data_sets():
 
 
 def _audit_case():
-    """Worst case: a long run of label 0 and no clamp before the query; flip or drop the first row."""
+    """Worst case: a long run of label 0, no clamp before the query; flip or drop the first row."""
     X = _column([1, 2, 3, 4])
     y = np.zeros(4, dtype=int)
     y_flipped = y.copy()
@@ -280,7 +298,14 @@ def test_audit_replace_one(broken):
     X, y, y_flipped, query = _audit_case()
     cls = _DoubledWeight if broken else ExpProjectedWalk
     report = audit_epsilon(
-        cls(epsilon=1.0, classes=[0, 1]), X, y, X, y_flipped, query, n_trials=100_000, random_state=0
+        cls(epsilon=1.0, classes=[0, 1]),
+        X,
+        y,
+        X,
+        y_flipped,
+        query,
+        n_trials=100_000,
+        random_state=0,
     )
     if broken:
         assert not report.passed and report.epsilon_lower_bound > 1.5, str(report)
@@ -293,8 +318,15 @@ def test_audit_add_remove_at_half_epsilon(broken):
     X, y, _, query = _audit_case()
     cls = _DoubledWeight if broken else ExpProjectedWalk
     report = audit_epsilon(
-        cls(epsilon=1.0, classes=[0, 1]), X, y, X[1:], y[1:], query,
-        n_trials=100_000, claimed_epsilon=0.5, random_state=0,
+        cls(epsilon=1.0, classes=[0, 1]),
+        X,
+        y,
+        X[1:],
+        y[1:],
+        query,
+        n_trials=100_000,
+        claimed_epsilon=0.5,
+        random_state=0,
     )
     if broken:
         assert not report.passed and report.epsilon_lower_bound > 0.7, str(report)
@@ -360,7 +392,9 @@ def test_best_k_switch_errors_by_brute_force():
         for k in (1, 2):
             best = min(
                 int(np.sum(labels[np.searchsorted(values, x)] != y))
-                for labels in np.array(np.meshgrid(*[[0, 1]] * values.size)).T.reshape(-1, values.size)
+                for labels in np.array(np.meshgrid(*[[0, 1]] * values.size)).T.reshape(
+                    -1, values.size
+                )
                 if np.count_nonzero(np.diff(labels)) <= k
             )
             assert best_k_switch_errors(x, y, k) == best
@@ -376,7 +410,7 @@ def test_lemma_5_2_fails_without_the_clamp():
 
 
 def population_error(clf, endpoints, noise):
-    """Exact error on x ~ U[0, 1] with noisy k-interval labels, by integrating piecewise constants."""
+    """Exact error on x ~ U[0, 1] with noisy k-interval labels (integrating piecewise constants)."""
     cuts = np.unique(np.concatenate([[0.0, 1.0], np.clip(clf._walk_x, 0, 1), endpoints]))
     left, width = cuts[:-1], np.diff(cuts)
     p_one = clf._output_distribution(_column(left))[:, 1]
@@ -416,14 +450,19 @@ def test_theorem_5_3_population_error(case):
     x_fresh = rng.uniform(size=m)
     y_fresh = _noisy_interval_labels(x_fresh, np.array(endpoints), noise, rng)
     wrong = int(np.sum(clf.predict(_column(x_fresh)) != y_fresh))
-    assert binomtest(wrong, m, population_error(clf, np.array(endpoints), noise)).pvalue > P_FALSE_ALARM
+    assert (
+        binomtest(wrong, m, population_error(clf, np.array(endpoints), noise)).pvalue
+        > P_FALSE_ALARM
+    )
 
 
 def test_theorem_5_3_check_fails_without_the_clamp():
     endpoints, k = THEOREM_CASES["interval"]
     noise, epsilon, alpha, repeats = 0.05, 0.5, 0.1, 400
     rng = np.random.default_rng(6)
-    mean_error, _ = _mean_population_error(_Unclamped, endpoints, k, noise, epsilon, alpha, repeats, rng)
+    mean_error, _ = _mean_population_error(
+        _Unclamped, endpoints, k, noise, epsilon, alpha, repeats, rng
+    )
     slack = (1 - 2 * noise) * math.sqrt(math.log(1 / P_FALSE_ALARM) / (2 * repeats))
     assert mean_error > math.exp(epsilon) * (noise + alpha) + slack
 
@@ -454,7 +493,8 @@ def test_strictly_increasing_transform_gives_the_same_law(tied_data, tie_handlin
     a = _walk(x, y, tie_handling=tie_handling)
     b = _walk(np.arctan(x), y, tie_handling=tie_handling)
     np.testing.assert_array_equal(
-        a._output_distribution(_column(queries)), b._output_distribution(_column(np.arctan(queries)))
+        a._output_distribution(_column(queries)),
+        b._output_distribution(_column(np.arctan(queries))),
     )
 
 
@@ -467,7 +507,9 @@ def test_label_flip_mirrors_the_law(tied_data):
     distinct = np.unique(x)
     labels = np.random.default_rng(1).integers(0, 2, size=distinct.size)
     seq = _walk(distinct, labels, tie_handling="sequential")._output_distribution(queries)
-    seq_flipped = _walk(distinct, 1 - labels, tie_handling="sequential")._output_distribution(queries)
+    seq_flipped = _walk(distinct, 1 - labels, tie_handling="sequential")._output_distribution(
+        queries
+    )
     np.testing.assert_allclose(seq_flipped[:, 1], 1 - seq[:, 1], atol=1e-15)
 
 
@@ -477,7 +519,9 @@ def test_modes_agree_on_distinct_values():
     y = rng.integers(0, 2, size=500)
     queries = _column(rng.uniform(-0.1, 1.1, size=300))
     aggregate = _walk(x, y, T=3)._walk_value(queries)
-    np.testing.assert_array_equal(aggregate, _walk(x, y, T=3, tie_handling="sequential")._walk_value(queries))
+    np.testing.assert_array_equal(
+        aggregate, _walk(x, y, T=3, tie_handling="sequential")._walk_value(queries)
+    )
 
 
 def test_law_is_constant_between_training_values_and_bounded(tied_data):
@@ -485,7 +529,9 @@ def test_law_is_constant_between_training_values_and_bounded(tied_data):
     clf = _walk(x, y, epsilon=0.8, T=4)
     u = np.unique(x)
     inside = u[:-1] + np.diff(u) * 0.999
-    np.testing.assert_array_equal(clf._walk_value(_column(inside)), clf._walk_value(_column(u[:-1])))
+    np.testing.assert_array_equal(
+        clf._walk_value(_column(inside)), clf._walk_value(_column(u[:-1]))
+    )
     p1 = clf._output_distribution(_column(np.linspace(-5, 5, 1001)))[:, 1]
     assert np.all(p1 >= expit(-0.8 * 4 / 2) - 1e-15) and np.all(p1 <= expit(0.8 * 4 / 2) + 1e-15)
     assert clf._output_distribution(_column([u[0] - 1e-9]))[0, 1] == 0.5
@@ -600,9 +646,17 @@ def test_bad_parameters_leave_fitted_estimator_unchanged(fitted, params, error, 
 @pytest.mark.parametrize(
     "make_input, error, match",
     [
-        (lambda x, y: (_column(x), y + 2 * (np.arange(y.size) % 3 == 0)), ValueError, "Only binary"),
+        (
+            lambda x, y: (_column(x), y + 2 * (np.arange(y.size) % 3 == 0)),
+            ValueError,
+            "Only binary",
+        ),
         (lambda x, y: (_column(np.where(np.arange(x.size) == 3, np.nan, x)), y), ValueError, "NaN"),
-        (lambda x, y: (_column(np.where(np.arange(x.size) == 3, np.inf, x)), y), ValueError, "infinity"),
+        (
+            lambda x, y: (_column(np.where(np.arange(x.size) == 3, np.inf, x)), y),
+            ValueError,
+            "infinity",
+        ),
         (lambda x, y: (x, y), ValueError, "reshape"),
         (lambda x, y: (np.zeros((0, 1)), y[:0]), ValueError, "0 sample"),
         (lambda x, y: (csr_matrix(_column(x)), y), TypeError, "[Ss]parse"),

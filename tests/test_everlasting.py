@@ -1,0 +1,740 @@
+"""Private everlasting prediction (spec-001): formulas, LabelBoost, streams, halting, errors.
+
+The Figure-1 privacy-game harness and black-box audits live in tests/test_everlasting_privacy.py.
+"""
+
+import copy
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest, chisquare, norm
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from skprivpred import PrivacyWarning
+from skprivpred.everlasting import (
+    FiniteHypothesisClass,
+    GenericBBLClassifier,
+    InsufficientSampleError,
+    PhaseDataError,
+    PredictorHaltedError,
+    PrivacyParameterError,
+    PrivateEverlastingClassifier,
+    ThresholdClass,
+    amplification_denominator,
+    genericbbl_plan,
+    label_boost,
+    labelboost_law,
+    practical_plan,
+    zcdp_rho,
+)
+
+P_FALSE_ALARM = 1e-6
+THRESHOLD = 0.3  # the target concept 1[x >= 0.3] of the synthetic task
+
+
+def _task(n, rng):
+    x = rng.random(n)
+    return x, (x >= THRESHOLD).astype(int)
+
+
+def _simulated(**kwargs):
+    params = dict(alpha=0.05, beta=0.05, mode="simulation", random_state=0)
+    params.update(kwargs)
+    return GenericBBLClassifier(**params)
+
+
+def _fit_quietly(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        return estimator.fit(X, y)
+
+
+class MidpointThreshold(ClassifierMixin, BaseEstimator):
+    """A fast 1-D teacher: ERM threshold at the midpoint (spec-001 P10)."""
+
+    def fit(self, X, y):
+        x, y = np.asarray(X)[:, 0], np.asarray(y)
+        self.classes_ = np.array([0, 1])
+        negative, positive = x[y == 0], x[y == 1]
+        if negative.size and positive.size:
+            self.threshold_ = 0.5 * (negative.max() + positive.min())
+        else:
+            self.threshold_ = np.inf if negative.size else -np.inf
+        return self
+
+    def predict(self, X):
+        return (np.asarray(X)[:, 0] >= self.threshold_).astype(int)
+
+
+class RecordingMidpoint(MidpointThreshold):
+    """Records every training set it sees (class-level log, survives clone)."""
+
+    log = []
+
+    def fit(self, X, y):
+        RecordingMidpoint.log.append((np.asarray(X)[:, 0].copy(), np.asarray(y).copy()))
+        return super().fit(X, y)
+
+
+# -- §6.1 formula oracles -------------------------------------------------------------------
+def _independent_phase1(base, d, alpha, eps=1.0, delta=1e-6, beta=0.05, tau=1.1e10):
+    """The §2.1 formulas written out again, independently of the library."""
+    log = lambda v: math.log(v) / math.log(base)  # noqa: E731
+    m = 3 + math.exp(eps + 4)
+    big_a = 8 * d * log(26 / alpha) + 4 * log(4 / beta)
+    n = (
+        8
+        * tau
+        / (alpha**3 * eps**2)
+        * big_a**2
+        * log(1 / delta)
+        * log(8 * big_a / (eps * alpha**2 * beta * delta)) ** 2
+        * m
+    )
+    a1, b1 = alpha / 2, beta / 2
+    lam = math.ceil((8 * d * log(13 / a1) + 4 * log(2 / b1)) / a1)
+    teachers = tau * lam * log(1 / delta) * log(lam / (eps * a1 * b1 * delta)) ** 2 / (a1 * eps)
+    return n, lam, teachers, 25600 * lam * teachers / eps
+
+
+# (log base, d, alpha): (n, lambda_1, T_1, R_1) as printed in spec-001 §4.2
+SPEC_TABLE = {
+    (2, 1, 0.05): (3.6e25, 3899, 6.2e19, 6.2e27),
+    (2, 1, 1 / 60): (1.5e27, 13218, 7.3e20, 2.5e29),
+    (2, 10, 0.05): (2.4e27, 29883, 5.4e20, 4.1e29),
+    (2, 10, 1 / 60): (1.0e29, 104865, 6.6e21, 1.8e31),
+    (math.e, 1, 0.05): (5.7e24, 2702, 1.4e19, 9.6e26),
+    (math.e, 10, 1 / 60): (1.6e28, 72687, 1.5e21, 2.8e30),
+}
+
+
+def _two_digits(value):
+    return float(f"{value:.1e}")
+
+
+@pytest.mark.parametrize("scenario", list(SPEC_TABLE))
+def test_plan_matches_spec_table(scenario):
+    base, d, alpha = scenario
+    plan = genericbbl_plan(1.0, 1e-6, alpha, 0.05, d, log_base=base)
+    phase = plan["phases"][0]
+    n, lam, teachers, queries = SPEC_TABLE[scenario]
+    assert phase["teacher_size"] == pytest.approx(
+        lam, rel=1e-3
+    )  # the table rounds to nearest; the code up
+    assert [_two_digits(v) for v in (plan["n"], phase["n_teachers"], phase["phase_length"])] == [
+        n,
+        teachers,
+        queries,
+    ]
+    oracle = _independent_phase1(base, d, alpha)
+    assert plan["n"] == pytest.approx(oracle[0], rel=1e-3)
+    assert phase["teacher_size"] == oracle[1]
+    assert phase["n_teachers"] == pytest.approx(oracle[2], rel=1e-3)
+    assert phase["phase_length"] == pytest.approx(oracle[3], rel=1e-3)
+    assert plan["guarantee"] == {"error": 6 * alpha, "failure": 0.2, "epsilon": 1.0, "delta": 1e-6}
+
+
+def test_worked_example_4_1():
+    plan = genericbbl_plan(1.0, 1e-6, 0.05, 0.05, 1)
+    p1 = plan["phases"][0]
+    assert plan["m"] == pytest.approx(151.41, abs=5e-3) == amplification_denominator(1.0)
+    assert plan["n"] == pytest.approx(3.65e25, rel=2e-3)
+    assert p1["alpha"] == p1["beta"] == 0.025
+    assert p1["n_teachers"] == pytest.approx(6.18e19, rel=1e-3)
+    assert p1["pool_size"] == pytest.approx(2.41e23, rel=2e-3)
+    assert p1["top_budget"] == pytest.approx(9.9e27, rel=5e-3)
+    assert p1["bt_epsilon"] == pytest.approx(8.8e-16, rel=5e-3)
+    assert p1["bt_delta"] == pytest.approx(5.07e-35, rel=1e-3)
+    assert p1["required_gap"] == pytest.approx(0.037, rel=5e-3) and p1["gap_condition_holds"]
+    assert p1["threshold_gap"] == 0.05
+    assert p1["next_pool_size"] == pytest.approx(2.8e24, rel=1e-2)
+    phases = plan["phases"]
+    assert phases[1]["pool_size"] / phases[0]["pool_size"] == pytest.approx(11.6, abs=0.1)
+    assert phases[2]["pool_size"] / phases[1]["pool_size"] == pytest.approx(11.3, abs=0.1)
+
+
+@pytest.mark.parametrize("scenario", list(SPEC_TABLE))
+def test_plan_identities(scenario):
+    base, d, alpha = scenario
+    plan = genericbbl_plan(1.0, 1e-6, alpha, 0.05, d, log_base=base, phases=4)
+    m = plan["m"]
+    first = plan["phases"][0]
+    assert first["pool_size"] == first["teacher_size"] * first["n_teachers"]
+    assert first["pool_size"] == pytest.approx(plan["n"] / m, rel=1e-3)  # |S_1| = n eps / m
+    assert plan["required_samples"] >= plan["n"]
+    assert plan["required_samples"] * 1.0 / m >= first["pool_size"] * (1 - 1e-12)
+    for phase in plan["phases"]:
+        assert phase["unlabelled_size"] == pytest.approx(25600 * phase["pool_size"] / m, rel=1e-9)
+        assert phase["labelled_size"] == pytest.approx(phase["pool_size"] / m, rel=1e-9)
+        assert phase["unlabelled_size"] >= phase["next_pool_size"]  # Claim D.6
+        eps, delta = phase["bt_composed"]
+        assert eps <= 1.0 and delta == pytest.approx(1e-6)  # Claim D.1
+        assert phase["top_budget"] == pytest.approx(
+            64 * phase["alpha"] * phase["phase_length"], rel=1e-12
+        )
+
+
+def test_gap_condition_needs_tau():
+    holds = genericbbl_plan(1.0, 1e-6, 0.05, 0.05, 1, phases=4)["phases"]
+    fails = genericbbl_plan(1.0, 1e-6, 0.05, 0.05, 1, tau=1e9, phases=4)["phases"]
+    assert all(p["gap_condition_holds"] for p in holds)
+    assert not any(p["gap_condition_holds"] for p in fails)
+
+
+def test_practical_plan_table():
+    # spec-001 §4.3(4): rho and T / lambda for z = 3, margin = 0.4
+    for eps, rho, ratio in [
+        (0.5, 0.0044, 6329),
+        (1, 0.0175, 1610),
+        (2, 0.068, 416),
+        (4, 0.254, 111),
+    ]:
+        plan = practical_plan(eps, 1e-6, 20)
+        assert plan["rho"] == pytest.approx(rho, rel=2e-2)
+        assert plan["teachers_per_row"] == pytest.approx(ratio, abs=1.0)
+        assert plan["n_samples"] == 20 * plan["n_teachers"]
+        assert plan["sigma"] == pytest.approx(math.sqrt(plan["n_samples"] / (2 * plan["rho"])))
+        assert plan["sigma"] <= 0.4 * plan["n_teachers"] / 3 + 1e-9
+    assert practical_plan(1, 1e-6, 20)["n_samples"] == pytest.approx(6.4e5, rel=1e-2)
+    rho = zcdp_rho(1.0, 1e-6)
+    assert rho + 2 * math.sqrt(rho * math.log(1e6)) == pytest.approx(1.0, rel=1e-12)
+
+
+# -- §6.3 LabelBoost --------------------------------------------------------------------------
+def test_labelboost_threshold_dichotomies_collapse_duplicates():
+    labelled = np.array([0.1, 0.2, 0.2, 0.5])
+    unlabelled = np.array([0.5, 0.7, 0.9, 0.9, 0.1])
+    errors, proba = labelboost_law(ThresholdClass(), labelled, [0, 0, 1, 1], unlabelled)
+    assert errors.size == 5 + 1  # distinct values {0.1, 0.2, 0.5, 0.7, 0.9}
+    # cut k labels the first k distinct values 0: errors on the labelled part
+    np.testing.assert_array_equal(errors, [2, 1, 1, 2, 2, 2])
+    np.testing.assert_allclose(proba, np.exp(-errors / 2) / np.exp(-errors / 2).sum())
+
+
+def test_labelboost_unlabelled_points_change_only_the_candidates():
+    labelled, labels = np.array([0.1, 0.4, 0.6]), np.array([0, 1, 1])
+    few, _ = labelboost_law(ThresholdClass(), labelled, labels, np.array([0.5]))
+    many, _ = labelboost_law(ThresholdClass(), labelled, labels, np.array([0.05, 0.5, 0.55, 0.9]))
+    assert many.size == few.size + 3
+    assert sorted(set(few)) == sorted(set(many))  # scores come from the labelled part only
+
+
+def test_labelboost_sampling_law_and_monotone_output():
+    labelled = np.array([0.1, 0.3, 0.35, 0.6, 0.8])
+    labels = np.array([0, 1, 0, 1, 1])
+    unlabelled = np.array([0.2, 0.5, 0.7])
+    errors, proba = labelboost_law(ThresholdClass(), labelled, labels, unlabelled)
+    rng = np.random.default_rng(0)
+    values = np.unique(np.r_[labelled, unlabelled])
+    n = 20_000
+    counts = np.zeros(errors.size, dtype=int)
+    for _ in range(n):
+        new_labelled, new_unlabelled = label_boost(
+            ThresholdClass(), labelled, labels, unlabelled, rng
+        )
+        every = np.r_[labelled, unlabelled]
+        new = np.r_[new_labelled, new_unlabelled]
+        order = np.argsort(every, kind="stable")
+        assert np.all(np.diff(new[order]) >= 0)  # realised by an increasing threshold
+        counts[np.sum(values < every[new == 1].min()) if new.any() else values.size] += 1
+    assert chisquare(counts, n * proba).pvalue > P_FALSE_ALARM
+    uniform = np.full(errors.size, 1 / errors.size)
+    assert chisquare(counts, n * uniform).pvalue < P_FALSE_ALARM  # the test has power
+
+
+def test_labelboost_finite_class_deduplicates_hypotheses():
+    matrix = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1]])
+    hclass = FiniteHypothesisClass(predictions=matrix)
+    labelled, labels = np.array([0, 2]), np.array([0, 1])
+    errors, proba = labelboost_law(hclass, labelled, labels, np.array([1, 3]))
+    assert errors.size == 4  # rows 0 and 1 are one dichotomy
+    assert sorted(errors) == [0, 0, 1, 1]
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        on_labelled, on_unlabelled = label_boost(hclass, labelled, labels, np.array([1, 3]), rng)
+        row = np.empty(4, dtype=int)
+        row[[0, 2]], row[[1, 3]] = on_labelled, on_unlabelled
+        assert any(np.array_equal(row, h) for h in matrix)
+    # callables describe the same class
+    callables = FiniteHypothesisClass(
+        hypotheses=[lambda X, h=h: h[X[:, 0].astype(int)] for h in matrix]
+    )
+    same, _ = labelboost_law(
+        callables, labelled.reshape(-1, 1).astype(float), labels, np.array([[1.0], [3.0]])
+    )
+    assert sorted(same) == sorted(errors)
+
+
+def test_threshold_erm_midpoint_rule():
+    points = np.array(
+        [[0.1, 0.2, 0.5, 0.7], [0.1, 0.1, 0.3, 0.3], [0.4, 0.5, 0.6, 0.7], [0.4, 0.5, 0.6, 0.7]]
+    )
+    labels = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 0, 0], [1, 1, 1, 1]])
+    thresholds = ThresholdClass.erm(points, labels)
+    np.testing.assert_allclose(thresholds, sorted([0.35, 0.2, np.nextafter(0.7, 1), 0.4]))
+    # non-realizable: the middle of the optimal range
+    noisy = ThresholdClass.erm(np.array([[0.1, 0.2, 0.3, 0.4, 0.5]]), np.array([[0, 1, 0, 1, 1]]))
+    assert noisy[0] == pytest.approx(0.15) or noisy[0] == pytest.approx(0.35)
+
+
+# -- the estimators: schedule, stream semantics, halting -----------------------------------------
+@pytest.fixture(scope="module")
+def threshold_data():
+    return _task(8000, np.random.default_rng(0))
+
+
+def test_simulation_warns_and_has_no_guarantee(threshold_data):
+    x, y = threshold_data
+    with pytest.warns(PrivacyWarning, match="NO privacy guarantee"):
+        clf = _simulated().fit(x, y)
+    assert clf.privacy_guarantee_ is None
+    assert clf.phase_ == 1 and clf.queries_in_phase_ == 0 and clf.status_ == "active"
+    first = clf.phase_schedule_[0]
+    assert (first["n_teachers"], first["teacher_size"], first["phase_length"]) == (200, 20, 16000)
+    assert first["labelled_size"] == 2000 and first["unlabelled_size"] == 8000
+    assert first["top_budget"] == math.ceil(64 * 0.025 * 16000) and first["threshold_gap"] == 0.05
+    assert clf.required_samples_ == 8000
+    with pytest.raises(AttributeError):
+        clf.phase_ = 3  # read-only
+
+
+def test_generic_bbl_accuracy_over_phases(threshold_data):
+    """spec-001 §6.8: toy sizes of §4.3(5), multi-phase error <= 5%, LabelBoost pools monotone."""
+    x, y = threshold_data
+
+    class RecordingThresholds(ThresholdClass):
+        pools = []
+
+        def erm(self, points, labels):
+            RecordingThresholds.pools.append((points.ravel().copy(), labels.ravel().copy()))
+            return ThresholdClass.erm(points, labels)
+
+    clf = _fit_quietly(_simulated(hypothesis_class=RecordingThresholds(), random_state=1), x, y)
+    rng = np.random.default_rng(2)
+    queries = []
+    for phase in range(1, 5):
+        q = rng.random(16000)
+        answers = clf.predict(q)
+        queries.append(q)
+        assert np.mean(answers != (q >= THRESHOLD)) <= 0.05
+        assert clf.phase_ == phase + 1 and clf.queries_in_phase_ == 0
+    assert len(RecordingThresholds.pools) == 5
+    for phase, (points, labels) in enumerate(RecordingThresholds.pools[1:]):
+        assert points.size == 4000
+        assert np.all(np.isin(points, queries[phase]))  # S_{i+1} is made of phase i's queries
+        # one LabelBoost draw labels the whole pool: realised by a threshold
+        assert points[labels == 0].max(initial=-np.inf) < points[labels == 1].min(initial=np.inf)
+
+
+def test_stream_crosses_phase_boundaries_in_one_call(threshold_data):
+    x, y = threshold_data
+    clf = _fit_quietly(_simulated(overrides={"phase_length": 9000, "n_teachers": 100}), x, y)
+    q = np.random.default_rng(3).random(20_000)
+    answers = clf.predict(q)
+    assert answers.shape == (20_000,)
+    assert clf.phase_ == 3 and clf.queries_in_phase_ == 2000
+    assert clf.queries_answered_ == 20_000
+    assert [p["phase"] for p in clf.phase_schedule_] == [1, 2, 3]
+    assert np.mean(answers != (q >= THRESHOLD)) <= 0.05
+
+
+def test_schedule_is_data_independent():
+    rng = np.random.default_rng(4)
+    schedules = []
+    for t_star in (0.2, 0.7):
+        x = rng.random(8000)
+        clf = _fit_quietly(_simulated(random_state=None), x, (x >= t_star).astype(int))
+        clf.predict(rng.random(40_000))
+        schedules.append((clf.phase_, clf.queries_in_phase_, clf.phase_schedule_))
+    assert schedules[0] == schedules[1]
+
+
+def test_one_training_row_changes_one_teacher(threshold_data):
+    x, y = threshold_data
+    changed_x, changed_y = x.copy(), y.copy()
+    for row in range(0, 8000, 997):  # rows inside S_1 and rows outside it
+        changed_x[row], changed_y[row] = 0.999 - x[row], 1 - y[row]
+        a = _fit_quietly(_simulated(random_state=5), x, y)._state["teachers"]
+        b = _fit_quietly(_simulated(random_state=5), changed_x, changed_y)._state["teachers"]
+        assert np.setdiff1d(a, b).size <= 1 and np.setdiff1d(b, a).size <= 1
+        changed_x[row], changed_y[row] = x[row], y[row]
+
+
+def _halting_predictor(threshold_data, budget=3):
+    x, y = threshold_data
+    return _fit_quietly(
+        _simulated(overrides={"top_budget": budget, "threshold_gap": 0.2}, random_state=6), x, y
+    )
+
+
+def test_halting_raises_with_partial_answers_and_persists(threshold_data):
+    clf = _halting_predictor(threshold_data)
+    clf.predict(np.full(10, 0.9))
+    # x = 0.3 splits the teachers about evenly: TOPs come fast
+    with pytest.raises(PredictorHaltedError) as info:
+        clf.predict(np.r_[np.full(5, 0.9), np.full(5000, THRESHOLD)])
+    predictions = info.value.predictions
+    assert 5 < predictions.size < 5005
+    assert predictions[-1] == 1  # the halting query is answered (TOP answers 1)
+    assert clf.status_ == "halted" and clf._tops_used() == 3
+    assert clf.queries_answered_ == 10 + predictions.size
+    with pytest.raises(PredictorHaltedError) as again:
+        clf.predict(np.array([0.9]))
+    assert again.value.predictions.size == 0
+    with pytest.raises(PredictorHaltedError):
+        clf.query(0.9)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_schedule_failure_at_a_phase_boundary_halts(threshold_data):
+    clf = _fit_quietly(_simulated(), *threshold_data)
+
+    def failing(params, next_params):
+        raise PrivacyParameterError("gap condition fails (test)")
+
+    clf._schedule.check_phase = failing
+    with pytest.raises(PredictorHaltedError, match="cannot run with a guarantee") as info:
+        clf.predict(np.random.default_rng(0).random(16_005))
+    assert info.value.predictions.size == 16_000 and clf.status_ == "halted"
+
+
+def test_query_single_row(threshold_data):
+    clf = _fit_quietly(_simulated(), *threshold_data)
+    assert clf.query(0.95) == 1 and clf.query(0.01) == 0
+    assert clf.queries_in_phase_ == 2
+
+
+def test_finite_classes_run_in_simulation():
+    rng = np.random.default_rng(7)
+    grid = np.arange(101)
+    matrix = (grid[None, :] >= grid[:, None]).astype(int)  # thresholds on a grid, as a matrix
+    x = rng.integers(0, 100, 8000)
+    y = matrix[30, x]
+    overrides = {"n_teachers": 100, "teacher_size": 20, "phase_length": 8000}
+    clf = _fit_quietly(
+        _simulated(hypothesis_class=FiniteHypothesisClass(predictions=matrix), overrides=overrides),
+        x,
+        y,
+    )
+    assert clf.phase_schedule_[0]["teacher_size"] == 20
+    q = rng.integers(0, 100, 12_000)
+    assert np.mean(clf.predict(q) != matrix[30, q]) <= 0.05 and clf.phase_ == 2
+    hypotheses = [lambda X, t=t: (X[:, 0] >= t).astype(int) for t in range(0, 101, 5)]
+    callables = _fit_quietly(
+        _simulated(
+            hypothesis_class=FiniteHypothesisClass(hypotheses=hypotheses), overrides=overrides
+        ),
+        x.reshape(-1, 1),
+        y,
+    )
+    q2 = rng.integers(0, 100, (9000, 1))
+    assert np.mean(callables.predict(q2) != matrix[30, q2[:, 0]]) <= 0.1
+    assert FiniteHypothesisClass(hypotheses=hypotheses).default_vc_dim() == 4
+
+
+def test_decreasing_direction_and_class_labels():
+    rng = np.random.default_rng(8)
+    x = rng.random(8000)
+    y = np.where(x <= 0.6, "yes", "no")
+    clf = _fit_quietly(
+        _simulated(hypothesis_class=ThresholdClass("decreasing"), classes=["no", "yes"]), x, y
+    )
+    q = rng.random(4000)
+    assert np.mean(clf.predict(q) != np.where(q <= 0.6, "yes", "no")) <= 0.05
+
+
+# -- the practical predictor ------------------------------------------------------------------
+def _practical(n_teachers, **kwargs):
+    return PrivateEverlastingClassifier(
+        MidpointThreshold(), n_teachers=n_teachers, random_state=0, **kwargs
+    )
+
+
+def test_gaussian_vote_exact_law():
+    """Constant teachers (one row each) make the vote count known: P(1) = Phi((v - T/2) / sigma)."""
+    T, ones = 2000, 1500
+    X = np.arange(T, dtype=float).reshape(-1, 1)
+    y = (np.arange(T) < ones).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        clf = PrivateEverlastingClassifier(
+            DecisionTreeClassifier(), n_teachers=T, random_state=1
+        ).fit(X, y)
+    sigma = math.sqrt(T / (2 * zcdp_rho(1.0, 1e-6)))
+    assert clf.noise_sigma_ == pytest.approx(sigma)
+    assert clf.privacy_guarantee_ == (1.0, 1e-6)
+    expected = norm.cdf((ones - T / 2) / sigma)
+    np.testing.assert_allclose(clf._output_distribution(X[:1])[0], [1 - expected, expected])
+    answers = clf.predict(X[:T])
+    assert binomtest(int(answers.sum()), T, expected).pvalue > P_FALSE_ALARM
+    assert binomtest(int(answers.sum()), T, 0.5 + 0.5 * (expected - 0.5)).pvalue < P_FALSE_ALARM
+
+
+def test_practical_accuracy_and_drift():
+    """spec-001 §6.8 at a scale that runs in seconds: eps = 4, lambda = 10.
+
+    Well provisioned (T = 1108 by the sizing rule): error <= 2% in each of 3 phases.
+    Under-provisioned (T = 280): larger error, drifting upward (spec-001 §3.3).
+    """
+    rng = np.random.default_rng(9)
+    errors = {}
+    for n_teachers in (None, 280):
+        n = 11_080 if n_teachers is None else 2800
+        x = rng.random((n, 1))
+        clf = _practical(n_teachers, epsilon=4.0).fit(x, (x[:, 0] >= THRESHOLD).astype(int))
+        length = clf.phase_schedule_[0]["phase_length"]
+        per_phase = []
+        for _ in range(3):
+            q = rng.random((length, 1))
+            per_phase.append(np.mean(clf.predict(q) != (q[:, 0] >= THRESHOLD)))
+        errors[clf.n_teachers_] = per_phase
+    assert set(errors) == {1108, 280}
+    assert max(errors[1108]) <= 0.02
+    assert min(errors[280]) > max(errors[1108])
+
+
+def test_next_phase_trains_on_released_answers():
+    """spec-001 §6.4: phase 2's teachers see phase 1's queries with their released answers."""
+    rng = np.random.default_rng(10)
+    x = rng.random((1000, 1))
+    RecordingMidpoint.log = []
+    clf = PrivateEverlastingClassifier(
+        RecordingMidpoint(), epsilon=4.0, n_teachers=100, random_state=2
+    )
+    clf.fit(x, (x[:, 0] >= THRESHOLD).astype(int))
+    fitted_in_phase_1 = len(RecordingMidpoint.log)
+    q = rng.random((1500, 1))
+    answers = clf.predict(q)
+    assert clf.phase_ == 2 and clf.queries_in_phase_ == 500
+    # Blocks with a single label get a constant teacher without a fit call: the fitted
+    # blocks must hold distinct phase-1 queries, each with exactly its released answer.
+    phase2 = RecordingMidpoint.log[fitted_in_phase_1:]
+    assert 80 <= len(phase2) <= 100 and all(entry[0].size == 10 for entry in phase2)
+    seen_x = np.concatenate([entry[0] for entry in phase2])
+    seen_y = np.concatenate([entry[1] for entry in phase2])
+    released = dict(zip(q[:1000, 0], answers[:1000]))
+    assert np.unique(seen_x).size == seen_x.size
+    assert all(released[value] == label for value, label in zip(seen_x, seen_y))
+
+
+def test_split_calls_equal_one_call_and_slots_are_coupled():
+    """One uniform per query: answers do not depend on how the stream is cut into calls, and
+    changing the query at one slot leaves every other answer of its phase bit-identical (§6.7a)."""
+    rng = np.random.default_rng(11)
+    x = rng.random((1000, 1))
+    y = (x[:, 0] >= THRESHOLD).astype(int)
+    q = rng.random((2500, 1))
+    whole = _practical(100, epsilon=2.0).fit(x, y).predict(q)
+    split = _practical(100, epsilon=2.0).fit(x, y)
+    parts = [split.predict(q[a:b]) for a, b in [(0, 7), (7, 1600), (1600, 2500)]]
+    np.testing.assert_array_equal(whole, np.concatenate(parts))
+    changed = q.copy()
+    changed[1234] = 1 - q[1234]  # slot 234 of phase 2
+    other = _practical(100, epsilon=2.0).fit(x, y).predict(changed)
+    same = np.ones(2500, dtype=bool)
+    same[1234] = False
+    np.testing.assert_array_equal(whole[same][1000 : 2000 - 1], other[same][1000 : 2000 - 1])
+    np.testing.assert_array_equal(whole[:1000], other[:1000])
+
+
+def test_between_thresholds_aggregator():
+    rng = np.random.default_rng(12)
+    x = rng.random((20_000, 1))
+    y = (x[:, 0] >= THRESHOLD).astype(int)
+    with pytest.raises(PrivacyParameterError, match="at least"):
+        _practical(500, aggregator="between_thresholds", top_budget=5).fit(x, y)
+    clf = _practical(2000, aggregator="between_thresholds", epsilon=4.0).fit(x, y)
+    first = clf.phase_schedule_[0]
+    assert first["top_budget"] == 6 and first["threshold_gap"] == 0.25  # the largest affordable
+    assert first["bt_delta"] <= 1e-6 / 6
+    assert "2.9" in clf.privacy_scope_ and clf.privacy_guarantee_ == (4.0, 1e-6)
+    clear = np.r_[np.full((500, 1), 0.05), np.full((500, 1), 0.95)]
+    np.testing.assert_array_equal(clf.predict(clear), np.r_[[0] * 500, [1] * 500])
+    assert clf._tops_used() == 0
+    with pytest.raises(PredictorHaltedError):
+        clf.predict(np.full((20_000, 1), THRESHOLD))  # teachers split: TOPs until the halt
+    assert clf._tops_used() == 6 and clf.status_ == "halted"
+
+
+# -- scikit-learn integration ---------------------------------------------------------------
+def test_clone_get_params_and_repr(threshold_data):
+    clf = _simulated(overrides={"n_teachers": 100})
+    assert clone(clf).get_params() == clf.get_params()
+    fitted = _fit_quietly(clf, *threshold_data)
+    assert not hasattr(clone(fitted), "classes_")
+    assert repr(fitted) == repr(clone(fitted))  # no fitted state in the repr
+    practical = _practical(10, epsilon=2.0)
+    assert clone(practical).get_params()["n_teachers"] == 10
+    for estimator in (fitted, practical):
+        assert not hasattr(estimator, "predict_proba")
+        assert not hasattr(estimator, "decision_function")
+        assert not hasattr(estimator, "partial_fit")
+
+
+def test_in_pipeline():
+    rng = np.random.default_rng(13)
+    X = rng.random((600, 2))
+    y = (X[:, 0] >= 0.5).astype(int)
+    pipe = make_pipeline(StandardScaler(), _practical(20, epsilon=4.0))
+    assert pipe.fit(X, y).predict(X[:5]).shape == (5,)
+    assert 0.0 <= pipe.score(X[:100], y[:100]) <= 1.0  # consumes 100 queries
+    assert pipe[-1].queries_in_phase_ == 105
+    first = FunctionTransformer(lambda Z: Z[:, :1])
+    generic = make_pipeline(first, _simulated())
+    x, labels = _task(8000, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        generic.fit(np.c_[x, x], labels)
+    assert generic.predict(np.c_[x[:3], x[:3]]).shape == (3,)
+
+
+def test_copy_warns(threshold_data):
+    clf = _fit_quietly(_simulated(), *threshold_data)
+    with pytest.warns(PrivacyWarning, match="forks"):
+        pickle.dumps(clf)
+    with pytest.warns(PrivacyWarning, match="forks"):
+        copy.deepcopy(clf)
+
+
+# -- bad input (§6.9) --------------------------------------------------------------------------
+def test_paper_mode_needs_the_data(threshold_data):
+    x, y = threshold_data
+    clf = GenericBBLClassifier(alpha=0.05, beta=0.05, random_state=0)
+    with pytest.raises(InsufficientSampleError, match="needs at least") as info:
+        clf.fit(x, y)
+    plan = genericbbl_plan(1.0, 1e-6, 0.05, 0.05, 1)
+    assert info.value.required_samples == plan["required_samples"]
+    assert info.value.n_samples == 8000
+    assert isinstance(info.value, ValueError)
+    assert not hasattr(clf, "classes_")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(epsilon=1.5), PrivacyParameterError, "epsilon must be <= 1"),
+        (dict(alpha=0.1), PrivacyParameterError, "alpha must be < 1/16"),
+        (dict(beta=0.07), PrivacyParameterError, "beta"),
+        (dict(delta=0.1), PrivacyParameterError, "delta"),
+        (dict(overrides={"m": 2.0}), PrivacyParameterError, "only with mode='simulation'"),
+        (dict(overrides={"n_teachers": 100}), PrivacyParameterError, "gap condition"),
+        (dict(overrides={"bogus": 1}), ValueError, "unknown overrides"),
+        (dict(mode="fast"), ValueError, "mode must be"),
+        (dict(hypothesis_class="intervals"), ValueError, "hypothesis_class"),
+        (dict(hypothesis_class=ThresholdClass("sideways")), ValueError, "direction"),
+        (dict(vc_dim=0), ValueError, "vc_dim"),
+    ],
+)
+def test_paper_mode_parameter_errors(kwargs, error, match, threshold_data):
+    params = dict(alpha=0.05, beta=0.05)
+    params.update(kwargs)
+    with pytest.raises(error, match=match):
+        GenericBBLClassifier(**params).fit(*threshold_data)
+
+
+def test_simulation_phase_data_error(threshold_data):
+    with pytest.raises(PhaseDataError, match="Claim D.6"):
+        _simulated(overrides={"phase_length": 7000}).fit(*threshold_data)
+
+
+@pytest.mark.parametrize(
+    "X_change, y_change, error, match",
+    [
+        (
+            None,
+            lambda y: np.where(np.arange(y.size) % 3 == 0, 2, y),
+            ValueError,
+            "two labels|outside",
+        ),
+        (lambda x: np.where(np.arange(x.size) == 5, np.nan, x), None, ValueError, "NaN"),
+        (lambda x: np.c_[x, x], None, ValueError, "one feature|features"),
+    ],
+)
+def test_bad_data_leaves_estimator_unchanged(threshold_data, X_change, y_change, error, match):
+    x, y = threshold_data
+    clf = _fit_quietly(_simulated(), x, y)
+    clf.predict(x[:10])
+    before = (clf.phase_, clf.queries_in_phase_, clf._state["teachers"].copy(), clf.n_features_in_)
+    bad_x = x if X_change is None else X_change(x)
+    bad_y = y if y_change is None else y_change(y)
+    with pytest.raises(error, match=match):
+        _fit_quietly(clf, bad_x, bad_y)
+    after = (clf.phase_, clf.queries_in_phase_, clf._state["teachers"], clf.n_features_in_)
+    assert before[:2] == after[:2] and np.array_equal(before[2], after[2]) and before[3] == after[3]
+
+
+def test_query_errors(threshold_data):
+    with pytest.raises(NotFittedError):
+        _simulated().predict([0.5])
+    clf = _fit_quietly(_simulated(), *threshold_data)
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict([0.2, np.nan])
+    assert clf.queries_in_phase_ == 0
+    with pytest.raises(TypeError, match="sample_weight"):
+        _simulated().fit(*threshold_data, sample_weight=np.ones(8000))
+
+
+def test_practical_errors():
+    rng = np.random.default_rng(14)
+    X = rng.random((100, 1))
+    y = (X[:, 0] > 0.5).astype(int)
+    with pytest.raises(ValueError, match="n_teachers=200 is larger"):
+        _practical(200).fit(X, y)
+    with pytest.raises(ValueError, match="aggregator"):
+        _practical(10, aggregator="laplace").fit(X, y)
+    with pytest.raises(ValueError, match="phase_length"):
+        _practical(10, phase_length=5).fit(X, y)
+    with pytest.raises(ValueError, match="two labels"):
+        _practical(10, classes=[0, 1, 2]).fit(X, np.arange(100) % 3)
+    with pytest.raises(TypeError, match="sample_weight"):
+        _practical(10).fit(X, y, sample_weight=np.ones(100))
+    with pytest.raises(TypeError, match="base_estimator"):
+        PrivateEverlastingClassifier("tree").fit(X, y)
+    with pytest.raises(NotFittedError):
+        _practical(10).predict(X)
+    with pytest.warns(UserWarning, match="fewer than 2 rows"):
+        _practical(60).fit(X, y)
+
+
+def test_dataframe_queries_cross_a_phase_boundary():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(15)
+    frame = pd.DataFrame({"x": rng.random(1000), "noise": rng.random(1000)})
+    y = (frame["x"] >= THRESHOLD).astype(int)
+    teacher = make_pipeline(
+        FunctionTransformer(lambda df: df[["x"]].to_numpy()), MidpointThreshold()
+    )
+    # epsilon = 50 keeps the noise (sigma = 5 votes) small enough for 100 teachers
+    clf = PrivateEverlastingClassifier(teacher, epsilon=50.0, n_teachers=100, random_state=0)
+    clf.fit(frame, y)
+    assert list(clf.feature_names_in_) == ["x", "noise"]
+    queries = pd.DataFrame({"x": rng.random(1500), "noise": rng.random(1500)})
+    answers = clf.predict(queries)
+    assert clf.phase_ == 2
+    assert np.mean(answers != (queries["x"] >= THRESHOLD)) <= 0.05
+
+
+def test_a_phase_may_mix_dataframe_and_array_queries():
+    """Regression: a phase fed both DataFrame and NumPy queries trains the next phase."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(16)
+    frame = pd.DataFrame({"x": rng.random(40)})
+    y = (frame["x"] >= THRESHOLD).astype(int)
+    clf = PrivateEverlastingClassifier(
+        DecisionTreeClassifier(max_depth=1), epsilon=50.0, n_teachers=4, random_state=0
+    ).fit(frame, y)
+    clf.predict(frame.iloc[:38])
+    clf.query(frame.iloc[0])  # a Series keeps its column name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the teachers saw feature names
+        clf.predict(frame.to_numpy()[:1])  # the 40th query ends phase 1, as a NumPy row
+    assert clf.phase_ == 2 and clf.queries_answered_ == 40
+    answers = clf.predict(frame.iloc[:5])
+    assert answers.shape == (5,) and set(answers) <= {0, 1}
