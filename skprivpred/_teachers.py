@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
 from sklearn import linear_model
 from sklearn.base import clone
@@ -48,6 +48,10 @@ LINEAR_TEACHER_TYPES = tuple(
 # large batches are scored block by block so that memory stays bounded.
 SCORE_BLOCK_BYTES = 8 * 2**20
 
+# Query rows per joblib task when non-linear teachers vote in parallel (n_jobs > 1):
+# a public constant, so the cut never depends on the data.
+VOTE_BLOCK_ROWS = 2**16
+
 
 def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Split ``range(n_samples)`` into ``n_parts`` disjoint random blocks.
@@ -59,7 +63,7 @@ def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> 
     return np.array_split(rng.permutation(n_samples), n_parts)
 
 
-def take_rows(X, index: np.ndarray):
+def take_rows(X, index: np.ndarray | slice):
     """Rows ``index`` of ``X``: a pandas object, a sparse matrix or an array."""
     if hasattr(X, "iloc"):
         return X.iloc[index]
@@ -73,10 +77,26 @@ class ConstantTeacher:
         self.label_index = int(label_index)
 
 
+def realign(data):
+    """``data`` with its buffers aligned in memory (copied only if they are not).
+
+    A remote joblib backend (dask, ray) can deliver arrays at unaligned
+    addresses; numpy then cannot use BLAS and ``X @ w`` runs many times slower.
+    Arrays and CSR/CSC matrices are realigned; other inputs are returned as
+    they are.
+    """
+    if isinstance(data, np.ndarray):
+        return data if data.flags.aligned else np.require(data, requirements="A")
+    if sparse.issparse(data) and hasattr(data, "indptr"):
+        if not all(a.flags.aligned for a in (data.data, data.indices, data.indptr)):
+            return data.copy()
+    return data
+
+
 def _fit_one(estimator, X_part, y_part, y_index_part):
     if y_index_part is not None and np.unique(y_index_part).size == 1:
         return ConstantTeacher(y_index_part[0])
-    return estimator.fit(X_part, y_part)
+    return estimator.fit(realign(X_part), realign(y_part))
 
 
 def _seed_teacher(estimator, rng: np.random.Generator):
@@ -108,6 +128,28 @@ def fit_teachers(estimator, X, y, y_index, parts, rng, n_jobs=None) -> list:
         )
         for teacher, part in zip(teachers, parts)
     )
+
+
+def label_index(classes: np.ndarray, labels) -> np.ndarray:
+    """Index of every label in the public label set ``classes`` (sorted)."""
+    labels = np.asarray(labels)
+    index = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
+    if not np.all(classes[index] == labels):
+        raise ValueError(
+            "a teacher predicted a label outside the public label set `classes`; pass every "
+            "label the base estimator can predict in `classes`."
+        )
+    return index
+
+
+def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
+    """Votes per label of ``teachers`` on the rows ``X_block`` (one joblib task)."""
+    X_block = realign(X_block)
+    counts = np.zeros((X_block.shape[0], len(classes)), dtype=np.int64)
+    rows = np.arange(X_block.shape[0])  # distinct, so fancy "+=" adds once per row
+    for teacher in teachers:
+        counts[rows, label_index(classes, teacher.predict(X_block))] += 1
+    return counts
 
 
 @dataclass
@@ -149,14 +191,7 @@ class TeacherEnsemble:
         self._stack = self._build_stack(linear) if linear else None
 
     def _label_index(self, labels) -> np.ndarray:
-        labels = np.asarray(labels)
-        index = np.clip(np.searchsorted(self.classes, labels), 0, len(self.classes) - 1)
-        if not np.all(self.classes[index] == labels):
-            raise ValueError(
-                "a teacher predicted a label outside the public label set `classes`; pass every "
-                "label the base estimator can predict in `classes`."
-            )
-        return index
+        return label_index(self.classes, labels)
 
     def _build_stack(self, linear: list) -> _LinearStack:
         binary = [(j, t) for j, t in linear if len(t.classes_) == 2]
@@ -231,14 +266,15 @@ class TeacherEnsemble:
             out[:, j] = self._label_index(teacher.predict(X))
         return out
 
-    def vote_counts(self, X) -> np.ndarray:
+    def vote_counts(self, X, n_jobs: int | None = None) -> np.ndarray:
         """Votes per label, shape (n_rows, n_classes).
 
         Equivalent to counting :meth:`votes` per label, without building the
         (rows x teachers) vote matrix: constant teachers add a fixed vector,
         linear teachers are counted from their stacked scores block by block
-        (bounded memory), and every other teacher predicts all rows in one call
-        and adds its vote.
+        (bounded memory), and the other teachers vote through
+        :meth:`_add_other_votes`: in this process, or in parallel through joblib
+        when ``n_jobs`` (and the active joblib backend) give more than one job.
         """
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
@@ -251,10 +287,36 @@ class TeacherEnsemble:
                 self._add_linear_votes(
                     counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block]
                 )
-        rows = np.arange(n_rows)  # distinct, so fancy "+=" adds once per row
-        for _, teacher in self._other:
-            counts[rows, self._label_index(teacher.predict(X))] += 1
+        if self._other:
+            self._add_other_votes(counts, X, n_jobs)
         return counts
+
+    def _add_other_votes(self, counts: np.ndarray, X, n_jobs: int | None) -> None:
+        """Add the votes of the non-linear teachers, through joblib if ``n_jobs`` allows.
+
+        A batch of at most ``VOTE_BLOCK_ROWS`` rows, or one effective job (the
+        default: ``n_jobs=None`` under the loky backend), is voted here: every
+        teacher predicts all rows. A larger batch is cut into blocks of
+        ``VOTE_BLOCK_ROWS`` rows, one joblib task each (all teachers), so that
+        any joblib backend (loky, dask, ray) spreads it over its workers. The
+        counts are exact integers, so they do not depend on the backend or on
+        the cut; tasks are consumed in order as they finish, so memory is
+        bounded by the blocks in flight, never rows x teachers.
+        """
+        teachers = [teacher for _, teacher in self._other]
+        n_rows = X.shape[0]
+        block_rows = VOTE_BLOCK_ROWS
+        if n_rows <= block_rows or effective_n_jobs(n_jobs) == 1:
+            counts += _count_votes(teachers, X, self.classes)
+            return
+        blocks = [
+            slice(start, min(start + block_rows, n_rows)) for start in range(0, n_rows, block_rows)
+        ]
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_count_votes)(teachers, take_rows(X, block), self.classes) for block in blocks
+        )
+        for block, block_counts in zip(blocks, results):
+            counts[block] += block_counts
 
     def _add_linear_votes(self, counts: np.ndarray, X_block) -> None:
         stack = self._stack

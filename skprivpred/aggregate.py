@@ -112,8 +112,11 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         :class:`~skprivpred.BudgetExhaustedError` and changes nothing. It is
         shared, not copied, by ``clone`` and ``copy.deepcopy``.
     n_jobs : int, default=None
-        Number of joblib jobs for fitting the teachers (any joblib backend, set
-        with ``joblib.parallel_config``).
+        Number of joblib jobs for fitting the teachers, and for the votes of
+        non-linear teachers on query batches (any joblib backend, set with
+        ``joblib.parallel_config``; ``None`` means one job unless the active
+        backend has its own default, as dask's: all the cluster's workers).
+        The answers' noise is always drawn in the calling process.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds two independent streams: the fit stream (partition, teacher seeds)
         and the query stream (the answers' noise), which every query advances.
@@ -376,7 +379,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
     def _answer_with_teachers(self, X) -> np.ndarray:
         """Soft-majority labels for all rows of ``X``, charged, within the horizon."""
-        law = self._answer_law(self._ensemble.vote_counts(X))
+        law = self._answer_law(self._ensemble.vote_counts(X, n_jobs=self.n_jobs))
         index = self._release(
             law.shape[0],
             self.epsilon_per_query_,
@@ -498,7 +501,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     # -- non-private diagnostics (tests and audits only) ------------------------------
     def _vote_counts(self, X) -> np.ndarray:
         """Teacher votes per class. NOT PRIVATE: leaks the training data; never charges."""
-        return self._ensemble.vote_counts(self._validate_queries(X))
+        return self._ensemble.vote_counts(self._validate_queries(X), n_jobs=self.n_jobs)
 
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row. NOT PRIVATE: leaks the vote counts; never charges."""

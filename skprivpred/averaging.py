@@ -183,7 +183,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         Charged ``(epsilon, delta)`` per row of every query call before any noise
         is drawn; shared, not copied, by ``clone`` and ``copy.deepcopy``.
     n_jobs : int, default=None
-        joblib jobs for fitting the teachers.
+        joblib jobs for fitting the teachers, and for the votes of non-linear
+        teachers on query batches (any joblib backend).
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the fit stream (partition) and the query stream (noise). ``None``
         (OS entropy) in deployment; a known seed voids the guarantee.
@@ -314,7 +315,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     def _averages(self, X) -> np.ndarray:
         """Teacher average per class, shape (n_rows, n_classes). Secret."""
         if self._base_output == "label":
-            return self._ensemble.vote_counts(X) / self.n_teachers_
+            return self._ensemble.vote_counts(X, n_jobs=self.n_jobs) / self.n_teachers_
         total = np.zeros((X.shape[0], len(self.classes_)))
         for teacher in self._teachers:
             if isinstance(teacher, ConstantTeacher):
