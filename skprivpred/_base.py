@@ -178,6 +178,20 @@ def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
     return values
 
 
+def resolve_binary_classes(classes, y, estimator_name: str, hint: str = "") -> np.ndarray:
+    """:func:`resolve_classes` for a binary estimator: exactly two labels, else ``ValueError``.
+
+    ``hint`` is appended to the message (what to do instead, for this estimator).
+    """
+    classes = resolve_classes(classes, y, estimator_name)
+    if classes.size != 2:
+        raise ValueError(
+            f"Only binary classification is supported: {estimator_name} needs exactly two "
+            f"labels, got {classes.size} classes." + (f" {hint}" if hint else "")
+        )
+    return classes
+
+
 def keep_frame(X, X_checked):
     """Teachers get a DataFrame as it was (column names, dtypes), anything else validated."""
     return X if hasattr(X, "iloc") else X_checked

@@ -70,6 +70,31 @@ def take_rows(X, index: np.ndarray | slice):
     return X[index]
 
 
+def concat_rows(blocks: list):
+    """Stack row blocks that may mix kinds (DataFrames, sparse matrices, arrays).
+
+    If any block is a DataFrame the result is one, the other blocks taking its
+    columns and dtypes; otherwise any sparse block makes the result sparse.
+    """
+    frames = [b for b in blocks if hasattr(b, "iloc")]
+    if frames:
+        import pandas as pd
+
+        template = frames[0]
+
+        def as_frame(block):
+            if hasattr(block, "iloc"):
+                return block
+            dense = block.toarray() if sparse.issparse(block) else np.asarray(block)
+            frame = pd.DataFrame(dense, columns=template.columns)
+            return frame.astype(template.dtypes.to_dict())
+
+        return pd.concat([as_frame(b) for b in blocks], axis=0, ignore_index=True)
+    if any(sparse.issparse(b) for b in blocks):
+        return sparse.vstack([sparse.csr_matrix(b) for b in blocks], format="csr")
+    return np.concatenate([np.asarray(b) for b in blocks], axis=0)
+
+
 class ConstantTeacher:
     """A teacher fitted on a block with one label: it always votes that label."""
 

@@ -6,7 +6,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
@@ -24,7 +23,7 @@ from ._base import (
     resolve_classes,
 )
 from ._subsample import SubsampleMixin
-from ._teachers import TeacherEnsemble, take_rows
+from ._teachers import TeacherEnsemble, concat_rows, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import BudgetExhaustedError, PrivacyAccountant, per_query_epsilon
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
@@ -464,7 +463,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             self._answer_with_teachers(self._validate_queries(X))
         if not self._buffer:
             raise ValueError("no answers were released yet: the student has nothing to learn from.")
-        X_seen = _concat_rows([rows for rows, _ in self._buffer])
+        X_seen = concat_rows([rows for rows, _ in self._buffer])
         y_seen = np.concatenate([labels for _, labels in self._buffer])
         if np.unique(y_seen).size < 2:
             student = DummyClassifier(strategy="most_frequent")
@@ -506,28 +505,3 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row. NOT PRIVATE: leaks the vote counts; never charges."""
         return self._answer_law(self._vote_counts(X))
-
-
-def _concat_rows(blocks: list):
-    """Stack row blocks that may mix kinds (DataFrames, sparse matrices, arrays).
-
-    If any block is a DataFrame the result is one, the other blocks taking its
-    columns and dtypes; otherwise any sparse block makes the result sparse.
-    """
-    frames = [b for b in blocks if hasattr(b, "iloc")]
-    if frames:
-        import pandas as pd
-
-        template = frames[0]
-
-        def as_frame(block):
-            if hasattr(block, "iloc"):
-                return block
-            dense = block.toarray() if sparse.issparse(block) else np.asarray(block)
-            frame = pd.DataFrame(dense, columns=template.columns)
-            return frame.astype(template.dtypes.to_dict())
-
-        return pd.concat([as_frame(b) for b in blocks], axis=0, ignore_index=True)
-    if any(sparse.issparse(b) for b in blocks):
-        return sparse.vstack([sparse.csr_matrix(b) for b in blocks], format="csr")
-    return np.concatenate([np.asarray(b) for b in blocks], axis=0)

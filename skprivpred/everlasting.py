@@ -50,11 +50,10 @@ from ._base import (
     finite_target_column,
     keep_frame,
     reject_fit_params,
-    resolve_classes,
+    resolve_binary_classes,
 )
-from ._teachers import TeacherEnsemble, fit_teachers, random_partition, take_rows
+from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .aggregate import _concat_rows
 from .mechanisms import (
     BT_BELOW,
     LOG_BASE,
@@ -1300,12 +1299,7 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         """Binary public label set and each row's index in it."""
         y = finite_target_column(y)
         check_classification_targets(y)
-        classes = resolve_classes(self.classes, y, type(self).__name__)
-        if classes.size != 2:
-            raise ValueError(
-                f"{type(self).__name__} is binary: classes must hold exactly two labels, got "
-                f"{classes.size}."
-            )
+        classes = resolve_binary_classes(self.classes, y, type(self).__name__)
         return classes, np.searchsorted(classes, y)
 
 
@@ -2018,7 +2012,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     def _next_phase(self) -> None:
         """Train the next phase on this phase's queries labelled with their released answers."""
         state = self._state
-        X_pool = _concat_rows(state["queries"])
+        X_pool = concat_rows(state["queries"])
         labels = np.concatenate(state["answers"])
         params = self._params_for(state["params"].phase + 1, labels.size)
         self._start_phase(params, X_pool, labels)

@@ -49,7 +49,7 @@ from ._base import (
     check_positive_finite,
     check_positive_int,
     reject_fit_params,
-    resolve_classes,
+    resolve_binary_classes,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import PrivacyAccountant
@@ -936,13 +936,13 @@ class _LinearClassifierQueries(_QueriesBase):
 
     def _encode_targets(self, y: np.ndarray) -> np.ndarray:
         check_classification_targets(y)
-        classes = resolve_classes(self.classes, y, type(self).__name__)
-        if len(classes) != 2:
-            raise ValueError(
-                f"Only binary classification is supported: {type(self).__name__} got "
-                f"{len(classes)} classes. One-vs-rest would use every training row once per "
-                "class and cost n_classes * epsilon per query; it is not offered implicitly."
-            )
+        classes = resolve_binary_classes(
+            self.classes,
+            y,
+            type(self).__name__,
+            hint="One-vs-rest would use every training row once per class and cost "
+            "n_classes * epsilon per query; it is not offered implicitly.",
+        )
         self.classes_ = classes
         return np.where(y == classes[1], 1.0, -1.0)
 

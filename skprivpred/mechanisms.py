@@ -23,7 +23,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, log_softmax, logsumexp
 from scipy.stats import norm
 
-from ._base import check_open_unit_interval, check_positive_finite
+from ._base import check_open_unit_interval, check_positive_finite, check_positive_int
 
 __all__ = [
     "BetweenThresholds",
@@ -912,8 +912,7 @@ def between_thresholds_composition(
 
     epsilon = check_positive_finite(epsilon, "epsilon")
     delta = check_open_unit_interval(delta, "delta")
-    if isinstance(n_instances, bool) or not isinstance(n_instances, Integral) or n_instances < 1:
-        raise ValueError(f"n_instances must be an integer >= 1, got {n_instances!r}.")
+    n_instances = check_positive_int(n_instances, "n_instances")
     slack = n_instances * delta
     if not slack < 1.0:
         raise ValueError(f"n_instances * delta must be < 1, got {slack!r}.")
@@ -962,8 +961,7 @@ class BetweenThresholds:
             raise ValueError(
                 f"need finite thresholds lower < upper, got lower={lower!r}, upper={upper!r}."
             )
-        if isinstance(top_budget, bool) or not isinstance(top_budget, Integral) or top_budget < 1:
-            raise ValueError(f"top_budget must be an integer >= 1, got {top_budget!r}.")
+        top_budget = check_positive_int(top_budget, "top_budget")
         self.lower: float = float(lower)
         self.upper: float = float(upper)
         self.epsilon: float = check_positive_finite(epsilon, "epsilon")

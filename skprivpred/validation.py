@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -53,14 +52,21 @@ from ._base import (
     check_accountant,
     check_epsilon,
     check_open_unit_interval,
+    check_positive_int,
     reject_fit_params,
-    resolve_classes,
+    resolve_binary_classes,
     spawn_streams,
     unchanged_on_error,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import PrivacyAccountant
-from .linear import ConvergenceError, _lbfgs, _logistic, _RegularizedObjective
+from .linear import (
+    ConvergenceError,
+    _augmented_rows,
+    _lbfgs,
+    _logistic,
+    _RegularizedObjective,
+)
 from .mechanisms import discrete_laplace_noise, exponential_mechanism_proba, sample_categorical
 
 __all__ = [
@@ -578,12 +584,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             delta = check_open_unit_interval(self.delta, "delta")
         norm_bound = check_epsilon(self.norm_bound, "norm_bound")
         tol = check_epsilon(self.tol, "tol")
-        if (
-            isinstance(self.max_iter, bool)
-            or not isinstance(self.max_iter, Integral)
-            or self.max_iter < 1
-        ):
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+        check_positive_int(self.max_iter, "max_iter")
         check_accountant(self.accountant)
         return dict(
             epsilon=epsilon,
@@ -603,8 +604,8 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         else:
             X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, ensure_all_finite=True)
         bound = float(self.norm_bound)
-        norms = np.linalg.norm(X, axis=1)
-        return X * (1.0 / np.maximum(norms, bound))[:, None], y
+        clipped, _ = _augmented_rows(X, bound, None)
+        return clipped / bound, y
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
@@ -629,12 +630,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             X, y = self._rows(X, reset=True, y=y)
             y = column_or_1d(y, warn=True)
             check_classification_targets(y)
-            classes = resolve_classes(self.classes, y, type(self).__name__)
-            if classes.size != 2:
-                raise ValueError(
-                    f"Only binary classification is supported: {type(self).__name__} got "
-                    f"{classes.size} classes."
-                )
+            classes = resolve_binary_classes(self.classes, y, type(self).__name__)
             signs = np.where(y == classes[1], 1.0, -1.0)
             fit_rng, _ = spawn_streams(self.random_state)
             train, valid = _split(X.shape[0], params["validation_size"], fit_rng)
@@ -766,6 +762,11 @@ def _cell_index(u: np.ndarray, n_bins: int) -> np.ndarray:
     """
     per_axis = np.minimum((u * n_bins).astype(np.int64), n_bins - 1)
     return np.ravel_multi_index(tuple(per_axis.T), (n_bins,) * u.shape[1])
+
+
+def _to_unit_cube(X: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Rows mapped to the unit cube by the public box ``[low, high]`` (clipped into it)."""
+    return np.clip((X - low) / (high - low), 0.0, 1.0)
 
 
 def _noisy_histogram(u: np.ndarray, n_bins: int, epsilon: float, rng) -> np.ndarray:
@@ -935,11 +936,6 @@ class DPValidatedHistogram(BaseEstimator):
             raise ValueError(f"bounds must be finite with low < high, got {self.bounds!r}.")
         return box[:, 0], box[:, 1]
 
-    def _unit(self, X) -> np.ndarray:
-        """Rows mapped to the unit cube by the public bounds (clipped into them)."""
-        low, high = self._check_bounds(X.shape[1])
-        return np.clip((X - low) / (high - low), 0.0, 1.0)
-
     def fit(self, X: MatrixLike, y: None = None, **fit_params: Any) -> Self:
         """Select the bin count privately and release a freshly built histogram.
 
@@ -967,7 +963,7 @@ class DPValidatedHistogram(BaseEstimator):
         with unchanged_on_error(self):
             X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=True)
             low, high = self._check_bounds(X.shape[1])
-            u = self._unit(X)
+            u = _to_unit_cube(X, low, high)
             fit_rng, _ = spawn_streams(self.random_state)
             train, valid = _split(u.shape[0], validation_size, fit_rng)
             beta1, beta2, beta = histogram_stability_constants(
@@ -1025,7 +1021,7 @@ class DPValidatedHistogram(BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
         low, high = self._check_bounds(X.shape[1])
         inside = np.all((X >= low) & (X <= high), axis=1)
-        cells = _cell_index(self._unit(X), self.n_bins_)
+        cells = _cell_index(_to_unit_cube(X, low, high), self.n_bins_)
         return np.where(inside, self.density_.ravel()[cells], 0.0)
 
     def score_samples(self, X: MatrixLike) -> np.ndarray:
