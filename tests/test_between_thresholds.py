@@ -7,6 +7,7 @@ import pytest
 from scipy.integrate import quad
 from scipy.stats import chisquare
 
+from skprivpred.audit import clopper_pearson
 from skprivpred.mechanisms import (
     BT_ABOVE,
     BT_BELOW,
@@ -220,3 +221,40 @@ def test_composition_observation_2_and_claim_d1():
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         BetweenThresholds(**kwargs)
+
+
+# -- black-box audit on neighbouring query values ---------------------------------------------
+def _answer_bound(value, n_trials, seed):
+    """Clopper–Pearson lower bound on epsilon from one answer of fresh instances.
+
+    Neighbouring inputs: the query value moves by the sensitivity (0.1). Every outcome and
+    both directions are tested, with a Bonferroni split of the false-alarm rate.
+    """
+    rng = np.random.default_rng(seed)
+    counts = [
+        _counts(
+            np.array(
+                [
+                    BetweenThresholds(0.4, 0.6, 1.0, 0.1, top_budget=1).answer([q], rng)[0]
+                    for _ in range(n_trials)
+                ]
+            )
+        )
+        for q in (value, value + 0.1)
+    ]
+    alpha = 1e-3 / 6
+    (lo1, hi1), (lo2, hi2) = (clopper_pearson(c, n_trials, alpha) for c in counts)
+    with np.errstate(divide="ignore"):
+        return float(np.max(np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))))
+
+
+def test_audit_passes_and_flags_eight_times_less_noise(monkeypatch):
+    # One answer of an eps'-instance is at most eps'-DP (claim 1.0; its exact loss is ~0.17).
+    assert _answer_bound(0.3, 20_000, seed=30) <= 1.0
+    honest_scales = between_thresholds_scales
+    monkeypatch.setattr(
+        "skprivpred.mechanisms.between_thresholds_scales",
+        lambda epsilon, sensitivity: tuple(b / 8 for b in honest_scales(epsilon, sensitivity)),
+    )
+    # Broken: the TOP probability moves from 0.137 to 0.462 (log ratio 1.2).
+    assert _answer_bound(0.3, 20_000, seed=31) > 1.0
