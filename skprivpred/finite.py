@@ -792,10 +792,10 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         check_accountant(self.accountant)
         with unchanged_on_error(self):
             family, classes, mistakes = self._scored_problem(X, y)
-            fit_rng, _ = spawn_streams(self.random_state)
+            _, release_rng = spawn_streams(self.random_state)
             if self.accountant is not None:
                 self.accountant.charge(1, epsilon)
-            index = self._draw(mistakes, epsilon, fit_rng)
+            index = self._draw(mistakes, epsilon, release_rng)
             attributes, released = family.release(index, classes)
             for name in _RELEASE_ATTRIBUTES:  # a refit may use another family
                 self.__dict__.pop(name, None)
@@ -1155,7 +1155,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         """Charge the run, then start the streams and the state (call after all checks)."""
         if self.accountant is not None:
             self.accountant.charge(1, run["epsilon"], run["delta"])
-        self._round_stream = QueryStream(self._start_streams())
+        self._start_streams()
+        # The rounds' choices are releases: their noise never comes from the fit stream,
+        # which a copied random_state object could replay.
+        self._round_stream = QueryStream(self._query_stream.rng.spawn(1)[0])
         self._experts = run["experts"]
         self._cumulative_rewards = np.zeros(len(run["experts"]), dtype=np.int64)
         self.classes_ = run["classes"]

@@ -632,7 +632,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             classes = resolve_binary_classes(self.classes, y, type(self).__name__)
             signs = np.where(y == classes[1], 1.0, -1.0)
-            fit_rng, _ = spawn_streams(self.random_state)
+            fit_rng, release_rng = spawn_streams(self.random_state)
             train, valid = _split(X.shape[0], params["validation_size"], fit_rng)
             n, m, d = train.size, valid.size, X.shape[1]
             lambdas = params["lambdas"]
@@ -649,7 +649,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             beta = max(beta1 / n + 2.0 * params["tol"], beta2 / m)
             if self.accountant is not None:
                 self.accountant.charge(1, params["epsilon"], params["delta"])
-            select_rng, final_rng, *candidate_rngs = fit_rng.spawn(lambdas.size + 2)
+            select_rng, final_rng, *candidate_rngs = release_rng.spawn(lambdas.size + 2)
             XT, yT, XV, yV = X[train], signs[train], X[valid], signs[valid]
             scores = np.empty(lambdas.size)
             for i, lam in enumerate(lambdas):
@@ -964,14 +964,14 @@ class DPValidatedHistogram(BaseEstimator):
             X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=True)
             low, high = self._check_bounds(X.shape[1])
             u = _to_unit_cube(X, low, high)
-            fit_rng, _ = spawn_streams(self.random_state)
+            fit_rng, release_rng = spawn_streams(self.random_state)
             train, valid = _split(u.shape[0], validation_size, fit_rng)
             beta1, beta2, beta = histogram_stability_constants(
                 grid, train.size, valid.size, eps_train, delta, X.shape[1]
             )
             if self.accountant is not None:
                 self.accountant.charge(1, epsilon, delta)
-            select_rng, final_rng, *candidate_rngs = fit_rng.spawn(grid.size + 2)
+            select_rng, final_rng, *candidate_rngs = release_rng.spawn(grid.size + 2)
             uT, uV = u[train], u[valid]
             scores = np.array(
                 [
