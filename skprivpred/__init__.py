@@ -1,7 +1,12 @@
 """skprivpred: scikit-learn estimators whose predictions are differentially private."""
 
 from ._base import PrivacyWarning
-from .accounting import BudgetExhaustedError, PrivacyAccountant
+from .accounting import (
+    BudgetExhaustedError,
+    HorizonExhaustedError,
+    LedgerError,
+    PrivacyAccountant,
+)
 from .aggregate import SubsampleAggregateClassifier
 from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
 from .everlasting import (
@@ -57,7 +62,9 @@ __all__ = [
     "ExponentialMechanismClassifier",
     "FiniteHypothesisClass",
     "GenericBBLClassifier",
+    "HorizonExhaustedError",
     "InsufficientSampleError",
+    "LedgerError",
     "PhaseDataError",
     "PredictorHaltedError",
     "PrivacyAccountant",

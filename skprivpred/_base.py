@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import sys
 import threading
+import types
+import uuid
 import warnings
 from numbers import Integral, Real
 from typing import Any, Literal, overload
@@ -27,7 +31,7 @@ from typing import Any, Literal, overload
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
-from .accounting import BudgetExhaustedError, PrivacyAccountant
+from .accounting import PrivacyAccountant
 
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
 
@@ -213,37 +217,68 @@ def unchanged_on_error(obj):
         raise
 
 
+def user_stacklevel() -> int:
+    """``stacklevel`` that points a warning at the first caller outside skprivpred."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generator]:
-    """Create independent (fit, query) generators from ``random_state``.
+    """Create independent (fit, release) generators from ``random_state``.
+
+    The *fit* stream draws structure (partitions, teacher seeds, splits); the
+    *release* stream draws the noise of every release. The release stream never
+    derives from an object that ``clone``, ``copy.deepcopy`` or pickle would
+    duplicate: two copies of an estimator must never share noise.
 
     Parameters
     ----------
     random_state : None, int, SeedSequence, Generator or RandomState
-        ``None`` takes fresh OS entropy (the default, and the only choice that
-        keeps the guarantee against an adversary who could learn a seed).
+        - ``None`` (the default): both streams take fresh OS entropy.
+        - an ``int``: both streams derive from it, reproducibly, and a
+          :class:`PrivacyWarning` says that anyone who knows the seed can
+          regenerate the noise (seeds are for tests and experiments).
+        - a ``Generator``, ``RandomState`` or ``SeedSequence``: it seeds the fit
+          stream only (it is copied along with the estimator); the release
+          stream takes fresh OS entropy.
 
     Returns
     -------
     tuple of numpy.random.Generator
-        The fit stream and the query stream, from ``SeedSequence.spawn(2)``.
+        The fit stream and the release stream.
     """
-    if random_state is None or isinstance(random_state, np.random.SeedSequence):
-        seed_seq = random_state if random_state is not None else np.random.SeedSequence()
+    if random_state is None:
+        fit_seq, release_seq = np.random.SeedSequence(), np.random.SeedSequence()
     elif isinstance(random_state, Integral) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}.")
-        seed_seq = np.random.SeedSequence(int(random_state))
+        fit_seq, release_seq = np.random.SeedSequence(int(random_state)).spawn(2)
+        warnings.warn(
+            f"random_state={int(random_state)} seeds the noise of the answers: anyone who knows "
+            "the seed can regenerate that noise and undo the privacy guarantee. Use integer "
+            "seeds for tests and reproducible experiments only; in deployment leave "
+            "random_state=None.",
+            PrivacyWarning,
+            stacklevel=user_stacklevel(),
+        )
+    elif isinstance(random_state, np.random.SeedSequence):
+        fit_seq, release_seq = random_state.spawn(1)[0], np.random.SeedSequence()
     elif isinstance(random_state, np.random.Generator):
-        seed_seq = np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
+        fit_seq = np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
+        release_seq = np.random.SeedSequence()
     elif isinstance(random_state, np.random.RandomState):
-        seed_seq = np.random.SeedSequence(random_state.randint(0, 2**31, size=4).tolist())
+        fit_seq = np.random.SeedSequence(random_state.randint(0, 2**31, size=4).tolist())
+        release_seq = np.random.SeedSequence()
     else:
         raise TypeError(
             "random_state must be None, a non-negative int, a numpy SeedSequence, Generator or "
             f"RandomState, got {type(random_state).__name__}."
         )
-    fit_seq, query_seq = seed_seq.spawn(2)
-    return np.random.default_rng(fit_seq), np.random.default_rng(query_seq)
+    return np.random.default_rng(fit_seq), np.random.default_rng(release_seq)
 
 
 class QueryStream:
@@ -252,6 +287,8 @@ class QueryStream:
     A copy (pickle round trip, ``copy.deepcopy``) gets a *fresh* generator from
     OS entropy and keeps the count: two copies of a fitted estimator must never
     replay the same noise, which would leak differences between their answers.
+    The count is this object's; a horizon shared by copies is counted in the
+    ledger (:meth:`PrivatePredictorMixin._start_streams`).
     """
 
     def __init__(self, rng: np.random.Generator) -> None:
@@ -282,18 +319,55 @@ class PrivatePredictorMixin:
     privacy_guarantee_: Any  # a dict for most estimators
     _query_stream: QueryStream
 
-    def _start_streams(self) -> np.random.Generator:
-        """Create the fit and query streams; returns the fit stream."""
+    def _start_streams(self, horizon: int | None = None) -> np.random.Generator:
+        """Create the fit and query streams (and the horizon's ledger); returns the fit stream.
+
+        Parameters
+        ----------
+        horizon : int, default=None
+            Public cap on the rows this fitted estimator may ever answer, in
+            all its copies. It is counted in the ledger of the accountant
+            attached now, or of an accountant of its own (default ledger) when
+            none is: so deep copies, pickled copies, joblib workers and other
+            processes share one horizon.
+        """
         fit_rng, query_rng = spawn_streams(self.random_state)
         self._query_stream = QueryStream(query_rng)
+        self._horizon = None if horizon is None else (uuid.uuid4().hex, int(horizon))
+        self._horizon_accountant = None
+        if horizon is not None:
+            self._horizon_accountant = (
+                self.accountant if self.accountant is not None else PrivacyAccountant()
+            )
         return fit_rng
 
     @property
     def queries_answered_(self) -> int:
-        """Number of query rows answered since ``fit`` (public: the caller sent them)."""
+        """Number of query rows answered since ``fit`` (public: the caller sent them).
+
+        With a horizon, the rows answered by every copy of this fitted
+        estimator (read from the ledger); otherwise by this object.
+        """
         if "_query_stream" not in self.__dict__:
             raise AttributeError("queries_answered_ exists only after fit.")
+        horizon = self.__dict__.get("_horizon")
+        if horizon is not None:
+            accountant = self._charged_accountant()
+            assert accountant is not None  # fit set one with the horizon
+            return accountant.horizon_answered(horizon[0])
         return self._query_stream.answered
+
+    def _charged_accountant(self) -> PrivacyAccountant | None:
+        """The accountant a query charges: the horizon's, else the attached one."""
+        if self.__dict__.get("_horizon") is None:
+            return self.accountant
+        if self.accountant is not None and self.accountant is not self._horizon_accountant:
+            raise ValueError(
+                "accountant was replaced after fit, but this estimator's horizon is counted in "
+                "the ledger of the accountant it was fitted with; refit to answer under "
+                "another accountant."
+            )
+        return self._horizon_accountant
 
     def _unchanged_on_error(self):
         """Restore every attribute if the body raises (atomic ``fit``)."""
@@ -306,7 +380,6 @@ class PrivatePredictorMixin:
         draw,
         delta: float = 0.0,
         rho: float | None = None,
-        horizon: int | None = None,
     ):
         """Charge for ``n_rows`` releases, then draw their noise, atomically.
 
@@ -323,25 +396,32 @@ class PrivatePredictorMixin:
         rho : float, default=None
             Per-row zCDP parameter, when the mechanism has a smaller one than
             ``epsilon^2 / 2`` (passed on to the accountant).
-        horizon : int, default=None
-            Public cap on the rows this fitted estimator may ever answer; a call
-            that would cross it raises :class:`BudgetExhaustedError` first.
 
         Returns
         -------
         object
             What ``draw`` returns.
+
+        Raises
+        ------
+        BudgetExhaustedError
+            If the accountant refuses, or (:class:`HorizonExhaustedError`) the
+            call would cross the horizon set by :meth:`_start_streams`; nothing
+            is charged or drawn then.
         """
         stream = self._query_stream
+        accountant = self._charged_accountant()
         with stream.lock:
-            if horizon is not None and stream.answered + n_rows > horizon:
-                remaining = max(horizon - stream.answered, 0)
-                raise BudgetExhaustedError(
-                    f"answering {n_rows} query rows would cross the horizon n_queries={horizon}; "
-                    f"{remaining} rows remain."
+            if accountant is not None:
+                # Committed to the ledger before any noise is drawn.
+                accountant.charge(
+                    n_rows,
+                    epsilon,
+                    delta,
+                    rho=rho,
+                    horizon=self.__dict__.get("_horizon"),
+                    source=type(self).__name__,
                 )
-            if self.accountant is not None:
-                self.accountant.charge(n_rows, epsilon, delta, rho=rho)
             answers = draw(stream.rng)
             stream.answered += n_rows
         return answers

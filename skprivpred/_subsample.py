@@ -76,13 +76,16 @@ class SubsampleMixin(PrivatePredictorMixin):
                 stacklevel=3,
             )
 
-    def _fit_teachers(self, estimator, X, y, y_index, n_teachers: int) -> list:
+    def _fit_teachers(
+        self, estimator, X, y, y_index, n_teachers: int, horizon: int | None = None
+    ) -> list:
         """Partition from the fit stream and fit one teacher per part.
 
-        Sets ``_partition`` and ``n_teachers_``, and starts the query stream.
+        Sets ``_partition`` and ``n_teachers_``, and starts the query stream
+        (with the public query ``horizon``, if any, counted in the ledger).
         """
         self._check_n_teachers(n_teachers, y.shape[0])
-        fit_rng = self._start_streams()
+        fit_rng = self._start_streams(horizon)
         parts = random_partition(y.shape[0], n_teachers, fit_rng)
         teachers = fit_teachers(clone(estimator), X, y, y_index, parts, fit_rng, self.n_jobs)
         self._partition = parts

@@ -1,31 +1,47 @@
-"""Privacy budgets shared across queries and estimators.
+"""Privacy budgets shared across queries, estimators, copies, processes and machines.
 
 A :class:`PrivacyAccountant` is the one place where the privacy loss of every
 released answer is added up. Estimators charge it for all the rows of a query
 call *before* they draw any noise; a charge that would exceed the budget raises
 :class:`BudgetExhaustedError` and changes nothing.
 
-The accountant is shared by identity: ``copy.copy``, ``copy.deepcopy`` and
-``sklearn.base.clone`` of an estimator hand the clone the *same* accountant, so a
-budget can never be duplicated by copying. Pickling keeps what was spent; an
-unpickled accountant is a *separate* object from then on (it may live in
-another process), so do not unpickle two copies of one budget and spend from
-both: their spending would not add up anywhere.
+What was spent lives in the accountant's *ledger* (:mod:`skprivpred._ledger`: a
+SQLite file by default, a PostgreSQL server across machines, memory only when
+asked for), never only in the Python object. ``copy.copy``, ``copy.deepcopy``
+and ``sklearn.base.clone`` hand an estimator's copy the *same* accountant
+object; a pickled copy (joblib workers, ``joblib.dump``, another process)
+reopens the same ledger. Either way every copy charges one budget, and an
+accountant whose ledger is gone raises :class:`LedgerError` rather than start
+again from zero. The arithmetic of composition is here, once.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
-import threading
 from numbers import Integral, Real
-from typing import NamedTuple, cast
+from typing import Any, cast
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from ._ledger import (
+    JOURNAL_COLUMNS,
+    Charge,
+    LedgerError,
+    LedgerState,
+    Totals,
+    mark_temporary,
+    open_ledger,
+    redact,
+    reopen_ledger,
+)
+
 __all__ = [
     "BudgetExhaustedError",
+    "HorizonExhaustedError",
+    "LedgerError",
     "PrivacyAccountant",
     "advanced_composition_epsilon",
     "eps_of_rho",
@@ -208,25 +224,22 @@ def max_queries(epsilon: float, delta: float, epsilon_per_query: float) -> int:
     return max(basic, math.floor(8.0 * rho_cap(epsilon, delta) / eps0**2 * (1 + _REL_TOL)))
 
 
-class _Totals(NamedTuple):
-    """Running sums of a transcript's charges."""
-
-    rows: int
-    epsilon: float  # sum of per-row epsilons (basic composition)
-    delta: float  # sum of per-row deltas (basic composition)
-    rho: float  # zCDP of the pure charges
-    ledger_epsilon: (
-        float  # charges with delta > 0, composed with the zCDP part by basic composition
-    )
-    ledger_delta: float
-
-
 class BudgetExhaustedError(RuntimeError):
     """Raised when answering a query would exceed the privacy budget.
 
     When it is raised nothing has been charged and no noise has been drawn:
     the estimator and its accountant are exactly as before the call, and a
     smaller call may still succeed.
+    """
+
+
+class HorizonExhaustedError(BudgetExhaustedError):
+    """Raised when a call would cross a fitted estimator's public query horizon.
+
+    The horizon (``n_queries``) is counted in the accountant's ledger, so every
+    copy of the fitted estimator (``copy.deepcopy``, pickle, joblib workers,
+    other processes) draws on the same rows. Nothing is charged when it is
+    raised.
     """
 
 
@@ -244,7 +257,15 @@ def _check_real(value, name: str, *, low: float, high: float, low_open: bool, hi
 
 
 class PrivacyAccountant:
-    """A privacy budget that query calls charge before they answer.
+    """A privacy budget that query calls charge before they answer, kept in a ledger.
+
+    What was spent lives in a *ledger*, not in this Python object: a SQLite
+    file (the default), a PostgreSQL server, or, when asked for, this process's
+    memory. Every copy of the accountant (``clone`` and ``copy.deepcopy`` of an
+    estimator share this very object; pickle, joblib workers, other processes
+    and restarts reopen the same ledger) charges one budget. A charge is one
+    committed transaction, made before any noise is drawn: a crash can
+    over-count what was spent, never under-count it.
 
     Parameters
     ----------
@@ -253,14 +274,14 @@ class PrivacyAccountant:
         spending is still recorded).
     delta : float, default=0.0
         Total delta the accountant allows, in [0, 1).
-    composition : {"basic", "advanced"}, default="basic"
+    composition : {"basic", "advanced", "zcdp"}, default="basic"
         How per-row guarantees add up.
 
         - ``"basic"``: ``k`` releases that are ``(eps_i, delta_i)``-DP are
           ``(sum eps_i, sum delta_i)``-DP (Dwork & Roth, Thm 3.16).
         - ``"advanced"``: the advanced composition theorem (Dwork, Rothblum &
-          Vadhan 2010; Dwork & Roth Thm 3.20; spec-000 §12.2): ``k`` adaptively
-          chosen releases, each ``(eps0, delta0)``-DP, are also
+          Vadhan 2010; Dwork & Roth Thm 3.20): ``k`` adaptively chosen
+          releases, each ``(eps0, delta0)``-DP, are also
           ``(eps0 sqrt(2 k ln(1/delta_prime)) + k eps0 (e^{eps0} - 1),
           k delta0 + delta_prime)``-DP. The theorem is stated for one per-row
           ``(eps0, delta0)``, so an advanced accountant takes every charge at the
@@ -287,21 +308,55 @@ class PrivacyAccountant:
         ``delta``.
     max_queries : int, default=None
         Optional cap on the number of query rows answered.
+    ledger : None, str or os.PathLike, default=None
+        Where the spending lives.
+
+        - ``None``: a new SQLite file in a per-user temporary directory, named
+          by a random id. Every copy of the accountant *on this machine*
+          (joblib workers, ``joblib.dump``/``load``, a second process) charges
+          it, so ``cross_val_score(..., n_jobs=2)`` counts every answer. The
+          file is deleted when the process that created the accountant exits;
+          a copy that outlives it, or is opened on another machine, raises
+          :class:`LedgerError`.
+        - a file path, or ``"sqlite:///path/to/budget.db"``: a durable budget
+          that survives restarts, shared by the processes of one machine
+          (WAL mode, ``synchronous=FULL``, each charge in ``BEGIN IMMEDIATE``).
+          ``name`` selects one budget inside the file.
+        - ``"postgresql://user@host/db"``: one budget shared by processes on
+          several machines (needs psycopg 3: ``pip install
+          'skprivpred[postgres]'``); each charge locks the budget's row.
+        - ``":memory:"``: this process only (threads share it; ``clone`` and
+          ``deepcopy`` share the object). Pickling such an accountant raises
+          a ``TypeError``: a pickled copy would fork the budget.
+    name : str, default=None
+        Which budget inside the ledger (``None``: ``"default"``). Creating an
+        accountant on an existing budget attaches to it, with what it has
+        spent, provided the terms (``epsilon``, ``delta``, ``composition``,
+        ``delta_prime``, ``max_queries``) are the same; different terms raise a
+        ``ValueError`` (a budget's terms never change).
+    timeout : float, default=10.0
+        Seconds a charge waits for a ledger that another writer holds locked
+        (or for a server connection) before raising :class:`LedgerError`.
 
     Attributes
     ----------
     queries_answered : int
-        Number of query rows charged so far.
+        Number of query rows charged so far (read from the ledger).
     epsilon_spent : float
         Epsilon of the whole transcript so far.
     delta_spent : float
         Delta of the whole transcript so far.
+    ledger_url : str
+        The resolved address of the ledger (``":memory:"``, ``"sqlite:///..."``
+        or the PostgreSQL URL).
 
     Notes
     -----
-    The accountant is thread-safe: a charge is checked and recorded under a
-    lock, so concurrent calls can never overspend. Spending comparisons allow
-    a relative floating-point slack of ``1e-12``.
+    A charge is checked and recorded in one transaction of the ledger, so
+    concurrent calls from threads, processes and machines can never overspend.
+    Spending comparisons allow a relative floating-point slack of ``1e-12``.
+    The totals of every composition are recomputed by this class from the sums
+    the ledger stores beside its journal of charges (:meth:`history`).
 
     Examples
     --------
@@ -315,9 +370,13 @@ class PrivacyAccountant:
         self,
         epsilon: float = math.inf,
         delta: float = 0.0,
+        *,
         composition: str = "basic",
         delta_prime: float | None = None,
         max_queries: int | None = None,
+        ledger: str | os.PathLike | None = None,
+        name: str | None = None,
+        timeout: float = 10.0,
     ) -> None:
         self.epsilon = _check_real(
             epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=False
@@ -355,12 +414,31 @@ class PrivacyAccountant:
                 f"max_queries must be a non-negative integer or None, got {max_queries!r}."
             )
         self.max_queries = None if max_queries is None else int(max_queries)
-        self._lock = threading.Lock()
-        # All the composition theorems need (with the one per-row guarantee for
-        # advanced composition), updated as one tuple under the lock.
-        self._totals = _Totals(0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        # Advanced composition: the one per-row (eps, delta).
-        self._row_guarantee: tuple[float, float] | None = None
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"name must be a non-empty string or None, got {name!r}.")
+        self.name = "default" if name is None else name
+        self.timeout = _check_real(
+            timeout, "timeout", low=0.0, high=math.inf, low_open=True, high_open=True
+        )
+        self._ledger, temporary = open_ledger(ledger, self.timeout)
+        self._budget_id = self._ledger.create(self.name, self._terms())
+        if temporary:
+            mark_temporary(self._ledger)
+
+    def _terms(self) -> dict:
+        """The budget's terms, stored with it in the ledger."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "composition": self.composition,
+            "delta_prime": self.delta_prime,
+            "max_queries": self.max_queries,
+        }
+
+    @property
+    def ledger_url(self) -> str:
+        """The ledger's resolved address."""
+        return self._ledger.url
 
     # -- sharing and persistence -------------------------------------------------
     def __copy__(self) -> PrivacyAccountant:
@@ -370,16 +448,26 @@ class PrivacyAccountant:
         return self
 
     def __getstate__(self) -> dict:
+        if not self._ledger.persistent:
+            raise TypeError(
+                "a PrivacyAccountant with ledger=':memory:' cannot be pickled: its spending "
+                "lives in this process only, and a pickled copy would fork the budget. Use "
+                "ledger=None (a file that this machine's processes share), a file path, or a "
+                "'postgresql://' URL."
+            )
         state = self.__dict__.copy()
-        del state["_lock"]
+        state["_ledger"] = self._ledger.url
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        # A copy reopens the same ledger and never creates a budget: if the ledger or the
+        # budget is gone, the next charge raises LedgerError instead of starting from zero.
+        state["_ledger"] = reopen_ledger(state["_ledger"], state["timeout"])
         self.__dict__.update(state)
-        self._lock = threading.Lock()
 
-    # -- spending ----------------------------------------------------------------
-    def _guarantees(self, totals, row_epsilon: float | None) -> list[tuple[float, float]]:
+    # -- the arithmetic of composition -------------------------------------------
+    def _guarantees(self, totals: Totals, row_epsilon: float | None) -> list[tuple[float, float]]:
         """Every valid (epsilon, delta) pair for a transcript with these totals."""
         pairs = [(totals.epsilon, totals.delta)]
         if self.composition == "advanced" and totals.rows > 0:
@@ -394,10 +482,10 @@ class PrivacyAccountant:
                 pairs.append((eps, self.delta))
         return pairs
 
-    def _within_budget(self, totals, row_epsilon) -> bool:
+    def _within_budget(self, totals: Totals, row_epsilon: float | None) -> bool:
         return any(self._fits(p) for p in self._guarantees(totals, row_epsilon))
 
-    def _best(self, totals, row_epsilon):
+    def _best(self, totals: Totals, row_epsilon: float | None) -> tuple[float, float]:
         """The valid pair to report: the smallest epsilon among those within the cap."""
         pairs = self._guarantees(totals, row_epsilon)
         return min([p for p in pairs if self._fits(p)] or pairs)
@@ -406,12 +494,14 @@ class PrivacyAccountant:
         eps, delta = pair
         return eps <= self.epsilon * (1 + _REL_TOL) and delta <= self.delta * (1 + _REL_TOL)
 
-    def _totals_after(self, n_rows: int, epsilon: float, delta: float, rho: float | None):
-        t = self._totals
+    @staticmethod
+    def _totals_after(
+        t: Totals, n_rows: int, epsilon: float, delta: float, rho: float | None
+    ) -> Totals:
         pure = delta == 0
         if rho is None:
             rho = epsilon**2 / 2.0  # pure epsilon-DP implies epsilon^2/2-zCDP
-        return _Totals(
+        return Totals(
             t.rows + n_rows,
             t.epsilon + n_rows * epsilon,
             t.delta + n_rows * delta,
@@ -432,10 +522,10 @@ class PrivacyAccountant:
             rho = min(rho, epsilon**2 / 2.0)  # pure epsilon-DP is epsilon^2/2-zCDP anyway
         return int(n_rows), epsilon, delta, rho
 
-    def _check_row_guarantee(self, epsilon: float, delta: float) -> None:
-        """Advanced composition takes one per-row guarantee; call under the lock."""
-        if self.composition == "advanced" and self._row_guarantee not in (None, (epsilon, delta)):
-            eps0, delta0 = self._row_guarantee
+    def _check_row_guarantee(self, stored, epsilon: float, delta: float) -> None:
+        """Advanced composition takes one per-row guarantee."""
+        if self.composition == "advanced" and stored not in (None, (epsilon, delta)):
+            eps0, delta0 = stored
             raise ValueError(
                 f"this accountant uses advanced composition, which accounts for one per-row "
                 f"guarantee: it was first charged at epsilon={eps0!r}, delta={delta0!r} per row "
@@ -443,26 +533,59 @@ class PrivacyAccountant:
                 "composition='basic' to mix per-row guarantees."
             )
 
-    def _refusal(self, n_rows, epsilon, delta, rho, totals) -> str | None:
-        if self.max_queries is not None and totals[0] > self.max_queries:
-            return (
+    def _decide(self, state: LedgerState, n_rows, epsilon, delta, rho, horizon):
+        """The new sums after a charge, or the refusal (raised); runs inside the transaction."""
+        self._check_row_guarantee(state.row_guarantee, epsilon, delta)
+        if horizon is not None and state.horizon_answered + n_rows > horizon[1]:
+            remaining = max(horizon[1] - state.horizon_answered, 0)
+            raise HorizonExhaustedError(
+                f"answering {n_rows} query rows would cross the horizon n_queries={horizon[1]} "
+                f"of this fitted estimator (counted in the ledger for all its copies); "
+                f"{remaining} rows remain."
+            )
+        totals = self._totals_after(state.totals, n_rows, epsilon, delta, rho)
+        if self.max_queries is not None and totals.rows > self.max_queries:
+            raise BudgetExhaustedError(
                 f"answering {n_rows} more query rows would exceed max_queries="
-                f"{self.max_queries} ({self._totals[0]} answered so far)."
+                f"{self.max_queries} ({state.totals.rows} answered so far)."
             )
         if not self._within_budget(totals, epsilon):
             eps_after, delta_after = min(self._guarantees(totals, epsilon))
-            return (
+            remaining = self._remaining(state, epsilon, delta, rho)
+            raise BudgetExhaustedError(
                 f"answering {n_rows} more query rows at epsilon={epsilon!r}, delta={delta!r} "
                 f"per row would spend (epsilon={eps_after:.6g}, delta={delta_after:.3g}), over "
                 f"the budget (epsilon={self.epsilon!r}, delta={self.delta!r}); "
-                f"{self.remaining_queries(epsilon, delta, rho)} rows at that cost still fit."
+                f"{remaining} rows at that cost still fit."
             )
-        return None
+        row = (epsilon, delta) if self.composition == "advanced" and n_rows > 0 else None
+        return totals, row or state.row_guarantee
 
+    def _remaining(self, state: LedgerState, epsilon, delta, rho) -> int:
+        self._check_row_guarantee(state.row_guarantee, epsilon, delta)
+        rows = state.totals.rows
+        limit = sys.maxsize if self.max_queries is None else self.max_queries - rows
+
+        def fits(k: int) -> bool:
+            return self._within_budget(
+                self._totals_after(state.totals, k, epsilon, delta, rho), epsilon
+            )
+
+        if fits(limit):
+            return max(limit, 0)
+        lo, hi = 0, 1
+        while fits(hi):
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:  # invariant: fits(lo), not fits(hi)
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo
+
+    # -- spending ----------------------------------------------------------------
     def can_charge(
         self, n_rows: int, epsilon: float, delta: float = 0.0, rho: float | None = None
     ) -> bool:
-        """Whether a charge of ``n_rows`` rows at ``(epsilon, delta)`` each would fit.
+        """Whether a charge of ``n_rows`` rows at ``(epsilon, delta)`` each would fit now.
 
         Parameters
         ----------
@@ -479,20 +602,32 @@ class PrivacyAccountant:
         Returns
         -------
         bool
-            True when :meth:`charge` with these arguments would succeed now.
+            True when :meth:`charge` with these arguments would succeed now
+            (another process may charge in between).
         """
         n_rows, epsilon, delta, rho = self._validate_charge(n_rows, epsilon, delta, rho)
-        with self._lock:
-            self._check_row_guarantee(epsilon, delta)
-            totals = self._totals_after(n_rows, epsilon, delta, rho)
-            return self._refusal(n_rows, epsilon, delta, rho, totals) is None
+        state = self._ledger.state(self.name, self._budget_id)
+        try:
+            self._decide(state, n_rows, epsilon, delta, rho, None)
+        except BudgetExhaustedError:
+            return False
+        return True
 
     def charge(
-        self, n_rows: int, epsilon: float, delta: float = 0.0, rho: float | None = None
+        self,
+        n_rows: int,
+        epsilon: float,
+        delta: float = 0.0,
+        rho: float | None = None,
+        *,
+        horizon: tuple[str, int] | None = None,
+        source: str | None = None,
     ) -> None:
         """Record ``n_rows`` releases, each ``(epsilon, delta)``-DP, or refuse.
 
-        The check and the update happen atomically under the accountant's lock.
+        The check and the update are one transaction of the ledger: it is
+        committed before this method returns, so the caller draws its noise
+        only once the spending is durable.
 
         Parameters
         ----------
@@ -505,25 +640,34 @@ class PrivacyAccountant:
         rho : float, default=None
             Per-row zCDP parameter of a pure charge, if smaller than the generic
             ``epsilon^2 / 2`` (used by ``composition="zcdp"`` only).
+        horizon : tuple of (str, int), default=None
+            ``(key, n_queries)``: also count the rows against the public
+            horizon ``key`` of a fitted estimator, in the same transaction.
+        source : str, default=None
+            What is charging (an estimator's class name), kept in the journal.
 
         Raises
         ------
         BudgetExhaustedError
-            If the charge would exceed the budget; nothing is recorded then.
+            If the charge would exceed the budget
+            (:class:`HorizonExhaustedError` if it would cross the horizon);
+            nothing is recorded then.
+        LedgerError
+            If the ledger cannot be used; nothing is recorded then.
         ValueError
             If an argument is invalid, or an advanced-composition accountant is
             charged at a second per-row guarantee; nothing is recorded then.
         """
         n_rows, epsilon, delta, rho = self._validate_charge(n_rows, epsilon, delta, rho)
-        with self._lock:
-            self._check_row_guarantee(epsilon, delta)
-            totals = self._totals_after(n_rows, epsilon, delta, rho)
-            reason = self._refusal(n_rows, epsilon, delta, rho, totals)
-            if reason is not None:
-                raise BudgetExhaustedError(reason)
-            self._totals = totals
-            if self.composition == "advanced" and n_rows > 0:
-                self._row_guarantee = (epsilon, delta)
+        pure_rho = epsilon**2 / 2.0 if rho is None else rho
+        record = Charge(n_rows, epsilon, delta, pure_rho if delta == 0 else None, source)
+        self._ledger.transact(
+            self.name,
+            self._budget_id,
+            lambda state: self._decide(state, n_rows, epsilon, delta, rho, horizon),
+            record,
+            horizon,
+        )
 
     def remaining_queries(
         self, epsilon: float, delta: float = 0.0, rho: float | None = None
@@ -546,26 +690,16 @@ class PrivacyAccountant:
             The number of rows (``sys.maxsize`` caps an unlimited budget).
         """
         _, epsilon, delta, rho = self._validate_charge(0, epsilon, delta, rho)
-        self._check_row_guarantee(epsilon, delta)
-        limit = sys.maxsize if self.max_queries is None else self.max_queries - self._totals[0]
+        return self._remaining(self._ledger.state(self.name, self._budget_id), epsilon, delta, rho)
 
-        def fits(k: int) -> bool:
-            return self._within_budget(self._totals_after(k, epsilon, delta, rho), epsilon)
-
-        if fits(limit):
-            return max(limit, 0)
-        lo, hi = 0, 1
-        while fits(hi):
-            lo, hi = hi, hi * 2
-        while hi - lo > 1:  # invariant: fits(lo), not fits(hi)
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        return lo
+    def horizon_answered(self, key: str) -> int:
+        """Rows answered so far within the horizon ``key`` (see :meth:`charge`)."""
+        return self._ledger.state(self.name, self._budget_id, key).horizon_answered
 
     @property
     def queries_answered(self) -> int:
         """Number of query rows charged so far."""
-        return self._totals[0]
+        return self._ledger.state(self.name, self._budget_id).totals.rows
 
     @property
     def epsilon_spent(self) -> float:
@@ -586,14 +720,38 @@ class PrivacyAccountant:
             ``(epsilon, delta)``; with advanced composition, the valid pair with
             the smaller epsilon among those within the delta budget.
         """
-        with self._lock:
-            totals, row = self._totals, self._row_guarantee
-        return self._best(totals, None if row is None else row[0])
+        state = self._ledger.state(self.name, self._budget_id)
+        row = state.row_guarantee
+        return self._best(state.totals, None if row is None else row[0])
+
+    def history(self) -> Any:
+        """The journal: one record per charge, oldest first.
+
+        Returns
+        -------
+        pandas.DataFrame or list of dict
+            Columns ``time`` (UTC), ``name``, ``estimator``, ``rows``,
+            ``epsilon``, ``delta`` and ``rho`` (per row; ``rho`` is given for
+            pure charges only). A DataFrame if pandas is installed.
+        """
+        records = self._ledger.journal(self.name, self._budget_id)
+        try:
+            import pandas as pd
+        except ImportError:
+            return records
+        return pd.DataFrame.from_records(records, columns=list(JOURNAL_COLUMNS))
 
     def __repr__(self) -> str:
-        eps, delta = self.spent()
+        terms = (
+            f"epsilon={self.epsilon!r}, delta={self.delta!r}, composition={self.composition!r}, "
+            f"ledger={redact(self.ledger_url)!r}, name={self.name!r}"
+        )
+        try:
+            eps, delta = self.spent()
+            rows = self.queries_answered
+        except LedgerError:
+            return f"PrivacyAccountant({terms}; ledger unavailable)"
         return (
-            f"PrivacyAccountant(epsilon={self.epsilon!r}, delta={self.delta!r}, "
-            f"composition={self.composition!r}; spent epsilon={eps:.6g}, delta={delta:.3g} "
-            f"over {self._totals[0]} query rows)"
+            f"PrivacyAccountant({terms}; spent epsilon={eps:.6g}, delta={delta:.3g} "
+            f"over {rows} query rows)"
         )

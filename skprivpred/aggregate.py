@@ -25,10 +25,13 @@ from ._base import (
 from ._subsample import SubsampleMixin
 from ._teachers import TeacherEnsemble, concat_rows, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import BudgetExhaustedError, PrivacyAccountant, per_query_epsilon
+from .accounting import HorizonExhaustedError, PrivacyAccountant, per_query_epsilon
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
 
 __all__ = ["SubsampleAggregateClassifier"]
+
+# How often a call that straddles the horizon recounts when other copies take rows meanwhile.
+_HORIZON_RETRIES = 8
 
 
 class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimator):
@@ -286,7 +289,9 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
                 n_teachers = max(1, n_samples // per_teacher)  # public rule: n is public
             elif n_teachers is None:
                 n_teachers = pac_n_partitions(alpha, budget["epsilon_per_query"], len(classes))
-            teachers = self._fit_teachers(estimator, X, y, np.searchsorted(classes, y), n_teachers)
+            teachers = self._fit_teachers(
+                estimator, X, y, np.searchsorted(classes, y), n_teachers, budget["horizon"]
+            )
             self._ensemble = TeacherEnsemble(teachers, classes)
             self.classes_ = classes
             self._set_budget(budget, n_samples)
@@ -369,7 +374,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         check_is_fitted(self, "n_teachers_")
         if self.n_queries_ is None:
             return None
-        return max(self.n_queries_ - self._query_stream.answered, 0)
+        return max(self.n_queries_ - self.queries_answered_, 0)
 
     # -- queries ------------------------------------------------------------------
     def _answer_law(self, counts: np.ndarray) -> np.ndarray:
@@ -384,7 +389,6 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             self.epsilon_per_query_,
             lambda rng: sample_categorical(law, rng),
             rho=self.rho_per_query_,
-            horizon=self.n_queries_,
         )
         labels = self.classes_[index]
         if self.student is not None:
@@ -418,16 +422,27 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             return np.asarray(self._student.predict(X))
         if self.n_queries_ is None or self.on_exhausted != "student":
             return self._answer_with_teachers(X)
-        while True:  # hand the rows beyond the horizon to the student
+        for _ in range(_HORIZON_RETRIES):  # hand the rows beyond the horizon to the student
             n_ok = min(X.shape[0], self.queries_remaining_)
             try:
                 first = self._answer_with_teachers(take_rows(X, np.arange(n_ok))) if n_ok else None
                 break
-            except BudgetExhaustedError:
-                continue  # another thread took rows meanwhile: recount
+            except HorizonExhaustedError:
+                continue  # another copy took horizon rows meanwhile: recount
+        else:
+            raise HorizonExhaustedError(
+                f"the horizon kept moving under {_HORIZON_RETRIES} attempts to split this call "
+                "between the teachers and the student (other copies of this estimator are "
+                "answering); nothing was answered: call again."
+            )
         if n_ok == X.shape[0]:
             assert first is not None  # X has at least one row (validated)
             return first
+        if not self._buffer:
+            raise HorizonExhaustedError(
+                "the horizon was used up by other copies of this fitted estimator, and this copy "
+                "released no answers its student could learn from; nothing was answered."
+            )
         self.fit_student()
         rest = np.asarray(self._student.predict(take_rows(X, np.arange(n_ok, X.shape[0]))))
         return rest if first is None else np.concatenate([first, rest])

@@ -1,4 +1,4 @@
-"""Tests of ``skprivpred.accounting.PrivacyAccountant`` (spec-000 §12.2).
+"""Tests of the composition arithmetic of ``skprivpred.accounting.PrivacyAccountant``.
 
 What is checked:
 
@@ -13,7 +13,7 @@ What is checked:
   cap is respected; constructor errors.
 * Sharing: ``copy.copy``, ``copy.deepcopy`` and ``sklearn.base.clone`` of an estimator
   keep the very same accountant object.
-* Pickling keeps the spending, re-creates the lock and keeps enforcing the budget.
+* A pickled copy charges the same ledger; a ':memory:' accountant refuses pickling.
 * Thread safety: concurrent charges never overspend.
 * Bad input in the constructor and in ``charge`` raises errors naming the parameter,
   and a failed charge changes nothing.
@@ -324,7 +324,7 @@ def test_a_clone_spends_the_shared_budget():
 
 
 # ------------------------------------------------------------------------- pickling
-def test_pickle_keeps_spending_and_recreates_the_lock():
+def test_a_pickled_copy_charges_the_same_budget():
     acc = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6, max_queries=50_000)
     acc.charge(4000, 0.01)
     restored = pickle.loads(pickle.dumps(acc))
@@ -336,27 +336,28 @@ def test_pickle_keeps_spending_and_recreates_the_lock():
         restored.composition,
         restored.delta_prime,
         restored.max_queries,
-    ) == (10.0, 1e-5, "advanced", 1e-6, 50_000)
-    assert restored._lock is not acc._lock
-    assert restored._lock.acquire(blocking=False)  # a fresh, unlocked lock
-    restored._lock.release()
-    # It still works and still enforces the same budget.
-    assert restored.remaining_queries(0.01) == acc.remaining_queries(0.01)
+        restored.ledger_url,
+        restored.name,
+    ) == (10.0, 1e-5, "advanced", 1e-6, 50_000, acc.ledger_url, "default")
+    # Both copies draw on one budget: what one spends, the other sees.
     restored.charge(10, 0.01)
-    assert restored.queries_answered == 4010
-    assert acc.queries_answered == 4000
+    assert acc.queries_answered == restored.queries_answered == 4010
     with pytest.raises(BudgetExhaustedError):
-        restored.charge(restored.remaining_queries(0.01) + 1, 0.01)
+        acc.charge(restored.remaining_queries(0.01) + 1, 0.01)
+    remaining = acc.remaining_queries(0.01)
+    restored.charge(remaining, 0.01)
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(1, 0.01)
+    assert acc.queries_answered == 4010 + remaining
 
 
-def test_pickle_while_lock_is_held():
-    acc = PrivacyAccountant(epsilon=1.0)
+def test_a_memory_ledger_is_not_picklable_and_stays_shared_by_identity():
+    acc = PrivacyAccountant(epsilon=1.0, ledger=":memory:")
     acc.charge(2, 0.1)
-    with acc._lock:
-        payload = pickle.dumps(acc)
-    restored = pickle.loads(payload)
-    restored.charge(1, 0.1)  # would deadlock if the held lock had been copied
-    assert restored.queries_answered == 3
+    with pytest.raises(TypeError, match="cannot be pickled.*ledger=None"):
+        pickle.dumps(acc)
+    assert copy.deepcopy(acc) is acc
+    assert acc.queries_answered == 2
 
 
 # -------------------------------------------------------------------- thread safety

@@ -4,6 +4,7 @@ import copy
 import itertools
 import pickle
 import threading
+import uuid
 import warnings
 
 import numpy as np
@@ -233,6 +234,10 @@ def _audit_transcripts(clf_a, clf_b, q, n_trials, weight=None):
         counts = np.zeros(2**q, dtype=int)
         for _ in range(n_trials):
             session = copy.deepcopy(clf)  # a fresh query stream per session
+            # ... and, for this simulation only, a horizon of its own: copies of one fitted
+            # estimator share their horizon in the ledger, so without this reset only the
+            # first simulated session could answer.
+            session._horizon = (uuid.uuid4().hex, q)
             if weight is not None:
                 session.epsilon_per_query_ = weight * clf.epsilon_per_query_
             answers = session.predict(np.zeros((q, 1)))
@@ -248,8 +253,9 @@ def _audit_transcripts(clf_a, clf_b, q, n_trials, weight=None):
 
 def test_black_box_transcript_audit_passes_and_flags_an_undivided_budget():
     q = 3
-    S = _session([1, 1, 0], n_queries=q)
-    S2 = _session([0, 1, 0], n_queries=q)  # one teacher's vote moves on every row
+    S = _session([1, 1, 0], n_queries=q, accountant=PrivacyAccountant(ledger=":memory:"))
+    # one teacher's vote moves on every row
+    S2 = _session([0, 1, 0], n_queries=q, accountant=PrivacyAccountant(ledger=":memory:"))
     assert _audit_transcripts(S, S2, q, 20_000) <= 1.0
     # broken on purpose: every row spends the whole total (no division by the horizon)
     assert _audit_transcripts(S, S2, q, 20_000, weight=q) > 1.0

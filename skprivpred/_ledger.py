@@ -1,0 +1,714 @@
+"""Where a privacy budget's spending lives: a SQLite file, a PostgreSQL server, or memory.
+
+A ledger stores, for each named budget,
+
+- its configuration and a random identity (``budget_id``), fixed when it is created;
+- the running sums that the composition theorems need (:class:`Totals`),
+  updated in the same transaction as
+- the *journal*: one row per charge (time, source estimator, rows, per-row
+  epsilon, delta and rho);
+- the *horizons*: for each fitted estimator with a public query horizon, the
+  number of rows answered so far.
+
+The arithmetic of composition is not here: :mod:`skprivpred.accounting` decides
+inside the transaction (a callback), and the ledger makes the read-decide-write
+atomic across threads, processes and machines. A charge is one committed
+transaction; a refusal rolls back and writes nothing.
+
+Connections are opened lazily, one per thread and process (a forked child opens
+its own), and are never pickled: a pickled accountant carries the ledger's
+address, and its copy reopens the same budget. A copy never creates a budget:
+if the file or the budget is gone it raises :class:`LedgerError` instead of
+starting again from zero.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import quote
+
+__all__ = [
+    "JOURNAL_COLUMNS",
+    "Charge",
+    "Ledger",
+    "LedgerError",
+    "LedgerState",
+    "Totals",
+    "default_ledger_path",
+    "mark_temporary",
+    "open_ledger",
+    "redact",
+    "reopen_ledger",
+]
+
+SCHEMA_VERSION = "1"
+
+
+class LedgerError(RuntimeError):
+    """The ledger that holds a privacy budget cannot be used.
+
+    Raised when the ledger is missing (a deleted file, a pickled accountant
+    opened on a machine that does not have its file), unreadable, read-only,
+    corrupt, locked for longer than the accountant's ``timeout``, or when its
+    server cannot be reached. Nothing has been charged and no noise drawn when
+    it is raised; an accountant never starts again from zero.
+    """
+
+
+class Totals(NamedTuple):
+    """Running sums of a budget's charges (what the composition theorems need)."""
+
+    rows: int
+    epsilon: float  # sum of per-row epsilons (basic composition)
+    delta: float  # sum of per-row deltas (basic composition)
+    rho: float  # zCDP of the pure charges
+    ledger_epsilon: float  # charges with delta > 0, composed with the zCDP part by basic comp.
+    ledger_delta: float
+
+
+ZERO = Totals(0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+class LedgerState(NamedTuple):
+    """A budget as stored: its sums, the one per-row guarantee, and a horizon's count."""
+
+    totals: Totals
+    row_guarantee: tuple[float, float] | None  # advanced composition's per-row (eps, delta)
+    horizon_answered: int  # rows answered within the requested horizon (0 if none)
+
+
+class Charge(NamedTuple):
+    """One journal row: ``rows`` releases, each ``(epsilon, delta)``-DP (and ``rho``-zCDP)."""
+
+    rows: int
+    epsilon: float
+    delta: float
+    rho: float | None
+    source: str | None
+
+
+#: ``decide(state) -> (new totals, new per-row guarantee)``, or raise to refuse.
+Decide = Callable[[LedgerState], tuple[Totals, "tuple[float, float] | None"]]
+
+JOURNAL_COLUMNS = ("time", "name", "estimator", "rows", "epsilon", "delta", "rho")
+
+
+class Ledger:
+    """Interface of a ledger; see :func:`open_ledger`."""
+
+    url: str
+    persistent: bool
+
+    def create(self, name: str, config: dict) -> str:
+        """Create the budget ``name`` or attach to it; return its ``budget_id``."""
+        raise NotImplementedError
+
+    def state(self, name: str, budget_id: str, horizon_key: str | None = None) -> LedgerState:
+        """Read the budget (and the count of one horizon) without writing."""
+        raise NotImplementedError
+
+    def transact(
+        self,
+        name: str,
+        budget_id: str,
+        decide: Decide,
+        charge: Charge,
+        horizon: tuple[str, int] | None = None,
+    ) -> None:
+        """Read, ``decide``, and write the new sums, the journal row and the horizon, atomically."""
+        raise NotImplementedError
+
+    def journal(self, name: str, budget_id: str) -> list[dict]:
+        """Every charge of the budget, oldest first."""
+        raise NotImplementedError
+
+
+# -- in memory ------------------------------------------------------------------------------
+class _MemoryLedger(Ledger):
+    """One process's memory: shared by identity, never pickled."""
+
+    persistent = False
+
+    def __init__(self) -> None:
+        self.url = ":memory:"
+        self._lock = threading.Lock()
+        self._budgets: dict[str, dict] = {}
+        self._journal: list[dict] = []
+        self._horizons: dict[tuple[str, str], list[int]] = {}
+
+    def create(self, name: str, config: dict) -> str:
+        with self._lock:
+            if name not in self._budgets:
+                self._budgets[name] = {
+                    "budget_id": uuid.uuid4().hex,
+                    "config": config,
+                    "totals": ZERO,
+                    "row": None,
+                }
+            return _same_config(self._budgets[name], name, config, self.url)
+
+    def _budget(self, name: str, budget_id: str) -> dict:
+        budget = self._budgets.get(name)
+        if budget is None or budget["budget_id"] != budget_id:
+            raise LedgerError(f"the in-memory ledger holds no budget {name!r} with this identity.")
+        return budget
+
+    def state(self, name: str, budget_id: str, horizon_key: str | None = None) -> LedgerState:
+        with self._lock:
+            budget = self._budget(name, budget_id)
+            answered = self._horizons.get((name, horizon_key or ""), [0, 0])[0]
+            return LedgerState(budget["totals"], budget["row"], answered)
+
+    def transact(self, name, budget_id, decide, charge, horizon=None) -> None:
+        with self._lock:
+            budget = self._budget(name, budget_id)
+            stored = None if horizon is None else self._horizons.get((name, horizon[0]))
+            entry = _horizon_entry(stored, horizon)
+            totals, row = decide(LedgerState(budget["totals"], budget["row"], entry[0]))
+            budget["totals"], budget["row"] = totals, row
+            self._journal.append(_journal_row(time.time(), name, charge))
+            if horizon is not None:
+                self._horizons[(name, horizon[0])] = [entry[0] + charge.rows, horizon[1]]
+
+    def journal(self, name: str, budget_id: str) -> list[dict]:
+        with self._lock:
+            self._budget(name, budget_id)
+            return [dict(row) for row in self._journal if row["name"] == name]
+
+
+def _horizon_entry(stored, horizon) -> list[int]:
+    """``[answered, n_queries]`` of a horizon, checking that its size never changes."""
+    if horizon is None:
+        return [0, 0]
+    if stored is None:
+        return [0, horizon[1]]
+    if stored[1] != horizon[1]:
+        raise LedgerError(
+            f"the ledger counts this estimator's horizon as n_queries={stored[1]}, but the "
+            f"estimator asks for n_queries={horizon[1]}; a horizon never changes after fit."
+        )
+    return list(stored)
+
+
+def _journal_row(when: float, name: str, charge: Charge) -> dict:
+    return {
+        "time": datetime.fromtimestamp(when, tz=timezone.utc),
+        "name": name,
+        "estimator": charge.source,
+        "rows": charge.rows,
+        "epsilon": charge.epsilon,
+        "delta": charge.delta,
+        "rho": charge.rho,
+    }
+
+
+def _same_config(budget: dict, name: str, config: dict, url: str) -> str:
+    """The stored budget's id, if its configuration is the one asked for."""
+    if budget["config"] != config:
+        raise ValueError(
+            f"the ledger {url} already holds a budget named {name!r} with "
+            f"{_describe(budget['config'])}, not {_describe(config)}; a budget's terms never "
+            "change: use its terms, or another name."
+        )
+    return budget["budget_id"]
+
+
+def _describe(config: dict) -> str:
+    return ", ".join(f"{key}={value!r}" for key, value in sorted(config.items()))
+
+
+# -- SQL ledgers ------------------------------------------------------------------------------
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS skprivpred_budget (
+        name TEXT PRIMARY KEY,
+        budget_id TEXT NOT NULL,
+        config TEXT NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        rows BIGINT NOT NULL,
+        eps_sum DOUBLE PRECISION NOT NULL,
+        delta_sum DOUBLE PRECISION NOT NULL,
+        rho_sum DOUBLE PRECISION NOT NULL,
+        ledger_eps DOUBLE PRECISION NOT NULL,
+        ledger_delta DOUBLE PRECISION NOT NULL,
+        row_epsilon DOUBLE PRECISION,
+        row_delta DOUBLE PRECISION)""",
+    """CREATE TABLE IF NOT EXISTS skprivpred_charge (
+        id {serial},
+        time DOUBLE PRECISION NOT NULL,
+        name TEXT NOT NULL,
+        estimator TEXT,
+        rows BIGINT NOT NULL,
+        epsilon DOUBLE PRECISION NOT NULL,
+        delta DOUBLE PRECISION NOT NULL,
+        rho DOUBLE PRECISION)""",
+    "CREATE INDEX IF NOT EXISTS skprivpred_charge_name ON skprivpred_charge (name, id)",
+    """CREATE TABLE IF NOT EXISTS skprivpred_horizon (
+        name TEXT NOT NULL,
+        key TEXT NOT NULL,
+        answered BIGINT NOT NULL,
+        n_queries BIGINT NOT NULL,
+        PRIMARY KEY (name, key))""",
+    # Last: its presence means the whole schema was committed (DDL is transactional).
+    """CREATE TABLE IF NOT EXISTS skprivpred_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL)""",
+)
+_SUMS = "rows, eps_sum, delta_sum, rho_sum, ledger_eps, ledger_delta, row_epsilon, row_delta"
+
+
+class _SQLLedger(Ledger):
+    """What the SQLite and PostgreSQL ledgers share: schema, queries, per-thread connections.
+
+    Subclasses open connections, start a write transaction that locks the
+    budget (:meth:`_begin_write`) and translate driver errors into
+    :class:`LedgerError`.
+    """
+
+    persistent = True
+    _placeholder = "?"
+    _serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    _lock_suffix = ""  # appended to the budget SELECT of a write transaction
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        self.timeout = timeout
+        self._local = threading.local()
+
+    # connections: one per thread and process, never shared or pickled
+    def _connection(self, *, create: bool = False):
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            local.pid, local.conn = os.getpid(), None  # a forked child opens its own
+        if local.conn is None:
+            local.conn = self._connect(create=create)
+        return local.conn
+
+    def _drop_connection(self) -> None:
+        """Forget this thread's connection after an error (a new one is opened next time)."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection may fail too
+                pass
+
+    def _connect(self, *, create: bool):
+        raise NotImplementedError
+
+    def _begin_write(self, cursor) -> None:
+        raise NotImplementedError
+
+    def _serialise_schema(self, cursor) -> None:
+        """Inside a write transaction: keep concurrent schema creation apart."""
+
+    def _has_schema(self, cursor) -> bool:
+        cursor.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skprivpred_meta'"
+        )
+        return cursor.fetchone() is not None
+
+    def _error(self, exc: Exception) -> LedgerError:
+        raise NotImplementedError
+
+    def _driver_errors(self) -> tuple[type[Exception], ...]:
+        raise NotImplementedError
+
+    def _sql(self, query: str) -> str:
+        return query.replace("?", self._placeholder)
+
+    def _run(self, body, *, write: bool, create: bool = False):
+        """Run ``body(cursor)`` in one transaction; roll back (and re-raise) on any error."""
+        try:
+            conn = self._connection(create=create)
+            cursor = conn.cursor()
+            if write:
+                self._begin_write(cursor)
+            else:
+                cursor.execute("BEGIN")
+        except self._driver_errors() as exc:
+            self._drop_connection()
+            raise self._error(exc) from None
+        try:
+            result = body(cursor)
+            cursor.execute("COMMIT")
+            return result
+        except BaseException as exc:
+            try:
+                cursor.execute("ROLLBACK")
+            except Exception:  # noqa: BLE001 - the connection may be gone; drop it below
+                self._drop_connection()
+            if isinstance(exc, self._driver_errors()):
+                self._drop_connection()
+                raise self._error(exc) from None
+            raise
+
+    # the operations
+    def create(self, name: str, config: dict) -> str:
+        def body(cursor):
+            self._serialise_schema(cursor)
+            self._create_schema(cursor)
+            row = self._select_budget(cursor, name, lock=True)
+            if row is None:
+                budget_id = uuid.uuid4().hex
+                cursor.execute(
+                    self._sql(
+                        "INSERT INTO skprivpred_budget (name, budget_id, config, created, "
+                        f"{_SUMS}) VALUES (?, ?, ?, ?, 0, 0, 0, 0, 0, 0, NULL, NULL)"
+                    ),
+                    (name, budget_id, json.dumps(config, sort_keys=True), time.time()),
+                )
+                return budget_id
+            stored = {"budget_id": row[0], "config": json.loads(row[1])}
+            return _same_config(stored, name, config, self.url)
+
+        return self._run(body, write=True, create=True)
+
+    def _create_schema(self, cursor) -> None:
+        # DDL only on a new ledger: on PostgreSQL, CREATE INDEX would lock the journal
+        # against concurrent charges.
+        if not self._has_schema(cursor):
+            for statement in _TABLES:
+                cursor.execute(statement.format(serial=self._serial))
+        cursor.execute(self._sql("SELECT value FROM skprivpred_meta WHERE key = 'schema'"))
+        row = cursor.fetchone()
+        if row is None:
+            cursor.execute(
+                self._sql("INSERT INTO skprivpred_meta (key, value) VALUES ('schema', ?)"),
+                (SCHEMA_VERSION,),
+            )
+        elif row[0] != SCHEMA_VERSION:
+            raise LedgerError(
+                f"the ledger {self.url} has schema version {row[0]!r}; this skprivpred reads "
+                f"version {SCHEMA_VERSION!r}."
+            )
+
+    def _select_budget(self, cursor, name: str, *, lock: bool):
+        suffix = self._lock_suffix if lock else ""
+        cursor.execute(
+            self._sql(f"SELECT budget_id, config, {_SUMS} FROM skprivpred_budget WHERE name = ?")
+            + suffix,
+            (name,),
+        )
+        return cursor.fetchone()
+
+    def _checked_budget(self, cursor, name: str, budget_id: str, *, lock: bool):
+        row = self._select_budget(cursor, name, lock=lock)
+        if row is None:
+            raise LedgerError(
+                f"the ledger {self.url} holds no budget named {name!r}: it was removed or this "
+                "is another ledger. An accountant never starts again from zero; restore the "
+                "ledger or create a new accountant."
+            )
+        if row[0] != budget_id:
+            raise LedgerError(
+                f"the budget {name!r} in the ledger {self.url} is not the one this accountant "
+                "was created with (it was deleted and created again). An accountant never "
+                "starts again from zero; create a new accountant for the new budget."
+            )
+        totals = Totals(int(row[2]), *(float(v) for v in row[3:8]))
+        guarantee = None if row[8] is None else (float(row[8]), float(row[9]))
+        return totals, guarantee
+
+    def _horizon(self, cursor, name: str, key: str):
+        cursor.execute(
+            self._sql(
+                "SELECT answered, n_queries FROM skprivpred_horizon WHERE name = ? AND key = ?"
+            ),
+            (name, key),
+        )
+        row = cursor.fetchone()
+        return None if row is None else [int(row[0]), int(row[1])]
+
+    def state(self, name: str, budget_id: str, horizon_key: str | None = None) -> LedgerState:
+        def body(cursor):
+            totals, guarantee = self._checked_budget(cursor, name, budget_id, lock=False)
+            stored = None if horizon_key is None else self._horizon(cursor, name, horizon_key)
+            return LedgerState(totals, guarantee, 0 if stored is None else stored[0])
+
+        return self._run(body, write=False)
+
+    def transact(self, name, budget_id, decide, charge, horizon=None) -> None:
+        def body(cursor):
+            before, guarantee = self._checked_budget(cursor, name, budget_id, lock=True)
+            stored = None if horizon is None else self._horizon(cursor, name, horizon[0])
+            entry = _horizon_entry(stored, horizon)
+            totals, row = decide(LedgerState(before, guarantee, entry[0]))
+            cursor.execute(
+                self._sql(
+                    "UPDATE skprivpred_budget SET rows = ?, eps_sum = ?, delta_sum = ?, "
+                    "rho_sum = ?, ledger_eps = ?, ledger_delta = ?, row_epsilon = ?, "
+                    "row_delta = ? WHERE name = ?"
+                ),
+                (*totals, *(row if row is not None else (None, None)), name),
+            )
+            cursor.execute(
+                self._sql(
+                    "INSERT INTO skprivpred_charge (time, name, estimator, rows, epsilon, delta, "
+                    "rho) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (time.time(), name, charge.source, charge.rows, *charge[1:4]),
+            )
+            if horizon is None:
+                return
+            if stored is None:
+                cursor.execute(
+                    self._sql(
+                        "INSERT INTO skprivpred_horizon (name, key, answered, n_queries) "
+                        "VALUES (?, ?, ?, ?)"
+                    ),
+                    (name, horizon[0], charge.rows, horizon[1]),
+                )
+            else:
+                cursor.execute(
+                    self._sql(
+                        "UPDATE skprivpred_horizon SET answered = ? WHERE name = ? AND key = ?"
+                    ),
+                    (entry[0] + charge.rows, name, horizon[0]),
+                )
+
+        self._run(body, write=True)
+
+    def journal(self, name: str, budget_id: str) -> list[dict]:
+        def body(cursor):
+            self._checked_budget(cursor, name, budget_id, lock=False)
+            cursor.execute(
+                self._sql(
+                    "SELECT time, name, estimator, rows, epsilon, delta, rho "
+                    "FROM skprivpred_charge WHERE name = ? ORDER BY id"
+                ),
+                (name,),
+            )
+            return cursor.fetchall()
+
+        rows = self._run(body, write=False)
+        return [
+            _journal_row(r[0], r[1], Charge(int(r[3]), float(r[4]), float(r[5]), r[6], r[2]))
+            for r in rows
+        ]
+
+    def consistent(self, name: str, budget_id: str) -> bool:
+        """Whether the stored sums equal the sums of the journal (up to rounding)."""
+        entries = self.journal(name, budget_id)
+        totals, _ = self._run(
+            lambda cursor: self._checked_budget(cursor, name, budget_id, lock=False), write=False
+        )
+        rows = sum(entry["rows"] for entry in entries)
+        eps = sum(entry["rows"] * entry["epsilon"] for entry in entries)
+        delta = sum(entry["rows"] * entry["delta"] for entry in entries)
+        return (
+            rows == totals.rows
+            and math.isclose(eps, totals.epsilon, rel_tol=1e-9, abs_tol=1e-12)
+            and math.isclose(delta, totals.delta, rel_tol=1e-9, abs_tol=1e-15)
+        )
+
+
+class _SQLiteLedger(_SQLLedger):
+    """A SQLite file in WAL mode with ``synchronous=FULL``; writers take ``BEGIN IMMEDIATE``."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("sqlite:///" + path, timeout)
+        self.path = path
+
+    def _connect(self, *, create: bool):
+        mode = "rwc" if create else "rw"
+        try:
+            conn = sqlite3.connect(
+                f"file:{quote(self.path)}?mode={mode}",
+                uri=True,
+                timeout=self.timeout,
+                isolation_level=None,  # transactions are begun and ended explicitly
+            )
+            if create:
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        return conn
+
+    def _begin_write(self, cursor) -> None:
+        cursor.execute("BEGIN IMMEDIATE")
+
+    def _driver_errors(self):
+        return (sqlite3.Error,)
+
+    def _error(self, exc: Exception) -> LedgerError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            why = (
+                f"stayed locked by another writer for the whole timeout of {self.timeout:g} s; "
+                "nothing was charged"
+            )
+        elif "unable to open" in text:
+            why = (
+                "cannot be opened: the file is missing or unreadable. An accountant never "
+                "starts again from zero: restore the file, or create a new accountant"
+            )
+        elif "readonly" in text or "read-only" in text:
+            why = "is read-only; a charge must be written before any answer is released"
+        elif "not a database" in text or "malformed" in text:
+            why = "is not a readable SQLite database (corrupted?)"
+        elif "no such table" in text:
+            why = "holds no skprivpred budget (it is another database)"
+        else:
+            why = f"failed: {text}"
+        return LedgerError(f"the ledger file {self.path} {why}.")
+
+
+class _PostgresLedger(_SQLLedger):
+    """A PostgreSQL server; writers lock the budget row with ``SELECT ... FOR UPDATE``."""
+
+    _placeholder = "%s"
+    _serial = "BIGSERIAL PRIMARY KEY"
+    _lock_suffix = " FOR UPDATE"
+
+    def __init__(self, url: str, timeout: float) -> None:
+        super().__init__(url, timeout)
+        try:
+            import psycopg
+        except ImportError:
+            raise ImportError(
+                "a postgresql:// ledger needs psycopg 3: pip install 'skprivpred[postgres]'."
+            ) from None
+        self._psycopg = psycopg
+
+    def _connect(self, *, create: bool):
+        try:
+            conn = self._psycopg.connect(
+                self.url,
+                autocommit=True,  # transactions are begun and ended explicitly
+                connect_timeout=max(1, math.ceil(self.timeout)),
+            )
+            # Wait at most `timeout` for a row lock held by another writer.
+            conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from None
+        return conn
+
+    def _begin_write(self, cursor) -> None:
+        cursor.execute("BEGIN")  # the budget row is then locked by SELECT ... FOR UPDATE
+
+    def _serialise_schema(self, cursor) -> None:
+        # CREATE TABLE IF NOT EXISTS races between sessions in PostgreSQL.
+        cursor.execute("SELECT pg_advisory_xact_lock(7253001)")
+
+    def _has_schema(self, cursor) -> bool:
+        cursor.execute("SELECT to_regclass('skprivpred_meta') IS NOT NULL")
+        return bool(cursor.fetchone()[0])
+
+    def _driver_errors(self):
+        return (self._psycopg.Error,)
+
+    def _error(self, exc: Exception) -> LedgerError:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return LedgerError(f"the PostgreSQL ledger {redact(self.url)} failed: {text}.")
+
+
+def redact(url: str) -> str:
+    """The URL without its password."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+# -- opening ------------------------------------------------------------------------------------
+_OPEN: dict[str, _SQLLedger] = {}
+_OPEN_LOCK = threading.Lock()
+_TEMPORARY: set[str] = set()
+
+
+def default_ledger_path() -> str:
+    """A new file name in this user's private temporary directory (created if needed)."""
+    directory = Path(tempfile.gettempdir()) / f"skprivpred-{_user_id()}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return str(directory / f"budget-{uuid.uuid4().hex}.db")
+
+
+def _user_id() -> str:
+    getuid = getattr(os, "getuid", None)
+    return str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
+
+
+def _remove_temporary(pid: int) -> None:
+    """At exit of the process that created them, delete the default ledgers' files."""
+    if os.getpid() != pid:
+        return
+    for path in list(_TEMPORARY):
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.remove(path + suffix)
+            except OSError:
+                pass
+
+
+atexit.register(_remove_temporary, os.getpid())
+
+
+def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
+    """The ledger at ``ledger``, and whether it is a new default (temporary) ledger.
+
+    Parameters
+    ----------
+    ledger : None, str or os.PathLike
+        ``None``: a new SQLite file in a per-user temporary directory, deleted
+        when the process that created it exits. A path or ``"sqlite:///path"``:
+        that SQLite file. ``"postgresql://..."``: a PostgreSQL server.
+        ``":memory:"``: this process's memory.
+    timeout : float
+        Seconds to wait for a lock (and for a server connection).
+
+    Returns
+    -------
+    ledger : Ledger
+    temporary : bool
+    """
+    if isinstance(ledger, str) and ledger == ":memory:":
+        return _MemoryLedger(), False
+    temporary = ledger is None
+    if temporary:
+        url = "sqlite:///" + default_ledger_path()
+    elif isinstance(ledger, os.PathLike) or (
+        isinstance(ledger, str) and "://" not in ledger and ledger
+    ):
+        url = "sqlite:///" + os.path.abspath(os.fspath(ledger))
+    elif isinstance(ledger, str) and ledger.startswith("sqlite:///") and ledger[10:]:
+        url = "sqlite:///" + os.path.abspath(ledger[10:])
+    elif isinstance(ledger, str) and ledger.split("://")[0] in ("postgresql", "postgres"):
+        url = ledger
+    else:
+        raise ValueError(
+            f"ledger must be None, ':memory:', a file path, 'sqlite:///path' or "
+            f"'postgresql://...', got {ledger!r}."
+        )
+    return reopen_ledger(url, timeout), temporary
+
+
+def reopen_ledger(url: str, timeout: float) -> Ledger:
+    """The persistent ledger at ``url`` (one object per address and process)."""
+    with _OPEN_LOCK:
+        key = f"{url}#{timeout!r}"
+        ledger = _OPEN.get(key)
+        if ledger is None:
+            if url.startswith("sqlite:///"):
+                ledger = _SQLiteLedger(url[len("sqlite:///") :], timeout)
+            else:
+                ledger = _PostgresLedger(url, timeout)
+            _OPEN[key] = ledger
+        return ledger
+
+
+def mark_temporary(ledger: Ledger) -> None:
+    """Delete this default ledger's file when the creating process exits."""
+    if isinstance(ledger, _SQLiteLedger):
+        _TEMPORARY.add(ledger.path)

@@ -1,0 +1,392 @@
+"""The durable privacy ledger: real SQLite files and a real PostgreSQL server.
+
+What is checked, for SQLite and PostgreSQL alike (the server is started by the
+``postgres_url`` fixture of ``conftest.py``):
+
+* Several processes share one budget: 4 processes x 300 one-row charges against a
+  cap of 500 rows answer exactly 500, never more, and the spending equals the rows.
+* Crash safety: a child charging in a loop is killed with SIGKILL at random
+  moments, 20 times; after each kill the ledger opens, its stored sums equal its
+  journal, and it holds at least every charge the child had reported.
+* Restart: a new process attaching to the same ledger sees the spending and
+  refuses past the cap.
+* The journal (``history``) keeps every charge; the three ledger kinds agree on the
+  arithmetic.
+* Faults, each a clear :class:`LedgerError` (or ``ValueError``) with nothing charged:
+  a locked ledger after the timeout, a read-only file, a corrupted file, a missing
+  file behind a pickled accountant, a server that is down, a budget removed from
+  under a copy, a budget opened with other terms, a pickled ``":memory:"`` ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from skprivpred import BudgetExhaustedError, LedgerError, PrivacyAccountant
+
+# One process of the concurrency and crash tests: attaches to the budget and charges.
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from skprivpred.accounting import BudgetExhaustedError, PrivacyAccountant
+
+    url, name, total, eps, calls = sys.argv[1], sys.argv[2], float(sys.argv[3]), \\
+        float(sys.argv[4]), int(sys.argv[5])
+    acc = PrivacyAccountant(epsilon=total, ledger=url, name=name)
+    print("ready", flush=True)
+    answered = refused = 0
+    i = 0
+    while calls < 0 or i < calls:
+        i += 1
+        try:
+            acc.charge(1, eps, source="worker")
+        except BudgetExhaustedError:
+            refused += 1
+            continue
+        answered += 1
+        print("answered", answered, flush=True)  # only after the charge is committed
+    print(json.dumps({"answered": answered, "refused": refused}), flush=True)
+    """
+)
+
+
+def start_worker(url, name, total, eps, calls):
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER, url, name, repr(total), repr(eps), str(calls)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_url(request, tmp_path):
+    """A ledger address of each persistent kind (a new file, or the test server)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "budget.db")
+    return request.getfixturevalue("postgres_url")
+
+
+def new_name() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+# -- the arithmetic is the same on every ledger ------------------------------------------------
+def test_every_ledger_kind_gives_the_same_totals(tmp_path, postgres_url):
+    charges = [(3, 0.1, 0.0, None), (2, 0.05, 1e-7, None), (5, 0.2, 0.0, 0.005)]
+    states = []
+    for ledger in (":memory:", str(tmp_path / "b.db"), postgres_url):
+        acc = PrivacyAccountant(
+            epsilon=10.0, delta=1e-5, composition="zcdp", ledger=ledger, name=new_name()
+        )
+        for n_rows, eps, delta, rho in charges:
+            acc.charge(n_rows, eps, delta, rho=rho, source="test")
+        states.append((acc.queries_answered, acc.spent(), acc.remaining_queries(0.1)))
+        history = acc.history()
+        assert list(history["rows"]) == [3, 2, 5]
+        assert list(history["estimator"]) == ["test"] * 3
+        assert history["rho"].iloc[0] == pytest.approx(0.1**2 / 2)  # the generic pure rho
+        assert history["rho"].iloc[2] == pytest.approx(0.005)
+        assert history["rho"].isna().iloc[1]  # an (epsilon, delta) charge carries no rho
+    assert states[0][0] == states[1][0] == states[2][0] == 10
+    for state in states[1:]:
+        assert state[1] == pytest.approx(states[0][1], rel=1e-12)
+        assert state[2] == states[0][2]
+
+
+def test_history_without_pandas_is_a_list_of_records(monkeypatch):
+    acc = PrivacyAccountant(epsilon=1.0)
+    acc.charge(2, 0.1, source="SubsampleAggregateClassifier")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now fails
+    records = acc.history()
+    assert isinstance(records, list) and len(records) == 1
+    assert records[0]["rows"] == 2 and records[0]["estimator"] == "SubsampleAggregateClassifier"
+    assert set(records[0]) == {"time", "name", "estimator", "rows", "epsilon", "delta", "rho"}
+
+
+# -- processes ------------------------------------------------------------------------------------
+def test_four_processes_never_overspend(ledger_url):
+    name, eps, cap = new_name(), 0.01, 500
+    total = cap * eps
+    PrivacyAccountant(epsilon=total, ledger=ledger_url, name=name)  # create the budget
+    workers = [start_worker(ledger_url, name, total, eps, 300) for _ in range(4)]
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    answered = sum(r["answered"] for r in results)
+    assert answered == cap  # exactly the cap: never more, and nothing lost
+    assert sum(r["refused"] for r in results) == 4 * 300 - cap
+    acc = PrivacyAccountant(epsilon=total, ledger=ledger_url, name=name)
+    assert acc.queries_answered == cap
+    assert acc.epsilon_spent == pytest.approx(total, rel=1e-12)
+    assert acc._ledger.consistent(acc.name, acc._budget_id)
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(1, eps)
+
+
+def test_restart_sees_the_spending_and_refuses_past_the_cap(ledger_url):
+    name = new_name()
+    first = start_worker(ledger_url, name, 1.0, 0.1, 7)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1]) == {"answered": 7, "refused": 0}
+    # A new process (this one) attaches to the same ledger: the 7 charges are there.
+    acc = PrivacyAccountant(epsilon=1.0, ledger=ledger_url, name=name)
+    assert acc.queries_answered == 7
+    assert acc.epsilon_spent == pytest.approx(0.7)
+    second = start_worker(ledger_url, name, 1.0, 0.1, 5)
+    out, err = second.communicate(timeout=120)
+    assert json.loads(out.strip().splitlines()[-1]) == {"answered": 3, "refused": 2}
+    assert acc.queries_answered == 10
+
+
+def test_sigkill_never_loses_a_committed_charge(ledger_url):
+    name, eps = new_name(), 1e-3
+    total = 1e6
+    acc = PrivacyAccountant(epsilon=total, ledger=ledger_url, name=name)
+    rng = np.random.default_rng(20)
+    reported = 0
+    for _ in range(20):
+        worker = start_worker(ledger_url, name, total, eps, -1)
+        assert worker.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.25))  # a random moment inside the charging loop
+        os.kill(worker.pid, signal.SIGKILL)
+        out, _ = worker.communicate(timeout=60)
+        assert worker.returncode == -signal.SIGKILL
+        lines = [line for line in out.splitlines() if line.startswith("answered")]
+        reported += int(lines[-1].split()[1]) if lines else 0
+        # The ledger opens, is consistent, and holds every reported charge (at most one
+        # more: a charge committed just before the kill, whose answer was never printed).
+        assert acc._ledger.consistent(acc.name, acc._budget_id)
+        answered = acc.queries_answered
+        assert reported <= answered <= reported + 20
+        assert acc.epsilon_spent == pytest.approx(answered * eps, rel=1e-9)
+        if not ledger_url.startswith("postgresql"):
+            with sqlite3.connect(ledger_url) as conn:
+                assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert reported > 0  # the kills did land inside the loop
+
+
+# -- copies and the default ledger ---------------------------------------------------------------
+def test_default_ledger_is_one_file_shared_by_pickled_copies():
+    acc = PrivacyAccountant(epsilon=1.0)
+    assert acc.ledger_url.startswith("sqlite:///")
+    path = acc.ledger_url[len("sqlite:///") :]
+    assert os.path.exists(path)
+    assert os.path.basename(os.path.dirname(path)).startswith("skprivpred-")
+    copy_ = pickle.loads(pickle.dumps(acc))
+    copy_.charge(3, 0.1)
+    assert acc.queries_answered == 3
+    assert PrivacyAccountant(epsilon=1.0).ledger_url != acc.ledger_url  # one file each
+
+
+def test_a_copy_of_a_default_ledger_outliving_its_creator_raises(tmp_path):
+    """The default ledger is deleted when its creating process exits; copies never restart."""
+    payload = tmp_path / "acc.pkl"
+    script = textwrap.dedent(
+        f"""
+        import pickle
+        from skprivpred import PrivacyAccountant
+        acc = PrivacyAccountant(epsilon=1.0)
+        acc.charge(4, 0.1)
+        with open({str(payload)!r}, "wb") as f:
+            pickle.dump(acc, f)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    with open(payload, "rb") as f:
+        orphan = pickle.load(f)
+    with pytest.raises(LedgerError, match="never starts again from zero"):
+        orphan.charge(1, 0.1)
+    with pytest.raises(LedgerError):
+        orphan.spent()
+    assert "ledger unavailable" in repr(orphan)
+
+
+# -- faults: clear errors, nothing charged --------------------------------------------------------
+def test_a_locked_ledger_raises_after_the_timeout_and_charges_nothing(tmp_path):
+    path = str(tmp_path / "locked.db")
+    acc = PrivacyAccountant(epsilon=1.0, ledger=path, timeout=0.3)
+    acc.charge(1, 0.1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    try:
+        started = time.monotonic()
+        with pytest.raises(LedgerError, match="locked.*0.3 s"):
+            acc.charge(1, 0.1)
+        assert time.monotonic() - started >= 0.25
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert acc.queries_answered == 1
+    acc.charge(1, 0.1)  # usable again once the lock is released
+    assert acc.queries_answered == 2
+
+
+def test_a_read_only_ledger_raises_and_charges_nothing(tmp_path):
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    path = str(directory / "ro.db")
+    acc = PrivacyAccountant(epsilon=1.0, ledger=path)
+    acc.charge(2, 0.1)
+    payload = pickle.dumps(acc)
+    # Run the charge in a process that may read the file but not write it. Root ignores
+    # file modes, so as root the process runs without the capabilities that override them.
+    os.chmod(directory, 0o555)
+    os.chmod(path, 0o444)
+    script = textwrap.dedent(
+        """
+        import pickle, sys
+        from skprivpred import LedgerError
+        acc = pickle.loads(sys.stdin.buffer.read())
+        try:
+            acc.charge(1, 0.1)
+        except LedgerError as exc:
+            print("LedgerError:", exc)
+        """
+    )
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    try:
+        done = subprocess.run(
+            [*(drop if os.geteuid() == 0 else []), sys.executable, "-c", script],
+            input=payload,
+            capture_output=True,
+            timeout=120,
+        )
+    finally:
+        os.chmod(directory, 0o755)
+        os.chmod(path, 0o644)
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    assert out.startswith("LedgerError:") and ("read-only" in out or "cannot be opened" in out)
+    assert acc.queries_answered == 2
+
+
+def test_a_corrupted_ledger_raises(tmp_path):
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(LedgerError, match="not a readable SQLite database"):
+        PrivacyAccountant(epsilon=1.0, ledger=str(garbage))
+    path = tmp_path / "budget.db"
+    acc = PrivacyAccountant(epsilon=1.0, ledger=str(path))
+    acc.charge(1, 0.1)
+    acc._ledger._drop_connection()  # as a new process would, after the damage
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(str(path) + suffix):
+            os.remove(str(path) + suffix)
+    with open(path, "r+b") as f:  # overwrite the header
+        f.write(b"\x00" * 100)
+    with pytest.raises(LedgerError):
+        acc.charge(1, 0.1)
+
+
+def test_a_deleted_ledger_file_raises_instead_of_starting_from_zero(tmp_path):
+    path = str(tmp_path / "gone.db")
+    acc = PrivacyAccountant(epsilon=1.0, ledger=path)
+    acc.charge(5, 0.1)
+    payload = pickle.dumps(acc)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    copy_ = pickle.loads(payload)
+    copy_._ledger._drop_connection()  # same process: forget the open connection
+    with pytest.raises(LedgerError, match="missing or unreadable"):
+        copy_.charge(1, 0.1)
+    assert not os.path.exists(path)  # the copy did not create a fresh, empty budget
+
+
+def test_a_budget_removed_from_under_a_copy_raises(ledger_url):
+    name = new_name()
+    acc = PrivacyAccountant(epsilon=1.0, ledger=ledger_url, name=name)
+    acc.charge(1, 0.1)
+    copy_ = pickle.loads(pickle.dumps(acc))
+    delete = "DELETE FROM skprivpred_budget WHERE name = ?"
+    if ledger_url.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(ledger_url) as conn:
+            conn.execute(delete.replace("?", "%s"), (name,))
+    else:
+        with sqlite3.connect(ledger_url) as conn:
+            conn.execute(delete, (name,))
+    with pytest.raises(LedgerError, match=f"no budget named '{name}'"):
+        copy_.charge(1, 0.1)
+    # Created again under the same name, it is another budget: the old copy still refuses.
+    PrivacyAccountant(epsilon=1.0, ledger=ledger_url, name=name)
+    with pytest.raises(LedgerError, match="not the one this accountant was created with"):
+        copy_.charge(1, 0.1)
+
+
+def test_other_terms_under_an_existing_name_are_refused(ledger_url):
+    name = new_name()
+    PrivacyAccountant(epsilon=1.0, ledger=ledger_url, name=name).charge(3, 0.1)
+    with pytest.raises(ValueError, match=f"already holds a budget named '{name}'.*epsilon=1.0"):
+        PrivacyAccountant(epsilon=2.0, ledger=ledger_url, name=name)
+    again = PrivacyAccountant(epsilon=1.0, ledger=ledger_url, name=name)
+    assert again.queries_answered == 3
+    other = PrivacyAccountant(epsilon=2.0, ledger=ledger_url, name=name + "-b")
+    assert other.queries_answered == 0  # several budgets in one ledger
+
+
+def test_a_server_that_is_down_raises(postgres_url):
+    with socket_free_port() as port:
+        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        with pytest.raises(LedgerError, match="PostgreSQL ledger"):
+            PrivacyAccountant(epsilon=1.0, ledger=url, timeout=2.0)
+
+
+def test_bad_ledger_arguments_are_refused():
+    for bad in (42, "", "mysql://host/db", "sqlite:///"):
+        with pytest.raises(ValueError, match="ledger must be"):
+            PrivacyAccountant(ledger=bad)
+    with pytest.raises(ValueError, match="name must be"):
+        PrivacyAccountant(name="")
+    with pytest.raises(ValueError, match="timeout"):
+        PrivacyAccountant(timeout=0.0)
+
+
+def test_the_password_of_a_server_url_is_never_shown():
+    from skprivpred._ledger import redact
+
+    assert redact("postgresql://alice:s3cret@db:5432/x") == "postgresql://alice:***@db:5432/x"
+    assert "s3cret" not in redact("postgres://bob:s3cret@h/d")
+
+
+class socket_free_port:
+    """A loopback port with nothing listening on it, held unbound for the block."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def test_spent_totals_are_recomputed_from_the_ledger_not_the_object(tmp_path):
+    """Two objects on one file agree at once; neither keeps its own tally."""
+    path = str(tmp_path / "shared.db")
+    a = PrivacyAccountant(epsilon=5.0, delta=1e-5, ledger=path)
+    b = PrivacyAccountant(epsilon=5.0, delta=1e-5, ledger=path)
+    a.charge(4, 0.5)
+    b.charge(2, 0.25, 1e-6)
+    assert a.spent() == b.spent() == pytest.approx((2.5, 2e-6))
+    assert math.isclose(a.remaining_queries(0.5), 5)
