@@ -1,0 +1,309 @@
+"""Privacy state never forks: scikit-learn workflows, copies, processes and seeds.
+
+What is checked (each was a measured privacy bug before the ledger):
+
+* ``cross_val_score`` and ``GridSearchCV`` with ``n_jobs=2`` (loky worker processes)
+  and one shared accountant: the spending equals the rows answered times epsilon, and a
+  budget too small for the whole search is refused in the workers and visible in the
+  parent.
+* Noise replay: two clones of an estimator whose ``random_state`` is a ``Generator``
+  agree on their answers only as often as independent draws do (exact law), while a
+  variant that still derives the answers' noise from the copied ``Generator`` is flagged.
+* The many-query horizon is one for the original, deep copies, pickled copies, a
+  loky worker and another process: together they answer at most ``n_queries`` rows.
+* The student hand-off raises the accountant's refusal at once instead of looping.
+* Integer seeds warn; a ledger that fails leaves the estimator's noise stream untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+
+import skprivpred._base as base
+from skprivpred import (
+    BudgetExhaustedError,
+    HorizonExhaustedError,
+    LedgerError,
+    PrivacyAccountant,
+    PrivacyWarning,
+    SubsampleAggregateClassifier,
+    SubsampleAverageRegressor,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.8, size=600) > 0).astype(int)
+    return X, y
+
+
+# -- scikit-learn workflows in worker processes -----------------------------------------------
+def test_cross_val_score_in_two_processes_charges_one_budget(data):
+    X, y = data
+    acc = PrivacyAccountant(epsilon=1500.0)
+    clf = SubsampleAggregateClassifier(epsilon=0.5, classes=[0, 1], accountant=acc)
+    scores = cross_val_score(clf, X, y, cv=KFold(3), n_jobs=2)
+    assert scores.shape == (3,)
+    # Every row is scored exactly once, in one of two loky worker processes.
+    assert acc.queries_answered == X.shape[0]
+    assert acc.epsilon_spent == pytest.approx(0.5 * X.shape[0], rel=1e-12)
+    history = acc.history()
+    assert set(history["estimator"]) == {"SubsampleAggregateClassifier"}
+    assert history["rows"].sum() == X.shape[0]
+
+
+def test_grid_search_in_two_processes_charges_one_budget(data):
+    X, y = data
+    acc = PrivacyAccountant(epsilon=1e6)
+    clf = SubsampleAggregateClassifier(epsilon=0.25, classes=[0, 1], accountant=acc)
+    search = GridSearchCV(clf, {"n_teachers": [5, 10]}, cv=KFold(3), n_jobs=2, refit=False)
+    search.fit(X, y)
+    assert acc.queries_answered == 2 * X.shape[0]  # two candidates, every row scored once
+    assert acc.epsilon_spent == pytest.approx(0.25 * 2 * X.shape[0], rel=1e-12)
+
+
+def test_a_budget_too_small_for_the_search_is_refused_in_the_workers(data):
+    X, y = data
+    cap_rows = 300  # less than the 2 x 600 rows the search would answer
+    acc = PrivacyAccountant(epsilon=0.25 * cap_rows)
+    clf = SubsampleAggregateClassifier(epsilon=0.25, classes=[0, 1], accountant=acc)
+    search = GridSearchCV(
+        clf, {"n_teachers": [5, 10]}, cv=KFold(3), n_jobs=2, refit=False, error_score="raise"
+    )
+    with pytest.raises(BudgetExhaustedError):
+        search.fit(X, y)
+    # What the workers spent is in the parent's view of the ledger, and within the cap.
+    assert 0 < acc.queries_answered <= cap_rows
+    assert acc.queries_answered % 200 == 0  # whole folds only: a refused fold charges nothing
+    assert acc.epsilon_spent <= 0.25 * cap_rows * (1 + 1e-12)
+
+
+# -- noise never replays across clones ----------------------------------------------------------
+def _legacy_spawn_streams(random_state):
+    """The pre-0.2 derivation: both streams from the (copied) random_state object."""
+    if isinstance(random_state, np.random.Generator):
+        seq = np.random.SeedSequence(random_state.integers(0, 2**63, size=4).tolist())
+    else:
+        return base_spawn_streams(random_state)
+    fit_seq, query_seq = seq.spawn(2)
+    return np.random.default_rng(fit_seq), np.random.default_rng(query_seq)
+
+
+base_spawn_streams = base.spawn_streams
+
+
+def clone_agreement_excess(X, y, queries) -> float:
+    """Agreements of two clones' answers minus the exact expectation under independence.
+
+    Divided by the Hoeffding deviation at false-alarm probability 1e-6: a value above 1
+    means the clones share noise.
+    """
+    template = SubsampleAggregateClassifier(
+        epsilon=0.2, n_teachers=15, classes=[0, 1], random_state=np.random.default_rng(7)
+    )
+    a, b = clone(template).fit(X, y), clone(template).fit(X, y)
+    law_a, law_b = a._output_distribution(queries), b._output_distribution(queries)
+    expected = float(np.sum(law_a * law_b))  # P(equal answers) row by row, independent draws
+    agree = int(np.sum(a.predict(queries) == b.predict(queries)))
+    n = queries.shape[0]
+    return (agree - expected) / math.sqrt(n * math.log(1e6) / 2)
+
+
+def test_clones_with_a_generator_seed_do_not_share_noise(data, monkeypatch):
+    X, y = data
+    queries = np.random.default_rng(1).normal(size=(2000, 4))
+    assert clone_agreement_excess(X, y, queries) < 1.0
+    # The same detector flags the old derivation (the noise came from the copied Generator).
+    monkeypatch.setattr(base, "spawn_streams", _legacy_spawn_streams)
+    assert clone_agreement_excess(X, y, queries) > 1.0
+
+
+def test_regressor_clones_with_a_generator_seed_do_not_replay_noise(monkeypatch):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3))
+    y = X[:, 0] + rng.normal(scale=0.1, size=400)
+    queries = rng.normal(size=(200, 3))
+    template = SubsampleAverageRegressor(
+        epsilon=1.0, n_teachers=10, y_range=(-3.0, 3.0), random_state=np.random.default_rng(3)
+    )
+
+    def answers_equal():
+        a, b = clone(template).fit(X, y), clone(template).fit(X, y)
+        return np.mean(a.predict(queries) == b.predict(queries))
+
+    # Independent noise on a grid: two answers coincide rarely; shared noise: always.
+    assert answers_equal() < 0.5
+    monkeypatch.setattr(base, "spawn_streams", _legacy_spawn_streams)
+    assert answers_equal() == 1.0
+
+
+@pytest.mark.parametrize("random_state", [None, 0, np.random.default_rng(0)])
+def test_copies_of_a_fitted_estimator_draw_fresh_noise(data, random_state):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        clf = SubsampleAggregateClassifier(
+            epsilon=0.05, n_teachers=5, classes=[0, 1], random_state=random_state
+        ).fit(X, y)
+    queries = np.zeros((400, 4))  # near the boundary: answers close to a coin flip
+    copies = [copy.deepcopy(clf), pickle.loads(pickle.dumps(clf))]
+    answers = [clf.predict(queries), *(c.predict(queries) for c in copies)]
+    for other in answers[1:]:
+        assert not np.array_equal(answers[0], other)
+
+
+def test_an_integer_seed_warns_that_it_seeds_the_noise(data):
+    X, y = data
+    with pytest.warns(PrivacyWarning, match="random_state=3 seeds the noise"):
+        SubsampleAggregateClassifier(classes=[0, 1], random_state=3).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyWarning)
+        SubsampleAggregateClassifier(classes=[0, 1]).fit(X, y)
+        SubsampleAggregateClassifier(classes=[0, 1], random_state=np.random.default_rng()).fit(X, y)
+
+
+# -- one horizon for all copies ------------------------------------------------------------------
+def _many_query_session(X, y, **params):
+    return SubsampleAggregateClassifier(
+        n_queries=10, total_epsilon=1.0, total_delta=1e-6, classes=[0, 1], **params
+    ).fit(X, y)
+
+
+def _answer_in_a_worker(clf, rows):
+    """Answer in a loky worker process (the estimator arrives pickled)."""
+    try:
+        return len(clf.predict(rows))
+    except HorizonExhaustedError:
+        return -1
+
+
+def test_deep_copies_pickles_and_workers_share_one_horizon(data):
+    X, y = data
+    clf = _many_query_session(X, y)
+    q = X[:1]
+    assert len(clf.predict(np.repeat(q, 3, axis=0))) == 3
+    twin, restored = copy.deepcopy(clf), pickle.loads(pickle.dumps(clf))
+    assert len(twin.predict(np.repeat(q, 2, axis=0))) == 2
+    assert len(restored.predict(np.repeat(q, 2, axis=0))) == 2
+    worker = joblib.Parallel(n_jobs=2, backend="loky")(
+        joblib.delayed(_answer_in_a_worker)(clf, np.repeat(q, 2, axis=0)) for _ in range(2)
+    )
+    assert sorted(worker) == [-1, 2]  # 9 answered, so only one of the two workers fits
+    for session in (clf, twin, restored):
+        assert session.queries_answered_ == 9
+        assert session.queries_remaining_ == 1
+    with pytest.raises(HorizonExhaustedError, match="n_queries=10.*1 rows remain"):
+        twin.predict(np.repeat(q, 2, axis=0))
+    assert len(restored.predict(q)) == 1
+    for session in (clf, twin, restored):
+        with pytest.raises(HorizonExhaustedError):
+            session.predict(q)
+    assert clf._horizon_accountant.queries_answered == 10
+
+
+def test_the_horizon_survives_a_restart_with_a_file_ledger(data, tmp_path):
+    X, y = data
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5, ledger=str(tmp_path / "b.db"))
+    clf = _many_query_session(X, y, accountant=acc)
+    clf.predict(X[:6])
+    model = tmp_path / "model.joblib"
+    joblib.dump(clf, model)
+    script = textwrap.dedent(
+        f"""
+        import joblib
+        from skprivpred import HorizonExhaustedError
+        clf = joblib.load({str(model)!r})
+        print(len(clf.predict(clf_rows := __import__("numpy").zeros((4, 4)))))
+        try:
+            clf.predict(clf_rows[:1])
+        except HorizonExhaustedError:
+            print("refused")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out == ["4", "refused"]
+    assert clf.queries_answered_ == 10 and acc.queries_answered == 10
+
+
+def test_replacing_the_accountant_after_fit_cannot_reset_the_horizon(data):
+    X, y = data
+    clf = _many_query_session(X, y, accountant=PrivacyAccountant(epsilon=10.0, delta=1e-5))
+    clf.predict(X[:10])
+    fresh = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    clf.set_params(accountant=fresh)
+    with pytest.raises(ValueError, match="replaced after fit"):
+        clf.predict(X[:1])
+    assert fresh.queries_answered == 0
+
+
+# -- the student hand-off ------------------------------------------------------------------------
+def test_student_mode_raises_the_accountants_refusal_at_once(data):
+    X, y = data
+    acc = PrivacyAccountant(epsilon=1e-6)  # refuses every row
+    clf = _many_query_session(
+        X, y, accountant=acc, student=LogisticRegression(), on_exhausted="student"
+    )
+    outcome = []
+
+    def call():
+        try:
+            clf.predict(X[:3])
+        except BudgetExhaustedError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "predict kept retrying a refusal of the accountant"
+    assert len(outcome) == 1 and not isinstance(outcome[0], HorizonExhaustedError)
+    assert acc.queries_answered == 0 and clf.mode_ == "aggregate"
+
+
+def test_a_copy_whose_horizon_was_spent_by_others_refuses_clearly(data):
+    X, y = data
+    clf = _many_query_session(X, y, student=LogisticRegression(), on_exhausted="student")
+    twin = copy.deepcopy(clf)
+    clf.predict(X[:10])  # the original spends the whole horizon
+    with pytest.raises(HorizonExhaustedError, match="used up by other copies"):
+        twin.predict(X[:2])
+    assert clf.predict(X[:5]).shape == (5,)  # the original hands off to its student
+
+
+# -- a failing ledger draws no noise -------------------------------------------------------------
+def test_a_ledger_error_leaves_the_noise_stream_untouched(data, tmp_path):
+    X, y = data
+    path = tmp_path / "b.db"
+    acc = PrivacyAccountant(epsilon=100.0, ledger=str(path), timeout=0.2)
+    clf = SubsampleAggregateClassifier(classes=[0, 1], accountant=acc).fit(X, y)
+    clf.predict(X[:2])
+    state = copy.deepcopy(clf._query_stream.rng.bit_generator.state)
+    import sqlite3
+
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(LedgerError, match="locked"):
+            clf.predict(X[:5])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert clf._query_stream.rng.bit_generator.state == state
+    assert clf.queries_answered_ == 2 and acc.queries_answered == 2
