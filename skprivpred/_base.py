@@ -6,8 +6,10 @@
   ``SeedSequence.spawn``: a *fit* stream (partitions, teacher seeds) and a
   *query* stream advanced by every answer and never re-seeded by a query;
 - :meth:`~PrivatePredictorMixin._release`, which charges the attached
-  accountant for all rows of a call *before* any noise is drawn, under a lock,
-  so that a refused call changes nothing and concurrent calls are safe;
+  accountant for all rows of a call *before* any noise is drawn (one committed
+  transaction of its ledger, which also counts a public query horizon shared
+  by every copy of the fitted estimator), so that a refused call changes
+  nothing and concurrent calls are safe;
 - fit-time atomicity: a ``fit`` that raises leaves the estimator as it was;
 - the scikit-learn tags of a randomised predictor.
 

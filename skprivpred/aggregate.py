@@ -111,8 +111,12 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     accountant : PrivacyAccountant, default=None
         Charged ``epsilon`` per query row before any noise is drawn; a call that
         would exceed its budget raises
-        :class:`~skprivpred.BudgetExhaustedError` and changes nothing. It is
-        shared, not copied, by ``clone`` and ``copy.deepcopy``.
+        :class:`~skprivpred.BudgetExhaustedError` and changes nothing. Every copy
+        of the estimator (``clone``, ``copy.deepcopy``, pickle, joblib workers,
+        other processes) charges the accountant's one ledger. In many-query
+        mode the horizon is counted in its ledger too; without an accountant
+        the estimator creates one of its own (default ledger) at ``fit`` for
+        that.
     n_jobs : int, default=None
         Number of joblib jobs for fitting the teachers, and for the votes of
         non-linear teachers on query batches (any joblib backend, set with
@@ -127,7 +131,9 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         guarantee. Integer seeds are for tests and reproducible experiments.
     n_queries : int, default=None
         The horizon: the most query rows this fitted estimator will ever answer
-        with its teachers, under one total budget. ``None``: per-row mode
+        with its teachers, under one total budget, in all its copies together
+        (deep copies, pickled copies, workers, restarted processes: the count
+        lives in the accountant's ledger). ``None``: per-row mode
         (``epsilon`` per row; an accountant composes).
     total_epsilon : float, default=None
         Total epsilon of the whole transcript (many-query mode only), > 0.
@@ -171,7 +177,8 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     n_queries_ : int or None
         The horizon.
     queries_answered_ : int
-        Number of query rows answered by the teachers since ``fit``.
+        Number of query rows answered by the teachers since ``fit`` (with a
+        horizon: by every copy of this fitted estimator, read from the ledger).
     queries_remaining_ : int or None
         Rows the horizon still allows.
     mode_ : {"aggregate", "student"}

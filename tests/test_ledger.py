@@ -35,7 +35,13 @@ import uuid
 import numpy as np
 import pytest
 
-from skprivpred import BudgetExhaustedError, LedgerError, PrivacyAccountant
+from skprivpred import (
+    BudgetExhaustedError,
+    LedgerError,
+    PrivacyAccountant,
+    SubsampleAggregateClassifier,
+)
+from skprivpred._testing import free_port, temporary_postgres
 
 # One process of the concurrency and crash tests: attaches to the budget and charges.
 WORKER = textwrap.dedent(
@@ -57,7 +63,7 @@ WORKER = textwrap.dedent(
             refused += 1
             continue
         answered += 1
-        print("answered", answered, flush=True)  # only after the charge is committed
+        print(f"answered {answered}", flush=True)  # only after the charge is committed
     print(json.dumps({"answered": answered, "refused": refused}), flush=True)
     """
 )
@@ -168,8 +174,13 @@ def test_sigkill_never_loses_a_committed_charge(ledger_url):
         os.kill(worker.pid, signal.SIGKILL)
         out, _ = worker.communicate(timeout=60)
         assert worker.returncode == -signal.SIGKILL
-        lines = [line for line in out.splitlines() if line.startswith("answered")]
-        reported += int(lines[-1].split()[1]) if lines else 0
+        # Whole lines only: the kill may cut the last one short.
+        lines = [
+            line.split()
+            for line in out.splitlines(keepends=True)
+            if line.startswith("answered ") and line.endswith("\n")
+        ]
+        reported += int(lines[-1][1]) if lines else 0
         # The ledger opens, is consistent, and holds every reported charge (at most one
         # more: a charge committed just before the kill, whose answer was never printed).
         assert acc._ledger.consistent(acc.name, acc._budget_id)
@@ -343,11 +354,22 @@ def test_other_terms_under_an_existing_name_are_refused(ledger_url):
     assert other.queries_answered == 0  # several budgets in one ledger
 
 
-def test_a_server_that_is_down_raises(postgres_url):
-    with socket_free_port() as port:
-        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-        with pytest.raises(LedgerError, match="PostgreSQL ledger"):
-            PrivacyAccountant(epsilon=1.0, ledger=url, timeout=2.0)
+def test_a_server_that_is_down_raises_and_draws_no_noise(postgres_url):
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"  # nothing listens there
+    with pytest.raises(LedgerError, match="PostgreSQL ledger"):
+        PrivacyAccountant(epsilon=1.0, ledger=url, timeout=2.0)
+    # A server that goes away while an estimator is using it.
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 2)), np.tile([0, 1], 30)
+    with temporary_postgres() as url:
+        acc = PrivacyAccountant(epsilon=10.0, ledger=url, timeout=2.0)
+        clf = SubsampleAggregateClassifier(n_teachers=3, classes=[0, 1], accountant=acc).fit(X, y)
+        clf.predict(X[:2])
+    state = clf._query_stream.rng.bit_generator.state
+    with pytest.raises(LedgerError, match="PostgreSQL ledger"):
+        clf.predict(X[:2])
+    assert clf._query_stream.rng.bit_generator.state == state
+    assert clf._query_stream.answered == 2
 
 
 def test_bad_ledger_arguments_are_refused():
@@ -365,20 +387,6 @@ def test_the_password_of_a_server_url_is_never_shown():
 
     assert redact("postgresql://alice:s3cret@db:5432/x") == "postgresql://alice:***@db:5432/x"
     assert "s3cret" not in redact("postgres://bob:s3cret@h/d")
-
-
-class socket_free_port:
-    """A loopback port with nothing listening on it, held unbound for the block."""
-
-    def __enter__(self) -> int:
-        import socket
-
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            return sock.getsockname()[1]
-
-    def __exit__(self, *exc) -> None:
-        return None
 
 
 def test_spent_totals_are_recomputed_from_the_ledger_not_the_object(tmp_path):

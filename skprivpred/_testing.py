@@ -1,0 +1,114 @@
+"""A throwaway PostgreSQL server on loopback, for the ledger's tests and benchmark.
+
+Not part of the public API. It runs the server binaries of the operating system's
+PostgreSQL package (``initdb``, ``pg_ctl``) in a temporary directory, listening on
+127.0.0.1 only, on a free port, with trust authentication, and stops and removes
+it afterwards. As root the server runs as the ``postgres`` system user, since
+PostgreSQL refuses to run as root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+
+__all__ = ["PostgresUnavailable", "free_port", "temporary_postgres"]
+
+
+class PostgresUnavailable(RuntimeError):
+    """No PostgreSQL server can be started here (what is missing is in the message)."""
+
+
+def free_port() -> int:
+    """A loopback TCP port that nothing listens on (at the time of the call)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _bindir() -> str:
+    found = shutil.which("pg_ctl")
+    if found:
+        return os.path.dirname(found)
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    if not candidates:
+        raise PostgresUnavailable("no PostgreSQL server binaries (apt-get install postgresql)")
+    return os.path.dirname(candidates[-1])
+
+
+def _server_user():
+    """``(preexec_fn, (uid, gid))`` to drop root to ``postgres``; ``(None, None)`` otherwise."""
+    if os.geteuid() != 0:
+        return None, None
+    import pwd
+
+    try:
+        user = pwd.getpwnam("postgres")
+    except KeyError:
+        raise PostgresUnavailable("running as root, and no 'postgres' system user") from None
+
+    def drop() -> None:
+        os.setgid(user.pw_gid)
+        os.setuid(user.pw_uid)
+
+    return drop, (user.pw_uid, user.pw_gid)
+
+
+@contextlib.contextmanager
+def temporary_postgres(timeout: float = 60.0) -> Iterator[str]:
+    """Start a PostgreSQL server; yield its URL; stop it and delete its files.
+
+    Raises
+    ------
+    PostgresUnavailable
+        If psycopg or the server binaries are missing, or the server does not start.
+    """
+    try:
+        import psycopg
+    except ImportError:
+        raise PostgresUnavailable("psycopg is not installed: pip install psycopg[binary]") from None
+    bindir = _bindir()
+    drop, owner = _server_user()
+    root = tempfile.mkdtemp(prefix="skprivpred-pg-")
+    if owner is not None:
+        os.chown(root, *owner)
+    data, port = os.path.join(root, "data"), free_port()
+    quiet = dict(
+        preexec_fn=drop,
+        env={**os.environ, "LC_ALL": "C", "LANG": "C"},
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,  # the server inherits pg_ctl's output: never pipe it
+        stderr=subprocess.DEVNULL,
+    )
+    pg_ctl = [os.path.join(bindir, "pg_ctl"), "-D", data, "-l", os.path.join(root, "log")]
+    try:
+        initdb = [os.path.join(bindir, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"]
+        if subprocess.run([*initdb, "-E", "UTF8"], **quiet).returncode != 0:
+            raise PostgresUnavailable("initdb failed")
+        options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={root}"
+        start = [*pg_ctl, "-o", options, "-w", "-t", str(int(timeout)), "start"]
+        if subprocess.run(start, **quiet).returncode != 0:
+            raise PostgresUnavailable("pg_ctl start failed")
+        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                psycopg.connect(url, connect_timeout=2).close()
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise PostgresUnavailable("the server did not accept connections") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        if os.path.exists(os.path.join(data, "postmaster.pid")):
+            subprocess.run([*pg_ctl, "-m", "immediate", "-w", "stop"], **quiet)
+        shutil.rmtree(root, ignore_errors=True)
