@@ -103,6 +103,7 @@ API_MODULES = {
     "skprivpred.mechanisms": "skprivpred.mechanisms",
     "skprivpred.audit": "skprivpred.audit",
     "skprivpred.datasets": "skprivpred.datasets",
+    "skprivpred.serving": "skprivpred.serving",
 }
 API_IGNORED = {"__version__"}
 

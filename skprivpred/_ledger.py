@@ -50,6 +50,7 @@ __all__ = [
     "default_ledger_path",
     "mark_temporary",
     "open_ledger",
+    "open_ledger_url",
     "redact",
     "reopen_ledger",
 ]
@@ -676,22 +677,24 @@ def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
     if isinstance(ledger, str) and ledger == ":memory:":
         return _MemoryLedger(), False
     temporary = ledger is None
-    if temporary:
-        url = "sqlite:///" + default_ledger_path()
-    elif isinstance(ledger, os.PathLike) or (
+    url = "sqlite:///" + default_ledger_path() if temporary else open_ledger_url(ledger)
+    return reopen_ledger(url, timeout), temporary
+
+
+def open_ledger_url(ledger: Any) -> str:
+    """The canonical address of a file or server ledger (absolute paths)."""
+    if isinstance(ledger, os.PathLike) or (
         isinstance(ledger, str) and "://" not in ledger and ledger
     ):
-        url = "sqlite:///" + os.path.abspath(os.fspath(ledger))
-    elif isinstance(ledger, str) and ledger.startswith("sqlite:///") and ledger[10:]:
-        url = "sqlite:///" + os.path.abspath(ledger[10:])
-    elif isinstance(ledger, str) and ledger.split("://")[0] in ("postgresql", "postgres"):
-        url = ledger
-    else:
-        raise ValueError(
-            f"ledger must be None, ':memory:', a file path, 'sqlite:///path' or "
-            f"'postgresql://...', got {ledger!r}."
-        )
-    return reopen_ledger(url, timeout), temporary
+        return "sqlite:///" + os.path.abspath(os.fspath(ledger))
+    if isinstance(ledger, str) and ledger.startswith("sqlite:///") and ledger[10:]:
+        return "sqlite:///" + os.path.abspath(ledger[10:])
+    if isinstance(ledger, str) and ledger.split("://")[0] in ("postgresql", "postgres"):
+        return ledger
+    raise ValueError(
+        f"ledger must be None, ':memory:', a file path, 'sqlite:///path' or "
+        f"'postgresql://...', got {ledger!r}."
+    )
 
 
 def reopen_ledger(url: str, timeout: float) -> Ledger:

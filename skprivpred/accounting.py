@@ -34,6 +34,7 @@ from ._ledger import (
     Totals,
     mark_temporary,
     open_ledger,
+    open_ledger_url,
     redact,
     reopen_ledger,
 )
@@ -420,9 +421,9 @@ class PrivacyAccountant:
         self.timeout = _check_real(
             timeout, "timeout", low=0.0, high=math.inf, low_open=True, high_open=True
         )
-        self._ledger, temporary = open_ledger(ledger, self.timeout)
+        self._ledger, self._temporary = open_ledger(ledger, self.timeout)
         self._budget_id = self._ledger.create(self.name, self._terms())
-        if temporary:
+        if self._temporary:
             mark_temporary(self._ledger)
 
     def _terms(self) -> dict:
@@ -439,6 +440,36 @@ class PrivacyAccountant:
     def ledger_url(self) -> str:
         """The ledger's resolved address."""
         return self._ledger.url
+
+    @property
+    def durable(self) -> bool:
+        """Whether the spending outlives this process: a file path or a server ledger.
+
+        False for ``":memory:"`` and for the default ledger, a temporary file
+        deleted when the process that created the accountant exits.
+        """
+        return self._ledger.persistent and not self._temporary
+
+    def relocate(self, ledger: str | os.PathLike) -> None:
+        """Charge this very budget at another address of its ledger, from now on.
+
+        For the same SQLite file mounted under another path, or the same
+        PostgreSQL database reached under another address (a service started
+        elsewhere). The budget must be there with the identity it was created
+        with: it is never created, so a wrong address raises
+        :class:`LedgerError` and leaves the accountant as it was.
+
+        Parameters
+        ----------
+        ledger : str or os.PathLike
+            A file path, ``"sqlite:///path"`` or ``"postgresql://..."``.
+        """
+        if isinstance(ledger, str) and ledger == ":memory:":
+            raise ValueError("relocate needs a file or server ledger, got ':memory:'.")
+        url = open_ledger_url(ledger)
+        moved = reopen_ledger(url, self.timeout)
+        moved.state(self.name, self._budget_id)  # raises LedgerError if it is not this budget
+        self._ledger, self._temporary = moved, False
 
     # -- sharing and persistence -------------------------------------------------
     def __copy__(self) -> PrivacyAccountant:

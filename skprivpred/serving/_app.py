@@ -1,0 +1,344 @@
+"""The HTTP service: a Starlette application around one fitted private estimator."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+import os
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ..accounting import BudgetExhaustedError, HorizonExhaustedError, LedgerError
+from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, UnknownKey, parse_keys
+from ._model import budget_of, load_model, per_row_guarantee
+
+__all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
+
+#: Environment variable through which the command hands its settings to each worker.
+CONFIG_ENVIRONMENT_VARIABLE = "SKPRIVPRED_SERVING_CONFIG"
+
+logger = logging.getLogger("skprivpred.serving")
+
+
+class _Refused(Exception):
+    """A request answered with an error status and a JSON body; nothing was charged."""
+
+    def __init__(self, status: int, error: str, **details: Any) -> None:
+        super().__init__(error)
+        self.status, self.body = status, {"error": error, **details}
+
+
+def _reject_constant(token: str):
+    raise _Refused(422, f"{token} is not allowed: every value must be finite.")
+
+
+def _guarded(endpoint):
+    """Answer every failure with a short JSON body: no trace, no secret, in the response or log."""
+
+    @functools.wraps(endpoint)
+    async def run(request: Request) -> JSONResponse:
+        try:
+            return await endpoint(request)
+        except _Refused as refusal:
+            return JSONResponse(refusal.body, status_code=refusal.status)
+        except LedgerError:
+            logger.error("the ledger is unavailable; nothing was charged or answered")
+            return JSONResponse(
+                {"error": "the privacy ledger is unavailable; nothing was charged or answered."},
+                status_code=503,
+            )
+        except Exception as exc:  # noqa: BLE001 - never let a trace (or a secret) out
+            logger.error("internal error (%s); nothing more is logged", type(exc).__name__)
+            return JSONResponse({"error": "internal error"}, status_code=500)
+
+    return run
+
+
+class _Service:
+    """What the endpoints share: the estimator, its budget, the clients and the limits."""
+
+    def __init__(self, estimator, clients: Clients, max_rows: int, max_body_bytes: int) -> None:
+        self.estimator = estimator
+        self.budget = budget_of(estimator)
+        self.clients = clients
+        self.max_rows = max_rows
+        self.max_body_bytes = max_body_bytes
+        final = _final_step(estimator)
+        self.n_features = int(final.n_features_in_) if hasattr(final, "n_features_in_") else None
+        names = getattr(estimator, "feature_names_in_", None)
+        self.feature_names = None if names is None else [str(n) for n in names]
+        try:
+            self.row_cost: tuple[float, float] | None = per_row_guarantee(estimator)
+        except ValueError:
+            self.row_cost = None
+
+    # -- requests --------------------------------------------------------------------------
+    def client(self, request: Request) -> str | None:
+        header = request.headers.get("authorization", "")
+        presented = header[7:].strip() if header.lower().startswith("bearer ") else None
+        presented = presented or request.headers.get("x-api-key")
+        try:
+            return self.clients.identify(presented)
+        except UnknownKey:
+            raise _Refused(401, "a valid API key is required.") from None
+
+    async def body(self, request: Request) -> dict:
+        too_large = f"the body is larger than the limit of {self.max_body_bytes} bytes."
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _Refused(413, too_large)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _Refused(413, too_large)
+            chunks.append(chunk)
+        try:
+            payload = json.loads(b"".join(chunks), parse_constant=_reject_constant)
+        except _Refused:
+            raise
+        except (ValueError, UnicodeDecodeError):
+            raise _Refused(422, "the body is not valid JSON.") from None
+        if not isinstance(payload, dict):
+            raise _Refused(422, 'the body must be a JSON object: {"rows": [...]}.')
+        return payload
+
+    def queries(self, payload: dict):
+        kinds = [k for k in ("rows", "records") if k in payload]
+        if len(kinds) != 1 or set(payload) - {"rows", "records"}:
+            raise _Refused(422, 'the body must hold exactly one of "rows" and "records".')
+        items = payload[kinds[0]]
+        if not isinstance(items, list) or not items:
+            raise _Refused(422, f'"{kinds[0]}" must be a non-empty list.')
+        if len(items) > self.max_rows:
+            raise _Refused(413, f"{len(items)} rows asked; a request may ask {self.max_rows}.")
+        return self._rows(items) if kinds[0] == "rows" else self._records(items)
+
+    def _rows(self, rows: list):
+        width = self.n_features
+        for i, row in enumerate(rows):
+            if not isinstance(row, list) or (width is not None and len(row) != width):
+                raise _Refused(422, f"row {i} must be a list of {width} numbers (the features).")
+            if any(isinstance(v, bool) or not isinstance(v, Real) for v in row):
+                raise _Refused(422, f"row {i} holds a value that is not a number.")
+        X = np.asarray(rows, dtype=float)
+        if X.ndim != 2 or not np.all(np.isfinite(X)):
+            raise _Refused(422, "every value must be a finite number.")
+        if self.feature_names is not None:
+            import pandas as pd
+
+            return pd.DataFrame(X, columns=self.feature_names)
+        return X
+
+    def _records(self, records: list):
+        if self.feature_names is None:
+            raise _Refused(422, 'this model was fitted without column names: send "rows".')
+        try:
+            import pandas as pd
+        except ImportError:
+            raise _Refused(422, 'this server cannot read "records" (no pandas).') from None
+        expected = set(self.feature_names)
+        for i, record in enumerate(records):
+            if not isinstance(record, dict):
+                raise _Refused(422, f"record {i} must be a JSON object of column: value.")
+            missing, extra = sorted(expected - set(record)), sorted(set(record) - expected)
+            if missing or extra:
+                raise _Refused(
+                    422,
+                    f"record {i} does not have the model's columns.",
+                    missing=missing,
+                    unexpected=extra,
+                )
+            for column, value in record.items():
+                if isinstance(value, bool) or not isinstance(value, Real | str):
+                    raise _Refused(422, f"record {i}, {column!r}: a number or a string is needed.")
+                if isinstance(value, Real) and not math.isfinite(value):
+                    raise _Refused(422, "every value must be a finite number.")
+        return pd.DataFrame.from_records(records, columns=self.feature_names)
+
+    def answer(self, X, client: str | None) -> list:
+        """Charge (the client's quota, then the global budget inside predict), then answer."""
+        n_rows = X.shape[0]
+        quota = self.clients.quota(client)
+        if quota is not None and self.row_cost is not None:
+            epsilon, delta = self.row_cost
+            if not self.budget.can_charge(n_rows, epsilon, delta):
+                raise self._exhausted(n_rows)
+            try:
+                quota.charge(n_rows, epsilon, delta, source=f"client {client}")
+            except BudgetExhaustedError:
+                raise _Refused(
+                    429,
+                    "this client's quota is spent.",
+                    client=client,
+                    asked_rows=n_rows,
+                    remaining_rows=quota.remaining_queries(epsilon, delta),
+                ) from None
+        try:
+            predictions = self.estimator.predict(X)
+        except BudgetExhaustedError as exc:
+            raise self._exhausted(n_rows, horizon=isinstance(exc, HorizonExhaustedError)) from None
+        except (ValueError, TypeError):
+            # The estimator validates before it charges. Its message is not passed on: a
+            # teacher's error (an unknown category, say) could describe its training rows.
+            raise _Refused(
+                422, "the model cannot read these rows (check types and values)."
+            ) from None
+        return np.asarray(predictions).tolist()
+
+    def _exhausted(self, n_rows: int, horizon: bool = False) -> _Refused:
+        return _Refused(
+            429,
+            "the query horizon is reached." if horizon else "the privacy budget is spent.",
+            asked_rows=n_rows,
+            remaining_rows=self.remaining_rows(),
+        )
+
+    def remaining_rows(self) -> int | None:
+        remaining = []
+        if self.row_cost is not None:
+            remaining.append(self.budget.remaining_queries(*self.row_cost))
+        horizon = getattr(_final_step(self.estimator), "queries_remaining_", None)
+        if horizon is not None:
+            remaining.append(int(horizon))
+        return min(remaining) if remaining else None
+
+    def budget_report(self) -> dict:
+        budget = self.budget
+        epsilon_spent, delta_spent = budget.spent()
+        report = {
+            "name": budget.name,
+            "composition": budget.composition,
+            "epsilon": budget.epsilon,
+            "delta": budget.delta,
+            "epsilon_spent": epsilon_spent,
+            "delta_spent": delta_spent,
+            "epsilon_remaining": max(budget.epsilon - epsilon_spent, 0.0),
+            "queries_answered": budget.queries_answered,
+            "rows_remaining": self.remaining_rows(),
+        }
+        if self.row_cost is not None:
+            report["epsilon_per_row"], report["delta_per_row"] = self.row_cost
+        return report
+
+
+def create_app(
+    estimator,
+    *,
+    ledger: str | os.PathLike | None = None,
+    api_keys=None,
+    quota_epsilon: float | None = None,
+    max_rows: int = 1000,
+    max_body_bytes: int = 1_000_000,
+) -> Starlette:
+    """The ASGI application that serves private answers of ``estimator``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted skprivpred estimator (or a ``Pipeline`` ending in one) with a
+        :class:`~skprivpred.PrivacyAccountant` on a file or server ledger.
+    ledger : str or os.PathLike, default=None
+        The same budget under another address (a mounted volume, a server
+        address); see :meth:`~skprivpred.PrivacyAccountant.relocate`.
+    api_keys : mapping, str, os.PathLike or None, default=None
+        ``{client: key}`` or a file of ``client:key`` lines (re-read when it
+        changes). ``None`` and no ``SKPRIVPRED_API_KEYS`` in the environment:
+        no keys.
+    quota_epsilon : float, default=None
+        Per-client share of the global budget (needs keys).
+    max_rows : int, default=1000
+        Most rows one request may ask (HTTP 413 beyond).
+    max_body_bytes : int, default=1000000
+        Largest request body (HTTP 413 beyond).
+
+    Returns
+    -------
+    starlette.applications.Starlette
+    """
+    budget = budget_of(estimator)
+    if ledger is not None:
+        budget.relocate(ledger)
+    if api_keys is None and os.environ.get(KEYS_ENVIRONMENT_VARIABLE):
+        api_keys = parse_keys(os.environ[KEYS_ENVIRONMENT_VARIABLE], KEYS_ENVIRONMENT_VARIABLE)
+    service = _Service(
+        estimator, Clients(budget, api_keys, quota_epsilon), max_rows, max_body_bytes
+    )
+
+    @_guarded
+    async def predict(request: Request) -> JSONResponse:
+        client = service.client(request)
+        X = service.queries(await service.body(request))
+        predictions = await run_in_threadpool(service.answer, X, client)
+        return JSONResponse(
+            {"predictions": predictions, "epsilon_spent": service.budget.epsilon_spent}
+        )
+
+    @_guarded
+    async def budget_endpoint(request: Request) -> JSONResponse:
+        service.client(request)
+        return JSONResponse(await run_in_threadpool(service.budget_report))
+
+    @_guarded
+    async def guarantee(request: Request) -> JSONResponse:
+        service.client(request)
+        guarantee = getattr(_final_step(estimator), "privacy_guarantee_", None)
+        return JSONResponse(_jsonable(guarantee))
+
+    @_guarded
+    async def health(request: Request) -> JSONResponse:
+        await run_in_threadpool(lambda: service.budget.queries_answered)  # the ledger answers
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(
+        routes=[
+            Route("/predict", predict, methods=["POST"]),
+            Route("/budget", budget_endpoint, methods=["GET"]),
+            Route("/guarantee", guarantee, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+        ]
+    )
+
+
+def _final_step(estimator):
+    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if hasattr(value, "__dataclass_fields__"):
+        import dataclasses
+
+        return _jsonable(dataclasses.asdict(value))
+    return str(value)
+
+
+def app_from_environment() -> Starlette:
+    """The application of one worker of ``python -m skprivpred.serving`` (a uvicorn factory)."""
+    config = json.loads(os.environ[CONFIG_ENVIRONMENT_VARIABLE])
+    return create_app(
+        load_model(config["model"]),
+        ledger=config.get("ledger"),
+        api_keys=config.get("api_keys"),
+        quota_epsilon=config.get("quota_epsilon"),
+        max_rows=config["max_rows"],
+        max_body_bytes=config["max_body_bytes"],
+    )

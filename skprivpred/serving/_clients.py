@@ -1,0 +1,131 @@
+"""Clients of a service: optional API keys and per-key quotas kept in the ledger."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import threading
+from collections.abc import Mapping
+
+from ..accounting import PrivacyAccountant
+
+__all__ = ["Clients", "UnknownKey", "parse_keys"]
+
+#: Environment variable that may hold the keys, as ``name:key`` pairs separated by commas.
+KEYS_ENVIRONMENT_VARIABLE = "SKPRIVPRED_API_KEYS"
+
+
+class UnknownKey(Exception):
+    """The request presented no key, or a key that is not configured."""
+
+
+def parse_keys(text: str, source: str) -> dict[str, str]:
+    """``name:key`` pairs, one per line or separated by commas (``#`` starts a comment)."""
+    keys: dict[str, str] = {}
+    for raw in text.replace(",", "\n").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, key = line.partition(":")
+        name, key = name.strip(), key.strip()
+        if not sep or not name or not key:
+            raise ValueError(
+                f"{source}: each API key is written 'name:key', got a malformed entry."
+            )
+        if len(key) < 16:
+            raise ValueError(f"{source}: the key of client {name!r} is shorter than 16 characters.")
+        if name in keys:
+            raise ValueError(f"{source}: client {name!r} has two keys.")
+        keys[name] = key
+    if not keys:
+        raise ValueError(f"{source}: no API key found.")
+    return keys
+
+
+class Clients:
+    """Who may ask, and how much of the global budget each client may spend.
+
+    Parameters
+    ----------
+    budget : PrivacyAccountant
+        The global budget (the one that protects the training data).
+    keys : mapping, str, os.PathLike or None
+        ``None``: no keys, anyone may ask. A mapping ``{client name: key}``, or a
+        file of ``name:key`` lines, re-read whenever it changes (to rotate keys,
+        edit the file).
+    quota_epsilon : float or None
+        Each client's share: at most this much epsilon (basic composition of
+        its rows' per-row guarantee), counted in the global budget's ledger
+        under ``"<budget name>/client/<client name>/epsilon=<quota>"``.
+    """
+
+    def __init__(self, budget: PrivacyAccountant, keys=None, quota_epsilon=None) -> None:
+        if quota_epsilon is not None and keys is None:
+            raise ValueError("a per-client quota needs API keys: say who the clients are.")
+        if quota_epsilon is not None and not (0 < float(quota_epsilon) < float("inf")):
+            raise ValueError(f"quota_epsilon must be a finite number > 0, got {quota_epsilon!r}.")
+        self.budget = budget
+        self.quota_epsilon = None if quota_epsilon is None else float(quota_epsilon)
+        self._lock = threading.Lock()
+        self._quotas: dict[str, PrivacyAccountant] = {}
+        self._file: str | None = None
+        self._file_mtime: float | None = None
+        self._keys: dict[str, str] | None = None
+        if isinstance(keys, Mapping):
+            self._keys = parse_keys(",".join(f"{n}:{k}" for n, k in keys.items()), "api_keys")
+        elif keys is not None:
+            self._file = os.fspath(keys)
+            self._reload()
+
+    @property
+    def required(self) -> bool:
+        """Whether requests must present a key."""
+        return self._keys is not None
+
+    def _reload(self) -> None:
+        assert self._file is not None
+        mtime = os.stat(self._file).st_mtime_ns
+        if mtime != self._file_mtime:
+            with open(self._file, encoding="utf-8") as handle:
+                keys = parse_keys(handle.read(), self._file)
+            self._keys, self._file_mtime = keys, mtime
+
+    def identify(self, presented: str | None) -> str | None:
+        """The client's name for a presented key (``None`` when no keys are configured).
+
+        Every configured key is compared, in constant time, whatever matches.
+
+        Raises
+        ------
+        UnknownKey
+            If keys are configured and ``presented`` is none of them.
+        """
+        if self._file is not None:
+            with self._lock:
+                self._reload()
+        if self._keys is None:
+            return None
+        if not presented:
+            raise UnknownKey
+        offered = presented.encode()
+        match = None
+        for name, key in self._keys.items():
+            if hmac.compare_digest(offered, key.encode()) and match is None:
+                match = name
+        if match is None:
+            raise UnknownKey
+        return match
+
+    def quota(self, client: str | None) -> PrivacyAccountant | None:
+        """The client's quota, an accountant in the global budget's ledger (or None)."""
+        if client is None or self.quota_epsilon is None:
+            return None
+        with self._lock:
+            if client not in self._quotas:
+                self._quotas[client] = PrivacyAccountant(
+                    epsilon=self.quota_epsilon,
+                    ledger=self.budget.ledger_url,
+                    name=f"{self.budget.name}/client/{client}/epsilon={self.quota_epsilon!r}",
+                    timeout=self.budget.timeout,
+                )
+            return self._quotas[client]
