@@ -25,9 +25,11 @@ starting again from zero.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import math
 import os
+import random
 import re
 import sqlite3
 import tempfile
@@ -332,30 +334,50 @@ class _SQLLedger(Ledger):
         return query.replace("?", self._placeholder)
 
     def _run(self, body, *, write: bool, create: bool = False):
-        """Run ``body(cursor)`` in one transaction; roll back (and re-raise) on any error."""
-        try:
-            conn = self._connection(create=create)
-            cursor = conn.cursor()
-            if write:
-                self._begin_write(cursor)
-            else:
-                cursor.execute("BEGIN")
-        except self._driver_errors() as exc:
-            self._drop_connection()
-            raise self._error(exc) from None
+        """Run ``body(cursor)`` in one transaction, retried while the ledger is busy.
+
+        A failed attempt is rolled back whole, so retrying it (``body`` runs
+        again, on what is stored then) is safe. Errors become :class:`LedgerError`.
+        """
+        deadline = time.monotonic() + self.timeout
+        pause = 5e-5
+        with self._writer(write, deadline):
+            while True:
+                try:
+                    return self._attempt(body, write=write, create=create)
+                except self._driver_errors() as exc:
+                    if self._busy(exc) and time.monotonic() < deadline:
+                        time.sleep(pause * random.uniform(0.5, 1.0))
+                        pause = min(2.0 * pause, 2e-3)
+                        continue
+                    self._drop_connection()
+                    raise self._error(exc) from None
+
+    def _attempt(self, body, *, write: bool, create: bool):
+        conn = self._connection(create=create)
+        cursor = conn.cursor()
+        if write:
+            self._begin_write(cursor)
+        else:
+            cursor.execute("BEGIN")
         try:
             result = body(cursor)
             cursor.execute("COMMIT")
             return result
-        except BaseException as exc:
+        except BaseException:
             try:
                 cursor.execute("ROLLBACK")
-            except Exception:  # noqa: BLE001 - the connection may be gone; drop it below
+            except Exception:  # noqa: BLE001 - the connection may be gone
                 self._drop_connection()
-            if isinstance(exc, self._driver_errors()):
-                self._drop_connection()
-                raise self._error(exc) from None
             raise
+
+    def _writer(self, write: bool, deadline: float):
+        """Context in which a write transaction runs (see the SQLite ledger)."""
+        return contextlib.nullcontext()
+
+    def _busy(self, exc: Exception) -> bool:
+        """Whether ``exc`` says another writer holds the ledger (retry, do not fail)."""
+        return False
 
     # the operations
     def create(self, name: str, config: dict) -> str:
@@ -523,6 +545,28 @@ class _SQLiteLedger(_SQLLedger):
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__("sqlite:///" + path, timeout)
         self.path = path
+        self._writers: tuple[int, threading.Lock] | None = None
+
+    @contextlib.contextmanager
+    def _writer(self, write: bool, deadline: float):
+        # One writer per process at a time: threads queue on a lock here instead of
+        # polling the file lock. Other processes are waited for in _run's retry loop.
+        if not write:
+            yield
+            return
+        if self._writers is None or self._writers[0] != os.getpid():
+            self._writers = (os.getpid(), threading.Lock())  # a fork gets its own lock
+        lock = self._writers[1]
+        if not lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            raise self._error(sqlite3.OperationalError("database is locked"))
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _busy(self, exc: Exception) -> bool:
+        text = str(exc)
+        return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
     def _connect(self, *, create: bool):
         mode = "rwc" if create else "rw"
@@ -530,7 +574,9 @@ class _SQLiteLedger(_SQLLedger):
             conn = sqlite3.connect(
                 f"file:{quote(self.path)}?mode={mode}",
                 uri=True,
-                timeout=self.timeout,
+                # No busy handler: SQLite's sleeps from 1 ms up to 100 ms starve writers;
+                # _run retries busy transactions with short pauses until the timeout.
+                timeout=0.0,
                 isolation_level=None,  # transactions are begun and ended explicitly
             )
             if create:

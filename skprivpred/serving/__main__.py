@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
+import socket
 import sys
 
 from ._app import CONFIG_ENVIRONMENT_VARIABLE, create_app
@@ -62,18 +64,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skprivpred.serving: {exc}", file=sys.stderr)
         return 2
 
-    import uvicorn
-
     os.environ[CONFIG_ENVIRONMENT_VARIABLE] = json.dumps(config)
-    uvicorn.run(
+    serve(args.host, args.port, args.workers, args.log_level)
+    return 0
+
+
+def serve(host: str, port: int, workers: int, log_level: str) -> None:
+    """Run uvicorn: one process, or a supervisor of ``workers`` processes on one socket."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(
         "skprivpred.serving._app:app_from_environment",
         factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_level=args.log_level,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
     )
-    return 0
+    server = uvicorn.Server(config)
+    if workers == 1:
+        server.run()
+        return
+    sock = config.bind_socket()
+    # Answers go out at once: without TCP_NODELAY (which uvicorn's shared socket does not
+    # get, and accepted connections inherit on Linux) small responses wait for delayed ACKs.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    older = "target" in inspect.signature(Multiprocess).parameters  # older uvicorn releases
+    Multiprocess(config, sockets=[sock], **({"target": server.run} if older else {})).run()
 
 
 if __name__ == "__main__":

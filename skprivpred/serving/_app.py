@@ -91,7 +91,8 @@ class _Service:
         except UnknownKey:
             raise _Refused(401, "a valid API key is required.") from None
 
-    async def body(self, request: Request) -> dict:
+    async def body(self, request: Request) -> tuple[dict, bool]:
+        """The JSON object of the body, and whether it may hold ``true`` or ``false``."""
         too_large = f"the body is larger than the limit of {self.max_body_bytes} bytes."
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -102,17 +103,19 @@ class _Service:
             if size > self.max_body_bytes:
                 raise _Refused(413, too_large)
             chunks.append(chunk)
+        raw = b"".join(chunks)
         try:
-            payload = json.loads(b"".join(chunks), parse_constant=_reject_constant)
+            payload = json.loads(raw, parse_constant=_reject_constant)
         except _Refused:
             raise
         except (ValueError, UnicodeDecodeError):
             raise _Refused(422, "the body is not valid JSON.") from None
         if not isinstance(payload, dict):
             raise _Refused(422, 'the body must be a JSON object: {"rows": [...]}.')
-        return payload
+        return payload, b"true" in raw or b"false" in raw
 
-    def queries(self, payload: dict):
+    def queries(self, payload: dict, booleans: bool = True):
+        """The query rows of a request body; ``booleans``: whether it may hold true/false."""
         kinds = [k for k in ("rows", "records") if k in payload]
         if len(kinds) != 1 or set(payload) - {"rows", "records"}:
             raise _Refused(422, 'the body must hold exactly one of "rows" and "records".')
@@ -121,16 +124,19 @@ class _Service:
             raise _Refused(422, f'"{kinds[0]}" must be a non-empty list.')
         if len(items) > self.max_rows:
             raise _Refused(413, f"{len(items)} rows asked; a request may ask {self.max_rows}.")
-        return self._rows(items) if kinds[0] == "rows" else self._records(items)
+        return self._rows(items, booleans) if kinds[0] == "rows" else self._records(items)
 
-    def _rows(self, rows: list):
+    def _rows(self, rows: list, booleans: bool):
         width = self.n_features
         for i, row in enumerate(rows):
             if not isinstance(row, list) or (width is not None and len(row) != width):
                 raise _Refused(422, f"row {i} must be a list of {width} numbers (the features).")
-            if any(isinstance(v, bool) or not isinstance(v, Real) for v in row):
-                raise _Refused(422, f"row {i} holds a value that is not a number.")
-        X = np.asarray(rows, dtype=float)
+        if booleans and any(isinstance(v, bool) for row in rows for v in row):
+            raise _Refused(422, "every value must be a number, not true or false.")
+        try:
+            X = np.array(rows, dtype=float)  # a string or a nested list fails here
+        except (ValueError, TypeError):
+            raise _Refused(422, "every value must be a number.") from None
         if X.ndim != 2 or not np.all(np.isfinite(X)):
             raise _Refused(422, "every value must be a finite number.")
         if self.feature_names is not None:
@@ -277,7 +283,7 @@ def create_app(
     @_guarded
     async def predict(request: Request) -> JSONResponse:
         client = service.client(request)
-        X = service.queries(await service.body(request))
+        X = service.queries(*await service.body(request))
         predictions = await run_in_threadpool(service.answer, X, client)
         return JSONResponse(
             {"predictions": predictions, "epsilon_spent": service.budget.epsilon_spent}
