@@ -83,15 +83,19 @@ def serve(host: str, port: int, workers: int, log_level: str) -> None:
         log_level=log_level,
     )
     server = uvicorn.Server(config)
-    if workers == 1:
-        server.run()
-        return
-    sock = config.bind_socket()
-    # Answers go out at once: without TCP_NODELAY (which uvicorn's shared socket does not
-    # get, and accepted connections inherit on Linux) small responses wait for delayed ACKs.
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    older = "target" in inspect.signature(Multiprocess).parameters  # older uvicorn releases
-    Multiprocess(config, sockets=[sock], **({"target": server.run} if older else {})).run()
+    try:
+        if workers == 1:
+            server.run()
+            return
+        sock = config.bind_socket()
+        # Answers go out at once: without TCP_NODELAY (which uvicorn's shared socket does
+        # not get, and accepted connections inherit on Linux) small responses wait for
+        # delayed ACKs.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        older = "target" in inspect.signature(Multiprocess).parameters  # older uvicorn
+        Multiprocess(config, sockets=[sock], **({"target": server.run} if older else {})).run()
+    except KeyboardInterrupt:  # Ctrl-C (or SIGINT) stops the service quietly
+        pass
 
 
 if __name__ == "__main__":
