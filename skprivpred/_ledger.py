@@ -130,8 +130,13 @@ class Ledger:
         decide: Decide,
         charge: Charge,
         horizon: tuple[str, int] | None = None,
+        record: bool = True,
     ) -> None:
-        """Read, ``decide``, and write the new sums, the journal row and the horizon, atomically."""
+        """Read, ``decide``, and write the new sums, the journal row and the horizon, atomically.
+
+        With ``record=False`` only the horizon advances (by ``charge.rows``): the
+        sums and the journal are left alone (steps of a release already charged).
+        """
         raise NotImplementedError
 
     def journal(self, name: str, budget_id: str) -> list[dict]:
@@ -175,14 +180,15 @@ class _MemoryLedger(Ledger):
             answered = self._horizons.get((name, horizon_key or ""), [0, 0])[0]
             return LedgerState(budget["totals"], budget["row"], answered)
 
-    def transact(self, name, budget_id, decide, charge, horizon=None) -> None:
+    def transact(self, name, budget_id, decide, charge, horizon=None, record=True) -> None:
         with self._lock:
             budget = self._budget(name, budget_id)
             stored = None if horizon is None else self._horizons.get((name, horizon[0]))
             entry = _horizon_entry(stored, horizon)
             totals, row = decide(LedgerState(budget["totals"], budget["row"], entry[0]))
-            budget["totals"], budget["row"] = totals, row
-            self._journal.append(_journal_row(time.time(), name, charge))
+            if record:
+                budget["totals"], budget["row"] = totals, row
+                self._journal.append(_journal_row(time.time(), name, charge))
             if horizon is not None:
                 self._horizons[(name, horizon[0])] = [entry[0] + charge.rows, horizon[1]]
 
@@ -464,27 +470,14 @@ class _SQLLedger(Ledger):
 
         return self._run(body, write=False)
 
-    def transact(self, name, budget_id, decide, charge, horizon=None) -> None:
+    def transact(self, name, budget_id, decide, charge, horizon=None, record=True) -> None:
         def body(cursor):
             before, guarantee = self._checked_budget(cursor, name, budget_id, lock=True)
             stored = None if horizon is None else self._horizon(cursor, name, horizon[0])
             entry = _horizon_entry(stored, horizon)
             totals, row = decide(LedgerState(before, guarantee, entry[0]))
-            cursor.execute(
-                self._sql(
-                    "UPDATE skprivpred_budget SET rows = ?, eps_sum = ?, delta_sum = ?, "
-                    "rho_sum = ?, ledger_eps = ?, ledger_delta = ?, row_epsilon = ?, "
-                    "row_delta = ? WHERE name = ?"
-                ),
-                (*totals, *(row if row is not None else (None, None)), name),
-            )
-            cursor.execute(
-                self._sql(
-                    "INSERT INTO skprivpred_charge (time, name, estimator, rows, epsilon, delta, "
-                    "rho) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                ),
-                (time.time(), name, charge.source, charge.rows, *charge[1:4]),
-            )
+            if record:
+                self._record(cursor, name, totals, row, charge)
             if horizon is None:
                 return
             if stored is None:
@@ -504,6 +497,24 @@ class _SQLLedger(Ledger):
                 )
 
         self._run(body, write=True)
+
+    def _record(self, cursor, name: str, totals: Totals, row, charge: Charge) -> None:
+        """Store the new sums and the journal row of a charge."""
+        cursor.execute(
+            self._sql(
+                "UPDATE skprivpred_budget SET rows = ?, eps_sum = ?, delta_sum = ?, "
+                "rho_sum = ?, ledger_eps = ?, ledger_delta = ?, row_epsilon = ?, "
+                "row_delta = ? WHERE name = ?"
+            ),
+            (*totals, *(row if row is not None else (None, None)), name),
+        )
+        cursor.execute(
+            self._sql(
+                "INSERT INTO skprivpred_charge (time, name, estimator, rows, epsilon, delta, "
+                "rho) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            ),
+            (time.time(), name, charge.source, charge.rows, *charge[1:4]),
+        )
 
     def journal(self, name: str, budget_id: str) -> list[dict]:
         def body(cursor):

@@ -567,13 +567,7 @@ class PrivacyAccountant:
     def _decide(self, state: LedgerState, n_rows, epsilon, delta, rho, horizon):
         """The new sums after a charge, or the refusal (raised); runs inside the transaction."""
         self._check_row_guarantee(state.row_guarantee, epsilon, delta)
-        if horizon is not None and state.horizon_answered + n_rows > horizon[1]:
-            remaining = max(horizon[1] - state.horizon_answered, 0)
-            raise HorizonExhaustedError(
-                f"answering {n_rows} query rows would cross the horizon n_queries={horizon[1]} "
-                f"of this fitted estimator (counted in the ledger for all its copies); "
-                f"{remaining} rows remain."
-            )
+        self._check_horizon(state, n_rows, horizon)
         totals = self._totals_after(state.totals, n_rows, epsilon, delta, rho)
         if self.max_queries is not None and totals.rows > self.max_queries:
             raise BudgetExhaustedError(
@@ -591,6 +585,16 @@ class PrivacyAccountant:
             )
         row = (epsilon, delta) if self.composition == "advanced" and n_rows > 0 else None
         return totals, row or state.row_guarantee
+
+    @staticmethod
+    def _check_horizon(state: LedgerState, n_rows: int, horizon) -> None:
+        if horizon is not None and state.horizon_answered + n_rows > horizon[1]:
+            remaining = max(horizon[1] - state.horizon_answered, 0)
+            raise HorizonExhaustedError(
+                f"answering {n_rows} query rows would cross the horizon n_queries={horizon[1]} "
+                f"of this fitted estimator (counted in the ledger for all its copies); "
+                f"{remaining} rows remain."
+            )
 
     def _remaining(self, state: LedgerState, epsilon, delta, rho) -> int:
         self._check_row_guarantee(state.row_guarantee, epsilon, delta)
@@ -722,6 +726,41 @@ class PrivacyAccountant:
         """
         _, epsilon, delta, rho = self._validate_charge(0, epsilon, delta, rho)
         return self._remaining(self._ledger.state(self.name, self._budget_id), epsilon, delta, rho)
+
+    def advance_horizon(
+        self, n_rows: int, horizon: tuple[str, int], *, source: str | None = None
+    ) -> None:
+        """Count ``n_rows`` more steps of an already charged release against its horizon.
+
+        For a release whose whole privacy cost was charged up front for at most
+        ``n_queries`` steps (the rounds of a multiplicative-weights run): every
+        copy of the estimator that takes further steps counts them here, in
+        one transaction of the ledger, so that all copies together never take
+        more than ``n_queries``. Spends nothing and writes no journal row.
+
+        Parameters
+        ----------
+        n_rows : int
+            Steps about to be taken, >= 0.
+        horizon : tuple of (str, int)
+            ``(key, n_queries)``.
+        source : str, default=None
+            What is counting (an estimator's class name).
+
+        Raises
+        ------
+        HorizonExhaustedError
+            If the steps would cross the horizon; nothing is counted then.
+        """
+        if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < 0:
+            raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}.")
+
+        def decide(state: LedgerState):
+            self._check_horizon(state, int(n_rows), horizon)
+            return state.totals, state.row_guarantee
+
+        step = Charge(int(n_rows), 0.0, 0.0, None, source)
+        self._ledger.transact(self.name, self._budget_id, decide, step, horizon, record=False)
 
     def horizon_answered(self, key: str) -> int:
         """Rows answered so far within the horizon ``key`` (see :meth:`charge`)."""

@@ -37,6 +37,7 @@ import pytest
 
 from skprivpred import (
     BudgetExhaustedError,
+    HorizonExhaustedError,
     LedgerError,
     PrivacyAccountant,
     SubsampleAggregateClassifier,
@@ -398,3 +399,25 @@ def test_spent_totals_are_recomputed_from_the_ledger_not_the_object(tmp_path):
     b.charge(2, 0.25, 1e-6)
     assert a.spent() == b.spent() == pytest.approx((2.5, 2e-6))
     assert math.isclose(a.remaining_queries(0.5), 5)
+
+
+@pytest.mark.parametrize("kind", [":memory:", "sqlite", "postgresql"])
+def test_advancing_a_horizon_spends_nothing_and_is_shared(kind, tmp_path, request):
+    ledger = {
+        ":memory:": ":memory:",
+        "sqlite": str(tmp_path / "h.db"),
+    }.get(kind) or request.getfixturevalue("postgres_url")
+    acc = PrivacyAccountant(epsilon=1.0, ledger=ledger, name=new_name())
+    acc.charge(2, 0.1)
+    horizon = ("rounds-of-one-run", 10)
+    acc.advance_horizon(3, horizon)
+    twin = acc if kind == ":memory:" else pickle.loads(pickle.dumps(acc))
+    twin.advance_horizon(4, horizon)
+    with pytest.raises(HorizonExhaustedError, match="n_queries=10.*3 rows remain"):
+        acc.advance_horizon(4, horizon)
+    acc.advance_horizon(3, horizon)
+    assert acc.horizon_answered("rounds-of-one-run") == 10
+    assert acc.queries_answered == 2 and acc.epsilon_spent == pytest.approx(0.2)
+    assert len(acc.history()) == 1  # a step of a charged release is not a charge
+    with pytest.raises(ValueError, match="n_rows"):
+        acc.advance_horizon(-1, horizon)
