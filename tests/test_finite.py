@@ -296,12 +296,16 @@ def test_refit_audit_passes_estimator_and_flags_doubled_rate():
         2000,
     )
     assert bound <= epsilon
+    # The broken variant's outcome 0 has probability 0.1192 here and 0.0025 in the
+    # neighbour (log-ratio 3.88). With 8,000 fits per data set the binomial laws of the two
+    # counts put the Clopper-Pearson bound above epsilon except with probability 4e-12
+    # (computed exactly over both count distributions); with 2,000 it missed 83% of the time.
     broken = release_epsilon_lower_bound(
         lambda s: _DoubledEM(epsilon=epsilon, classes=[0, 1], random_state=s),
         data,
         neighbour,
         release,
-        2000,
+        8000,
         seed_offset=10_000,
     )
     assert broken > epsilon
