@@ -118,10 +118,15 @@ def realign(data):
     return data
 
 
-def _fit_one(estimator, X_part, y_part, y_index_part):
+def _fit_one(estimator, X_part, y_part, y_index_part, fallback=None):
     if y_index_part is not None and np.unique(y_index_part).size == 1:
         return ConstantTeacher(y_index_part[0])
-    return estimator.fit(realign(X_part), realign(y_part))
+    if fallback is None:
+        return estimator.fit(realign(X_part), realign(y_part))
+    try:
+        return estimator.fit(realign(X_part), realign(y_part))
+    except Exception:  # noqa: BLE001 - whether a fit fails depends on the block's rows
+        return ConstantTeacher(fallback)
 
 
 def _seed_teacher(estimator, rng: np.random.Generator):
@@ -137,19 +142,27 @@ def _seed_teacher(estimator, rng: np.random.Generator):
     return estimator
 
 
-def fit_teachers(estimator, X, y, y_index, parts, rng, n_jobs=None) -> list:
+def fit_teachers(estimator, X, y, y_index, parts, rng, n_jobs=None, fallback=None) -> list:
     """Fit one clone of ``estimator`` per block of ``parts``, in parallel with joblib.
 
     For classification, ``y_index`` holds each row's index in the public label
     set and blocks with a single label get a :class:`ConstantTeacher`; for
     regression it is None. Teachers with an unset ``random_state`` are seeded
     from ``rng`` (the fit stream), in block order, so a fit is reproducible for
-    an integer seed whatever the joblib backend.
+    an integer seed whatever the joblib backend. With ``fallback`` (an index in
+    the public label set), a teacher whose ``fit`` raises becomes a
+    :class:`ConstantTeacher` of that label instead: whether a fit fails depends
+    on its block's rows, so the failure must not reach the caller when the fit
+    happens in front of it (a phase change inside ``predict``).
     """
     teachers = [_seed_teacher(clone(estimator), rng) for _ in parts]
     return Parallel(n_jobs=n_jobs)(
         delayed(_fit_one)(
-            teacher, take_rows(X, part), y[part], None if y_index is None else y_index[part]
+            teacher,
+            take_rows(X, part),
+            y[part],
+            None if y_index is None else y_index[part],
+            fallback,
         )
         for teacher, part in zip(teachers, parts)
     )

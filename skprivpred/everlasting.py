@@ -1755,7 +1755,13 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     base_estimator : classifier
         The teacher, cloned once per block (data-fitted preprocessing belongs
         inside it, e.g. a :class:`~sklearn.pipeline.Pipeline`). A block with
-        one label gets a constant teacher.
+        one label gets a constant teacher. A teacher whose ``fit`` raises (for
+        example :class:`~sklearn.discriminant_analysis.QuadraticDiscriminantAnalysis`
+        on a block where a class has one row) becomes a constant teacher that
+        votes ``classes[0]``, silently: whether a fit fails depends on the
+        block's rows, so the failure itself must not reach the caller (in later
+        phases the blocks hold released answers to queries). Check that the
+        teacher fits at all on data of the expected size before deploying.
     epsilon : float, default=1.0
         Privacy parameter for every training row and query, > 0.
     delta : float, default=1e-6
@@ -1816,6 +1822,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     >>> clf.phase_
     2
     """
+
+    #: Index in the public label set of the vote of a teacher whose fit raised.
+    _teacher_fallback: int | None = 0
 
     def __init__(
         self,
@@ -2003,6 +2012,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             parts,
             self._fit_rng,
             self.n_jobs,
+            fallback=self._teacher_fallback,
         )
         self._start_phase_state(params, params.between_thresholds())
         self._state.update(

@@ -598,6 +598,116 @@ def test_query_game_reaches_phase_two_with_the_planned_teachers():
     assert (clf.phase_, clf.queries_in_phase_) == (2, 0)
 
 
+# -- PrivateEverlastingClassifier: a teacher whose fit fails ---------------------------------
+MARK = 5.0  # a feature value on which the fragile teacher cannot fit
+
+
+class _FragileTeacher(_SignTeacher):
+    """Cannot fit a block that holds a row at ``MARK``: data-dependent, like QDA on a class
+    with one row. Whether a fit fails is then a function of the block's rows."""
+
+    def fit(self, X, y):
+        if np.any(np.asarray(X)[:, 0] == MARK):
+            raise ValueError("cannot fit this block")
+        return super().fit(X, y)
+
+
+class _FitErrorsReachTheCaller(PrivateEverlastingClassifier):
+    """BROKEN ON PURPOSE: a teacher's fit error propagates (the behaviour before the fix)."""
+
+    _teacher_fallback = None
+
+
+RAISED = -2  # a view that ended in an exception other than a halt
+#: Two teachers, so that a phase-2 block holds ten answers of both labels and is fitted
+#: (a block with one label gets a constant teacher without a fit).
+FIT_GAME = {"n_teachers": 2, "phase_length": 20}
+
+
+def _fragile(cls):
+    def make(seed):
+        return cls(_FragileTeacher(), epsilon=EPSILON, delta=DELTA, random_state=seed, **FIT_GAME)
+
+    return make
+
+
+def _play_catching(make, S, rounds, seed) -> tuple[int, ...]:
+    """The answers of a game with fixed rounds; ``RAISED`` ends a view that raised."""
+    view: list[int] = []
+    try:
+        predictor = make(seed).fit(*S)
+        for batch in rounds:
+            view.extend(int(a) for a in predictor.predict(batch))
+    except PredictorHaltedError:
+        view.append(HALT)
+    except Exception:  # noqa: BLE001 - the observable under test
+        view.append(RAISED)
+    return tuple(view)
+
+
+def _raised(view) -> bool:
+    return RAISED in view
+
+
+def _hidden_query_fit_audit(cls) -> GameAudit:
+    """The hidden query is ``MARK`` (world 0) or ``-1`` (world 1): it enters phase 2's pool."""
+    R = FIT_GAME["phase_length"]
+    X = np.repeat([[-1.0], [1.0]], 50, axis=0)
+    S = (X, (X[:, 0] > 0).astype(int))
+    rest = np.array([[1.0]] * (R // 2 - 1) + [[-1.0]] * (R // 2))
+    probes = np.ones((5, 1))
+
+    def play(b, seed):
+        hidden = np.array([[MARK]]) if b == 0 else np.array([[-1.0]])
+        # The answer to the hidden query is withheld from the view: drop it.
+        view = _play_catching(_fragile(cls), S, [hidden, rest, probes], seed)
+        return view if view[-1:] == (RAISED,) else view[1:]
+
+    return audit_game(play, [_raised], ["predict raised"], n_games=N_GAMES, delta=DELTA)
+
+
+def _training_row_fit_audit(cls) -> GameAudit:
+    """The worlds differ in one training row: ``MARK`` (world 0) or ``-1`` (world 1)."""
+    X0 = np.repeat([[-1.0], [1.0]], 50, axis=0)
+    y = (X0[:, 0] > 0).astype(int)
+    X1 = X0.copy()
+    X0[0, 0] = MARK
+    queries = np.ones((5, 1))
+
+    def play(b, seed):
+        return _play_catching(_fragile(cls), ((X0, y), (X1, y))[b], [queries], seed)
+
+    return audit_game(play, [_raised], ["fit raised"], n_games=N_GAMES, delta=DELTA)
+
+
+def test_a_failing_teacher_fit_does_not_reveal_a_hidden_query():
+    audit = _hidden_query_fit_audit(PrivateEverlastingClassifier)
+    assert audit.counts[:, 0].tolist() == [0, 0]
+    assert not audit.refutes(EPSILON), audit
+    broken = _hidden_query_fit_audit(_FitErrorsReachTheCaller)
+    assert broken.counts[:, 0].tolist() == [N_GAMES, 0]  # predict raised in world 0 only
+    assert broken.refutes(EPSILON), broken
+
+
+def test_a_failing_teacher_fit_does_not_reveal_a_training_row():
+    audit = _training_row_fit_audit(PrivateEverlastingClassifier)
+    assert audit.counts[:, 0].tolist() == [0, 0]
+    assert not audit.refutes(EPSILON), audit
+    broken = _training_row_fit_audit(_FitErrorsReachTheCaller)
+    assert broken.counts[:, 0].tolist() == [N_GAMES, 0]  # fit raised in world 0 only
+    assert broken.refutes(EPSILON), broken
+
+
+def test_the_stream_stays_usable_after_a_teacher_fit_fails():
+    R = FIT_GAME["phase_length"]
+    X = np.repeat([[-1.0], [1.0]], 50, axis=0)
+    clf = _fragile(PrivateEverlastingClassifier)(0).fit(X, (X[:, 0] > 0).astype(int))
+    queries = np.array([[MARK]] + [[1.0], [-1.0]] * (R // 2) + [[1.0]] * (R - 1))
+    assert clf.predict(queries).shape == (2 * R,)  # across the boundary of phase 2
+    assert (clf.phase_, clf.queries_in_phase_, clf.status_) == (3, 0, "active")
+    assert clf.predict(np.ones((3, 1))).shape == (3,)
+
+
 # -- GenericBBLClassifier: the known gap of the paper (spec §2.9) ------------------------------
 # KNOWN GAP OF THE PAPER, NOT A BUG OF THIS LIBRARY. Claim E.6 of Naor et al. takes
 # the other answers of a query's own phase to have the same law in both worlds.
