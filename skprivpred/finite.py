@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +47,7 @@ from ._base import (
     unchanged_on_error,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant, advanced_composition_epsilon
+from .accounting import HorizonExhaustedError, PrivacyAccountant, advanced_composition_epsilon
 from .mechanisms import exponential_mechanism_proba, sample_categorical
 
 __all__ = ["ExponentialMechanismClassifier", "PrivateExpertsClassifier"]
@@ -1159,6 +1160,12 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         # The rounds' choices are releases: their noise never comes from the fit stream,
         # which a copied random_state object could replay.
         self._round_stream = QueryStream(self._query_stream.rng.spawn(1)[0])
+        # The run was charged for n_rounds rounds: every copy of this estimator counts the
+        # rounds it runs in one ledger, so that all of them together never run more.
+        self._rounds = (uuid.uuid4().hex, int(run["n_rounds"]))
+        self._rounds_ledger = (
+            self.accountant if self.accountant is not None else PrivacyAccountant()
+        )
         self._experts = run["experts"]
         self._cumulative_rewards = np.zeros(len(run["experts"]), dtype=np.int64)
         self.classes_ = run["classes"]
@@ -1203,6 +1210,16 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         chosen = [self.chosen_experts_]
         cumulative = self._cumulative_rewards
         stream = self._round_stream
+        try:
+            self._rounds_ledger.advance_horizon(
+                rewards.shape[0], self._rounds, source=type(self).__name__
+            )
+        except HorizonExhaustedError:
+            raise HorizonExhaustedError(
+                f"the run was charged for n_rounds={self._rounds[1]} rounds, and copies of this "
+                "estimator have run them (the rounds are counted in the accountant's ledger); "
+                "nothing was run. Start a new run with fit."
+            ) from None
         with stream.lock:
             for start in range(0, rewards.shape[0], _ROUND_BLOCK):
                 block = rewards[start : start + _ROUND_BLOCK]

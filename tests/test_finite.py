@@ -23,7 +23,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Binarizer
 from sklearn.tree import DecisionTreeClassifier
 
-from skprivpred import BudgetExhaustedError, PrivacyAccountant, PrivacyWarning
+from skprivpred import (
+    BudgetExhaustedError,
+    HorizonExhaustedError,
+    PrivacyAccountant,
+    PrivacyWarning,
+)
 from skprivpred.accounting import advanced_composition_epsilon
 from skprivpred.audit import audit_epsilon, clopper_pearson
 from skprivpred.finite import (
@@ -856,9 +861,12 @@ def test_copies_never_replay_noise(stream):
     twin = pickle.loads(pickle.dumps(clf))
     queries = np.ones((300, 2))  # two experts say 1, one says 0
     assert not np.array_equal(clf.predict(queries), twin.predict(queries))
-    clf.partial_fit(X[200:], y[200:])
-    twin.partial_fit(X[200:], y[200:])
+    # The copies share the run's 400 rounds (counted in the ledger): 100 each here.
+    clf.partial_fit(X[200:300], y[200:300])
+    twin.partial_fit(X[200:300], y[200:300])
     assert not np.array_equal(clf.chosen_experts_, twin.chosen_experts_)
+    with pytest.raises(HorizonExhaustedError, match="n_rounds=400"):
+        twin.partial_fit(X[300:301], y[300:301])
 
 
 def test_frozen_experts_survive_clone_plain_ones_fail_clearly(stream):

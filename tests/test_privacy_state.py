@@ -307,3 +307,36 @@ def test_a_ledger_error_leaves_the_noise_stream_untouched(data, tmp_path):
         holder.close()
     assert clf._query_stream.rng.bit_generator.state == state
     assert clf.queries_answered_ == 2 and acc.queries_answered == 2
+
+
+# -- multiplicative weights: the rounds of one charged run ----------------------------------------
+def test_copies_of_an_experts_run_never_run_more_rounds_than_were_charged():
+    from skprivpred import PrivateExpertsClassifier
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(10, 2))
+    y = (X[:, 0] > 0).astype(int)
+    experts = [_Feature(0), _Feature(1)]
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
+    clf = PrivateExpertsClassifier(
+        experts=experts, epsilon=1.0, n_rounds=10, classes=[0, 1], accountant=acc
+    )
+    clf.partial_fit(X[:6], y[:6])
+    twin, restored = copy.deepcopy(clf), pickle.loads(pickle.dumps(clf))
+    twin.partial_fit(X[6:], y[6:])  # the run's last four rounds, in one copy
+    with pytest.raises(HorizonExhaustedError, match="n_rounds=10"):
+        restored.partial_fit(X[6:], y[6:])  # the same rounds again, in another copy
+    with pytest.raises(HorizonExhaustedError):
+        clf.partial_fit(X[6:7], y[6:7])
+    assert restored.chosen_experts_.shape == (6,)  # the refused call changed nothing
+    assert acc.queries_answered == 1  # the run was charged once, up front
+
+
+class _Feature:
+    """A public expert: the sign of one feature."""
+
+    def __init__(self, j):
+        self.j = j
+
+    def predict(self, X):
+        return (np.asarray(X)[:, self.j] > 0).astype(int)
