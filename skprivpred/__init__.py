@@ -30,6 +30,7 @@ from .linear import (
     StableERMRegressor,
 )
 from .mixtures import PrivateHalfspacePPM
+from .model_selection import PrivateGridSearchCV
 from .validation import DPValidatedHistogram, DPValidatedLogisticRegression
 from .walk import ExpProjectedWalk
 
@@ -72,6 +73,7 @@ __all__ = [
     "PrivacyWarning",
     "PrivateEverlastingClassifier",
     "PrivateExpertsClassifier",
+    "PrivateGridSearchCV",
     "PrivateHalfspacePPM",
     "StableERMClassifier",
     "StableERMRegressor",

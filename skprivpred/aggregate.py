@@ -269,16 +269,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         """
         reject_fit_params(self, fit_params)
         budget = self._resolve_budget()
-        alpha = check_open_unit_interval(self.alpha, "alpha")
-        n_teachers = check_positive_int(self.n_teachers, "n_teachers", allow_none=True)
-        per_teacher = check_positive_int(
-            self.min_samples_per_teacher, "min_samples_per_teacher", allow_none=True
-        )
-        if n_teachers is not None and per_teacher is not None:
-            raise ValueError(
-                "n_teachers and min_samples_per_teacher both set the number of teachers; "
-                "pass only one of them."
-            )
+        self._teacher_rule(budget)  # validates the parameters of the rule
         check_accountant(self.accountant)
         if self.on_exhausted not in ("raise", "student"):
             raise ValueError(
@@ -292,10 +283,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
             n_samples = y.shape[0]
-            if per_teacher is not None:
-                n_teachers = max(1, n_samples // per_teacher)  # public rule: n is public
-            elif n_teachers is None:
-                n_teachers = pac_n_partitions(alpha, budget["epsilon_per_query"], len(classes))
+            n_teachers = self.n_teachers_for(n_samples, len(classes))
             teachers = self._fit_teachers(
                 estimator, X, y, np.searchsorted(classes, y), n_teachers, budget["horizon"]
             )
@@ -303,6 +291,47 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             self.classes_ = classes
             self._set_budget(budget, n_samples)
         return self
+
+    def n_teachers_for(self, n_samples: int, n_classes: int) -> int:
+        """The number of teachers ``fit`` uses for ``n_samples`` rows and ``n_classes`` labels.
+
+        A public rule: it reads the parameters and these two public sizes only
+        (``n_samples`` is public under replace-one neighbours), never the data.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of training rows.
+        n_classes : int
+            Size of the public label set.
+
+        Returns
+        -------
+        int
+            ``n_teachers`` if set; else ``n_samples // min_samples_per_teacher``
+            (at least 1) if that is set; else Dwork & Feldman's
+            ``ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` at the per-row epsilon.
+        """
+        n_teachers, per_teacher, alpha = self._teacher_rule(self._resolve_budget())
+        if n_teachers is not None:
+            return n_teachers
+        if per_teacher is not None:
+            return max(1, int(n_samples) // per_teacher)
+        return pac_n_partitions(alpha, self._resolve_budget()["epsilon_per_query"], n_classes)
+
+    def _teacher_rule(self, budget: dict) -> tuple[int | None, int | None, float]:
+        """The validated parameters of the teacher-count rule."""
+        alpha = check_open_unit_interval(self.alpha, "alpha")
+        n_teachers = check_positive_int(self.n_teachers, "n_teachers", allow_none=True)
+        per_teacher = check_positive_int(
+            self.min_samples_per_teacher, "min_samples_per_teacher", allow_none=True
+        )
+        if n_teachers is not None and per_teacher is not None:
+            raise ValueError(
+                "n_teachers and min_samples_per_teacher both set the number of teachers; "
+                "pass only one of them."
+            )
+        return n_teachers, per_teacher, alpha
 
     # -- the budget: per query row, or one total for a horizon of rows ---------------
     def _resolve_budget(self) -> dict:

@@ -1,0 +1,410 @@
+"""Hyper-parameter search whose selection is itself differentially private."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.model_selection import ParameterGrid
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import (
+    check_accountant,
+    check_epsilon,
+    check_open_unit_interval,
+    reject_fit_params,
+    spawn_streams,
+    unchanged_on_error,
+)
+from ._teachers import take_rows
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import PrivacyAccountant
+from .aggregate import SubsampleAggregateClassifier
+from .mechanisms import exponential_mechanism_proba, sample_categorical
+from .validation import noisy_max_proba
+
+__all__ = ["PrivateGridSearchCV"]
+
+#: Parameters that set the privacy contract of a candidate: never searched.
+FORBIDDEN_KEYS = frozenset(
+    {
+        "epsilon",
+        "total_epsilon",
+        "total_delta",
+        "n_queries",
+        "accountant",
+        "random_state",
+        "classes",
+    }
+)
+
+
+def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teachers) -> float:
+    """Mean teacher accuracy on the validation part (NOT PRIVATE: never leaves ``fit``)."""
+    with warnings.catch_warnings():
+        # A teacher's warning (a convergence warning, say) depends on its rows.
+        warnings.simplefilter("ignore")
+        estimator.fit(X_train, y_train)
+        votes = estimator._vote_counts(X_valid)
+    if estimator.n_teachers_ != n_teachers:
+        raise RuntimeError("a candidate did not use the public number of teachers.")
+    return float(np.mean(votes[np.arange(valid_index.size), valid_index]) / n_teachers)
+
+
+class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """Grid search over a subsample-and-aggregate classifier with a private selection.
+
+    A :class:`~sklearn.model_selection.GridSearchCV` on private data is not
+    private twice over: every scored row is a release, and the chosen
+    parameters are a data-dependent release. This search releases only the
+    index of the chosen candidate, drawn by a differentially private
+    mechanism, then refits that candidate on all rows.
+
+    **Mechanism.** The rows are split at random (a permutation from the fit
+    stream, never from the data) into a training part ``T`` and a validation
+    part ``V`` of ``m = ceil(validation_size * n)`` rows. Every candidate
+    ``theta`` of the grid is fitted on ``T`` (its partition and teacher seeds
+    also from the fit stream) and scored by its **mean teacher accuracy** on
+    ``V``: ``q_theta = mean over V of (votes for the true label) / r_theta``.
+    With the split, partitions and seeds fixed, one training row changes one
+    teacher, hence moves ``q_theta`` by at most ``1 / r_theta``; one validation
+    row moves it by at most ``1 / m``. The number of teachers ``r_theta`` is a
+    public function of the parameters and ``n`` (the estimator's
+    :meth:`~skprivpred.SubsampleAggregateClassifier.n_teachers_for`), so the
+    sensitivity ``beta = max(1 / min_theta r_theta, 1 / m)`` is public. The
+    index is drawn by the exponential mechanism with weight
+    ``exp(selection_epsilon * q_theta / (2 beta))`` (default) or by
+    report-noisy-max with exponential noise of scale
+    ``2 beta / selection_epsilon``, from its exact law by inverse CDF (no noisy
+    score is formed).
+
+    **Privacy guarantee.** Neighbouring data sets differ in one row
+    (replace-one). For fixed randomness the scores are ``beta``-stable, so the
+    selected index is ``(selection_epsilon, 0)``-DP; the randomness of the
+    split, partitions and seeds is independent of the data, and a mixture over
+    it of ``epsilon``-DP mechanisms is ``epsilon``-DP (Chaudhuri & Vinterbo
+    2013, Theorem 1; McSherry & Talwar 2007 for the exponential mechanism).
+    The exponential mechanism is ``selection_epsilon``-bounded-range, hence
+    ``selection_epsilon^2 / 8``-zCDP, which a zCDP accountant is told. The
+    chosen setting is then refitted on all rows with fresh randomness (never
+    the candidate's teachers, which were picked *because* of their score), and
+    its answers are charged per row as usual: the total is the selection's
+    epsilon plus the answers' (adaptive composition). ``fit`` charges
+    ``selection_epsilon`` to the accountant once, before any candidate is
+    fitted; a refusal changes nothing. No score, rank, candidate model or vote
+    count is kept; warnings raised while candidates are fitted are silenced
+    (their presence depends on the rows). An exception raised by a candidate's
+    fit does reach the caller and is not covered by the guarantee: use
+    teachers that fit on any block.
+
+    Parameters
+    ----------
+    estimator : SubsampleAggregateClassifier
+        The template; its ``classes`` must be set (the number of teachers
+        depends on the label set, which must be public).
+    param_grid : dict or list of dict
+        As for :class:`~sklearn.model_selection.ParameterGrid`. Keys that set
+        the privacy contract (``epsilon``, ``total_epsilon``, ``total_delta``,
+        ``n_queries``, ``accountant``, ``random_state``, ``classes``) are
+        refused.
+    selection_epsilon : float, default=1.0
+        Privacy parameter of the selection, > 0.
+    validation_size : float, default=0.2
+        Fraction of the rows held out to score the candidates, in (0, 1).
+    selection : {"exponential", "noisy_max"}, default="exponential"
+        The selection mechanism.
+    refit : bool, default=True
+        Refit the chosen setting on all rows as ``best_estimator_``.
+    accountant : PrivacyAccountant, default=None
+        Charged ``selection_epsilon`` once per ``fit``, and attached to
+        ``best_estimator_``. ``None``: the template's accountant (if any).
+    random_state : int, Generator, RandomState, SeedSequence or None, default=None
+        Seeds the split, the partitions and the teacher seeds (fit stream);
+        the selection's noise comes from the release stream (see
+        :class:`~skprivpred.SubsampleAggregateClassifier`).
+    n_jobs : int, default=None
+        joblib jobs for the candidate fits.
+
+    Attributes
+    ----------
+    best_params_ : dict
+        The selected setting (the release).
+    best_index_ : int
+        Its index in ``ParameterGrid(param_grid)``.
+    best_estimator_ : SubsampleAggregateClassifier
+        The selected setting refitted on all rows, with the accountant attached.
+    n_candidates_ : int
+        Size of the grid.
+    n_teachers_ : list of int
+        The public number of teachers of each candidate (on the training part).
+    selection_sensitivity_ : float
+        ``beta``.
+    privacy_guarantee_ : dict
+        ``epsilon``, ``delta``, ``neighbouring``, ``unit`` and ``theorem`` of the
+        selection.
+    classes_ : ndarray
+        The public label set (of ``best_estimator_``).
+
+    Notes
+    -----
+    Private selection pays when the grid is small and the selection budget
+    large: with ``beta`` near ``1 / r_min``, scores that differ by less than
+    ``2 beta / selection_epsilon`` are hardly told apart, and the pick of a
+    large grid at ``selection_epsilon = 1`` is little better than a random one.
+    Otherwise the theory default (``alpha`` sets the number of teachers) is
+    the better choice: it costs nothing.
+
+    References
+    ----------
+    K. Chaudhuri and S. A. Vinterbo. A Stability-based Validation Procedure for
+    Differentially Private Machine Learning. NIPS 2013, Theorem 1.
+    F. McSherry and K. Talwar. Mechanism Design via Differential Privacy.
+    FOCS 2007.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn.datasets import make_classification
+    >>> from skprivpred import PrivateGridSearchCV, SubsampleAggregateClassifier
+    >>> X, y = make_classification(n_samples=3000, random_state=0)
+    >>> search = PrivateGridSearchCV(
+    ...     SubsampleAggregateClassifier(classes=[0, 1]),
+    ...     {"n_teachers": [10, 40]},
+    ...     selection_epsilon=2.0,
+    ... ).fit(X, y)
+    >>> search.best_params_ in ({"n_teachers": 10}, {"n_teachers": 40})
+    True
+    >>> search.predict(X[:3]).shape  # private answers of the refitted choice
+    (3,)
+    """
+
+    def __init__(
+        self,
+        estimator: SubsampleAggregateClassifier,
+        param_grid: dict | list,
+        *,
+        selection_epsilon: float = 1.0,
+        validation_size: float = 0.2,
+        selection: str = "exponential",
+        refit: bool = True,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.selection_epsilon = selection_epsilon
+        self.validation_size = validation_size
+        self.selection = selection
+        self.refit = refit
+        self.accountant = accountant
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # -- validation ---------------------------------------------------------------------------
+    def _checked(self) -> dict:
+        if not isinstance(self.estimator, SubsampleAggregateClassifier):
+            raise TypeError(
+                "estimator must be a SubsampleAggregateClassifier (the subsample-and-aggregate "
+                f"family, whose score has a public sensitivity), got "
+                f"{type(self.estimator).__name__}."
+            )
+        if self.estimator.classes is None:
+            raise ValueError(
+                "estimator.classes is None: the number of teachers depends on the label set, "
+                "which must be public for the selection's sensitivity to be; pass classes=..."
+            )
+        try:
+            candidates = list(ParameterGrid(self.param_grid))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"param_grid is not a valid grid: {exc}") from None
+        for candidate in candidates:
+            forbidden = sorted(FORBIDDEN_KEYS & set(candidate))
+            if forbidden:
+                raise ValueError(
+                    f"param_grid may not search {', '.join(forbidden)}: these set the privacy "
+                    "contract (the budget, the horizon, the accountant, the randomness, the "
+                    "label set), which must be fixed before the data are looked at."
+                )
+        valid = self.estimator.get_params()
+        unknown = sorted({k for c in candidates for k in c} - set(valid))
+        if unknown:
+            raise ValueError(
+                f"param_grid names parameters that {type(self.estimator).__name__} does not "
+                f"have: {', '.join(unknown)}."
+            )
+        if self.selection not in ("exponential", "noisy_max"):
+            raise ValueError(
+                f"selection must be 'exponential' or 'noisy_max', got {self.selection!r}."
+            )
+        if not isinstance(self.refit, bool):
+            raise TypeError(f"refit must be True or False, got {self.refit!r}.")
+        if self.n_jobs is not None and (
+            isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, Integral)
+        ):
+            raise TypeError(f"n_jobs must be an integer or None, got {self.n_jobs!r}.")
+        accountant = self.accountant if self.accountant is not None else self.estimator.accountant
+        return {
+            "candidates": candidates,
+            "epsilon": check_epsilon(self.selection_epsilon, "selection_epsilon"),
+            "validation_size": check_open_unit_interval(self.validation_size, "validation_size"),
+            "accountant": check_accountant(accountant),
+        }
+
+    # -- fit ----------------------------------------------------------------------------------
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
+        """Select a candidate privately, then refit it on all rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Training rows.
+        y : array-like of shape (n_samples,)
+            Labels, all in ``estimator.classes``.
+        **fit_params : dict
+            Not supported (``sample_weight`` is refused).
+
+        Returns
+        -------
+        self : PrivateGridSearchCV
+        """
+        reject_fit_params(self, fit_params)
+        checked = self._checked()
+        with unchanged_on_error(self):
+            y = np.asarray(y)
+            if y.ndim != 1 or y.shape[0] != _n_rows(X):
+                raise ValueError("y must be 1-D with one label per row of X.")
+            fit_rng, release_rng = spawn_streams(self.random_state)
+            split = self._split(y.shape[0], checked["validation_size"], fit_rng)
+            n_teachers = self._public_teachers(checked["candidates"], split[0].size)
+            beta = max(1.0 / min(n_teachers), 1.0 / split[1].size)
+            self._charge(checked, beta)  # before any candidate sees the data
+            scores = self._scores(X, y, checked["candidates"], split, n_teachers, fit_rng)
+            index = self._select(scores, checked["epsilon"], beta, release_rng)
+            del scores  # never stored
+            self.best_index_ = index
+            self.best_params_ = dict(checked["candidates"][index])
+            self.n_candidates_ = len(checked["candidates"])
+            self.n_teachers_ = n_teachers
+            self.selection_sensitivity_ = beta
+            self.privacy_guarantee_ = {
+                "epsilon": checked["epsilon"],
+                "delta": 0.0,
+                "neighbouring": "replace-one",
+                "unit": "the selected index (best_params_), once per fit; the answers of "
+                "best_estimator_ are charged per row, and add up with it",
+                "theorem": "exponential mechanism (McSherry & Talwar 2007) or report-noisy-max "
+                "over mean teacher accuracy, stable with sensitivity max(1/r_min, 1/m) "
+                "(Chaudhuri & Vinterbo 2013, Theorem 1)",
+            }
+            if self.refit:
+                best = clone(self.estimator).set_params(**self.best_params_)
+                if checked["accountant"] is not None:
+                    best.set_params(accountant=checked["accountant"])
+                self.best_estimator_ = best.fit(X, y)
+                self.classes_ = best.classes_
+                self.n_features_in_ = best.n_features_in_
+                if hasattr(best, "feature_names_in_"):
+                    self.feature_names_in_ = best.feature_names_in_
+        return self
+
+    @staticmethod
+    def _split(n_samples: int, validation_size: float, rng) -> tuple[np.ndarray, np.ndarray]:
+        """``(train, valid)`` row indices: a random permutation, never the data."""
+        m = math.ceil(validation_size * n_samples)
+        if m >= n_samples:
+            raise ValueError(
+                f"validation_size={validation_size!r} leaves no training row among "
+                f"{n_samples} rows."
+            )
+        order = rng.permutation(n_samples)
+        return np.sort(order[m:]), np.sort(order[:m])
+
+    def _public_teachers(self, candidates: list[dict], n_train: int) -> list[int]:
+        n_classes = np.unique(np.asarray(self.estimator.classes)).size
+        counts = [
+            clone(self.estimator).set_params(**c).n_teachers_for(n_train, n_classes)
+            for c in candidates
+        ]
+        too_many = [r for r in counts if r > n_train]
+        if too_many:
+            raise ValueError(
+                f"a candidate needs {max(too_many)} teachers, more than the {n_train} rows of "
+                "the training part; shrink the grid's n_teachers or validation_size."
+            )
+        return counts
+
+    def _charge(self, checked: dict, beta: float) -> None:
+        accountant = checked["accountant"]
+        if accountant is None:
+            return
+        epsilon = checked["epsilon"]
+        rho = epsilon**2 / 8.0 if self.selection == "exponential" else None
+        accountant.charge(1, epsilon, rho=rho, source=type(self).__name__)
+
+    def _scores(self, X, y, candidates, split, n_teachers, rng) -> np.ndarray:
+        """Every candidate's score. NOT PRIVATE: used inside ``fit`` only (and in tests)."""
+        train, valid = split
+        classes = np.unique(np.asarray(self.estimator.classes))
+        y_valid = y[valid]
+        if not np.all(np.isin(y_valid, classes)):
+            raise ValueError("y holds labels outside estimator.classes.")
+        valid_index = np.searchsorted(classes, y_valid)
+        X_train, y_train, X_valid = take_rows(X, train), y[train], take_rows(X, valid)
+        seeds = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()).spawn(
+            len(candidates)
+        )
+        fitted = [
+            clone(self.estimator).set_params(**c, accountant=None, random_state=seed)
+            for c, seed in zip(candidates, seeds)
+        ]
+        scores = Parallel(n_jobs=self.n_jobs)(
+            delayed(_candidate_score)(est, X_train, y_train, X_valid, valid_index, r)
+            for est, r in zip(fitted, n_teachers)
+        )
+        return np.asarray(scores, dtype=float)
+
+    def _select(self, scores: np.ndarray, epsilon: float, beta: float, rng) -> int:
+        """The selected index, drawn from the exact law of the selection rule."""
+        return int(sample_categorical(self._selection_law(scores, epsilon, beta)[None, :], rng)[0])
+
+    def _selection_law(self, scores: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
+        """Exact law of the selected index for these scores (NOT PRIVATE given the scores)."""
+        if self.selection == "exponential":
+            return exponential_mechanism_proba(scores, epsilon, beta)
+        return noisy_max_proba(scores, epsilon, beta)
+
+    # -- the refitted choice ---------------------------------------------------------------------
+    def _refitted(self):
+        return getattr(self, "best_estimator_", None) is not None
+
+    @available_if(_refitted)
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Private answers of ``best_estimator_`` (each row charged as usual).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
+            Query rows.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+        """
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        return tags
+
+
+def _n_rows(X) -> int:
+    return int(X.shape[0]) if hasattr(X, "shape") else len(X)

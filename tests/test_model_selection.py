@@ -1,0 +1,330 @@
+"""Tests of ``PrivateGridSearchCV``: a grid search whose selection is differentially private.
+
+What is checked:
+
+* Sensitivity: with the randomness fixed, replace-one neighbours in the training part
+  and in the validation part never move a candidate's score by more than ``beta``; an
+  adversarial teacher (it predicts 0 as soon as its block holds a 0) meets the bound
+  with equality, in both parts.
+* Exact law of the selected index between neighbours: the log-ratio stays within
+  ``selection_epsilon`` for both mechanisms, and a variant with ``beta = 1/m`` breaks it.
+* A black-box Clopper–Pearson audit of ``best_index_`` on an adversarial pair passes
+  at the claimed epsilon and flags the ``beta = 1/m`` variant.
+* The accountant: charged once, before any candidate is fitted; a refusal changes
+  nothing; the refitted estimator's answers are charged per row.
+* No attribute, warning or log line holds a score; bad input is refused clearly with
+  nothing charged; clone, get_params and a Pipeline work.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from skprivpred import (
+    BudgetExhaustedError,
+    PrivacyAccountant,
+    PrivateGridSearchCV,
+    SubsampleAggregateClassifier,
+)
+from skprivpred.audit import clopper_pearson
+
+P_FALSE_ALARM = 1e-6
+FITS = {"count": 0}
+
+
+class ZeroIfAnyZero(ClassifierMixin, BaseEstimator):
+    """Adversarial teacher: predicts 0 everywhere if its block holds a 0 label, else 1.
+
+    ``fragile=False`` makes it ignore its block (always 1): a candidate immune to the data.
+    """
+
+    def __init__(self, fragile=True):
+        self.fragile = fragile
+
+    def fit(self, X, y):
+        FITS["count"] += 1
+        self.classes_ = np.array([0, 1])
+        self.label_ = int(not (self.fragile and np.any(np.asarray(y) == 0)))
+        return self
+
+    def predict(self, X):
+        return np.full(np.asarray(X).shape[0], self.label_)
+
+
+def all_ones(n=60):
+    X = np.arange(n, dtype=float).reshape(-1, 1)
+    return X, np.ones(n, dtype=int)
+
+
+def search_of(grid, **params):
+    template = SubsampleAggregateClassifier(ZeroIfAnyZero(), classes=[0, 1])
+    return PrivateGridSearchCV(template, grid, **params)
+
+
+def scores_and_split(search, X, y, seed=0):
+    """The candidates' scores for fixed randomness (NOT PRIVATE: a test diagnostic)."""
+    checked = search._checked()
+    rng = np.random.default_rng(seed)
+    split = search._split(y.shape[0], checked["validation_size"], rng)
+    r = search._public_teachers(checked["candidates"], split[0].size)
+    beta = max(1 / min(r), 1 / split[1].size)
+    return search._scores(X, y, checked["candidates"], split, r, rng), split, beta
+
+
+# -- sensitivity ----------------------------------------------------------------------------------
+def test_neighbours_move_no_score_by_more_than_beta_and_the_bound_is_tight():
+    X, y = all_ones(60)
+    search = search_of({"n_teachers": [4, 6], "estimator__fragile": [True, False]})
+    base, (train, valid), beta = scores_and_split(search, X, y)
+    assert beta == pytest.approx(max(1 / 4, 1 / valid.size))
+    moves = []
+    for row in list(train) + list(valid):
+        y2 = y.copy()
+        y2[row] = 0  # replace one row (its label) by another
+        other, split2, _ = scores_and_split(search, X, y2)
+        assert np.array_equal(split2[0], train)  # the randomness is the same
+        moves.append(np.max(np.abs(other - base)))
+    moves = np.array(moves)
+    assert np.all(moves <= beta + 1e-12)
+    # Equality: a 0 in a training block flips that teacher on every validation row
+    # (1/r for the fragile candidate with r = 4); a 0 in V costs that row (1/m).
+    assert np.max(moves[: train.size]) == pytest.approx(1 / 4)
+    assert np.max(moves[train.size :]) == pytest.approx(1 / valid.size)
+
+
+def test_random_neighbours_on_real_teachers_stay_within_beta():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + rng.normal(scale=0.5, size=200) > 0).astype(int)
+    search = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(LogisticRegression(), classes=[0, 1]),
+        {"n_teachers": [5, 10]},
+    )
+    base, _, beta = scores_and_split(search, X, y, seed=3)
+    for _ in range(30):
+        row = rng.integers(200)
+        X2, y2 = X.copy(), y.copy()
+        X2[row], y2[row] = rng.normal(scale=3.0, size=3), 1 - y2[row]
+        other, _, _ = scores_and_split(search, X2, y2, seed=3)
+        assert np.max(np.abs(other - base)) <= beta + 1e-12
+
+
+# -- exact law ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("selection", ["exponential", "noisy_max"])
+def test_exact_law_of_the_index_is_within_epsilon_and_beta_1_over_m_breaks_it(selection):
+    X, y = all_ones(60)
+    search = search_of(
+        {"n_teachers": [4], "estimator__fragile": [True, False]}, selection=selection
+    )
+    base, (train, valid), beta = scores_and_split(search, X, y)
+    y2 = y.copy()
+    y2[train[0]] = 0  # moves the fragile candidate's score by exactly 1/4 = beta
+    other, _, _ = scores_and_split(search, X, y2)
+    epsilon = 1.0
+    for sensitivity, within in ((beta, True), (1 / valid.size, False)):
+        p = search._selection_law(base, epsilon, sensitivity)
+        q = search._selection_law(other, epsilon, sensitivity)
+        worst = np.max(np.abs(np.log(p) - np.log(q)))
+        assert bool(worst <= epsilon + 1e-12) == within, (sensitivity, worst)
+
+
+# -- black-box audit -------------------------------------------------------------------------------
+class _BetaOneOverM(PrivateGridSearchCV):
+    """BROKEN ON PURPOSE: the sensitivity of a validation row only (beta = 1/m)."""
+
+    def _selection_law(self, scores, epsilon, beta):
+        m = math.ceil(self.validation_size * AUDIT_ROWS)
+        return super()._selection_law(scores, epsilon, 1.0 / m)
+
+
+AUDIT_ROWS, AUDIT_VALIDATION = 600, 0.05  # m = 30 validation rows, 570 training rows
+
+
+def audit_index(cls, n_trials: int, epsilon: float = 1.0) -> float:
+    """Lower confidence bound on the privacy loss of ``best_index_`` (two neighbours)."""
+    X, y = all_ones(AUDIT_ROWS)
+    y2 = y.copy()
+    y2[0] = 0
+    template = SubsampleAggregateClassifier(ZeroIfAnyZero(), classes=[0, 1])
+    grid = {"n_teachers": [2], "estimator__fragile": [True, False]}
+    counts = []
+    for labels in (y, y2):
+        picks = np.zeros(2, dtype=int)
+        for _ in range(n_trials):
+            search = cls(
+                template,
+                grid,
+                selection_epsilon=epsilon,
+                validation_size=AUDIT_VALIDATION,
+                refit=False,
+            )
+            picks[search.fit(X, labels).best_index_] += 1
+        counts.append(picks)
+    lo0, hi0 = clopper_pearson(counts[0], n_trials, P_FALSE_ALARM / 4)
+    lo1, hi1 = clopper_pearson(counts[1], n_trials, P_FALSE_ALARM / 4)
+    with np.errstate(divide="ignore"):
+        bound = np.maximum(np.log(lo0) - np.log(hi1), np.log(lo1) - np.log(hi0))
+    return float(np.max(bound))
+
+
+def test_black_box_audit_passes_and_flags_beta_one_over_m():
+    # The differing row lies in the training part with probability 0.95; there, the
+    # fragile candidate (r = 2) scores 1/2 instead of 1 (in V both candidates lose it).
+    # At epsilon = 1 (beta = 1/2) its selection probability moves from 1/2 to 0.384
+    # (log-ratio 0.26); with beta = 1/m = 1/30 it drops to 0.0255 (log-ratio 2.97), and
+    # 600 searches per data set put the Clopper-Pearson bound near 1.9.
+    assert audit_index(PrivateGridSearchCV, 600) <= 1.0
+    assert audit_index(_BetaOneOverM, 600) > 1.0
+
+
+# -- the accountant -------------------------------------------------------------------------------
+def test_the_selection_is_charged_once_before_any_fit_and_refusal_changes_nothing():
+    X, y = all_ones(60)
+    small = PrivacyAccountant(epsilon=0.5)
+    search = search_of({"n_teachers": [2, 3]}, selection_epsilon=1.0, accountant=small)
+    FITS["count"] = 0
+    with pytest.raises(BudgetExhaustedError):
+        search.fit(X, y)
+    assert FITS["count"] == 0  # no candidate saw the data
+    assert small.queries_answered == 0 and not hasattr(search, "best_index_")
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-6, composition="zcdp")
+    search = search_of({"n_teachers": [2, 3]}, selection_epsilon=1.0, accountant=acc)
+    search.fit(X, y)
+    history = acc.history()
+    assert list(history["estimator"]) == ["PrivateGridSearchCV"]
+    assert history["rho"].iloc[0] == pytest.approx(1.0 / 8)  # bounded range: eps^2 / 8
+    assert search.best_estimator_.accountant is acc
+    search.predict(X[:5])
+    assert acc.queries_answered == 6  # the selection, then five answered rows
+
+
+def test_the_template_accountant_is_used_when_none_is_given():
+    X, y = all_ones(60)
+    acc = PrivacyAccountant(epsilon=10.0)
+    template = SubsampleAggregateClassifier(ZeroIfAnyZero(), classes=[0, 1], accountant=acc)
+    search = PrivateGridSearchCV(template, {"n_teachers": [2, 3]}, selection_epsilon=0.5)
+    search.fit(X, y).predict(X[:2])
+    assert acc.epsilon_spent == pytest.approx(0.5 + 2 * 1.0)
+
+
+# -- nothing about the scores leaks -------------------------------------------------------------
+def test_no_attribute_warning_or_log_holds_a_score(caplog):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    search = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(LogisticRegression(max_iter=1), classes=[0, 1]),
+        {"n_teachers": [5, 10, 20]},
+        refit=False,  # (a refit warns like any fit of the estimator itself)
+        random_state=np.random.SeedSequence(7),
+    )
+    scores, _, _ = scores_and_split(search, X, y)
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.DEBUG):
+        warnings.simplefilter("always")
+        search.fit(X, y)
+    assert not caught  # max_iter=1 makes every teacher warn: the warnings are silenced
+    assert not caplog.records
+    public = {k: v for k, v in vars(search).items() if k != "best_estimator_"}
+    text = repr(public)
+    for score in scores:
+        assert repr(float(score)) not in text and f"{score:.4f}" not in text
+    assert set(public) - set(search.get_params()) == {
+        "best_index_",
+        "best_params_",
+        "n_candidates_",
+        "n_teachers_",
+        "selection_sensitivity_",
+        "privacy_guarantee_",
+    }
+    assert not hasattr(search, "cv_results_")
+
+
+# -- bad input ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "key",
+    [
+        "epsilon",
+        "total_epsilon",
+        "total_delta",
+        "n_queries",
+        "accountant",
+        "random_state",
+        "classes",
+    ],
+)
+def test_grid_keys_that_set_the_privacy_contract_are_refused(key):
+    X, y = all_ones(60)
+    acc = PrivacyAccountant(epsilon=5.0)
+    search = search_of({key: [None]}, accountant=acc)
+    with pytest.raises(ValueError, match=f"may not search {key}"):
+        search.fit(X, y)
+    assert acc.queries_answered == 0
+
+
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        ({"selection_epsilon": 0.0}, ValueError, "selection_epsilon"),
+        ({"selection_epsilon": "1"}, TypeError, "selection_epsilon"),
+        ({"validation_size": 1.0}, ValueError, "validation_size"),
+        ({"selection": "argmax"}, ValueError, "selection must be"),
+        ({"refit": "yes"}, TypeError, "refit"),
+        ({"accountant": object()}, TypeError, "accountant"),
+        ({"param_grid": {"n_teachers": 3}}, TypeError, "param_grid"),
+        ({"param_grid": {"no_such_parameter": [1]}}, ValueError, "no_such_parameter"),
+        ({"param_grid": {"n_teachers": [100]}}, ValueError, "more than the 48 rows"),
+    ],
+)
+def test_bad_parameters_are_refused_with_nothing_charged(params, error, match):
+    X, y = all_ones(60)
+    acc = PrivacyAccountant(epsilon=5.0)
+    grid = params.pop("param_grid", {"n_teachers": [2, 3]})
+    search = search_of(grid, **{"accountant": acc, **params})
+    with pytest.raises(error, match=match):
+        search.fit(X, y)
+    assert acc.queries_answered == 0
+
+
+def test_other_estimators_sample_weight_and_private_label_sets_are_refused():
+    X, y = all_ones(60)
+    with pytest.raises(TypeError, match="must be a SubsampleAggregateClassifier"):
+        PrivateGridSearchCV(LogisticRegression(), {"C": [1.0]}).fit(X, y)
+    with pytest.raises(ValueError, match="classes is None"):
+        PrivateGridSearchCV(SubsampleAggregateClassifier(), {"n_teachers": [2]}).fit(X, y)
+    with pytest.raises(TypeError, match="sample_weight"):
+        search_of({"n_teachers": [2]}).fit(X, y, sample_weight=np.ones(60))
+
+
+# -- scikit-learn integration ----------------------------------------------------------------------
+def test_clone_get_params_pickle_and_a_pipeline_step():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] > 0).astype(int)
+    search = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(SVC(), classes=[0, 1]),
+        {"n_teachers": [4, 8], "estimator__C": [0.1, 1.0]},
+        selection_epsilon=3.0,
+        n_jobs=2,
+    )
+    twin = clone(search)
+    assert twin.get_params()["param_grid"] == search.get_params()["param_grid"]
+    pipe = make_pipeline(StandardScaler(), search).fit(X, y)  # scaling is not private: a demo
+    assert pipe.predict(X[:4]).shape == (4,)
+    fitted = pipe[-1]
+    assert fitted.n_candidates_ == 4 and fitted.best_params_ in [
+        {"n_teachers": r, "estimator__C": c} for r in (4, 8) for c in (0.1, 1.0)
+    ]
+    restored = pickle.loads(pickle.dumps(fitted))
+    assert restored.predict(X[:3]).shape == (3,)
+    assert not hasattr(PrivateGridSearchCV(search.estimator, {"n_teachers": [2]}), "predict")
