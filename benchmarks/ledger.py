@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, verdict, write_json
-from _design import adult_design_matrix, public_one_hot_encoder
+from _design import public_design
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -127,9 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     data = load_dataset("adult")
-    encoder = public_one_hot_encoder()
-    X_train = adult_design_matrix(data.X_train, encoder)
-    X_test = adult_design_matrix(data.X_test, encoder)
+    X_train, X_test = public_design(data.X_train), public_design(data.X_test)
     y_train = data.y_train
     one_row, thousand = X_test[:1], X_test[:1000]
 

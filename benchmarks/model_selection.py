@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, verdict, write_json
-from _design import adult_design_matrix, public_one_hot_encoder
+from _design import public_design
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, ParameterGrid
 
@@ -85,11 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")  # seeded experiment: the seed warnings are expected
 
     data = load_dataset("adult")
-    encoder = public_one_hot_encoder()
-    X, X_test = (
-        adult_design_matrix(data.X_train, encoder),
-        adult_design_matrix(data.X_test, encoder),
-    )
+    X, X_test = public_design(data.X_train), public_design(data.X_test)
     y, y_test = data.y_train, data.y_test
     candidates = list(ParameterGrid(GRID))
     started = time.perf_counter()
