@@ -325,10 +325,8 @@ class _SQLLedger(Ledger):
         """Inside a write transaction: keep concurrent schema creation apart."""
 
     def _has_schema(self, cursor) -> bool:
-        cursor.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skprivpred_meta'"
-        )
-        return cursor.fetchone() is not None
+        """Whether the ledger's tables exist (the meta table is created last)."""
+        raise NotImplementedError
 
     def _error(self, exc: Exception) -> LedgerError:
         raise NotImplementedError
@@ -579,22 +577,29 @@ class _SQLiteLedger(_SQLLedger):
         text = str(exc)
         return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
+    def _has_schema(self, cursor) -> bool:
+        cursor.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skprivpred_meta'"
+        )
+        return cursor.fetchone() is not None
+
     def _connect(self, *, create: bool):
         mode = "rwc" if create else "rw"
+        conn = sqlite3.connect(
+            f"file:{quote(self.path)}?mode={mode}",
+            uri=True,
+            # No busy handler: SQLite's sleeps from 1 ms up to 100 ms starve writers;
+            # _run retries busy transactions with short pauses until the timeout.
+            timeout=0.0,
+            isolation_level=None,  # transactions are begun and ended explicitly
+        )
         try:
-            conn = sqlite3.connect(
-                f"file:{quote(self.path)}?mode={mode}",
-                uri=True,
-                # No busy handler: SQLite's sleeps from 1 ms up to 100 ms starve writers;
-                # _run retries busy transactions with short pauses until the timeout.
-                timeout=0.0,
-                isolation_level=None,  # transactions are begun and ended explicitly
-            )
             if create:
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+        except sqlite3.Error:
+            conn.close()
+            raise  # _run retries while busy, then raises LedgerError
         return conn
 
     def _begin_write(self, cursor) -> None:
@@ -644,16 +649,13 @@ class _PostgresLedger(_SQLLedger):
         self._psycopg = psycopg
 
     def _connect(self, *, create: bool):
-        try:
-            conn = self._psycopg.connect(
-                self.url,
-                autocommit=True,  # transactions are begun and ended explicitly
-                connect_timeout=max(1, math.ceil(self.timeout)),
-            )
-            # Wait at most `timeout` for a row lock held by another writer.
-            conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
-        except self._psycopg.Error as exc:
-            raise self._error(exc) from None
+        conn = self._psycopg.connect(
+            self.url,
+            autocommit=True,  # transactions are begun and ended explicitly
+            connect_timeout=max(1, math.ceil(self.timeout)),
+        )
+        # Wait at most `timeout` for a row lock held by another writer.
+        conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
         return conn
 
     def _begin_write(self, cursor) -> None:
@@ -711,6 +713,13 @@ def _remove_temporary(pid: int) -> None:
 
 
 atexit.register(_remove_temporary, os.getpid())
+
+
+@atexit.register
+def _close_connections() -> None:
+    """Close this thread's connections at exit (servers otherwise log an abrupt end)."""
+    for ledger in list(_OPEN.values()):
+        ledger._drop_connection()
 
 
 def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:

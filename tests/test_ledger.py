@@ -146,6 +146,17 @@ def test_four_processes_never_overspend(ledger_url):
         acc.charge(1, eps)
 
 
+def test_processes_creating_one_new_ledger_at_once(ledger_url):
+    name = new_name()  # nobody has created this budget (nor, for SQLite, the file) yet
+    workers = [start_worker(ledger_url, name, 1e3, 0.01, 50) for _ in range(4)]
+    for worker in workers:
+        out, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err
+        assert json.loads(out.strip().splitlines()[-1]) == {"answered": 50, "refused": 0}
+    acc = PrivacyAccountant(epsilon=1e3, ledger=ledger_url, name=name)
+    assert acc.queries_answered == 200
+
+
 def test_restart_sees_the_spending_and_refuses_past_the_cap(ledger_url):
     name = new_name()
     first = start_worker(ledger_url, name, 1.0, 0.1, 7)
