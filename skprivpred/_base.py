@@ -260,8 +260,9 @@ def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generato
             raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}.")
         fit_seq, release_seq = np.random.SeedSequence(int(random_state)).spawn(2)
         warnings.warn(
-            f"random_state={int(random_state)} seeds the noise of the answers: anyone who knows "
-            "the seed can regenerate that noise and undo the privacy guarantee. Use integer "
+            # One message for every seed, so that the default filter shows it once per caller.
+            "an integer random_state seeds the noise of the answers: anyone who knows the "
+            "seed can regenerate that noise and undo the privacy guarantee. Use integer "
             "seeds for tests and reproducible experiments only; in deployment leave "
             "random_state=None.",
             PrivacyWarning,

@@ -23,8 +23,11 @@ from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
 from sklearn import linear_model
 from sklearn.base import clone
+from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
+
+from ._folding import fold_pipeline
 
 # Public scikit-learn classifiers whose ``predict`` is exactly
 # ``classes_[argmax(X @ coef_.T + intercept_)]`` (binary: sign of the one score).
@@ -224,6 +227,10 @@ class TeacherEnsemble:
                 self._constant.append((j, teacher.label_index))
             elif isinstance(teacher, LINEAR_TEACHER_TYPES) and not sparse.issparse(teacher.coef_):
                 linear.append((j, teacher))
+            elif isinstance(teacher, Pipeline) and (
+                folded := fold_pipeline(teacher, LINEAR_TEACHER_TYPES)
+            ):
+                linear.append((j, folded))  # affine preprocessing folded into the weights
             else:
                 self._other.append((j, teacher))
         self._stack = self._build_stack(linear) if linear else None

@@ -92,7 +92,13 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         encoding) must live *inside* it (for example a
         :class:`~sklearn.pipeline.Pipeline`), so that each teacher sees only its
         own part; preprocessing fitted on the whole training set would couple
-        every teacher to every row and void the guarantee.
+        every teacher to every row and void the guarantee. **Fast teachers:**
+        linear classifiers (``LogisticRegression``, ``RidgeClassifier``,
+        ``SGDClassifier``, ``LinearSVC``, ...) and pipelines of affine steps
+        (``StandardScaler``, ``MinMaxScaler``, ``MaxAbsScaler``, ``"passthrough"``,
+        a ``ColumnTransformer`` of those over disjoint columns) ending in one
+        vote through one stacked matrix product; other teachers (trees,
+        encoders) through their own ``predict``.
     epsilon : float, default=None
         Privacy parameter of each answered query row, > 0; ``None`` means 1.0.
         Per-row mode only: with ``n_queries`` set it must stay ``None`` (the

@@ -464,7 +464,7 @@ def test_classes_fixed_no_warning_and_single_class_allowed():
     X, y, is_public = mixture(100, 2, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        warnings.filterwarnings("ignore", "random_state=0 seeds the noise", PrivacyWarning)
+        warnings.filterwarnings("ignore", "an integer random_state seeds the noise", PrivacyWarning)
         clf = PPM(random_state=0).fit(X, np.zeros_like(y), is_public=is_public)
         np.testing.assert_array_equal(clf.classes_, [0, 1])
         clf.fit(X, y, is_public=np.ones_like(y, dtype=bool))  # no private row

@@ -170,7 +170,7 @@ def test_copies_of_a_fitted_estimator_draw_fresh_noise(data, random_state):
 
 def test_an_integer_seed_warns_that_it_seeds_the_noise(data):
     X, y = data
-    with pytest.warns(PrivacyWarning, match="random_state=3 seeds the noise"):
+    with pytest.warns(PrivacyWarning, match="an integer random_state seeds the noise"):
         SubsampleAggregateClassifier(classes=[0, 1], random_state=3).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
