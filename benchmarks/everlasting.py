@@ -60,7 +60,7 @@ from pathlib import Path
 
 import numpy as np
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, write_json
-from _design import adult_design_matrix, public_one_hot_encoder
+from _design import public_design
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
@@ -144,9 +144,7 @@ def thresholds_task(
 def adult_task(epsilon: float, n_queries: int, seed: int) -> StreamTask:
     """Adult: train on ``adult.data``, queries drawn with replacement from ``adult.test``."""
     data = load_dataset("adult")
-    encoder = public_one_hot_encoder()
-    X_train = adult_design_matrix(data.X_train, encoder)
-    X_test = adult_design_matrix(data.X_test, encoder)
+    X_train, X_test = public_design(data.X_train), public_design(data.X_test)
     order = np.random.default_rng(seed).integers(0, len(data.y_test), size=n_queries)
     return StreamTask(
         "adult",

@@ -71,7 +71,7 @@ from typing import Any
 import joblib
 import numpy as np
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, timed, write_json
-from _design import adult_design_matrix, public_one_hot_encoder
+from _design import public_design
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
@@ -501,7 +501,7 @@ def native_threads(threads: int | None):
 def load_adult_design() -> tuple[np.ndarray, np.ndarray]:
     """The Adult training split as the data-independent design matrix."""
     data = load_dataset("adult")
-    return adult_design_matrix(data.X_train, public_one_hot_encoder()), data.y_train
+    return public_design(data.X_train), data.y_train
 
 
 def main(argv: Sequence[str] | None = None) -> int:

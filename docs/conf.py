@@ -104,6 +104,7 @@ API_MODULES = {
     "skprivpred.audit": "skprivpred.audit",
     "skprivpred.datasets": "skprivpred.datasets",
     "skprivpred.serving": "skprivpred.serving",
+    "skprivpred.preprocessing": "skprivpred.preprocessing",
 }
 API_IGNORED = {"__version__"}
 

@@ -32,31 +32,20 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 from skprivpred import SubsampleAggregateClassifier
-from skprivpred.datasets import load_adult
-
+from skprivpred.datasets import adult_schema, load_adult
+from skprivpred.preprocessing import public_preprocessor
 
 # %%
-# Features from fixed public transforms
-# -------------------------------------
-# Preprocessing fitted on the whole training set (a scaler, an encoder that
-# learns its categories) would couple every teacher to every row and void the
-# guarantee; it must live inside each teacher (a ``Pipeline``) or be
-# data-independent. For speed, this example uses data-independent features:
-# fixed functions of one row, with constants from the documented units of the
-# columns, never from their values.
-def public_features(X):
-    """Seven numeric features computed row by row, without looking at other rows."""
-    return np.column_stack(
-        [
-            X["age"].to_numpy(float) / 100.0,
-            X["education-num"].to_numpy(float) / 16.0,
-            np.log1p(X["capital-gain"].to_numpy(float)) / 12.0,
-            np.log1p(X["capital-loss"].to_numpy(float)) / 12.0,
-            X["hours-per-week"].to_numpy(float) / 100.0,
-            (X["sex"].astype(str) == "Male").to_numpy(float),
-            (X["marital-status"].astype(str) == "Married-civ-spouse").to_numpy(float),
-        ]
-    )
+# Public preprocessing, outside the private estimator
+# ---------------------------------------------------
+# Preprocessing fitted on the whole training set (a ``StandardScaler``, a
+# ``OneHotEncoder`` that learns its categories) would couple every teacher to
+# every row and void the guarantee. ``public_preprocessor(adult_schema())``
+# reads nothing from the rows: the category lists come from the data set's
+# documentation and the numeric transforms from the columns' units. It is safe
+# *outside* the private estimator, where it runs once for all teachers, and the
+# teachers inside stay plain linear models (one stacked matrix product).
+preprocess = public_preprocessor(adult_schema())
 
 
 rng = np.random.default_rng(0)
@@ -65,8 +54,8 @@ try:
     X_test, y_test = load_adult(subset="test", as_frame=True, return_X_y=True)
     train = rng.choice(len(X_train), size=10_000, replace=False)
     test = rng.choice(len(X_test), size=2_000, replace=False)
-    X_train, y_train = public_features(X_train.iloc[train]), y_train.to_numpy()[train]
-    X_test, y_test = public_features(X_test.iloc[test]), y_test.to_numpy()[test]
+    X_train, y_train = preprocess.fit_transform(X_train.iloc[train]), y_train.to_numpy()[train]
+    X_test, y_test = preprocess.transform(X_test.iloc[test]), y_test.to_numpy()[test]
     data_name = "UCI Adult"
 except OSError as exc:
     reason = str(exc).splitlines()[0]

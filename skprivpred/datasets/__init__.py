@@ -10,5 +10,13 @@ they are read.
 
 from ._fetch import clear_data_home, get_data_home
 from ._loaders import load_adult, load_magic
+from ._schema import adult_schema, magic_schema
 
-__all__ = ["clear_data_home", "get_data_home", "load_adult", "load_magic"]
+__all__ = [
+    "adult_schema",
+    "clear_data_home",
+    "get_data_home",
+    "load_adult",
+    "load_magic",
+    "magic_schema",
+]

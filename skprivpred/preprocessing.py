@@ -1,0 +1,335 @@
+"""Preprocessing that reads nothing from the data, so it may sit outside a private estimator.
+
+Fitted preprocessing (``StandardScaler``, ``OneHotEncoder``) fitted on the whole
+training set couples every answer to every row, which voids the guarantee of a
+private estimator placed after it in a pipeline. The transformers here take
+everything they use from their parameters, a public description of the columns
+(category lists, units), and read only the *shape and column names* of what
+they are fitted on: the same transform whatever the rows. They are therefore
+safe anywhere, inside or outside a private estimator, and outside they run once
+per query batch instead of once per teacher.
+
+:func:`public_preprocessor` builds a ``ColumnTransformer`` of them from a schema
+(:func:`skprivpred.datasets.adult_schema`, :func:`skprivpred.datasets.magic_schema`,
+or your own).
+"""
+
+# Authors: The skprivpred developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.compose import ColumnTransformer
+from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._typing import MatrixLike, Self
+
+__all__ = ["PublicOneHotEncoder", "PublicScaler", "public_preprocessor"]
+
+_NUMERIC_KEYS = {"center", "scale", "log", "squash", "clip"}
+
+
+class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
+    """One-hot encoding over public category lists: ``fit`` reads no row.
+
+    Parameters
+    ----------
+    categories : list of array-like
+        The public category list of every column, in column order (required:
+        never read from the data). A value outside its list, a missing value
+        included, encodes as all zeros in that column's block.
+    dtype : dtype, default=np.float64
+        Type of the output.
+
+    Attributes
+    ----------
+    categories_ : list of ndarray
+        The category lists.
+    n_features_in_ : int
+        Number of columns seen by ``fit`` (its only use of the data, with the names).
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Column names seen by ``fit`` (only for data frames with string names).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skprivpred.preprocessing import PublicOneHotEncoder
+    >>> enc = PublicOneHotEncoder(categories=[["a", "b"]]).fit(pd.DataFrame({"c": ["b"]}))
+    >>> enc.transform(pd.DataFrame({"c": ["a", "z"]}))
+    array([[1., 0.],
+           [0., 0.]])
+    """
+
+    def __init__(self, categories: list, *, dtype: Any = np.float64) -> None:
+        self.categories = categories
+        self.dtype = dtype
+
+    def fit(self, X: MatrixLike, y: Any = None) -> Self:
+        """Record the number and names of the columns (nothing else is read).
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Only its shape and column names are used.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PublicOneHotEncoder
+        """
+        validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
+        if not isinstance(self.categories, list | tuple) or len(self.categories) != (
+            self.n_features_in_
+        ):
+            raise ValueError(
+                f"categories must hold one public category list per column: X has "
+                f"{self.n_features_in_} column(s), categories has "
+                f"{len(self.categories) if isinstance(self.categories, list | tuple) else 'no'} "
+                "list(s)."
+            )
+        lists = [np.asarray(c) for c in self.categories]
+        if any(c.ndim != 1 or c.size == 0 or np.unique(c).size != c.size for c in lists):
+            raise ValueError("every category list must be non-empty, flat and without repeats.")
+        # The encoder is fitted on a synthetic table made of the category lists themselves.
+        n_rows = max(c.size for c in lists)
+        synthetic = pd.DataFrame({i: np.resize(c, n_rows) for i, c in enumerate(lists)})
+        self._encoder = OneHotEncoder(
+            categories=lists, handle_unknown="ignore", sparse_output=False, dtype=self.dtype
+        ).fit(synthetic.to_numpy(dtype=object))
+        self.categories_ = lists
+        return self
+
+    def transform(self, X: MatrixLike) -> np.ndarray:
+        """One-hot blocks of the public categories; unknown values are all zeros.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, sum of the category list lengths)
+        """
+        check_is_fitted(self, "categories_")
+        X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+        values = np.asarray(X, dtype=object)
+        if all(c.dtype.kind in "US" for c in self.categories_):
+            values = values.astype(str)  # categorical dtypes and objects alike
+        return self._encoder.transform(values)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Output names ``column_category``.
+
+        Parameters
+        ----------
+        input_features : array-like of str, default=None
+            Input names (``feature_names_in_`` by default).
+
+        Returns
+        -------
+        ndarray of str
+        """
+        check_is_fitted(self, "categories_")
+        if input_features is None:
+            input_features = getattr(self, "feature_names_in_", None)
+        if input_features is None:
+            input_features = [f"x{i}" for i in range(self.n_features_in_)]
+        return np.asarray(
+            [f"{name}_{c}" for name, cats in zip(input_features, self.categories_) for c in cats],
+            dtype=object,
+        )
+
+
+class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """A fixed map of numeric columns, from public constants: ``fit`` reads no row.
+
+    Each column ``v`` becomes ``clip(v, low, high)`` (if ``clip``), then
+    ``log1p`` (if ``log``), then ``(v - center) / scale``, then ``tanh`` (if
+    ``squash``). Choose the constants from the columns' documented units or
+    ranges, never from their values.
+
+    Parameters
+    ----------
+    center : float or array-like of shape (n_features,), default=0.0
+    scale : float or array-like of shape (n_features,), default=1.0
+        Positive.
+    log : bool or array-like of bool, default=False
+    squash : bool or array-like of bool, default=False
+    clip : tuple of (float or array-like, float or array-like), default=None
+        Public bounds ``(low, high)``.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Only for data frames with string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivpred.preprocessing import PublicScaler
+    >>> PublicScaler(scale=100.0, clip=(0, 120)).fit_transform(np.array([[37.0], [150.0]]))
+    array([[0.37],
+           [1.2 ]])
+    """
+
+    def __init__(
+        self,
+        *,
+        center: Any = 0.0,
+        scale: Any = 1.0,
+        log: Any = False,
+        squash: Any = False,
+        clip: tuple | None = None,
+    ) -> None:
+        self.center = center
+        self.scale = scale
+        self.log = log
+        self.squash = squash
+        self.clip = clip
+
+    def _constant(self, value, name: str, n: int, dtype=float) -> np.ndarray:
+        array = np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
+        if dtype is float and not np.all(np.isfinite(array)):
+            raise ValueError(f"{name} must be finite, got {value!r}.")
+        return array
+
+    def fit(self, X: MatrixLike, y: Any = None) -> Self:
+        """Check the constants against the number of columns (nothing else is read).
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Only its shape and column names are used.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PublicScaler
+        """
+        validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
+        n = self.n_features_in_
+        try:
+            scale = self._constant(self.scale, "scale", n)
+            self._constant(self.center, "center", n)
+            self._constant(self.log, "log", n, dtype=bool)
+            self._constant(self.squash, "squash", n, dtype=bool)
+            if self.clip is not None:
+                low, high = self.clip
+                if np.any(self._constant(low, "clip", n) > self._constant(high, "clip", n)):
+                    raise ValueError(f"clip must be (low, high) with low <= high, got {self.clip}.")
+        except (TypeError, ValueError) as exc:
+            if "broadcast" in str(exc):
+                raise ValueError(
+                    f"the constants of PublicScaler must be scalars or hold one value per column "
+                    f"({n}): {exc}"
+                ) from None
+            raise
+        if np.any(scale <= 0):
+            raise ValueError(f"scale must be > 0, got {self.scale!r}.")
+        return self
+
+    def transform(self, X: MatrixLike) -> np.ndarray:
+        """Apply the fixed map.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Numeric, finite.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "n_features_in_")
+        X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
+        n = self.n_features_in_
+        if self.clip is not None:
+            low, high = self.clip
+            X = np.clip(X, self._constant(low, "clip", n), self._constant(high, "clip", n))
+        log = self._constant(self.log, "log", n, dtype=bool)
+        if log.any():
+            X[:, log] = np.log1p(X[:, log])
+        X = (X - self._constant(self.center, "center", n)) / self._constant(self.scale, "scale", n)
+        squash = self._constant(self.squash, "squash", n, dtype=bool)
+        if squash.any():
+            X[:, squash] = np.tanh(X[:, squash])
+        return X
+
+
+def public_preprocessor(schema: dict) -> ColumnTransformer:
+    """A ``ColumnTransformer`` of public transformers built from a declared schema.
+
+    Numeric columns first (one :class:`PublicScaler`), then the one-hot blocks of
+    the categorical columns (one :class:`PublicOneHotEncoder`); other columns are
+    dropped. The output is always dense (``sparse_threshold=0``: a data-dependent
+    output format would say something about the rows).
+
+    Parameters
+    ----------
+    schema : dict
+        ``{"numeric": {column: {"scale", "center", "log", "squash", "clip"}},
+        "categorical": {column: [category, ...]}}``; see
+        :func:`skprivpred.datasets.adult_schema`.
+
+    Returns
+    -------
+    sklearn.compose.ColumnTransformer
+        Unfitted; fitting it reads only column names and counts.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from skprivpred import SubsampleAggregateClassifier
+    >>> from skprivpred.datasets import adult_schema
+    >>> from skprivpred.preprocessing import public_preprocessor
+    >>> model = make_pipeline(
+    ...     public_preprocessor(adult_schema()),  # safe outside: it reads no row
+    ...     SubsampleAggregateClassifier(LogisticRegression(), classes=[0, 1]),
+    ... )
+    """
+    if not isinstance(schema, dict) or set(schema) - {"numeric", "categorical"}:
+        raise ValueError(
+            'schema must be a dict with the keys "numeric" and/or "categorical", got '
+            f"{sorted(schema) if isinstance(schema, dict) else type(schema).__name__}."
+        )
+    numeric = dict(schema.get("numeric", {}))
+    categorical = dict(schema.get("categorical", {}))
+    transformers: list = []
+    if numeric:
+        for column, spec in numeric.items():
+            unknown = set(spec) - _NUMERIC_KEYS
+            if unknown:
+                raise ValueError(
+                    f"schema['numeric'][{column!r}] has unknown keys {sorted(unknown)}; allowed: "
+                    f"{sorted(_NUMERIC_KEYS)}."
+                )
+        specs = list(numeric.values())
+        clips = [s.get("clip") for s in specs]
+        if any(c is not None for c in clips) and not all(c is not None for c in clips):
+            raise ValueError("give clip bounds for every numeric column of the schema, or none.")
+        scaler = PublicScaler(
+            center=[s.get("center", 0.0) for s in specs],
+            scale=[s.get("scale", 1.0) for s in specs],
+            log=[bool(s.get("log", False)) for s in specs],
+            squash=[bool(s.get("squash", False)) for s in specs],
+            clip=None if clips[0] is None else tuple(map(list, zip(*clips))),
+        )
+        transformers.append(("numeric", scaler, list(numeric)))
+    if categorical:
+        encoder = PublicOneHotEncoder(categories=[list(v) for v in categorical.values()])
+        transformers.append(("categorical", encoder, list(categorical)))
+    if not transformers:
+        raise ValueError("schema declares no column.")
+    return ColumnTransformer(
+        transformers, remainder="drop", sparse_threshold=0.0, verbose_feature_names_out=False
+    )

@@ -1,0 +1,194 @@
+"""Public preprocessing: transformers whose ``fit`` reads nothing but shapes and names.
+
+What is checked: fitting on two different data sets of the same shape and names gives
+the same transform (so the transformers are safe outside a private estimator);
+unknown categories encode as all zeros; the numeric map is the documented formula;
+``public_preprocessor`` follows the schema (numeric first, then one-hot blocks, dense);
+the Adult schema reproduces the published category lists; bad input is refused
+clearly; an Adult pipeline with the public preprocessing outside and plain linear
+teachers inside fits and answers, and so does one with
+``OneHotEncoder(handle_unknown="ignore")`` inside the teachers, rare categories and all.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
+from skprivpred.datasets import adult_schema, load_adult, magic_schema
+from skprivpred.preprocessing import PublicOneHotEncoder, PublicScaler, public_preprocessor
+
+SCHEMA = {
+    "numeric": {
+        "age": {"scale": 100.0},
+        "income": {"scale": 12.0, "log": True, "clip": (0.0, 1e6)},
+        "angle": {"center": 45.0, "scale": 90.0, "squash": True},
+    },
+    "categorical": {"city": ["paris", "rome", "oslo"], "pet": ["cat", "dog"]},
+}
+SCHEMA["numeric"]["age"]["clip"] = (0.0, 120.0)
+SCHEMA["numeric"]["angle"]["clip"] = (-180.0, 180.0)
+
+
+def frame(seed: int, n: int = 50) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(0, 100, n).astype(float),
+            "city": rng.choice(["paris", "rome", "oslo", "lima"], n),
+            "income": rng.exponential(30000, n),
+            "pet": rng.choice(["cat", "dog"], n),
+            "angle": rng.uniform(-90, 90, n),
+            "note": rng.choice(["x", "y"], n),  # not in the schema: dropped
+        }
+    )
+
+
+def test_fit_reads_no_row_so_any_fit_gives_the_same_transform():
+    queries = frame(99)
+    a = public_preprocessor(SCHEMA).fit(frame(0)).transform(queries)
+    b = public_preprocessor(SCHEMA).fit(frame(1, n=7)).transform(queries)
+    np.testing.assert_array_equal(a, b)
+    assert isinstance(a, np.ndarray) and a.shape == (50, 3 + 3 + 2)
+
+
+def test_the_numeric_map_is_the_documented_formula_and_unknowns_are_zeros():
+    queries = frame(5)
+    out = public_preprocessor(SCHEMA).fit(queries).transform(queries)
+    age = np.clip(queries["age"], 0, 120) / 100.0
+    income = np.log1p(np.clip(queries["income"], 0, 1e6)) / 12.0
+    angle = np.tanh((np.clip(queries["angle"], -180, 180) - 45.0) / 90.0)
+    np.testing.assert_allclose(out[:, :3], np.column_stack([age, income, angle]), rtol=1e-15)
+    city = out[:, 3:6]
+    expected = np.column_stack([queries["city"] == c for c in ("paris", "rome", "oslo")])
+    np.testing.assert_array_equal(city, expected.astype(float))
+    assert np.all(city[queries["city"] == "lima"] == 0.0)  # not a public category
+
+
+def test_the_one_hot_encoder_and_the_scaler_on_their_own():
+    enc = PublicOneHotEncoder(categories=[["a", "b"], [1, 2, 3]])
+    X = np.array([["b", 3], ["z", 1]], dtype=object)
+    np.testing.assert_array_equal(enc.fit(X[:1]).transform(X), [[0, 1, 0, 0, 1], [0, 0, 1, 0, 0]])
+    assert list(enc.get_feature_names_out()) == ["x0_a", "x0_b", "x1_1", "x1_2", "x1_3"]
+    scaler = PublicScaler(center=[1.0, 0.0], scale=[2.0, 4.0], clip=([0, -1], [10, 1]))
+    np.testing.assert_array_equal(
+        scaler.fit(np.zeros((1, 2))).transform([[5.0, 3.0], [-2.0, -3.0]]),
+        [[2.0, 0.25], [-0.5, -0.25]],
+    )
+    assert list(scaler.get_feature_names_out(["u", "v"])) == ["u", "v"]
+
+
+@pytest.mark.parametrize(
+    "make, X, match",
+    [
+        (lambda: PublicOneHotEncoder(categories=[["a"]]), np.zeros((2, 2)), "one public category"),
+        (lambda: PublicOneHotEncoder(categories=[["a", "a"]]), np.zeros((2, 1)), "without repeats"),
+        (lambda: PublicScaler(scale=0.0), np.zeros((2, 1)), "scale must be > 0"),
+        (lambda: PublicScaler(scale=[1.0, 2.0, 3.0]), np.zeros((2, 2)), "one value per column"),
+        (lambda: PublicScaler(clip=(1.0, 0.0)), np.zeros((2, 1)), "low <= high"),
+        (lambda: PublicScaler(center=np.nan), np.zeros((2, 1)), "center must be finite"),
+    ],
+)
+def test_bad_constants_are_refused(make, X, match):
+    with pytest.raises(ValueError, match=match):
+        make().fit(X)
+
+
+def test_bad_schemas_are_refused():
+    with pytest.raises(ValueError, match='keys "numeric"'):
+        public_preprocessor({"numbers": {}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        public_preprocessor({"numeric": {"a": {"mean": 1.0}}})
+    with pytest.raises(ValueError, match="no column"):
+        public_preprocessor({})
+    with pytest.raises(ValueError, match="clip bounds for every"):
+        public_preprocessor({"numeric": {"a": {"clip": (0, 1)}, "b": {}}})
+
+
+def test_the_shipped_schemas():
+    adult = adult_schema()
+    assert list(adult["categorical"]) == [
+        "workclass",
+        "education",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "sex",
+        "native-country",
+    ]
+    assert "Armed-Forces" in adult["categorical"]["occupation"]
+    assert len(adult["categorical"]["native-country"]) == 41
+    assert set(adult["numeric"]) == {
+        "age",
+        "fnlwgt",
+        "education-num",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+    }
+    adult["numeric"]["age"]["scale"] = -1.0  # a copy: the library's schema is unchanged
+    assert adult_schema()["numeric"]["age"]["scale"] == 100.0
+    assert len(magic_schema()["numeric"]) == 10 and magic_schema()["categorical"] == {}
+
+
+# -- on Adult itself -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def adult(tmp_path_factory):
+    """The Adult split, from the repository's shared data when it is beside the checkout."""
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+    home = None
+    if (shared / "adult.data").exists():
+        home = tmp_path_factory.mktemp("data")
+        (home / "adult").mkdir()
+        for name in ("adult.data", "adult.test", "adult.names"):
+            shutil.copy(shared / name, home / "adult" / name)
+    train = load_adult(subset="train", as_frame=True, return_X_y=True, data_home=home)
+    test = load_adult(subset="test", as_frame=True, return_X_y=True, data_home=home)
+    return train, test
+
+
+def test_public_preprocessing_outside_plain_linear_teachers_inside(adult):
+    (X, y), (X_test, y_test) = adult
+    budget = PrivacyAccountant(epsilon=1e4)
+    model = make_pipeline(
+        public_preprocessor(adult_schema()),
+        SubsampleAggregateClassifier(
+            LogisticRegression(max_iter=1000), epsilon=1.0, classes=[0, 1], accountant=budget
+        ),
+    ).fit(X, y)
+    private = model[-1]
+    assert private._ensemble._other == []  # plain linear teachers: one stacked product
+    law = private._output_distribution(model[0].transform(X_test))
+    accuracy = float(np.mean(law[np.arange(y_test.size), y_test]))
+    assert accuracy >= 0.84  # exact expected accuracy (the non-private model scores 0.85)
+    assert model.predict(X_test[:20]).shape == (20,) and budget.queries_answered == 20
+
+
+def test_one_hot_inside_the_teachers_handles_rare_categories(adult):
+    (X, y), (X_test, _) = adult
+    categorical = list(adult_schema()["categorical"])
+    numeric = list(adult_schema()["numeric"])
+    teacher = make_pipeline(
+        ColumnTransformer(
+            [
+                ("categories", OneHotEncoder(handle_unknown="ignore"), categorical),
+                ("numbers", StandardScaler(), numeric),
+            ]
+        ),
+        LogisticRegression(max_iter=1000),
+    )
+    clf = SubsampleAggregateClassifier(teacher, epsilon=1.0, classes=[0, 1]).fit(X, y)
+    rare = X_test[X_test["occupation"].astype(str) == "Armed-Forces"]
+    assert len(rare) > 0  # seen by few teachers, if any
+    assert clf.predict(rare).shape == (len(rare),)
+    assert clf.predict(X_test[:100]).shape == (100,)
