@@ -17,6 +17,7 @@ bounded for large batches.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
@@ -28,6 +29,7 @@ from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
 from ._folding import fold_pipeline
+from .preprocessing import is_public
 
 # Public scikit-learn classifiers whose ``predict`` is exactly
 # ``classes_[argmax(X @ coef_.T + intercept_)]`` (binary: sign of the one score).
@@ -193,6 +195,33 @@ def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
     return counts
 
 
+def _shared_public_prefix(teachers: list) -> tuple[list, Any]:
+    """Split off the data-independent first step that every fitted teacher shares.
+
+    When every teacher that is not a constant is a ``Pipeline`` whose first step
+    is public (:func:`~skprivpred.preprocessing.is_public`: it computes the same
+    function whatever rows it saw) with the same parameters, that step is
+    applied once per query batch and the teachers keep the rest of their
+    pipeline (which may then join the stacked linear votes).
+    """
+    fitted = [t for t in teachers if not isinstance(t, ConstantTeacher)]
+    if not fitted or not all(isinstance(t, Pipeline) and len(t.steps) > 1 for t in fitted):
+        return teachers, None
+    first = fitted[0].steps[0][1]
+    same = repr(first.get_params(deep=True)) if hasattr(first, "get_params") else None
+    for teacher in fitted:
+        step = teacher.steps[0][1]
+        if not is_public(step) or repr(step.get_params(deep=True)) != same:
+            return teachers, None
+    rest = [t if isinstance(t, ConstantTeacher) else _tail(t) for t in teachers]
+    return rest, first
+
+
+def _tail(pipeline: Pipeline):
+    """A fitted pipeline without its first step (the last step alone if only one is left)."""
+    return pipeline.steps[1][1] if len(pipeline.steps) == 2 else pipeline[1:]
+
+
 @dataclass
 class _LinearStack:
     """Columns of all linear teachers stacked into one weight matrix."""
@@ -220,6 +249,7 @@ class TeacherEnsemble:
     def __init__(self, teachers: list, classes: np.ndarray) -> None:
         self.classes = classes
         self.n_teachers = len(teachers)
+        teachers, self._prefix = _shared_public_prefix(teachers)
         self._constant = []
         linear, self._other = [], []
         for j, teacher in enumerate(teachers):
@@ -300,8 +330,13 @@ class TeacherEnsemble:
             ]
         return votes
 
+    def _shared(self, X):
+        """``X`` through the public prefix that every teacher shares (once per batch)."""
+        return X if self._prefix is None else self._prefix.transform(X)
+
     def votes(self, X) -> np.ndarray:
         """Vote matrix of shape (n_rows, n_teachers): global label index per teacher."""
+        X = self._shared(X)
         out = np.empty((X.shape[0], self.n_teachers), dtype=np.intp)
         for j, label in self._constant:
             out[:, j] = label
@@ -321,6 +356,7 @@ class TeacherEnsemble:
         :meth:`_add_other_votes`: in this process, or in parallel through joblib
         when ``n_jobs`` (and the active joblib backend) give more than one job.
         """
+        X = self._shared(X)
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
         for _, label in self._constant:

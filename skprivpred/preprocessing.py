@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._typing import MatrixLike, Self
 
-__all__ = ["PublicOneHotEncoder", "PublicScaler", "public_preprocessor"]
+__all__ = ["PublicOneHotEncoder", "PublicScaler", "is_public", "public_preprocessor"]
 
 _NUMERIC_KEYS = {"center", "scale", "log", "squash", "clip"}
 
@@ -333,3 +333,35 @@ def public_preprocessor(schema: dict) -> ColumnTransformer:
     return ColumnTransformer(
         transformers, remainder="drop", sparse_threshold=0.0, verbose_feature_names_out=False
     )
+
+
+def is_public(transformer: Any) -> bool:
+    """Whether a fitted transformer is data-independent: made of public transformers only.
+
+    True for :class:`PublicOneHotEncoder`, :class:`PublicScaler`, and a
+    ``Pipeline`` or ``ColumnTransformer`` built only of them, ``"passthrough"``
+    and ``"drop"``. Such a transformer computes the same function whatever
+    rows it was fitted on, so clones of it fitted by different teachers are
+    interchangeable, and the ensemble applies it once per query batch.
+
+    Parameters
+    ----------
+    transformer : object
+        A fitted transformer (or ``"passthrough"``/``"drop"``).
+
+    Returns
+    -------
+    bool
+    """
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(transformer, str):
+        return transformer in ("passthrough", "drop")
+    if isinstance(transformer, PublicOneHotEncoder | PublicScaler):
+        return True
+    if isinstance(transformer, Pipeline):
+        return all(is_public(step) for _, step in transformer.steps)
+    if isinstance(transformer, ColumnTransformer):
+        fitted = getattr(transformer, "transformers_", None)
+        return fitted is not None and all(is_public(step) for _, step, _ in fitted)
+    return False

@@ -18,12 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
+from skprivpred._teachers import TeacherEnsemble
 from skprivpred.datasets import adult_schema, load_adult, magic_schema
 from skprivpred.preprocessing import PublicOneHotEncoder, PublicScaler, public_preprocessor
 
@@ -192,3 +194,24 @@ def test_one_hot_inside_the_teachers_handles_rare_categories(adult):
     assert len(rare) > 0  # seen by few teachers, if any
     assert clf.predict(rare).shape == (len(rare),)
     assert clf.predict(X_test[:100]).shape == (100,)
+
+
+def test_a_public_prefix_inside_every_teacher_is_applied_once_and_the_rest_stacked(adult):
+    (X, y), (X_test, _) = adult
+    teacher = make_pipeline(public_preprocessor(adult_schema()), LogisticRegression(max_iter=500))
+    parts = np.array_split(np.random.default_rng(0).permutation(y.size), 10)
+    full = [clone(teacher).fit(X.iloc[p], y.iloc[p]) for p in parts]
+    ensemble = TeacherEnsemble(full, np.array([0, 1]))
+    assert ensemble._prefix is not None and ensemble._other == []  # prefix once, LR stacked
+    queries = X_test.iloc[:500]
+    expected = np.zeros((500, 2), dtype=np.int64)
+    for model in full:  # the votes are those of the full pipelines
+        expected[np.arange(500), model.predict(queries)] += 1
+    np.testing.assert_array_equal(ensemble.vote_counts(queries), expected)
+    clf = SubsampleAggregateClassifier(teacher, n_teachers=10, classes=[0, 1]).fit(X, y)
+    assert clf._ensemble._prefix is not None and clf.predict(queries).shape == (500,)
+    # A prefix that is not public (fitted to the rows) is never shared.
+    fitted = make_pipeline(StandardScaler(), LogisticRegression())
+    numeric = X[list(adult_schema()["numeric"])]
+    rows = [clone(fitted).fit(numeric.iloc[p], y.iloc[p]) for p in parts]
+    assert TeacherEnsemble(rows, np.array([0, 1]))._prefix is None
