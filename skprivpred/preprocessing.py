@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder
@@ -99,10 +98,12 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
             raise ValueError("every category list must be non-empty, flat and without repeats.")
         # The encoder is fitted on a synthetic table made of the category lists themselves.
         n_rows = max(c.size for c in lists)
-        synthetic = pd.DataFrame({i: np.resize(c, n_rows) for i, c in enumerate(lists)})
+        synthetic = np.empty((n_rows, len(lists)), dtype=object)
+        for i, c in enumerate(lists):
+            synthetic[:, i] = np.resize(c, n_rows)  # each list, cycled
         self._encoder = OneHotEncoder(
             categories=lists, handle_unknown="ignore", sparse_output=False, dtype=self.dtype
-        ).fit(synthetic.to_numpy(dtype=object))
+        ).fit(synthetic)
         self.categories_ = lists
         return self
 
