@@ -33,6 +33,9 @@ __all__ = ["SubsampleAggregateClassifier"]
 # How often a call that straddles the horizon recounts when other copies take rows meanwhile.
 _HORIZON_RETRIES = 8
 
+#: Many-query mode's default rule gives every teacher at least this many rows per class.
+ROWS_PER_CLASS = 10
+
 
 class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimator):
     """Private prediction by subsample-and-aggregate with a soft majority vote.
@@ -107,7 +110,12 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         Number of disjoint parts ``r`` (public; between 1 and the number of
         training rows). ``None`` derives it from ``alpha`` and ``epsilon`` by
         Theorem 4.1: ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` for ``K``
-        classes (23 for ``alpha=0.1, epsilon=1`` and two classes).
+        classes (23 for ``alpha=0.1, epsilon=1`` and two classes). In
+        many-query mode that rule is capped at ``n_samples // (10 K)`` teachers,
+        so that every teacher keeps ten rows per class: on Adult at a total
+        ``(1, 1e-6)`` and 5,000 queries the rule alone gives 3,546 teachers of
+        9 rows (expected accuracy 0.774), the cap 1,628 of 20 (see
+        ``benchmarks/teacher_rule.py``).
     alpha : float, default=0.1
         Target error in (0, 1); only used to derive ``n_teachers``.
     classes : array-like, default=None
@@ -316,14 +324,23 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         int
             ``n_teachers`` if set; else ``n_samples // min_samples_per_teacher``
             (at least 1) if that is set; else Dwork & Feldman's
-            ``ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` at the per-row epsilon.
+            ``ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` at the per-row epsilon,
+            capped in many-query mode at ``n_samples // (10 K)`` (ten rows per
+            class and teacher: past that, more teachers of fewer rows learn
+            nothing more, and no accounting recovers it).
         """
-        n_teachers, per_teacher, alpha = self._teacher_rule(self._resolve_budget())
+        budget = self._resolve_budget()
+        n_teachers, per_teacher, alpha = self._teacher_rule(budget)
         if n_teachers is not None:
             return n_teachers
         if per_teacher is not None:
             return max(1, int(n_samples) // per_teacher)
-        return pac_n_partitions(alpha, self._resolve_budget()["epsilon_per_query"], n_classes)
+        theory = pac_n_partitions(alpha, budget["epsilon_per_query"], n_classes)
+        if budget["horizon"] is None:
+            return theory
+        # Many-query mode: a long horizon asks for thousands of teachers, past the point
+        # where a teacher still learns from its rows; stop at ROWS_PER_CLASS rows per class.
+        return min(theory, max(1, int(n_samples) // (ROWS_PER_CLASS * n_classes)))
 
     def _teacher_rule(self, budget: dict) -> tuple[int | None, int | None, float]:
         """The validated parameters of the teacher-count rule."""

@@ -17,7 +17,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from skprivpred import BudgetExhaustedError, PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred.accounting import eps_of_rho, max_queries, per_query_epsilon, rho_cap
 from skprivpred.audit import audit_epsilon, clopper_pearson, flip_teacher_neighbour
-from skprivpred.mechanisms import exponential_mechanism_proba
+from skprivpred.mechanisms import exponential_mechanism_proba, pac_n_partitions
 
 
 # -- accounting oracles (spec-005 §3.2 and §7 item 1) ------------------------------------
@@ -375,3 +375,24 @@ def test_fit_student_errors():
     plain = _session([1, 0], n_queries=5)
     with pytest.raises(ValueError, match="student"):
         plain.fit_student()
+
+
+def test_the_default_rule_keeps_ten_rows_per_class_in_many_query_mode():
+    def rule(**params):
+        return SubsampleAggregateClassifier(classes=[0, 1], **params).n_teachers_for(32561, 2)
+
+    long_horizon = dict(n_queries=5000, total_epsilon=1.0, total_delta=1e-6)
+    eps0 = per_query_epsilon(1.0, 1e-6, 5000)
+    assert pac_n_partitions(0.1, eps0, 2) == 3546  # the theory rule alone: 9 rows each
+    assert rule(**long_horizon) == 32561 // 20 == 1628
+    assert rule(n_queries=500, total_epsilon=1.0, total_delta=1e-6) == 1122  # below the cap
+    assert rule(n_teachers=3000, **long_horizon) == 3000  # an explicit choice is kept
+    assert rule(min_samples_per_teacher=5, **long_horizon) == 6512
+    assert rule(epsilon=0.01) == pac_n_partitions(0.1, 0.01, 2)  # per-row mode: no cap
+    three = SubsampleAggregateClassifier(classes=[0, 1, 2], **long_horizon)
+    assert three.n_teachers_for(32561, 3) == 32561 // 30
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] > 0).astype(int)
+    clf = SubsampleAggregateClassifier(classes=[0, 1], **long_horizon).fit(X, y)
+    assert clf.n_teachers_ == 20  # 400 rows, twenty per teacher
