@@ -145,6 +145,7 @@ class ExpertSetting:
     name: str
     epsilon: float | None
     delta: float | None
+    composition: str = "zcdp"
 
     def resolved_epsilon(self, n_rounds: int, n_experts: int) -> float:
         if self.epsilon is not None:
@@ -155,8 +156,10 @@ class ExpertSetting:
 #: Privacy settings of the experts run (the rate follows from them and T).
 EXPERT_SETTINGS = (
     ExpertSetting("pure, eps=1", 1.0, None),
-    ExpertSetting("advanced, eps=1, delta=1e-6", 1.0, 1e-6),
-    ExpertSetting("advanced, eps=5, delta=1e-6", 5.0, 1e-6),
+    ExpertSetting("advanced, eps=1, delta=1e-6", 1.0, 1e-6, "advanced"),
+    ExpertSetting("zCDP, eps=1, delta=1e-6", 1.0, 1e-6, "zcdp"),
+    ExpertSetting("advanced, eps=5, delta=1e-6", 5.0, 1e-6, "advanced"),
+    ExpertSetting("zCDP, eps=5, delta=1e-6", 5.0, 1e-6, "zcdp"),
     ExpertSetting("tuned a=sqrt(ln K/T) (eps=2 sqrt(T ln K))", None, None),
 )
 
@@ -264,6 +267,7 @@ def run_experts(data, config: Config) -> tuple[list[dict], dict]:
                 list(EXPERTS.values()),
                 epsilon=setting.resolved_epsilon(n_rounds, n_experts),
                 delta=setting.delta,
+                composition=setting.composition,
                 n_rounds=n_rounds,
                 classes=CLASSES,
                 random_state=seed,

@@ -29,7 +29,7 @@ from skprivpred import (
     PrivacyAccountant,
     PrivacyWarning,
 )
-from skprivpred.accounting import advanced_composition_epsilon
+from skprivpred.accounting import advanced_composition_epsilon, eps_of_rho, rho_cap
 from skprivpred.audit import audit_epsilon, clopper_pearson
 from skprivpred.finite import (
     ExponentialMechanismClassifier,
@@ -585,6 +585,15 @@ class _DoubledMW(PrivateExpertsClassifier):
         return mw_round_proba(rewards, 2 * rate, initial=cumulative)
 
 
+class _FixedRateMW(PrivateExpertsClassifier):
+    """A given rate, whatever the budget (to probe how tight the library's rate is)."""
+
+    fixed_rate = 0.0
+
+    def _rate(self, epsilon, n_rounds, delta):
+        return self.fixed_rate
+
+
 class _NotesMW(PrivateExpertsClassifier):
     """The notes' Theorem 3 rate a = sqrt(epsilon / (12 T)) (claims delta = e^{-T a})."""
 
@@ -613,20 +622,36 @@ def test_pure_rate_is_epsilon_over_two_t():
     "epsilon, n_rounds, delta", [(1.0, 10_000, 1e-6), (0.5, 500, 1e-5), (2.0, 100_000, 1e-9)]
 )
 def test_advanced_rate_solves_the_composition_theorem(epsilon, n_rounds, delta):
-    rate = mw_learning_rate(epsilon, n_rounds, delta)
+    rate = mw_learning_rate(epsilon, n_rounds, delta, composition="advanced")
     achieved = advanced_composition_epsilon(2 * rate, n_rounds, delta)
     assert achieved <= epsilon and achieved == pytest.approx(epsilon, rel=1e-9)
     assert rate > epsilon / (2 * n_rounds)  # better than basic composition here
 
 
 def test_advanced_setting_falls_back_to_pure_when_pure_is_larger():
-    assert mw_learning_rate(1.0, 2, 0.01) == 0.25
+    assert mw_learning_rate(1.0, 2, 0.01, composition="advanced") == 0.25
+    assert mw_learning_rate(1.0, 2, 0.01) > 0.25  # zCDP beats the pure rate even here
     # T ln(1/delta) < 1/8: the root lies above epsilon / 2, and is still found
-    rate = mw_learning_rate(0.01, 1, 0.9)
+    rate = mw_learning_rate(0.01, 1, 0.9, composition="advanced")
     assert advanced_composition_epsilon(2 * rate, 1, 0.9) == pytest.approx(0.01, rel=1e-9)
-    clf = MW(EXPERTS, epsilon=1.0, delta=0.01, classes=[0, 1], random_state=0)
+    clf = MW(
+        EXPERTS, epsilon=1.0, delta=0.01, classes=[0, 1], random_state=0, composition="advanced"
+    )
     clf.fit(np.ones((2, 2)), [0, 1])
     assert clf.privacy_guarantee_["release"]["delta"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "epsilon, n_rounds, delta", [(1.0, 10_000, 1e-6), (0.5, 500, 1e-5), (2.0, 100_000, 1e-9)]
+)
+def test_zcdp_rate_spends_exactly_the_zcdp_cap(epsilon, n_rounds, delta):
+    rate = mw_learning_rate(epsilon, n_rounds, delta)
+    rho = n_rounds * rate**2 / 2  # each round is 2a-bounded-range: (2a)^2 / 8 = a^2 / 2
+    assert rho == pytest.approx(rho_cap(epsilon, delta), rel=1e-12)
+    assert eps_of_rho(rho, delta) <= epsilon * (1 + 1e-9)
+    assert rate > mw_learning_rate(epsilon, n_rounds, delta, composition="advanced")
+    with pytest.raises(ValueError, match="composition"):
+        mw_learning_rate(epsilon, n_rounds, delta, composition="renyi")
 
 
 def test_notes_theorem_3_is_false_and_the_library_rate_holds():
@@ -663,8 +688,22 @@ def test_notes_theorem_3_is_false_and_the_library_rate_holds():
     notes_rate = math.sqrt(epsilon / (12 * n_rounds))
     claimed = math.exp(-n_rounds * notes_rate)
     assert claimed < 1e-12 and exact_delta(notes) > 1e-5
-    ours = MW(experts, epsilon=epsilon, delta=1e-6, n_rounds=n_rounds, classes=[0, 1])
-    assert exact_delta(ours) <= 1e-6
+    for composition in ("advanced", "zcdp"):
+        ours = MW(
+            experts,
+            epsilon=epsilon,
+            delta=1e-6,
+            n_rounds=n_rounds,
+            classes=[0, 1],
+            composition=composition,
+        )
+        assert exact_delta(ours) <= 1e-6, composition
+    # The zCDP rate is the larger one, and is not far from the exact limit: a rate 25%
+    # larger than the zCDP rate breaks delta = 1e-6 in this example.
+    zcdp_rate = mw_learning_rate(epsilon, n_rounds, 1e-6)
+    too_fast = _FixedRateMW(experts, epsilon=epsilon, delta=1e-6, n_rounds=n_rounds, classes=[0, 1])
+    too_fast.fixed_rate = 1.25 * zcdp_rate
+    assert exact_delta(too_fast) > 1e-6
 
 
 # -- exact law of every round ------------------------------------------------------------------
@@ -837,6 +876,7 @@ def test_advanced_setting_charges_epsilon_and_delta(stream):
     clf.fit(X, y)
     assert acc.spent() == pytest.approx((1.0, 1e-6))
     assert clf.learning_rate_ == pytest.approx(mw_learning_rate(1.0, 400, 1e-6))
+    assert "zCDP" in clf.privacy_guarantee_["release"]["theorem"]
     assert clf.privacy_guarantee_["release"]["delta"] == 1e-6
 
 
