@@ -376,6 +376,17 @@ def _score(data: Dataset, y_pred: np.ndarray) -> float:
     return float(np.mean(y_pred == data.y_test))
 
 
+def trivial_score(data: Dataset) -> float:
+    """The score of the trivial predictor: the training majority class, or the training mean.
+
+    A private model that does not beat it has learned nothing usable.
+    """
+    if data.task == "regression":
+        return _score(data, np.full(data.y_test.shape, float(np.mean(data.y_train))))
+    values, counts = np.unique(data.y_train, return_counts=True)
+    return _score(data, np.full(data.y_test.shape, values[np.argmax(counts)]))
+
+
 def run_private(
     spec: EstimatorSpec, data: Dataset, epsilon: float, seed: int, n_jobs: int
 ) -> dict[str, Any]:
@@ -443,7 +454,7 @@ def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dic
     for dataset_name in config.datasets:
         progress.set_description(f"loading {dataset_name}")
         data = _capped(load_dataset(dataset_name), config.max_test_rows)
-        datasets[dataset_name] = data.summary()
+        datasets[dataset_name] = {**data.summary(), "trivial_score": trivial_score(data)}
         for estimator_name in config.estimators:
             spec = ESTIMATORS[estimator_name]
             if spec.task != data.task:
@@ -472,7 +483,7 @@ def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
     return statistics.fmean(values), sd
 
 
-def summarize(runs: list[dict], baselines: list[dict]) -> list[dict]:
+def summarize(runs: list[dict], baselines: list[dict], datasets: dict) -> list[dict]:
     """Mean and standard deviation over seeds, per (data set, estimator, epsilon)."""
     baseline_score = {}
     for key, group in groupby(baselines, key=itemgetter("dataset", "estimator")):
@@ -496,6 +507,7 @@ def summarize(runs: list[dict], baselines: list[dict]) -> list[dict]:
                 "score_sd": score_sd,
                 "baseline_score_mean": baseline_score[(dataset, estimator)][0],
                 "baseline_score_sd": baseline_score[(dataset, estimator)][1],
+                "trivial_score": datasets[dataset]["trivial_score"],
                 "fit_seconds_mean": statistics.fmean(r["fit_seconds"] for r in group),
                 "predict_seconds_mean": statistics.fmean(r["predict_seconds"] for r in group),
             }
@@ -544,6 +556,7 @@ def summary_table(summary: list[dict]) -> str:
         "n_teachers",
         "score (mean ± sd)",
         "baseline",
+        "trivial",
         "fit s",
         "predict s",
     ]
@@ -555,12 +568,27 @@ def summary_table(summary: list[dict]) -> str:
             _n_teachers_text(s["n_teachers"]),
             f"{s['metric']} {s['score_mean']:.4f} ± {s['score_sd']:.4f}",
             f"{s['baseline_score_mean']:.4f}",
+            f"{s['trivial_score']:.4f}" + (" !" if _loses_to_trivial(s) else ""),
             f"{s['fit_seconds_mean']:.2f}",
             f"{s['predict_seconds_mean']:.2f}",
         ]
         for s in summary
     ]
-    return format_table(rows, header)
+    losers = sum(_loses_to_trivial(s) for s in summary)
+    note = (
+        f"\n'!': {losers} private configuration(s) do no better than the trivial predictor "
+        "(majority class; training mean for regression)."
+        if losers
+        else ""
+    )
+    return format_table(rows, header) + note
+
+
+def _loses_to_trivial(s: dict) -> bool:
+    """Whether a private configuration scores no better than the trivial predictor."""
+    if s["metric"] == "rmse":
+        return s["score_mean"] >= s["trivial_score"]
+    return s["score_mean"] <= s["trivial_score"]
 
 
 def targets_text(results: list[dict], note: str = "") -> str:
@@ -609,6 +637,14 @@ def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
             color=color,
             label=f"{estimator} baseline (non-private)",
         )
+    trivial = rows[0]["trivial_score"]
+    ax.axhline(
+        trivial,
+        linestyle=":",
+        linewidth=2,
+        color="black",
+        label="constant (training mean)" if rows[0]["metric"] == "rmse" else "majority class",
+    )
     epsilons = sorted({s["epsilon"] for s in rows})
     ax.set_xscale("log")
     ax.set_xticks(epsilons)
@@ -720,7 +756,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs, baselines, datasets = run_benchmark(config)
     wall_seconds = time.perf_counter() - start
 
-    summary = summarize(runs, baselines)
+    summary = summarize(runs, baselines, datasets)
     targets = check_targets(summary)
     note = " - QUICK RUN, not meaningful" if config.mode == "quick" else ""
     print()
