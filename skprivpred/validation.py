@@ -389,8 +389,11 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
     Training: rows are mapped into the unit ball by the public ``norm_bound``
     (a row with ``||x|| > norm_bound`` is rescaled to norm ``norm_bound`` — a
     per-row map, so it costs no privacy — then every row is divided by
-    ``norm_bound``). Labels become ±1; there is no intercept (add a public
-    constant feature if you need one; it counts towards ``norm_bound``). Each
+    ``norm_bound``). With ``fit_intercept`` (the default) the public constant
+    ``intercept_scaling`` is appended to every row first, and the features are
+    clipped so that the augmented row meets ``norm_bound``: the sensitivity,
+    the selection and the CMS correction all follow the augmented rows, and
+    the constant's coefficient is the intercept. Labels become ±1. Each
     candidate minimises ``(lambda / 2) ||w||^2 + mean log(1 + exp(-y w.x))``:
 
     - ``mechanism="objective"``: plus ``<b, w> / n`` with ``b`` of density
@@ -447,7 +450,14 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         The paper's report-noisy-max, or the exponential mechanism with
         weights ``exp(epsilon_select q / (2 beta))``.
     norm_bound : float, default=1.0
-        Public bound on the Euclidean norm of a row; larger rows are clipped.
+        Public bound on the Euclidean norm of a row, the intercept's constant
+        included; larger rows are clipped.
+    fit_intercept : bool, default=True
+        Append the public constant ``intercept_scaling`` to every row (its
+        coefficient is the intercept). The augmented row meets ``norm_bound``:
+        features are clipped to ``sqrt(norm_bound^2 - intercept_scaling^2)``.
+    intercept_scaling : float, default=None
+        The constant, in ``(0, norm_bound)``; ``None`` means ``norm_bound / 2``.
     classes : array-like of shape (2,), default=None
         The public label set, positive label second. ``None`` reads it from
         ``y`` and emits a :class:`~skprivpred.PrivacyWarning`.
@@ -466,12 +476,12 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
     ----------
     coef_ : ndarray of shape (1, n_features)
         The released coefficients, on the original feature scale (for rows
-        within ``norm_bound``, ``decision_function(X) = X @ coef_.T``); a
-        multiple of ``coef_grid_``.
+        within the feature bound, ``decision_function(X) = X @ coef_.T +
+        intercept_``); a multiple of ``coef_grid_``.
     coef_grid_ : float
         Spacing of the public grid the coefficients are rounded to.
     intercept_ : ndarray of shape (1,)
-        Zero (no intercept).
+        The released intercept (zero with ``fit_intercept=False``).
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
     lambdas_ : ndarray of shape (k,)
@@ -531,6 +541,8 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         delta: float | None = None,
         selection: str = "noisy_max",
         norm_bound: float = 1.0,
+        fit_intercept: bool = True,
+        intercept_scaling: float | None = None,
         classes: VectorLike | None = None,
         tol: float = 1e-9,
         max_iter: int = 1000,
@@ -546,6 +558,8 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         self.delta = delta
         self.selection = selection
         self.norm_bound = norm_bound
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.classes = classes
         self.tol = tol
         self.max_iter = max_iter
@@ -583,6 +597,15 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         else:
             delta = check_open_unit_interval(self.delta, "delta")
         norm_bound = check_epsilon(self.norm_bound, "norm_bound")
+        if not isinstance(self.fit_intercept, bool):
+            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}.")
+        if self.fit_intercept and self.intercept_scaling is not None:
+            scaling = check_epsilon(self.intercept_scaling, "intercept_scaling")
+            if scaling >= norm_bound:
+                raise ValueError(
+                    f"intercept_scaling must be below norm_bound={norm_bound!r} (the constant "
+                    f"counts towards the norm of every row), got {scaling!r}."
+                )
         tol = check_epsilon(self.tol, "tol")
         check_positive_int(self.max_iter, "max_iter")
         check_accountant(self.accountant)
@@ -599,13 +622,22 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         )
 
     def _rows(self, X, *, reset: bool, y=None):
+        """Rows clipped so that the augmented row ``[x, c]`` meets ``norm_bound`` (not scaled)."""
         if y is None:
             X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=True)
         else:
             X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, ensure_all_finite=True)
+        bound, constant = float(self.norm_bound), self._constant()
+        feature_bound = bound if constant is None else math.sqrt(bound**2 - constant**2)
+        augmented, _ = _augmented_rows(X, feature_bound, constant)
+        return augmented, y
+
+    def _constant(self) -> float | None:
+        """The public constant column (``None`` without an intercept)."""
+        if not self.fit_intercept:
+            return None
         bound = float(self.norm_bound)
-        clipped, _ = _augmented_rows(X, bound, None)
-        return clipped / bound, y
+        return bound / 2.0 if self.intercept_scaling is None else float(self.intercept_scaling)
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
@@ -628,6 +660,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         params = self._check_params()
         with unchanged_on_error(self):
             X, y = self._rows(X, reset=True, y=y)
+            X = X / params["norm_bound"]  # into the unit ball: the augmented rows, divided
             y = column_or_1d(y, warn=True)
             check_classification_targets(y)
             classes = resolve_binary_classes(self.classes, y, type(self).__name__)
@@ -661,9 +694,13 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             w, grid = snap_coefficients(
                 w, coefficient_noise_scale(n, lambdas[index], epsilon_p, extra)
             )
-            self.coef_ = (w / params["norm_bound"])[None, :]
+            w = w / params["norm_bound"]  # on the scale of the (augmented) raw rows
+            constant = self._constant()
+            if constant is None:
+                self.coef_, self.intercept_ = w[None, :], np.zeros(1)
+            else:
+                self.coef_, self.intercept_ = w[None, :-1], np.array([w[-1] * constant])
             self.coef_grid_ = grid / params["norm_bound"]
-            self.intercept_ = np.zeros(1)
             self.classes_ = classes
             self.lambdas_ = lambdas
             self.best_index_ = int(index)
@@ -701,10 +738,15 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
 
     # -- post-processing of the released model --------------------------------------------
     def decision_function(self, X: MatrixLike) -> np.ndarray:
-        """``w . x`` for rows mapped by the public norm bound (free post-processing)."""
+        """``coef_ . x + intercept_`` for rows clipped by the public norm bound.
+
+        Free post-processing of the released model.
+        """
         check_is_fitted(self, "privacy_guarantee_")
         X, _ = self._rows(X, reset=False)
-        return X @ (self.coef_[0] * float(self.norm_bound))
+        if self._constant() is not None:
+            X = X[:, :-1]
+        return X @ self.coef_[0] + self.intercept_[0]
 
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """``sigma(w . x)`` for the positive class (free post-processing)."""

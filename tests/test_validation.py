@@ -274,6 +274,7 @@ def test_released_model_noise_law(mechanism):
             classes=[0, 1],
             validation_size=0.25,
             random_state=seed,
+            fit_intercept=False,
         ).fit(X, y)
         T = _training_rows(seed, 40, 0.25)
         XT, yT, w = X[T], signs[T], clf._calls[-1][1]  # before rounding to the public grid
@@ -296,7 +297,12 @@ def test_released_model_noise_law(mechanism):
 def test_released_coefficients_lie_on_the_public_snapping_grid(binary_data, mechanism):
     X, y = binary_data
     clf = _Recording(
-        epsilon=1.0, lambdas=(0.05, 0.5), mechanism=mechanism, classes=[0, 1], random_state=4
+        epsilon=1.0,
+        lambdas=(0.05, 0.5),
+        mechanism=mechanism,
+        classes=[0, 1],
+        random_state=4,
+        fit_intercept=False,
     ).fit(X, y)
     n = clf.n_train_
     scale = coefficient_noise_scale(n, clf.best_lambda_, clf.epsilon_effective_, clf.extra_reg_)
@@ -315,7 +321,9 @@ def test_released_coefficients_lie_on_the_public_snapping_grid(binary_data, mech
 def test_final_model_is_retrained_with_fresh_noise(binary_data):
     X, y = binary_data
     lambdas = (0.05, 0.05, 0.05)  # equal lambdas: only the noise differs between the runs
-    clf = _Recording(epsilon=1.0, lambdas=lambdas, classes=[0, 1], random_state=2).fit(X, y)
+    clf = _Recording(
+        epsilon=1.0, lambdas=lambdas, classes=[0, 1], random_state=2, fit_intercept=False
+    ).fit(X, y)
     calls = clf._calls
     assert len(calls) == len(lambdas) + 1
     final = calls[-1][1]
@@ -329,7 +337,9 @@ def test_final_model_is_retrained_with_fresh_noise(binary_data):
 def test_large_epsilon_selects_exact_argmax_and_matches_nonprivate_erm(binary_data):
     X, y = binary_data
     lambdas = (0.002, 0.3, 3.0)
-    clf = _Recording(epsilon=1e7, lambdas=lambdas, classes=[0, 1], random_state=3).fit(X, y)
+    clf = _Recording(
+        epsilon=1e7, lambdas=lambdas, classes=[0, 1], random_state=3, fit_intercept=False
+    ).fit(X, y)
     T = _training_rows(3, len(y), 1 / 9)
     V = np.setdiff1d(np.arange(len(y)), T)
     signs = np.where(y == 1, 1.0, -1.0)
@@ -391,6 +401,7 @@ def test_selected_index_audit_passes_and_flags_exact_argmax():
         lambdas=(0.01, 0.03),
         validation_size=0.7,
         classes=[0, 1],
+        fit_intercept=False,
     )
     honest = _release_bound(lambda s: DPV(random_state=s, **kwargs), (X, y), (X2, y), 1000)
     assert honest <= alpha2
@@ -453,10 +464,49 @@ def test_rows_above_the_norm_bound_are_clipped(binary_data):
     X[0] *= 2.0 / np.linalg.norm(X[0])  # norm 2 = the bound
     big = X.copy()
     big[0] *= 10.0  # norm 20: clipped back to the same row
-    a = DPV(norm_bound=2.0, classes=[0, 1], random_state=4).fit(X, y)
-    b = DPV(norm_bound=2.0, classes=[0, 1], random_state=4).fit(big, y)
+    a = DPV(norm_bound=2.0, classes=[0, 1], random_state=4, fit_intercept=False).fit(X, y)
+    b = DPV(norm_bound=2.0, classes=[0, 1], random_state=4, fit_intercept=False).fit(big, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_allclose(a.decision_function(X[1:5]), X[1:5] @ a.coef_[0])
+
+
+def test_the_intercept_is_a_public_constant_column_inside_the_norm_bound(binary_data):
+    """The augmented row [x, c] meets norm_bound; the constant's coefficient is the intercept."""
+    X, y = binary_data
+    X = X.copy()
+    X[0] *= 5.0 / np.linalg.norm(X[0])  # above the bound: clipped
+    clf = _Recording(
+        epsilon=1e7,
+        lambdas=(0.002,),
+        norm_bound=2.0,
+        intercept_scaling=1.2,
+        classes=[0, 1],
+        random_state=3,
+    ).fit(X, y)
+    augmented, _ = clf._rows(X, reset=False)
+    assert augmented.shape == (len(y), X.shape[1] + 1)
+    np.testing.assert_allclose(augmented[:, -1], 1.2)
+    assert np.linalg.norm(augmented, axis=1).max() <= 2.0 * (1 + 1e-12)
+    assert np.linalg.norm(augmented[0]) == pytest.approx(2.0)
+    # The released model is the recorded solution on the augmented, rescaled rows.
+    w = clf._calls[-1][1] / 2.0
+    np.testing.assert_allclose(clf.coef_[0], w[:-1], atol=clf.coef_grid_)
+    assert clf.intercept_[0] == pytest.approx(w[-1] * 1.2, abs=2 * clf.coef_grid_)
+    np.testing.assert_allclose(
+        clf.decision_function(X), augmented[:, :-1] @ clf.coef_[0] + clf.intercept_[0]
+    )
+    # With a huge epsilon it is the non-private ERM on those rows, intercept included.
+    T = _training_rows(3, len(y), 1 / 9)
+    signs = np.where(y == 1, 1.0, -1.0)
+    exact = (
+        LogisticRegression(C=1 / (0.002 * len(T)), fit_intercept=False, tol=1e-12, max_iter=10_000)
+        .fit(augmented[T] / 2.0, signs[T])
+        .coef_[0]
+    )
+    np.testing.assert_allclose(clf._calls[-1][1], exact, atol=1e-4)  # on the rescaled rows
+    for bad, error in (({"intercept_scaling": 2.0}, ValueError), ({"fit_intercept": 1}, TypeError)):
+        with pytest.raises(error, match="intercept"):
+            DPV(norm_bound=2.0, classes=[0, 1], **bad).fit(X, y)
 
 
 def test_predictions_are_deterministic_post_processing_and_clone_pickle(binary_data):
