@@ -1,31 +1,32 @@
 """skprivpred: scikit-learn estimators whose predictions are differentially private."""
 
-from ._base import PrivacyWarning
-from .accounting import (
-    BudgetExhaustedError,
-    HorizonExhaustedError,
-    LedgerError,
-    PrivacyAccountant,
-)
+from .accounting import PrivacyAccountant, PrivacyGuarantee
 from .aggregate import SubsampleAggregateClassifier
 from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
 from .everlasting import (
     FiniteHypothesisClass,
     GenericBBLClassifier,
-    InsufficientSampleError,
-    PhaseDataError,
-    PredictorHaltedError,
-    PrivacyParameterError,
     PrivateEverlastingClassifier,
     ThresholdClass,
     genericbbl_plan,
     practical_plan,
 )
+from .exceptions import (
+    BudgetExhaustedError,
+    ConvergenceError,
+    HorizonExhaustedError,
+    InsufficientSampleError,
+    InvalidParameterError,
+    LedgerError,
+    PhaseDataError,
+    PredictorHaltedError,
+    PrivacyParameterError,
+    PrivacyWarning,
+)
 from .finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
 from .linear import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
-    ConvergenceError,
     StableERMClassifier,
     StableERMRegressor,
 )
@@ -65,10 +66,12 @@ __all__ = [
     "GenericBBLClassifier",
     "HorizonExhaustedError",
     "InsufficientSampleError",
+    "InvalidParameterError",
     "LedgerError",
     "PhaseDataError",
     "PredictorHaltedError",
     "PrivacyAccountant",
+    "PrivacyGuarantee",
     "PrivacyParameterError",
     "PrivacyWarning",
     "PrivateEverlastingClassifier",

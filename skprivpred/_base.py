@@ -33,18 +33,11 @@ from typing import Any, Literal, overload
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
-from .accounting import PrivacyAccountant
+from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .exceptions import PrivacyWarning
+from .utils._param_validation import validate_parameter_constraints
 
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
-
-
-class PrivacyWarning(UserWarning):
-    """Warns that something about the training data was, or may be, disclosed.
-
-    Raised for example when a public parameter (the label set, a norm bound)
-    is inferred from the training data because it was not given: the inferred
-    value is itself information about the data.
-    """
 
 
 def check_positive_finite(value, name: str) -> float:
@@ -315,11 +308,13 @@ class PrivatePredictorMixin:
     :meth:`_unchanged_on_error`), and answer queries through :meth:`_release`.
     """
 
+    # Every constructor parameter's constraints, checked by _validate_params.
+    _parameter_constraints: dict = {}
     # Constructor parameters of every subclass (declared for type checking only).
     random_state: Any
     accountant: PrivacyAccountant | None
     # Set in fit.
-    privacy_guarantee_: Any  # a dict for most estimators
+    privacy_guarantee_: PrivacyGuarantee
     _query_stream: QueryStream
 
     def _start_streams(self, horizon: int | None = None) -> np.random.Generator:
@@ -376,6 +371,21 @@ class PrivatePredictorMixin:
         """Restore every attribute if the body raises (atomic ``fit``)."""
         return unchanged_on_error(self)
 
+    def _validate_params(self) -> None:
+        """Check every constructor parameter against ``_parameter_constraints``.
+
+        Called first thing in ``fit``; raises
+        :class:`~skprivpred.InvalidParameterError` (naming the parameter, the
+        value and what is allowed) before anything is fitted, drawn or
+        charged. Cross-parameter rules live in each estimator's
+        ``_check_params`` hook, called right after.
+        """
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            self.get_params(deep=False),  # type: ignore[attr-defined]  # BaseEstimator
+            caller_name=type(self).__name__,
+        )
+
     def _release(
         self,
         n_rows: int,
@@ -384,7 +394,7 @@ class PrivatePredictorMixin:
         delta: float = 0.0,
         rho: float | None = None,
     ):
-        """Charge for ``n_rows`` releases, then draw their noise, atomically.
+        """Charge for ``n_rows`` query releases, then draw their noise, atomically.
 
         Parameters
         ----------
@@ -412,6 +422,22 @@ class PrivatePredictorMixin:
             call would cross the horizon set by :meth:`_start_streams`; nothing
             is charged or drawn then.
         """
+        return self._charge_then_draw(n_rows, epsilon, delta, rho, draw, count=True)
+
+    def _release_model(self, epsilon: float, draw, delta: float = 0.0, rho: float | None = None):
+        """Charge for one release that *is* the model, then draw it, atomically.
+
+        For estimators whose ``fit`` releases its output (the
+        exponential-mechanism learner, the validated estimators, the
+        public/private halfspace learner, a run of multiplicative weights): the
+        attached accountant is charged once, before any noise is drawn from the
+        release stream, and the release is not counted as an answered query.
+        Call it after :meth:`_start_streams`; a refusal raises
+        :class:`BudgetExhaustedError` and draws nothing.
+        """
+        return self._charge_then_draw(1, epsilon, delta, rho, draw, count=False)
+
+    def _charge_then_draw(self, n_rows, epsilon, delta, rho, draw, *, count: bool):
         stream = self._query_stream
         accountant = self._charged_accountant()
         with stream.lock:
@@ -422,11 +448,12 @@ class PrivatePredictorMixin:
                     epsilon,
                     delta,
                     rho=rho,
-                    horizon=self.__dict__.get("_horizon"),
+                    horizon=self.__dict__.get("_horizon") if count else None,
                     source=type(self).__name__,
                 )
             answers = draw(stream.rng)
-            stream.answered += n_rows
+            if count:
+                stream.answered += n_rows
         return answers
 
     def __sklearn_tags__(self):

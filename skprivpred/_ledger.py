@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from .exceptions import LedgerError
+
 __all__ = [
     "JOURNAL_COLUMNS",
     "Charge",
@@ -58,17 +60,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = "1"
-
-
-class LedgerError(RuntimeError):
-    """The ledger that holds a privacy budget cannot be used.
-
-    Raised when the ledger is missing (a deleted file, a pickled accountant
-    opened on a machine that does not have its file), unreadable, read-only,
-    corrupt, locked for longer than the accountant's ``timeout``, or when its
-    server cannot be reached. Nothing has been charged and no noise drawn when
-    it is raised; an accountant never starts again from zero.
-    """
 
 
 class Totals(NamedTuple):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any, cast
 
@@ -29,7 +30,6 @@ from scipy.optimize import minimize_scalar
 from ._ledger import (
     JOURNAL_COLUMNS,
     Charge,
-    LedgerError,
     LedgerState,
     Totals,
     mark_temporary,
@@ -38,12 +38,11 @@ from ._ledger import (
     redact,
     reopen_ledger,
 )
+from .exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
 
 __all__ = [
-    "BudgetExhaustedError",
-    "HorizonExhaustedError",
-    "LedgerError",
     "PrivacyAccountant",
+    "PrivacyGuarantee",
     "advanced_composition_epsilon",
     "eps_of_rho",
     "max_queries",
@@ -225,23 +224,70 @@ def max_queries(epsilon: float, delta: float, epsilon_per_query: float) -> int:
     return max(basic, math.floor(8.0 * rho_cap(epsilon, delta) / eps0**2 * (1 + _REL_TOL)))
 
 
-class BudgetExhaustedError(RuntimeError):
-    """Raised when answering a query would exceed the privacy budget.
+@dataclass(frozen=True)
+class PrivacyGuarantee:
+    """What a fitted estimator promises: the type of every ``privacy_guarantee_``.
 
-    When it is raised nothing has been charged and no noise has been drawn:
-    the estimator and its accountant are exactly as before the call, and a
-    smaller call may still succeed.
+    Every fitted skprivpred estimator states its guarantee in this one form,
+    with only public, data-independent quantities. ``str`` gives a sentence.
+
+    Parameters
+    ----------
+    epsilon : float
+        The epsilon of the guarantee, per :attr:`unit`.
+    delta : float
+        The delta of the guarantee, per :attr:`unit` (0 for pure DP).
+    unit : str
+        What one ``(epsilon, delta)`` covers, for example ``"each answered
+        query row"``, ``"the released model"`` or ``"all answers, under one
+        total budget"``.
+    theorem : str
+        The paper and result the guarantee rests on, for example
+        ``"Dwork & Feldman (2018), Theorem 4.1"``.
+    neighbouring : str, default="replace-one"
+        The neighbouring relation: ``"replace-one"`` (one training row
+        replaced by any other; the number of rows is public) or
+        ``"add-remove"``.
+    protects : str, default="each training row"
+        Whose privacy is protected (the everlasting predictors also protect
+        every query).
+    rho : float or None, default=None
+        The zero-concentrated DP parameter per :attr:`unit`, where the
+        mechanism has one (Bun & Steinke 2016).
+    details : dict, default={}
+        Further public quantities that the guarantee depends on (noise
+        scales, numbers of teachers, horizons); never a function of the data.
+
+    Examples
+    --------
+    >>> from skprivpred import PrivacyGuarantee
+    >>> guarantee = PrivacyGuarantee(1.0, 0.0, unit="each answered query row",
+    ...                              theorem="Dwork & Feldman (2018), Theorem 4.1")
+    >>> print(guarantee)  # doctest: +NORMALIZE_WHITESPACE
+    1-differential privacy of each training row for each answered query row
+    (replace-one neighbouring data sets; Dwork & Feldman (2018), Theorem 4.1)
     """
 
+    epsilon: float
+    delta: float
+    unit: str
+    theorem: str
+    neighbouring: str = "replace-one"
+    protects: str = "each training row"
+    rho: float | None = None
+    details: dict = field(default_factory=dict, hash=False)
 
-class HorizonExhaustedError(BudgetExhaustedError):
-    """Raised when a call would cross a fitted estimator's public query horizon.
-
-    The horizon (``n_queries``) is counted in the accountant's ledger, so every
-    copy of the fitted estimator (``copy.deepcopy``, pickle, joblib workers,
-    other processes) draws on the same rows. Nothing is charged when it is
-    raised.
-    """
+    def __str__(self) -> str:
+        if self.delta == 0:
+            pair = f"{self.epsilon:g}-differential privacy"
+        else:
+            pair = f"({self.epsilon:g}, {self.delta:g})-differential privacy"
+        if self.rho is not None:
+            pair += f" ({self.rho:g}-zCDP)"
+        return (
+            f"{pair} of {self.protects} for {self.unit} "
+            f"({self.neighbouring} neighbouring data sets; {self.theorem})"
+        )
 
 
 def _check_real(value, name: str, *, low: float, high: float, low_open: bool, high_open: bool):

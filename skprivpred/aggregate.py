@@ -14,7 +14,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import (
-    PrivacyWarning,
     check_accountant,
     check_epsilon,
     check_open_unit_interval,
@@ -25,7 +24,8 @@ from ._base import (
 from ._subsample import SubsampleMixin
 from ._teachers import TeacherEnsemble, concat_rows, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import HorizonExhaustedError, PrivacyAccountant, per_query_epsilon
+from .accounting import PrivacyAccountant, per_query_epsilon
+from .exceptions import HorizonExhaustedError, PrivacyWarning
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
 
 __all__ = ["SubsampleAggregateClassifier"]

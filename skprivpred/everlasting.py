@@ -40,7 +40,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._base import (
-    PrivacyWarning,
     PrivatePredictorMixin,
     QueryStream,
     check_epsilon,
@@ -54,6 +53,13 @@ from ._base import (
 )
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .exceptions import (
+    InsufficientSampleError,
+    PhaseDataError,
+    PredictorHaltedError,
+    PrivacyParameterError,
+    PrivacyWarning,
+)
 from .mechanisms import (
     BT_BELOW,
     LOG_BASE,
@@ -113,50 +119,6 @@ SIMULATION_ONLY_KEYS = ("m", "bt_epsilon")
 #: as a fraction of the teachers, that the noise may not cross, in standard deviations.
 PRACTICAL_MARGIN = 0.4
 PRACTICAL_Z = 3.0
-
-
-# -- exceptions (spec-001 §5) --------------------------------------------------------------------
-class PredictorHaltedError(RuntimeError):
-    """The everlasting predictor has halted (its BetweenThresholds TOP budget ran out).
-
-    The paper answers the halting query before halting, so the error carries
-    the answers given by the failing call, up to and including the halting row.
-    Every later call raises at once, with no predictions.
-
-    Attributes
-    ----------
-    predictions : ndarray
-        Labels of the rows answered by the call that raised (empty once halted).
-    """
-
-    def __init__(self, message: str, predictions=None) -> None:
-        super().__init__(message)
-        self.predictions = np.asarray([] if predictions is None else predictions)
-
-
-class InsufficientSampleError(ValueError):
-    """The training set is smaller than the schedule requires.
-
-    Attributes
-    ----------
-    required_samples : int
-        The number of labelled rows the schedule needs.
-    n_samples : int
-        The number of rows given.
-    """
-
-    def __init__(self, message: str, required_samples: int, n_samples: int) -> None:
-        super().__init__(message)
-        self.required_samples = required_samples
-        self.n_samples = n_samples
-
-
-class PrivacyParameterError(ValueError):
-    """Privacy or accuracy parameters for which the stated guarantee does not hold."""
-
-
-class PhaseDataError(ValueError):
-    """A phase's unlabelled pool cannot fill the next phase's teachers (Claim D.6 fails)."""
 
 
 # -- formulas of spec-001 §2.1: the one place they are computed ---------------------------------

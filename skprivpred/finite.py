@@ -48,11 +48,11 @@ from ._base import (
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import (
-    HorizonExhaustedError,
     PrivacyAccountant,
     advanced_composition_epsilon,
     rho_cap,
 )
+from .exceptions import HorizonExhaustedError
 from .mechanisms import exponential_mechanism_proba, sample_categorical
 
 __all__ = ["ExponentialMechanismClassifier", "PrivateExpertsClassifier"]

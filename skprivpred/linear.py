@@ -53,6 +53,7 @@ from ._base import (
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import PrivacyAccountant
+from .exceptions import ConvergenceError
 from .mechanisms import (
     DEFAULT_GRID_STEPS,
     discrete_gaussian_sigma,
@@ -93,18 +94,6 @@ _SMALLEST_SENSITIVITY = np.finfo(float).tiny
 # curvature of the objective; the numerical top eigenvalue gets this margin.
 _CURVATURE_MARGIN = 1e-6
 _MAX_FEATURES_FOR_EIGENVALUE = 2000
-
-
-class ConvergenceError(RuntimeError):
-    """The ERM solver could not certify its accuracy, so no model was fitted.
-
-    The privacy guarantee of :class:`StableERMClassifier` and
-    :class:`StableERMRegressor` counts the solver's distance to the exact
-    minimiser (``opt_tol``) in the sensitivity; a model whose distance is not
-    certified would have no guarantee, so ``fit`` raises instead and leaves
-    the estimator unchanged. Increase ``max_iter``, or ``opt_tol`` (which
-    adds ``2 * opt_tol * ||x~||`` to the sensitivity).
-    """
 
 
 # -- formulas (public quantities only) -------------------------------------------------

@@ -60,8 +60,8 @@ from ._base import (
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import PrivacyAccountant
+from .exceptions import ConvergenceError
 from .linear import (
-    ConvergenceError,
     _augmented_rows,
     _lbfgs,
     _logistic,

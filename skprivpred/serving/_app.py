@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ..accounting import BudgetExhaustedError, HorizonExhaustedError, LedgerError
+from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, UnknownKey, parse_keys
 from ._model import budget_of, load_model, per_row_guarantee
 

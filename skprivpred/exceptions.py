@@ -1,0 +1,130 @@
+"""Every exception and warning skprivpred raises, in one place.
+
+This module imports nothing from the package, so that every other module
+(including the leaf :mod:`skprivpred.utils._param_validation`) can use it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "BudgetExhaustedError",
+    "ConvergenceError",
+    "HorizonExhaustedError",
+    "InsufficientSampleError",
+    "InvalidParameterError",
+    "LedgerError",
+    "PhaseDataError",
+    "PredictorHaltedError",
+    "PrivacyParameterError",
+    "PrivacyWarning",
+]
+
+
+class PrivacyWarning(UserWarning):
+    """Warns that something about the training data was, or may be, disclosed.
+
+    Raised for example when a public parameter (the label set, a norm bound)
+    is inferred from the training data because it was not given: the inferred
+    value is itself information about the data.
+    """
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A constructor parameter has a value or a type that is not allowed.
+
+    Raised at the top of ``fit`` (before anything is drawn, fitted or
+    charged); the message names the parameter, the value and what is allowed.
+    It subclasses both ``ValueError`` and ``TypeError``, so that code catching
+    either keeps working.
+    """
+
+
+class PrivacyParameterError(InvalidParameterError):
+    """Privacy or accuracy parameters for which the stated guarantee does not hold."""
+
+
+class BudgetExhaustedError(RuntimeError):
+    """Raised when answering a query would exceed the privacy budget.
+
+    When it is raised nothing has been charged and no noise has been drawn:
+    the estimator and its accountant are exactly as before the call, and a
+    smaller call may still succeed.
+    """
+
+
+class HorizonExhaustedError(BudgetExhaustedError):
+    """Raised when a call would cross a fitted estimator's public query horizon.
+
+    The horizon (``n_queries``) is counted in the accountant's ledger, so every
+    copy of the fitted estimator (``copy.deepcopy``, pickle, joblib workers,
+    other processes) draws on the same rows. Nothing is charged when it is
+    raised.
+    """
+
+
+class LedgerError(RuntimeError):
+    """The ledger that holds a privacy budget cannot be used.
+
+    Raised when the ledger is missing (a deleted file, a pickled accountant
+    opened on a machine that does not have its file), unreadable, read-only,
+    corrupt, locked for longer than the accountant's ``timeout``, or when its
+    server cannot be reached. Nothing has been charged and no noise drawn when
+    it is raised; an accountant never starts again from zero.
+    """
+
+
+class ConvergenceError(RuntimeError):
+    """The ERM solver could not certify its accuracy, so no model was fitted.
+
+    The privacy guarantee of :class:`~skprivpred.StableERMClassifier` and
+    :class:`~skprivpred.StableERMRegressor` counts the solver's distance to the
+    exact minimiser (``tol``) in the sensitivity; a model whose distance is
+    not certified would have no guarantee, so ``fit`` raises instead and
+    leaves the estimator unchanged. Increase ``max_iter``, or ``tol`` (which
+    adds ``2 * tol * ||x~||`` to the sensitivity).
+    """
+
+
+class PredictorHaltedError(RuntimeError):
+    """The everlasting predictor has halted (its BetweenThresholds TOP budget ran out).
+
+    The paper answers the halting query before halting, so the error carries
+    the answers given by the failing call, up to and including the halting row.
+    Every later call raises at once, with no predictions.
+
+    Attributes
+    ----------
+    predictions : ndarray
+        Labels of the rows answered by the call that raised (empty once halted).
+    """
+
+    def __init__(self, message: str, predictions=None) -> None:
+        super().__init__(message)
+        self.predictions = np.asarray([] if predictions is None else predictions)
+
+
+class InsufficientSampleError(ValueError):
+    """The training set is smaller than the schedule requires.
+
+    Attributes
+    ----------
+    required_samples : int
+        The number of labelled rows the schedule needs.
+    n_samples : int
+        The number of rows given.
+    """
+
+    def __init__(self, message: str, required_samples: int, n_samples: int) -> None:
+        super().__init__(message)
+        self.required_samples = required_samples
+        self.n_samples = n_samples
+
+
+class PhaseDataError(ValueError):
+    """A phase's unlabelled pool cannot fill the next phase's teachers.
+
+    Raised when the queries of a phase are too few to train every teacher of
+    the next phase (Naor, Nissim, Stemmer & Yan 2023, Appendix D, Claim D.6).
+    """

@@ -1,0 +1,28 @@
+"""Utilities for users of skprivpred: constraint objects and scikit-learn's checks.
+
+:func:`expected_failed_checks` returns, for any skprivpred estimator, the
+scikit-learn estimator checks that are expected to fail and why, for use with
+``sklearn.utils.estimator_checks.check_estimator``.
+"""
+
+from ._estimator_checks import expected_failed_checks
+from ._param_validation import (
+    Bounds,
+    HasMethods,
+    Interval,
+    Options,
+    RealNotInt,
+    StrOptions,
+    validate_parameter_constraints,
+)
+
+__all__ = [
+    "Bounds",
+    "HasMethods",
+    "Interval",
+    "Options",
+    "RealNotInt",
+    "StrOptions",
+    "expected_failed_checks",
+    "validate_parameter_constraints",
+]
