@@ -38,9 +38,21 @@ from ._ledger import (
     redact,
     reopen_ledger,
 )
-from .exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
+from .exceptions import (
+    BudgetExhaustedError,
+    HorizonExhaustedError,
+    InvalidParameterError,
+    LedgerError,
+)
+from .utils._param_validation import (
+    Interval,
+    Options,
+    StrOptions,
+    validate_parameter_constraints,
+)
 
 __all__ = [
+    "PER_QUERY_ROW",
     "PrivacyAccountant",
     "PrivacyGuarantee",
     "advanced_composition_epsilon",
@@ -84,7 +96,7 @@ def advanced_composition_epsilon(epsilon_0: float, k: int, delta_prime: float) -
 
 
 # Renyi orders of the zCDP -> (epsilon, delta) conversion: every order gives a valid
-# bound, so a fixed grid loses tightness only (spec-005 §3.2).
+# bound (Canonne, Kamath & Steinke 2020), so a fixed grid loses tightness only.
 _RDP_ORDERS = np.unique(
     np.concatenate(
         [
@@ -115,8 +127,8 @@ def eps_of_rho(rho: float, delta: float) -> float:
     float
         The epsilon (0 when ``rho`` is 0).
     """
-    rho = _check_real(rho, "rho", low=0.0, high=math.inf, low_open=False, high_open=True)
-    delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
+    rho = _checked("eps_of_rho", rho, "rho", _NON_NEGATIVE)
+    delta = _checked("eps_of_rho", delta, "delta", _OPEN_UNIT)
     if rho == 0.0:
         return 0.0
     log_delta = math.log(delta)
@@ -136,7 +148,8 @@ def eps_of_rho(rho: float, delta: float) -> float:
 def rho_cap(epsilon: float, delta: float) -> float:
     """Largest zCDP ``rho`` whose tight conversion stays within ``(epsilon, delta)``.
 
-    Found by bisection on :func:`eps_of_rho` and rounded down (spec-005 §3.2):
+    Found by bisection on :func:`eps_of_rho` and rounded down, so that the cap is
+    never above the exact one:
     ``rho_cap(1, 1e-6) = 0.0243560``.
 
     Parameters
@@ -151,7 +164,7 @@ def rho_cap(epsilon: float, delta: float) -> float:
     float
         The cap on the summed ``rho``.
     """
-    epsilon = _check_real(epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=True)
+    epsilon = _checked("rho_cap", epsilon, "epsilon", _POSITIVE)
     lo, hi = 0.0, epsilon
     while eps_of_rho(hi, delta) <= epsilon:
         lo, hi = hi, 2.0 * hi
@@ -166,7 +179,8 @@ def per_query_epsilon(epsilon: float, delta: float, n_queries: int) -> float:
 
     ``max(epsilon / q, sqrt(8 rho_cap(epsilon, delta) / q))``: the better of basic
     composition and zCDP accounting of the bounded-range vote (``rho = eps0^2 / 8``
-    per row; spec-005 §3). With ``delta = 0`` only basic composition applies.
+    per row: Cesar & Rogers 2021). With ``delta = 0`` only basic
+    composition applies.
 
     Parameters
     ----------
@@ -182,9 +196,10 @@ def per_query_epsilon(epsilon: float, delta: float, n_queries: int) -> float:
     float
         ``eps0``.
     """
-    epsilon = _check_real(epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=True)
-    if isinstance(n_queries, bool) or not isinstance(n_queries, Integral) or n_queries < 1:
-        raise ValueError(f"n_queries must be an integer >= 1, got {n_queries!r}.")
+    epsilon = _checked("per_query_epsilon", epsilon, "epsilon", _POSITIVE)
+    _checked(
+        "per_query_epsilon", n_queries, "n_queries", Interval(Integral, 1, None, closed="left")
+    )
     basic = epsilon / n_queries
     if delta == 0:
         return basic
@@ -210,18 +225,15 @@ def max_queries(epsilon: float, delta: float, epsilon_per_query: float) -> int:
     int
         The number of rows.
     """
-    eps0 = _check_real(
-        epsilon_per_query,
-        "epsilon_per_query",
-        low=0.0,
-        high=math.inf,
-        low_open=True,
-        high_open=True,
-    )
+    eps0 = _checked("max_queries", epsilon_per_query, "epsilon_per_query", _POSITIVE)
     basic = math.floor(epsilon / eps0 * (1 + _REL_TOL))
     if delta == 0:
         return basic
     return max(basic, math.floor(8.0 * rho_cap(epsilon, delta) / eps0**2 * (1 + _REL_TOL)))
+
+
+#: The ``unit`` of a guarantee that holds for every answered query row.
+PER_QUERY_ROW = "each answered query row"
 
 
 @dataclass(frozen=True)
@@ -238,9 +250,10 @@ class PrivacyGuarantee:
     delta : float
         The delta of the guarantee, per :attr:`unit` (0 for pure DP).
     unit : str
-        What one ``(epsilon, delta)`` covers, for example ``"each answered
-        query row"``, ``"the released model"`` or ``"all answers, under one
-        total budget"``.
+        What one ``(epsilon, delta)`` covers: :data:`PER_QUERY_ROW` (``"each
+        answered query row"``) for a guarantee per answered row, else for
+        example ``"the released model"`` or ``"all answers, under one total
+        budget"``.
     theorem : str
         The paper and result the guarantee rests on, for example
         ``"Dwork & Feldman (2018), Theorem 4.1"``.
@@ -290,17 +303,18 @@ class PrivacyGuarantee:
         )
 
 
-def _check_real(value, name: str, *, low: float, high: float, low_open: bool, high_open: bool):
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    value = float(value)
-    ok_low = value > low if low_open else value >= low
-    ok_high = value < high if high_open else value <= high
-    if math.isnan(value) or not (ok_low and ok_high):
-        left = "(" if low_open else "["
-        right = ")" if high_open else "]"
-        raise ValueError(f"{name} must lie in {left}{low}, {high}{right}, got {value!r}.")
-    return value
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+_OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
+_HALF_OPEN_UNIT = Interval(Real, 0, 1, closed="left")
+_COUNT = Interval(Integral, 0, None, closed="left")
+_POSITIVE_COUNT = Interval(Integral, 1, None, closed="left")
+
+
+def _checked(caller: str, value, name: str, constraint) -> float:
+    """``value`` as a float once it satisfies ``constraint`` (else InvalidParameterError)."""
+    validate_parameter_constraints({name: [constraint]}, {name: value}, caller)
+    return float(value)
 
 
 class PrivacyAccountant:
@@ -353,8 +367,9 @@ class PrivacyAccountant:
         The slack ``delta_prime`` of advanced composition, in (0, 1). Required
         for ``composition="advanced"``, ignored otherwise; it must be below
         ``delta``.
-    max_queries : int, default=None
-        Optional cap on the number of query rows answered.
+    n_queries : int, default=None
+        Optional cap on the number of query rows answered (the query horizon
+        of everything this budget pays for).
     ledger : None, str or os.PathLike, default=None
         Where the spending lives.
 
@@ -379,7 +394,7 @@ class PrivacyAccountant:
         Which budget inside the ledger (``None``: ``"default"``). Creating an
         accountant on an existing budget attaches to it, with what it has
         spent, provided the terms (``epsilon``, ``delta``, ``composition``,
-        ``delta_prime``, ``max_queries``) are the same; different terms raise a
+        ``delta_prime``, ``n_queries``) are the same; different terms raise a
         ``ValueError`` (a budget's terms never change).
     timeout : float, default=10.0
         Seconds a charge waits for a ledger that another writer holds locked
@@ -413,6 +428,16 @@ class PrivacyAccountant:
     (1.0, 4)
     """
 
+    _parameter_constraints: dict = {
+        "epsilon": [_POSITIVE, Options(float, [math.inf])],
+        "delta": [_HALF_OPEN_UNIT],
+        "composition": [StrOptions({"basic", "advanced", "zcdp"})],
+        "delta_prime": [_OPEN_UNIT, None],
+        "n_queries": [_COUNT, None],
+        "name": [str, None],
+        "timeout": [_POSITIVE],
+    }
+
     def __init__(
         self,
         epsilon: float = math.inf,
@@ -420,53 +445,46 @@ class PrivacyAccountant:
         *,
         composition: str = "basic",
         delta_prime: float | None = None,
-        max_queries: int | None = None,
+        n_queries: int | None = None,
         ledger: str | os.PathLike | None = None,
         name: str | None = None,
         timeout: float = 10.0,
     ) -> None:
-        self.epsilon = _check_real(
-            epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=False
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            {
+                "epsilon": epsilon,
+                "delta": delta,
+                "composition": composition,
+                "delta_prime": delta_prime,
+                "n_queries": n_queries,
+                "name": name,
+                "timeout": timeout,
+            },
+            type(self).__name__,
         )
-        self.delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=False, high_open=True)
-        if composition not in ("basic", "advanced", "zcdp"):
-            raise ValueError(
-                f"composition must be 'basic', 'advanced' or 'zcdp', got {composition!r}."
-            )
+        self.epsilon = float(epsilon)
+        self.delta = float(delta)
         if composition == "zcdp" and self.delta == 0:
-            raise ValueError("composition='zcdp' needs a delta budget in (0, 1), got delta=0.0.")
+            raise InvalidParameterError(
+                "composition='zcdp' needs a delta budget in (0, 1), got delta=0.0."
+            )
+        if composition == "advanced" and delta_prime is None:
+            raise InvalidParameterError(
+                "composition='advanced' needs delta_prime in (0, 1), got None."
+            )
+        if composition == "advanced" and delta_prime >= self.delta:
+            raise InvalidParameterError(
+                f"delta_prime must be smaller than the delta budget, got "
+                f"delta_prime={delta_prime!r} and delta={self.delta!r}."
+            )
+        if name == "":
+            raise InvalidParameterError("name must be a non-empty string or None, got ''.")
         self.composition = composition
-        if composition == "advanced":
-            if delta_prime is None:
-                raise ValueError("composition='advanced' needs delta_prime in (0, 1), got None.")
-            delta_prime = _check_real(
-                delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True
-            )
-            if delta_prime >= self.delta:
-                raise ValueError(
-                    f"delta_prime must be smaller than the delta budget, got "
-                    f"delta_prime={delta_prime!r} and delta={self.delta!r}."
-                )
-        elif delta_prime is not None:
-            delta_prime = _check_real(
-                delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True
-            )
-        self.delta_prime = delta_prime
-        if max_queries is not None and (
-            isinstance(max_queries, bool)
-            or not isinstance(max_queries, Integral)
-            or max_queries < 0
-        ):
-            raise ValueError(
-                f"max_queries must be a non-negative integer or None, got {max_queries!r}."
-            )
-        self.max_queries = None if max_queries is None else int(max_queries)
-        if name is not None and (not isinstance(name, str) or not name):
-            raise ValueError(f"name must be a non-empty string or None, got {name!r}.")
+        self.delta_prime = None if delta_prime is None else float(delta_prime)
+        self.n_queries = None if n_queries is None else int(n_queries)
         self.name = "default" if name is None else name
-        self.timeout = _check_real(
-            timeout, "timeout", low=0.0, high=math.inf, low_open=True, high_open=True
-        )
+        self.timeout = float(timeout)
         self._ledger, self._temporary = open_ledger(ledger, self.timeout)
         self._budget_id = self._ledger.create(self.name, self._terms())
         if self._temporary:
@@ -479,7 +497,7 @@ class PrivacyAccountant:
             "delta": self.delta,
             "composition": self.composition,
             "delta_prime": self.delta_prime,
-            "max_queries": self.max_queries,
+            "n_queries": self.n_queries,
         }
 
     @property
@@ -588,14 +606,19 @@ class PrivacyAccountant:
         )
 
     def _validate_charge(self, n_rows, epsilon, delta, rho=None):
-        if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < 0:
-            raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}.")
-        epsilon = _check_real(
-            epsilon, "epsilon", low=0.0, high=math.inf, low_open=True, high_open=True
+        validate_parameter_constraints(
+            {
+                "n_rows": [_COUNT],
+                "epsilon": [_POSITIVE],
+                "delta": [_HALF_OPEN_UNIT],
+                "rho": [_POSITIVE, None],
+            },
+            {"n_rows": n_rows, "epsilon": epsilon, "delta": delta, "rho": rho},
+            "PrivacyAccountant.charge",
         )
-        delta = _check_real(delta, "delta", low=0.0, high=1.0, low_open=False, high_open=True)
+        epsilon, delta = float(epsilon), float(delta)
         if rho is not None:
-            rho = _check_real(rho, "rho", low=0.0, high=math.inf, low_open=True, high_open=True)
+            rho = float(rho)
             rho = min(rho, epsilon**2 / 2.0)  # pure epsilon-DP is epsilon^2/2-zCDP anyway
         return int(n_rows), epsilon, delta, rho
 
@@ -615,10 +638,10 @@ class PrivacyAccountant:
         self._check_row_guarantee(state.row_guarantee, epsilon, delta)
         self._check_horizon(state, n_rows, horizon)
         totals = self._totals_after(state.totals, n_rows, epsilon, delta, rho)
-        if self.max_queries is not None and totals.rows > self.max_queries:
+        if self.n_queries is not None and totals.rows > self.n_queries:
             raise BudgetExhaustedError(
-                f"answering {n_rows} more query rows would exceed max_queries="
-                f"{self.max_queries} ({state.totals.rows} answered so far)."
+                f"answering {n_rows} more query rows would exceed n_queries="
+                f"{self.n_queries} ({state.totals.rows} answered so far)."
             )
         if not self._within_budget(totals, epsilon):
             eps_after, delta_after = min(self._guarantees(totals, epsilon))
@@ -645,7 +668,7 @@ class PrivacyAccountant:
     def _remaining(self, state: LedgerState, epsilon, delta, rho) -> int:
         self._check_row_guarantee(state.row_guarantee, epsilon, delta)
         rows = state.totals.rows
-        limit = sys.maxsize if self.max_queries is None else self.max_queries - rows
+        limit = sys.maxsize if self.n_queries is None else self.n_queries - rows
 
         def fits(k: int) -> bool:
             return self._within_budget(

@@ -6,7 +6,7 @@ What is checked:
   noise does not refuse a charge that fits exactly (ten charges of 0.1 in 1.0) and does
   not admit one more; a refused charge raises ``BudgetExhaustedError`` and changes
   nothing; ``can_charge`` agrees with ``charge``; ``remaining_queries`` is exact;
-  ``max_queries`` caps the number of rows.
+  ``n_queries`` caps the number of rows.
 * Advanced (Dwork-Rothblum-Vadhan, one per-row guarantee) composition: the reported pair is the
   better of the basic and the advanced pairs, pinned at eps0=0.01, k=10000,
   delta'=1e-6; it admits more queries than basic for a small per-row epsilon; the delta
@@ -176,14 +176,14 @@ def test_unlimited_budget_records_spending():
     assert acc.remaining_queries(1.0) == sys.maxsize
 
 
-def test_max_queries_caps_rows():
-    acc = PrivacyAccountant(max_queries=5)
+def test_n_queries_caps_rows():
+    acc = PrivacyAccountant(n_queries=5)
     assert acc.remaining_queries(1.0) == 5
     acc.charge(3, 1.0)
     assert acc.remaining_queries(1.0) == 2
     assert not acc.can_charge(3, 1.0)
     before = state_of(acc)
-    with pytest.raises(BudgetExhaustedError, match="max_queries"):
+    with pytest.raises(BudgetExhaustedError, match="n_queries"):
         acc.charge(3, 1.0)
     assert state_of(acc) == before
     acc.charge(2, 1.0)
@@ -192,11 +192,11 @@ def test_max_queries_caps_rows():
         acc.charge(1, 1.0)
 
 
-def test_max_queries_and_epsilon_budget_together():
-    acc = PrivacyAccountant(epsilon=1.0, max_queries=8)
+def test_n_queries_and_epsilon_budget_together():
+    acc = PrivacyAccountant(epsilon=1.0, n_queries=8)
     assert acc.remaining_queries(0.1) == 8  # the row cap binds
     assert acc.remaining_queries(0.25) == 4  # epsilon binds
-    zero = PrivacyAccountant(max_queries=0)
+    zero = PrivacyAccountant(n_queries=0)
     assert zero.remaining_queries(0.1) == 0
     with pytest.raises(BudgetExhaustedError):
         zero.charge(1, 0.1)
@@ -325,7 +325,7 @@ def test_a_clone_spends_the_shared_budget():
 
 # ------------------------------------------------------------------------- pickling
 def test_a_pickled_copy_charges_the_same_budget():
-    acc = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6, max_queries=50_000)
+    acc = advanced_accountant(epsilon=10.0, delta=1e-5, delta_prime=1e-6, n_queries=50_000)
     acc.charge(4000, 0.01)
     restored = pickle.loads(pickle.dumps(acc))
     assert restored is not acc
@@ -335,7 +335,7 @@ def test_a_pickled_copy_charges_the_same_budget():
         restored.delta,
         restored.composition,
         restored.delta_prime,
-        restored.max_queries,
+        restored.n_queries,
         restored.ledger_url,
         restored.name,
     ) == (10.0, 1e-5, "advanced", 1e-6, 50_000, acc.ledger_url, "default")
@@ -417,9 +417,9 @@ def test_concurrent_charges_never_overspend():
         (dict(delta=False), TypeError, "delta"),
         (dict(composition="renyi"), ValueError, "composition"),
         (dict(composition=None), ValueError, "composition"),
-        (dict(max_queries=-1), ValueError, "max_queries"),
-        (dict(max_queries=2.5), ValueError, "max_queries"),
-        (dict(max_queries=True), ValueError, "max_queries"),
+        (dict(n_queries=-1), ValueError, "n_queries"),
+        (dict(n_queries=2.5), ValueError, "n_queries"),
+        (dict(n_queries=True), ValueError, "n_queries"),
         (dict(delta_prime=-0.1), ValueError, "delta_prime"),
     ],
     ids=lambda x: repr(x) if isinstance(x, dict) else None,
@@ -430,9 +430,9 @@ def test_constructor_rejects_bad_input_by_name(kwargs, error, name):
 
 
 def test_constructor_accepts_numpy_scalars():
-    acc = PrivacyAccountant(epsilon=np.float64(1.0), delta=np.float32(0.0), max_queries=np.int64(3))
+    acc = PrivacyAccountant(epsilon=np.float64(1.0), delta=np.float32(0.0), n_queries=np.int64(3))
     acc.charge(np.int64(2), np.float64(0.5))
-    assert acc.queries_answered == 2 and acc.max_queries == 3
+    assert acc.queries_answered == 2 and acc.n_queries == 3
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import joblib
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..accounting import PrivacyAccountant
+from ..accounting import PER_QUERY_ROW, PrivacyAccountant, PrivacyGuarantee
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "save_model"]
 
@@ -66,8 +66,8 @@ def per_row_guarantee(estimator: BaseEstimator) -> tuple[float, float]:
     if per_query is not None:
         return float(per_query), 0.0
     guarantee = getattr(final, "privacy_guarantee_", None)
-    if isinstance(guarantee, dict) and "per query row" in str(guarantee.get("unit", "")):
-        return float(guarantee["epsilon"]), float(guarantee.get("delta", 0.0))
+    if isinstance(guarantee, PrivacyGuarantee) and guarantee.unit == PER_QUERY_ROW:
+        return guarantee.epsilon, guarantee.delta
     raise ValueError(
         f"{type(final).__name__} states no per-row guarantee, so a per-client quota cannot be "
         "charged for its answers."
