@@ -1,4 +1,4 @@
-"""ExpProjectedWalk: speed against the naive walk, and accuracy on one feature.
+"""ExpProjectedWalkClassifier: speed against the naive walk, and accuracy on one feature.
 
 What is measured
 ----------------
@@ -63,7 +63,7 @@ import numpy as np
 from _common import DEFAULT_OUT, environment, format_table, timed, verdict, write_json
 
 from skprivpred.datasets import load_adult
-from skprivpred.walk import ExpProjectedWalk, exppw_min_samples
+from skprivpred.walk import ExpProjectedWalkClassifier, exppw_min_samples
 
 CLASSES = [0, 1]
 LABEL_NOISE = 0.1
@@ -184,12 +184,14 @@ def reference_accuracies(task: Task) -> dict[str, float]:
 
 # -- accuracy --------------------------------------------------------------------------
 def private_accuracy(task: Task, epsilon: float, alpha: float, seed: int) -> dict[str, Any]:
-    clf = ExpProjectedWalk(epsilon=epsilon, alpha=alpha, classes=CLASSES, random_state=seed)
+    clf = ExpProjectedWalkClassifier(
+        epsilon=epsilon, alpha=alpha, classes=CLASSES, random_state=seed
+    )
     _, fit_seconds = timed(lambda: clf.fit(task.x_train.reshape(-1, 1), task.y_train))
     answers, predict_seconds = timed(lambda: clf.predict(task.x_test.reshape(-1, 1)))
     return {
         "accuracy": float(np.mean(answers == task.y_test)),
-        "T": clf.T_,
+        "T": clf.clamp_bound_,
         "fit_seconds": fit_seconds,
         "predict_seconds": predict_seconds,
     }
@@ -292,7 +294,7 @@ def run_speed(n: int, n_naive_queries: int, repeats: int, seed: int) -> dict[str
     X = x.reshape(-1, 1)
     fit_times, predict_times = [], []
     for _ in range(repeats):
-        clf = ExpProjectedWalk(classes=CLASSES, random_state=seed)
+        clf = ExpProjectedWalkClassifier(classes=CLASSES, random_state=seed)
         fit_times.append(timed(lambda clf=clf: clf.fit(X, y))[1])
         predict_times.append(timed(lambda clf=clf: clf.predict(queries))[1])
     fit_seconds, predict_seconds = statistics.median(fit_times), statistics.median(predict_times)
@@ -304,7 +306,9 @@ def run_speed(n: int, n_naive_queries: int, repeats: int, seed: int) -> dict[str
     (sorted_x, sorted_steps), naive_sort_seconds = timed(sort_sample)
     sample = queries[rng.choice(n, size=n_naive_queries, replace=False), 0]
     naive_values, naive_query_seconds = timed(
-        lambda: [naive_walk_value(sorted_x, sorted_steps, clf.T_, float(q)) for q in sample]
+        lambda: [
+            naive_walk_value(sorted_x, sorted_steps, clf.clamp_bound_, float(q)) for q in sample
+        ]
     )
     per_query = naive_query_seconds / n_naive_queries
     naive_total = naive_sort_seconds + per_query * n
@@ -312,7 +316,7 @@ def run_speed(n: int, n_naive_queries: int, repeats: int, seed: int) -> dict[str
     return {
         "n_train": n,
         "n_queries": n,
-        "T": clf.T_,
+        "T": clf.clamp_bound_,
         "fit_seconds": fit_seconds,
         "predict_seconds": predict_seconds,
         "library_seconds": library_total,
@@ -353,7 +357,9 @@ def write_figure(path: Path, seed: int = 3) -> Path:
     threshold, epsilon, T = 4.0, 1.0, 3
     x = np.sort(rng.uniform(0, 10, size=40))
     y = noisy_intervals(x, [threshold], 0.15, rng)
-    clf = ExpProjectedWalk(epsilon=epsilon, T=T, classes=CLASSES, random_state=0)
+    clf = ExpProjectedWalkClassifier(
+        epsilon=epsilon, clamp_bound=T, classes=CLASSES, random_state=0
+    )
     clf.fit(x.reshape(-1, 1), y)
     grid = np.linspace(-0.5, 10.5, 2201)
     walk = clf._walk_value(grid.reshape(-1, 1))  # non-private diagnostics, for the picture only

@@ -3,7 +3,7 @@
 The exponential projected walk (ExpPW)
 ========================================
 
-:class:`~skprivpred.ExpProjectedWalk` answers a binary question about one
+:class:`~skprivpred.ExpProjectedWalkClassifier` answers a binary question about one
 numeric feature. Its answer at a query ``x`` is drawn from the *walk value*
 ``V(x)``: starting at 0, it steps up by one for each training point labelled 1
 and down by one for each point labelled 0, in increasing order of ``x`` up to
@@ -22,7 +22,7 @@ the frequency of private answers.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from skprivpred import ExpProjectedWalk
+from skprivpred import ExpProjectedWalkClassifier
 from skprivpred.walk import exppw_walk
 
 rng = np.random.default_rng(3)
@@ -30,9 +30,10 @@ threshold, epsilon, T = 4.0, 1.0, 3
 x = np.sort(rng.uniform(0, 10, size=60))
 y = ((x >= threshold) ^ (rng.uniform(size=x.size) < 0.15)).astype(int)
 
-clf = ExpProjectedWalk(epsilon=epsilon, T=T, classes=[0, 1], random_state=0)
+clf = ExpProjectedWalkClassifier(epsilon=epsilon, clamp_bound=T, classes=[0, 1], random_state=0)
 clf.fit(x.reshape(-1, 1), y)  # releases nothing
-print(f"T = {clf.T_}, per-answer guarantee: {clf.privacy_guarantee_['epsilon']:g}-DP")
+print(f"clamp bound T = {clf.clamp_bound_}")
+print(clf.privacy_guarantee_)  # epsilon-DP per answered row
 
 # %%
 # The walk (non-private diagnostic) and the private answers

@@ -3,7 +3,9 @@
 :class:`SubsampleMixin` validates the training data and the public number of
 teachers, draws the data-independent partition from the fit stream and fits
 one teacher per part (through :mod:`skprivpred._teachers`). The estimators add
-only what differs: how teachers' outputs are combined and released.
+only what differs: how teachers' outputs are combined and released. It also
+offers :meth:`SubsampleMixin._teacher_votes`, the one non-private view of the
+teachers that :func:`skprivpred.audit.flip_teacher_neighbour` needs.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from sklearn.base import clone
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, finite_target_column, keep_frame
 from ._teachers import fit_teachers, random_partition
+from .exceptions import InvalidParameterError
 
 _SPARSE_FORMATS = ["csr", "csc"]
 
@@ -37,13 +41,8 @@ class SubsampleMixin(PrivatePredictorMixin):
     n_jobs: int | None
 
     def _base_estimator(self):
-        estimator = self._default_estimator() if self.estimator is None else self.estimator
-        if not hasattr(estimator, "fit") or not hasattr(estimator, "predict"):
-            raise TypeError(
-                "estimator must be a scikit-learn estimator with fit and predict, got "
-                f"{type(estimator).__name__}."
-            )
-        return estimator
+        """``estimator``, or the default one (its type is checked by ``_validate_params``)."""
+        return self._default_estimator() if self.estimator is None else self.estimator
 
     def _validate_training_data(self, X, y, *, y_numeric: bool):
         """Check X (finite, consistent) and a 1-D finite y; DataFrames are kept as they are."""
@@ -63,7 +62,7 @@ class SubsampleMixin(PrivatePredictorMixin):
     @staticmethod
     def _check_n_teachers(n_teachers: int, n_samples: int) -> None:
         if n_teachers > n_samples:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"n_teachers={n_teachers} is larger than the number of training rows "
                 f"n_samples={n_samples}; each teacher needs at least one row. Pass a smaller "
                 f"n_teachers (or a larger alpha), or train on at least {n_teachers} rows."
@@ -104,8 +103,43 @@ class SubsampleMixin(PrivatePredictorMixin):
         )
         return keep_frame(X, X_checked)
 
+    def _teacher_votes(self, X) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each teacher's vote at ``X`` and the training rows it was fitted on.
+
+        NOT PRIVATE: the votes leak the training data. Never charges, never
+        advances the query stream. This is what a black-box audit needs to
+        build a worst-case neighbour (:func:`skprivpred.audit.flip_teacher_neighbour`):
+        the partition itself is data-independent (a random permutation from the
+        fit stream), but together with the votes it reveals which rows moved
+        which teacher.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_rows, n_features)
+            Query rows.
+
+        Returns
+        -------
+        votes : ndarray of shape (n_rows, n_teachers)
+            Index into ``classes_`` of the label each teacher votes for.
+        parts : list of ndarray
+            ``parts[j]`` holds the indices of the training rows of teacher ``j``.
+
+        Raises
+        ------
+        TypeError
+            For an estimator whose teachers do not vote (a regressor).
+        """
+        X = self._validate_queries(X)
+        ensemble = self.__dict__.get("_ensemble")
+        if ensemble is None:
+            raise TypeError(f"{type(self).__name__} has no voting teachers.")
+        return ensemble.votes(X), [np.array(part) for part in self._partition]
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         base = self._default_estimator() if self.estimator is None else self.estimator
-        tags.input_tags.sparse = get_tags(base).input_tags.sparse
+        if hasattr(base, "__sklearn_tags__") and not isinstance(base, type):
+            # (an invalid estimator is refused by fit; tags must not fail before that)
+            tags.input_tags.sparse = get_tags(base).input_tags.sparse
         return tags

@@ -1,8 +1,9 @@
-"""Subsample-and-aggregate with a soft majority vote (Dwork & Feldman, Thm 4.1)."""
+"""Subsample-and-aggregate with a soft majority vote (Dwork & Feldman (2018), Theorem 4.1)."""
 
 from __future__ import annotations
 
 import warnings
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -13,20 +14,14 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import (
-    check_accountant,
-    check_epsilon,
-    check_open_unit_interval,
-    check_positive_int,
-    reject_fit_params,
-    resolve_classes,
-)
+from ._base import reject_fit_params, resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import TeacherEnsemble, concat_rows, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant, per_query_epsilon
-from .exceptions import HorizonExhaustedError, PrivacyWarning
+from .accounting import PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
+from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
+from .utils._param_validation import HasMethods, Interval, StrOptions
 
 __all__ = ["SubsampleAggregateClassifier"]
 
@@ -60,13 +55,15 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     each vote by ``exp(epsilon * count)``, which is only ``2 epsilon``-private;
     the theorem's proof, and this estimator, use ``exp(epsilon * count / 2)``.
 
-    **Many queries under one total budget** (``n_queries`` set; spec-005). The
+    **Many queries under one total budget** (``n_queries`` set). The
     estimator then answers at most ``n_queries`` rows in all (the *horizon*,
     public and fixed before the first answer), each with the per-row epsilon
     ``eps0 = max(total_epsilon / q, sqrt(8 rho_cap(total_epsilon, total_delta) / q))``:
-    the soft-majority vote is ``eps0``-bounded-range, hence ``eps0^2/8``-zCDP,
-    and ``q`` rows compose to ``q eps0^2 / 8``, which the tight Renyi conversion
-    (Balle et al. 2020) turns into ``(total_epsilon, total_delta)``. The whole
+    the soft-majority vote is ``eps0``-bounded-range, hence ``eps0^2/8``-zCDP
+    (Cesar & Rogers 2021), ``q`` rows compose to ``q eps0^2 / 8``-zCDP (Bun &
+    Steinke 2016), which the tight Renyi conversion (Balle et al. 2020) turns
+    into ``(total_epsilon, total_delta)``; ``q`` rows are also ``q eps0``-DP by
+    basic composition, and the larger ``eps0`` of the two is used. The whole
     transcript of answers, to any adaptively chosen queries, is
     ``(total_epsilon, total_delta)``-DP. A call that would cross the horizon
     raises :class:`~skprivpred.BudgetExhaustedError` before drawing any noise,
@@ -104,20 +101,23 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         encoders) through their own ``predict``.
     epsilon : float, default=None
         Privacy parameter of each answered query row, > 0; ``None`` means 1.0.
-        Per-row mode only: with ``n_queries`` set it must stay ``None`` (the
-        session's budget is ``total_epsilon``).
+        The default is ``None`` rather than 1.0 because it must stay ``None``
+        in many-query mode (with ``n_queries`` set the budget is
+        ``total_epsilon`` and the per-row epsilon is derived from it).
     n_teachers : int, default=None
         Number of disjoint parts ``r`` (public; between 1 and the number of
         training rows). ``None`` derives it from ``alpha`` and ``epsilon`` by
-        Theorem 4.1: ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` for ``K``
-        classes (23 for ``alpha=0.1, epsilon=1`` and two classes). In
-        many-query mode that rule is capped at ``n_samples // (10 K)`` teachers,
-        so that every teacher keeps ten rows per class: on Adult at a total
+        Dwork & Feldman (2018), Theorem 4.1:
+        ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` for ``K`` classes (23
+        for ``alpha=0.1, epsilon=1`` and two classes). In many-query mode that
+        rule is capped at ``n_samples // (10 K)`` teachers, so that every
+        teacher keeps ten rows per class: on Adult at a total
         ``(1, 1e-6)`` and 5,000 queries the rule alone gives 3,546 teachers of
         9 rows (expected accuracy 0.774), the cap 1,628 of 20 (see
         ``benchmarks/teacher_rule.py``).
     alpha : float, default=0.1
-        Target error in (0, 1); only used to derive ``n_teachers``.
+        Target error in (0, 1) (not a regularisation strength); only used to
+        derive ``n_teachers``.
     classes : array-like, default=None
         The public label set. ``None`` reads it from ``y`` and emits a
         :class:`~skprivpred.PrivacyWarning` (the labels present are information
@@ -152,16 +152,19 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     total_epsilon : float, default=None
         Total epsilon of the whole transcript (many-query mode only), > 0.
     total_delta : float, default=None
-        Total delta of the transcript (many-query mode only), in (0, 1), or 0
-        for basic composition only. ``None`` means ``1e-6``; a
+        Total delta of the transcript (many-query mode only), in [0, 1); 0
+        means basic composition only. ``None`` means ``1e-6`` in many-query
+        mode (the default is ``None`` rather than ``1e-6`` because per-row mode
+        has no total budget and refuses one). A
         :class:`~skprivpred.PrivacyWarning` is emitted if it is not below
         ``1 / n_samples``.
     min_samples_per_teacher : int, default=None
         Public rule for the number of teachers: ``n_samples //
         min_samples_per_teacher`` (``n`` is public under replace-one). The
         number of answers a budget sustains grows like the square of the
-        number of teachers (spec-005 §3.5); 40 to 80 rows per logistic teacher
-        suited Adult. Excludes ``n_teachers``.
+        number of teachers (each answer's zCDP cost ``eps0^2 / 8`` falls like
+        ``1 / r^2`` at a fixed accuracy of the vote); 40 to 80 rows per
+        logistic teacher suited Adult. Excludes ``n_teachers``.
     student : classifier, default=None
         Estimator cloned and fitted on the released answers by
         :meth:`fit_student`.
@@ -180,10 +183,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (only for inputs with string
         column names).
-    privacy_guarantee_ : dict
-        ``epsilon``, ``delta``, ``neighbouring``, ``unit`` and ``theorem`` of
-        each answer (per-row mode) or of the whole transcript (many-query mode,
-        with ``epsilon_per_query`` and the accounting used).
+    privacy_guarantee_ : PrivacyGuarantee
+        The guarantee of each answered row (per-row mode), or of all answers
+        under one total budget (many-query mode, with the per-row epsilon and
+        rho, the horizon and the accounting in ``details``).
     epsilon_per_query_ : float
         Epsilon of each answered row.
     rho_per_query_ : float
@@ -228,6 +231,23 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     """
 
     _default_estimator = LogisticRegression
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "n_teachers": [Interval(Integral, 1, None, closed="left"), None],
+        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "classes": ["array-like", None],
+        "accountant": [PrivacyAccountant, None],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "n_queries": [Interval(Integral, 1, None, closed="left"), None],
+        "total_epsilon": [Interval(Real, 0, None, closed="neither"), None],
+        "total_delta": [Interval(Real, 0, 1, closed="left"), None],
+        "min_samples_per_teacher": [Interval(Integral, 1, None, closed="left"), None],
+        "student": [HasMethods(["fit", "predict"]), None],
+        "on_exhausted": [StrOptions({"raise", "student"})],
+    }
 
     def __init__(
         self,
@@ -281,23 +301,16 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self : SubsampleAggregateClassifier
             The fitted estimator.
         """
+        self._validate_params()
+        budget = self._check_params()
         reject_fit_params(self, fit_params)
-        budget = self._resolve_budget()
-        self._teacher_rule(budget)  # validates the parameters of the rule
-        check_accountant(self.accountant)
-        if self.on_exhausted not in ("raise", "student"):
-            raise ValueError(
-                f"on_exhausted must be 'raise' or 'student', got {self.on_exhausted!r}."
-            )
-        if self.on_exhausted == "student" and self.student is None:
-            raise ValueError("on_exhausted='student' needs a student estimator, got student=None.")
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=False)
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
             n_samples = y.shape[0]
-            n_teachers = self.n_teachers_for(n_samples, len(classes))
+            n_teachers = self._n_teachers_rule(budget, n_samples, len(classes))
             teachers = self._fit_teachers(
                 estimator, X, y, np.searchsorted(classes, y), n_teachers, budget["horizon"]
             )
@@ -329,82 +342,90 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             class and teacher: past that, more teachers of fewer rows learn
             nothing more, and no accounting recovers it).
         """
-        budget = self._resolve_budget()
-        n_teachers, per_teacher, alpha = self._teacher_rule(budget)
-        if n_teachers is not None:
-            return n_teachers
-        if per_teacher is not None:
-            return max(1, int(n_samples) // per_teacher)
-        theory = pac_n_partitions(alpha, budget["epsilon_per_query"], n_classes)
+        self._validate_params()
+        return self._n_teachers_rule(self._check_params(), n_samples, n_classes)
+
+    def _n_teachers_rule(self, budget: dict, n_samples: int, n_classes: int) -> int:
+        if self.n_teachers is not None:
+            return int(self.n_teachers)
+        if self.min_samples_per_teacher is not None:
+            return max(1, int(n_samples) // int(self.min_samples_per_teacher))
+        theory = pac_n_partitions(self.alpha, budget["epsilon_per_query"], n_classes)
         if budget["horizon"] is None:
             return theory
         # Many-query mode: a long horizon asks for thousands of teachers, past the point
         # where a teacher still learns from its rows; stop at ROWS_PER_CLASS rows per class.
         return min(theory, max(1, int(n_samples) // (ROWS_PER_CLASS * n_classes)))
 
-    def _teacher_rule(self, budget: dict) -> tuple[int | None, int | None, float]:
-        """The validated parameters of the teacher-count rule."""
-        alpha = check_open_unit_interval(self.alpha, "alpha")
-        n_teachers = check_positive_int(self.n_teachers, "n_teachers", allow_none=True)
-        per_teacher = check_positive_int(
-            self.min_samples_per_teacher, "min_samples_per_teacher", allow_none=True
-        )
-        if n_teachers is not None and per_teacher is not None:
-            raise ValueError(
-                "n_teachers and min_samples_per_teacher both set the number of teachers; "
-                "pass only one of them."
-            )
-        return n_teachers, per_teacher, alpha
-
     # -- the budget: per query row, or one total for a horizon of rows ---------------
-    def _resolve_budget(self) -> dict:
-        """Validate the two budget modes and derive the per-row epsilon."""
+    def _check_params(self) -> dict:
+        """Cross-parameter rules; returns the budget (per-row epsilon, horizon, totals).
+
+        Per-row mode (``n_queries=None``) takes ``epsilon`` and refuses
+        ``total_epsilon``/``total_delta``; many-query mode takes
+        ``total_epsilon`` (and ``total_delta``) and refuses ``epsilon``.
+        """
+        if self.n_teachers is not None and self.min_samples_per_teacher is not None:
+            raise InvalidParameterError(
+                f"n_teachers={self.n_teachers!r} and min_samples_per_teacher="
+                f"{self.min_samples_per_teacher!r} both set the number of teachers; pass only "
+                "one of them."
+            )
+        if self.on_exhausted == "student" and self.student is None:
+            raise InvalidParameterError(
+                "on_exhausted='student' needs a student estimator, got student=None."
+            )
         if self.n_queries is None:
             if self.total_epsilon is not None or self.total_delta is not None:
-                raise ValueError(
-                    "total_epsilon and total_delta are the budget of a many-query session; set "
-                    "its horizon n_queries too, or use epsilon (the budget of each query row)."
+                raise InvalidParameterError(
+                    f"total_epsilon={self.total_epsilon!r} and total_delta={self.total_delta!r} "
+                    "are the budget of a many-query session; set its horizon n_queries too, or "
+                    "use epsilon (the budget of each query row) and leave both None."
                 )
-            epsilon = check_epsilon(1.0 if self.epsilon is None else self.epsilon)
+            epsilon = 1.0 if self.epsilon is None else float(self.epsilon)
             return {"epsilon_per_query": epsilon, "horizon": None}
-        n_queries = check_positive_int(self.n_queries, "n_queries")
         if self.epsilon is not None:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"epsilon={self.epsilon!r} is the budget of each query row, but n_queries is set: "
                 "a many-query session takes its total budget as total_epsilon (and "
                 "total_delta) and derives the per-row epsilon; pass epsilon=None."
             )
         if self.total_epsilon is None:
-            raise ValueError("n_queries needs the session's total budget: pass total_epsilon.")
-        total_epsilon = check_epsilon(self.total_epsilon, "total_epsilon")
-        total_delta = 1e-6 if self.total_delta is None else self.total_delta
-        if total_delta != 0:
-            total_delta = check_open_unit_interval(total_delta, "total_delta")
-        eps0 = per_query_epsilon(total_epsilon, total_delta, n_queries)
+            raise InvalidParameterError(
+                f"n_queries={self.n_queries!r} needs the session's total budget: pass "
+                "total_epsilon (a float > 0)."
+            )
+        total_epsilon = float(self.total_epsilon)
+        total_delta = 1e-6 if self.total_delta is None else float(self.total_delta)
+        eps0 = per_query_epsilon(total_epsilon, total_delta, int(self.n_queries))
         return {
             "epsilon_per_query": eps0,
-            "horizon": n_queries,
+            "horizon": int(self.n_queries),
             "total_epsilon": total_epsilon,
-            "total_delta": float(total_delta),
+            "total_delta": total_delta,
         }
 
     def _set_budget(self, budget: dict, n_samples: int) -> None:
         eps0 = budget["epsilon_per_query"]
         self.epsilon_per_query_ = eps0
-        self.rho_per_query_ = eps0**2 / 8.0  # the vote is eps0-bounded-range (spec-005 §2.4)
+        # The vote is eps0-bounded-range, hence eps0^2/8-zCDP (Cesar & Rogers 2021).
+        self.rho_per_query_ = eps0**2 / 8.0
         self.n_queries_ = budget["horizon"]
         self.mode_ = "aggregate"
         self._buffer: list[tuple[Any, np.ndarray]] = []  # (query rows, released labels)
         self._student: Any = None
-        theorem = "Dwork & Feldman 2018, Theorem 4.1 (weight epsilon/2 per vote)"
         if self.n_queries_ is None:
-            self.privacy_guarantee_ = {
-                "epsilon": eps0,
-                "delta": 0.0,
-                "neighbouring": "replace-one",
-                "unit": "per query row",
-                "theorem": theorem,
-            }
+            self.privacy_guarantee_ = PrivacyGuarantee(
+                eps0,
+                0.0,
+                unit="each answered query row",
+                theorem=(
+                    "Dwork & Feldman (2018), Theorem 4.1 (weight epsilon/2 per vote); "
+                    "zCDP of the bounded-range vote: Cesar & Rogers (2021)"
+                ),
+                rho=self.rho_per_query_,
+                details={"n_teachers": self.n_teachers_},
+            )
             return
         if 0 < budget["total_delta"] and budget["total_delta"] >= 1.0 / n_samples:
             warnings.warn(
@@ -413,19 +434,27 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
                 PrivacyWarning,
                 stacklevel=3,
             )
-        self.privacy_guarantee_ = {
-            "epsilon": budget["total_epsilon"],
-            "delta": budget["total_delta"],
-            "neighbouring": "replace-one",
-            "unit": f"whole transcript of at most {self.n_queries_} query rows",
-            "epsilon_per_query": eps0,
-            "rho_per_query": self.rho_per_query_,
-            "accounting": (
-                "max of basic composition and zCDP of the bounded-range vote "
-                "(rho = eps0^2/8 per row), tight Renyi conversion (Balle et al. 2020)"
+        self.privacy_guarantee_ = PrivacyGuarantee(
+            budget["total_epsilon"],
+            budget["total_delta"],
+            unit="all answers, under one total budget",
+            theorem=(
+                "Dwork & Feldman (2018), Theorem 4.1 (each answer); each answer is "
+                "eps0-bounded-range, hence eps0^2/8-zCDP (Cesar & Rogers 2021); zCDP "
+                "composition over the horizon (Bun & Steinke 2016); tight Renyi conversion "
+                "(Balle et al. 2020)"
             ),
-            "theorem": theorem + "; spec-005 §3.1",
-        }
+            details={
+                "n_queries": self.n_queries_,
+                "epsilon_per_query": eps0,
+                "rho_per_query": self.rho_per_query_,
+                "n_teachers": self.n_teachers_,
+                "accounting": (
+                    "the larger per-row epsilon of basic composition and of zCDP composition "
+                    "(rho = eps0^2/8 per row)"
+                ),
+            },
+        )
 
     @property
     def queries_remaining_(self) -> int | None:
@@ -530,7 +559,9 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         """
         check_is_fitted(self, "n_teachers_")
         if self.student is None:
-            raise ValueError("fit_student needs a student estimator: set student=... before fit.")
+            raise InvalidParameterError(
+                "fit_student needs a student estimator: set student=... before fit."
+            )
         if self.mode_ == "student":
             raise ValueError("the student is already fitted; this estimator answers from it.")
         if X is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -26,9 +26,10 @@ from numpy.typing import ArrayLike
 from scipy.stats import beta
 from sklearn.base import BaseEstimator, clone
 
-from ._base import check_epsilon
 from ._teachers import take_rows
 from ._typing import MatrixLike, VectorLike
+from .accounting import PrivacyGuarantee
+from .utils._param_validation import Interval, validate_parameter_constraints
 
 __all__ = ["AuditReport", "audit_epsilon", "clopper_pearson", "flip_teacher_neighbour"]
 
@@ -111,15 +112,23 @@ class AuditReport:
         )
 
 
+_AUDIT_CONSTRAINTS = {
+    "n_trials": [Interval(Integral, 10, None, closed="left")],
+    "confidence": [Interval(Real, 0, 1, closed="neither")],
+    "claimed_epsilon": [Interval(Real, 0, None, closed="neither"), None],
+}
+
+
 def _claimed_epsilon(estimator) -> float:
+    """The per-query epsilon a fitted estimator claims in its ``privacy_guarantee_``."""
     guarantee = getattr(estimator, "privacy_guarantee_", None)
-    if not guarantee or "epsilon" not in guarantee:
+    if not isinstance(guarantee, PrivacyGuarantee):
         raise ValueError(
-            "claimed_epsilon=None needs an estimator with a privacy_guarantee_ after fit; "
-            "pass claimed_epsilon."
+            "claimed_epsilon=None needs an estimator whose privacy_guarantee_ is a "
+            "skprivpred.PrivacyGuarantee after fit; pass claimed_epsilon."
         )
-    # A many-query estimator states its total budget and, separately, each row's.
-    return float(guarantee.get("epsilon_per_query", guarantee["epsilon"]))
+    # A guarantee for all answers under one total budget states each row's epsilon apart.
+    return float(guarantee.details.get("epsilon_per_query", guarantee.epsilon))
 
 
 def _fit_pair(estimator, X, y, X_neighbour, y_neighbour, seed: int):
@@ -188,8 +197,10 @@ def audit_epsilon(
     method : str, default="predict"
         The query method to audit.
     claimed_epsilon : float, default=None
-        The per-query epsilon to test; ``None`` reads
-        ``privacy_guarantee_["epsilon"]`` of the fitted clone.
+        The per-query epsilon to test; ``None`` reads the fitted clone's
+        ``privacy_guarantee_``: its ``details["epsilon_per_query"]`` when it
+        has one (a guarantee for all answers under one total budget), else its
+        ``epsilon``.
     confidence : float, default=0.95
         Simultaneous confidence level of the lower bound, in (0, 1).
     bins : None, int or array-like, default=None
@@ -219,10 +230,11 @@ def audit_epsilon(
     >>> report.passed
     True
     """
-    if isinstance(n_trials, bool) or not isinstance(n_trials, Integral) or n_trials < 10:
-        raise ValueError(f"n_trials must be an integer >= 10, got {n_trials!r}.")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}.")
+    validate_parameter_constraints(
+        _AUDIT_CONSTRAINTS,
+        {"n_trials": n_trials, "confidence": confidence, "claimed_epsilon": claimed_epsilon},
+        caller_name="audit_epsilon",
+    )
     if not hasattr(queries, "shape"):
         queries = np.asarray(queries)
     if queries.shape[0] < 1:
@@ -233,9 +245,7 @@ def audit_epsilon(
         else int(random_state)
     )
     model, model_neighbour = _fit_pair(estimator, X, y, X_neighbour, y_neighbour, seed)
-    claimed = check_epsilon(
-        _claimed_epsilon(model) if claimed_epsilon is None else claimed_epsilon, "claimed_epsilon"
-    )
+    claimed = _claimed_epsilon(model) if claimed_epsilon is None else float(claimed_epsilon)
 
     if bins is not None:
         if np.ndim(bins) == 0:
@@ -246,7 +256,7 @@ def audit_epsilon(
                 ],
                 axis=1,
             ).astype(float)
-            edges = np.histogram_bin_edges(pilot, bins=int(bins))
+            edges = np.histogram_bin_edges(pilot, bins=int(np.asarray(bins)))
         else:
             edges = np.asarray(bins, dtype=float)
 
@@ -310,7 +320,9 @@ def flip_teacher_neighbour(
     """Build a worst-case replace-one neighbour for a subsample-and-aggregate estimator.
 
     The estimator is fitted with ``random_state`` to learn its (data-independent)
-    partition; a teacher that votes for the plurality label at ``query`` is
+    partition and its teachers' votes at ``query`` (through the estimator's
+    non-private diagnostic ``_teacher_votes``, which every subsample-and-aggregate
+    classifier provides); a teacher that votes for the plurality label is
     chosen, and one row of *its* part is replaced so that, refitted, this
     teacher votes for the runner-up label instead. Replacing a row at the same
     index keeps the partition (same seed, same size), so exactly one vote moves:
@@ -319,7 +331,9 @@ def flip_teacher_neighbour(
     Parameters
     ----------
     estimator : estimator
-        An unfitted subsample-and-aggregate estimator with ``random_state``.
+        An unfitted subsample-and-aggregate classifier
+        (:class:`~skprivpred.SubsampleAggregateClassifier` or
+        :class:`~skprivpred.SubsampleAverageClassifier`).
     X, y : array-like
         The training set.
     query : array-like of shape (1, n_features)
@@ -347,17 +361,18 @@ def flip_teacher_neighbour(
     query = np.asarray(query).reshape(1, -1)
     model = clone(estimator).set_params(random_state=random_state, accountant=None).fit(X, y)
     classes = model.classes_
-    counts = model._vote_counts(query)[0]
+    all_votes, parts = model._teacher_votes(query)
+    votes = all_votes[0]
+    counts = np.bincount(votes, minlength=len(classes))
     order = np.argsort(-counts, kind="stable")
     top, runner_up = order[0], order[1]
-    votes = model._ensemble.votes(query)[0]
     teacher = int(np.flatnonzero(votes == top)[0])
-    row = int(model._partition[teacher][0])  # any row of the teacher's part will do
+    row = int(parts[teacher][0])  # any row of the teacher's part will do
     for x_new, label in [(query[0], classes[runner_up])] + list(candidates or []):
         X2, y2 = X.copy(), y.copy()
         X2[row], y2[row] = x_new, label
         refit = clone(model).fit(X2, y2)
-        new_vote = refit._ensemble.votes(query)[0][teacher]
+        new_vote = refit._teacher_votes(query)[0][0, teacher]
         if new_vote != top:
             info = {
                 "row": row,

@@ -1,8 +1,8 @@
-"""Subsample averaging with calibrated noise (Dwork & Feldman, Lemma 4.5, Lemma 4.6, Cor 4.7)."""
+"""Subsample averaging with calibrated noise (Dwork & Feldman (2018), Lemmas 4.5, 4.6, Cor. 4.7)."""
 
 from __future__ import annotations
 
-import math
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -13,19 +13,12 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import (
-    check_accountant,
-    check_epsilon,
-    check_noise,
-    check_open_unit_interval,
-    check_positive_int,
-    reject_fit_params,
-    resolve_classes,
-)
+from ._base import reject_fit_params, resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant
+from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .exceptions import InvalidParameterError
 from .mechanisms import (
     DEFAULT_GRID_STEPS,
     agnostic_n_partitions,
@@ -39,6 +32,7 @@ from .mechanisms import (
     laplace_scale,
     sample_categorical,
 )
+from .utils._param_validation import Bounds, HasMethods, Interval, StrOptions
 
 __all__ = ["SubsampleAverageClassifier", "SubsampleAverageRegressor", "project_to_simplex"]
 
@@ -71,10 +65,40 @@ def project_to_simplex(V) -> np.ndarray:
     return np.maximum(V - theta[:, None], 0.0)
 
 
+# Constraints shared by both estimators (each adds its own).
+_NOISY_AVERAGE_CONSTRAINTS: dict = {
+    "epsilon": [Interval(Real, 0, None, closed="neither")],
+    "n_teachers": [Interval(Integral, 1, None, closed="left"), None],
+    "noise": [StrOptions({"laplace", "gaussian"})],
+    "delta": [Interval(Real, 0, 1, closed="left")],
+    "accountant": [PrivacyAccountant, None],
+    "n_jobs": [Integral, None],
+    "random_state": ["random_state"],
+}
+
+
 class _NoisyAverageMixin(SubsampleMixin):
     """Release of teacher averages: noise scales, grid releases, charging."""
 
-    noise: Any  # constructor parameter of the subclasses
+    # Constructor parameters of the subclasses.
+    noise: Any
+    delta: Any
+
+    # The result of Dwork & Feldman (2018) each estimator's guarantee rests on.
+    _theorem: str
+
+    def _check_noise(self) -> None:
+        """The noise family fixes delta: 0 with Laplace noise, in (0, 1) with Gaussian."""
+        if self.noise == "laplace" and self.delta != 0:
+            raise InvalidParameterError(
+                f"delta={self.delta!r} with noise='laplace': Laplace noise is pure "
+                "epsilon-DP, so delta must be 0 (or use noise='gaussian')."
+            )
+        if self.noise == "gaussian" and self.delta == 0:
+            raise InvalidParameterError(
+                "delta=0 with noise='gaussian': Gaussian noise needs a delta in (0, 1), "
+                "for example delta=1e-6."
+            )
 
     def _set_noise(self, epsilon: float, delta: float, sensitivity: float):
         self._noise = self.noise  # queries use what was fitted, whatever set_params does later
@@ -84,17 +108,22 @@ class _NoisyAverageMixin(SubsampleMixin):
         else:
             self.noise_scale_ = gaussian_sigma(sensitivity, epsilon, delta, method="analytic")
             discrete_gaussian_sigma(GRID_STEPS + 1, epsilon, delta)  # calibrate (cached) at fit
-        self.privacy_guarantee_ = {
-            "epsilon": epsilon,
-            "delta": delta,
-            "neighbouring": "replace-one",
-            "unit": "per query row and query method call",
-            "theorem": "Dwork & Feldman 2018, Lemmas 4.5 and 4.6 (Laplace scale gamma/(r epsilon))",
-        }
+        self.privacy_guarantee_ = PrivacyGuarantee(
+            epsilon,
+            delta,
+            unit="each answered query row, per query method call",
+            theorem=self._theorem,
+            details={
+                "n_teachers": self.n_teachers_,
+                "noise": self.noise,
+                "sensitivity": sensitivity,
+                "noise_scale": self.noise_scale_,
+            },
+        )
 
     def _charge_and_draw(self, n_rows: int, draw):
         guarantee = self.privacy_guarantee_
-        return self._release(n_rows, guarantee["epsilon"], draw, delta=guarantee["delta"])
+        return self._release(n_rows, guarantee.epsilon, draw, delta=guarantee.delta)
 
     def _noisy_values(self, values: np.ndarray, rng, l1_axis: int | None = None) -> np.ndarray:
         """One real-valued release of ``values`` on the public grid of step ``sensitivity_ / 1000``.
@@ -103,7 +132,7 @@ class _NoisyAverageMixin(SubsampleMixin):
         sensitivity of each vector along ``l1_axis``). Gaussian: discrete
         Gaussian noise, exactly calibrated (one value per release).
         """
-        epsilon, delta = self.privacy_guarantee_["epsilon"], self.privacy_guarantee_["delta"]
+        epsilon, delta = self.privacy_guarantee_.epsilon, self.privacy_guarantee_.delta
         if self._noise == "laplace":
             return grid_laplace_release(
                 values, self.sensitivity_, epsilon, rng, GRID_STEPS, l1_axis
@@ -162,7 +191,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         Number of parts ``r`` (public). ``None``: ``ceil(2 / (alpha epsilon))``
         (20 at ``alpha=0.1, epsilon=1``).
     alpha : float, default=0.1
-        Target excess error in (0, 1); only used to derive ``n_teachers``.
+        Target excess error in (0, 1) (not a regularisation strength); only
+        used to derive ``n_teachers``.
     base_output : {"label", "proba"}, default="label"
         What each teacher contributes: its predicted label (the paper) or its
         ``predict_proba`` (same sensitivity).
@@ -178,7 +208,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         2018), real-valued releases add discrete Gaussian noise on the public
         grid, calibrated exactly (``mechanisms.grid_gaussian_release``).
     delta : float, default=0.0
-        Must be 0 with Laplace noise; in (0, 1) with Gaussian noise.
+        Must be 0 with Laplace noise (the default, pure DP); in (0, 1) with
+        Gaussian noise (``1e-6`` is a usual choice).
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta)`` per row of every query call before any noise
         is drawn; shared, not copied, by ``clone`` and ``copy.deepcopy``.
@@ -205,8 +236,9 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
-    privacy_guarantee_ : dict
-        The per-row guarantee of each query call.
+    privacy_guarantee_ : PrivacyGuarantee
+        The guarantee of each answered row, per query method call (noise,
+        sensitivity, noise scale and number of teachers in ``details``).
     queries_answered_ : int
         Query rows answered since ``fit``.
 
@@ -225,6 +257,19 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     """
 
     _default_estimator = LogisticRegression
+    _theorem = (
+        "Dwork & Feldman (2018), Lemma 4.5 with the stability 1/r of Lemma 4.6 "
+        "(Laplace scale gamma/epsilon) and the partition count of Corollary 4.7"
+    )
+
+    _parameter_constraints: dict = {
+        **_NOISY_AVERAGE_CONSTRAINTS,
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "base_output": [StrOptions({"label", "proba"})],
+        "prediction_rule": [StrOptions({"sample", "threshold"})],
+        "classes": ["array-like", None],
+    }
 
     def __init__(
         self,
@@ -272,37 +317,25 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         self : SubsampleAverageClassifier
             The fitted estimator.
         """
+        self._validate_params()
+        self._check_params()
         reject_fit_params(self, fit_params)
-        epsilon = check_epsilon(self.epsilon)
-        alpha = check_open_unit_interval(self.alpha, "alpha")
-        n_teachers = check_positive_int(self.n_teachers, "n_teachers", allow_none=True)
-        delta = check_noise(self.noise, self.delta)
-        check_accountant(self.accountant)
-        if self.base_output not in ("label", "proba"):
-            raise ValueError(f"base_output must be 'label' or 'proba', got {self.base_output!r}.")
-        if self.prediction_rule not in ("sample", "threshold"):
-            raise ValueError(
-                f"prediction_rule must be 'sample' or 'threshold', got {self.prediction_rule!r}."
-            )
+        epsilon, delta = float(self.epsilon), float(self.delta)
         estimator = self._base_estimator()
-        if self.base_output == "proba" and not hasattr(estimator, "predict_proba"):
-            raise TypeError(
-                f"base_output='proba' needs an estimator with predict_proba; "
-                f"{type(estimator).__name__} has none."
-            )
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=False)
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
+            n_teachers = self.n_teachers
             if n_teachers is None:
-                n_teachers = agnostic_n_partitions(alpha, epsilon)
+                n_teachers = agnostic_n_partitions(self.alpha, epsilon)
             teachers = self._fit_teachers(estimator, X, y, np.searchsorted(classes, y), n_teachers)
             self._teachers = teachers
             self._ensemble = TeacherEnsemble(teachers, classes)
             self._base_output, self._prediction_rule = self.base_output, self.prediction_rule
             self.classes_ = classes
             if len(classes) > 2 and self.noise == "gaussian":
-                raise ValueError(
+                raise InvalidParameterError(
                     "noise='gaussian' is offered for two labels; with "
                     f"{len(classes)} labels use noise='laplace'."
                 )
@@ -310,6 +343,16 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
                 epsilon, delta, sensitivity=(1.0 if len(classes) == 2 else 2.0) / n_teachers
             )
         return self
+
+    def _check_params(self) -> None:
+        """Cross-parameter rules: ``noise`` and ``delta``; ``base_output`` and ``estimator``."""
+        self._check_noise()
+        estimator = self._base_estimator()
+        if self.base_output == "proba" and not hasattr(estimator, "predict_proba"):
+            raise InvalidParameterError(
+                f"base_output='proba' needs an estimator with predict_proba; "
+                f"{type(estimator).__name__} has none (use base_output='label')."
+            )
 
     # -- the secret averages --------------------------------------------------------
     def _averages(self, X) -> np.ndarray:
@@ -438,17 +481,17 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     """Private regression by averaging disjoint teachers' clipped outputs plus noise.
 
     Each teacher's prediction is clipped to the public output range
-    ``y_range = (lo, hi)`` and the ``r`` clipped predictions are averaged; one
+    ``y_bounds = (lo, hi)`` and the ``r`` clipped predictions are averaged; one
     changed training row changes one teacher, so the average moves by at most
     ``(hi - lo) / r``. Each answer adds integer-valued Laplace-type noise on a
     public grid of step ``sensitivity_ / 1000`` (exact ``epsilon``-DP, immune
     to the floating-point attack on naive Laplace sampling) and is clipped to
-    ``y_range`` when ``clip_output=True`` (post-processing).
+    ``y_bounds`` when ``clip_output=True`` (post-processing).
 
     **Privacy guarantee.** Replace-one neighbours. Each row passed to
     ``predict`` or ``score`` is one query, answered with fresh noise and
     ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise): Dwork & Feldman
-    2018, Lemma 4.5 with the stability of Lemma 4.6. **Corrected constant:** the
+    (2018), Lemma 4.5 with the stability ``(hi - lo) / r`` of Lemma 4.6. **Corrected constant:** the
     Laplace scale is ``gamma / epsilon`` (the proof writes ``epsilon /
     gamma``). The output range is public and required: unclipped outputs have
     unbounded sensitivity.
@@ -460,16 +503,27 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     epsilon : float, default=1.0
         Privacy parameter of each answered row, > 0.
     n_teachers : int, default=10
-        Number of parts ``r`` (public).
-    y_range : tuple of two floats
-        Public output range ``(lo, hi)`` with ``lo < hi``; required.
+        Number of parts ``r`` (public). Unlike the classifiers' ``None`` (a
+        rule from Corollary 4.7), the default is a fixed 10: the paper gives no
+        data-independent rule for regression, where the best ``r`` trades the
+        accuracy of teachers fitted on ``n / r`` rows against the noise scale
+        ``(hi - lo) / (r epsilon)`` and so depends on the base learner's
+        learning curve; choose it on public or surrogate data.
+    y_bounds : tuple of two floats, default=None
+        Public output range ``(lo, hi)`` with ``lo < hi``; required (``None``
+        raises at ``fit``: unclipped outputs have unbounded sensitivity and no
+        data-independent default exists). Choose it from what the target can
+        be (a physical or business range, for example a price between 0 and
+        the largest price listed), never from the training targets; a range
+        too wide costs noise, one too narrow clips good predictions.
     clip_output : bool, default=True
-        Clip the released value to ``y_range``.
+        Clip the released value to ``y_bounds``.
     noise : {"laplace", "gaussian"}, default="laplace"
         Laplace gives ``(epsilon, 0)``-DP; Gaussian gives ``(epsilon, delta)``-DP
         with discrete Gaussian noise on the public grid, calibrated exactly.
     delta : float, default=0.0
-        0 with Laplace noise; in (0, 1) with Gaussian noise.
+        0 with Laplace noise (the default, pure DP); in (0, 1) with Gaussian
+        noise (``1e-6`` is a usual choice).
     accountant : PrivacyAccountant, default=None
         Charged per query row before any noise is drawn.
     n_jobs : int, default=None
@@ -489,8 +543,9 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
-    privacy_guarantee_ : dict
-        The per-row guarantee.
+    privacy_guarantee_ : PrivacyGuarantee
+        The guarantee of each answered row (noise, sensitivity, noise scale and
+        number of teachers in ``details``).
     queries_answered_ : int
         Query rows answered since ``fit``.
 
@@ -499,12 +554,24 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     >>> from sklearn.datasets import load_diabetes
     >>> from skprivpred import SubsampleAverageRegressor
     >>> X, y = load_diabetes(return_X_y=True)
-    >>> reg = SubsampleAverageRegressor(y_range=(25, 346), random_state=0).fit(X, y)
+    >>> reg = SubsampleAverageRegressor(y_bounds=(25, 346), random_state=0).fit(X, y)
     >>> reg.sensitivity_
     32.1
     """
 
     _default_estimator = DecisionTreeRegressor
+    _theorem = (
+        "Dwork & Feldman (2018), Lemma 4.5 with the stability (hi - lo)/r of Lemma 4.6 "
+        "(Laplace scale gamma/epsilon)"
+    )
+
+    _parameter_constraints: dict = {
+        **_NOISY_AVERAGE_CONSTRAINTS,
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "n_teachers": [Interval(Integral, 1, None, closed="left")],
+        "y_bounds": [Bounds(), None],
+        "clip_output": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -512,7 +579,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         *,
         epsilon: float = 1.0,
         n_teachers: int = 10,
-        y_range: tuple[float, float] | None = None,
+        y_bounds: tuple[float, float] | None = None,
         clip_output: bool = True,
         noise: str = "laplace",
         delta: float = 0.0,
@@ -523,7 +590,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         self.estimator = estimator
         self.epsilon = epsilon
         self.n_teachers = n_teachers
-        self.y_range = y_range
+        self.y_bounds = y_bounds
         self.clip_output = clip_output
         self.noise = noise
         self.delta = delta
@@ -531,20 +598,15 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _check_y_range(self) -> tuple[float, float]:
-        if self.y_range is None:
-            raise ValueError(
-                "y_range is required: pass the public output range as y_range=(lo, hi); "
-                "it must not be read from the training data."
+    def _check_params(self) -> tuple[float, float]:
+        """Cross-parameter rules (``noise`` and ``delta``), and the required ``y_bounds``."""
+        self._check_noise()
+        if self.y_bounds is None:
+            raise InvalidParameterError(
+                "y_bounds=None: SubsampleAverageRegressor needs the public output range as "
+                "y_bounds=(lo, hi); it must not be read from the training data."
             )
-        try:
-            lo, hi = (float(v) for v in self.y_range)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"y_range must be a pair of numbers (lo, hi), got {self.y_range!r}."
-            ) from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ValueError(f"y_range must be finite with lo < hi, got {self.y_range!r}.")
+        lo, hi = (float(v) for v in self.y_bounds)
         return lo, hi
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
@@ -564,22 +626,20 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         self : SubsampleAverageRegressor
             The fitted estimator.
         """
+        self._validate_params()
+        lo, hi = self._check_params()
         reject_fit_params(self, fit_params)
-        epsilon = check_epsilon(self.epsilon)
-        n_teachers = check_positive_int(self.n_teachers, "n_teachers")
-        delta = check_noise(self.noise, self.delta)
-        check_accountant(self.accountant)
-        lo, hi = self._check_y_range()
+        epsilon, delta, n_teachers = float(self.epsilon), float(self.delta), int(self.n_teachers)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=True)
             self._teachers = self._fit_teachers(estimator, X, y, None, n_teachers)
-            self._y_range, self._clip_output = (lo, hi), bool(self.clip_output)
+            self._y_bounds, self._clip_output = (lo, hi), bool(self.clip_output)
             self._set_noise(epsilon, delta, sensitivity=(hi - lo) / n_teachers)
         return self
 
     def _average(self, X) -> np.ndarray:
-        lo, hi = self._y_range
+        lo, hi = self._y_bounds
         total = np.zeros(X.shape[0])
         for teacher in self._teachers:
             total += np.clip(np.asarray(teacher.predict(X), dtype=float).reshape(-1), lo, hi)
@@ -596,12 +656,12 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         Returns
         -------
         ndarray of shape (n_queries,)
-            The noisy teacher average, on the public grid, clipped to ``y_range``
+            The noisy teacher average, on the public grid, clipped to ``y_bounds``
             when ``clip_output=True``.
         """
         v = self._average(self._validate_queries(X))
         noisy = self._charge_and_draw(len(v), lambda rng: self._noisy_values(v, rng))
-        return np.clip(noisy, *self._y_range) if self._clip_output else noisy
+        return np.clip(noisy, *self._y_bounds) if self._clip_output else noisy
 
     def _raw_score(self, X) -> np.ndarray:
         """Average of the clipped teacher outputs. NOT PRIVATE; never charges."""

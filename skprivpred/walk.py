@@ -1,25 +1,26 @@
-"""The exponential projected walk ExpPW(T, epsilon) of Dwork & Feldman (Figure 1).
+"""The exponential projected walk ExpPW(T, epsilon) of Dwork & Feldman (2018), Figure 1.
 
 Private prediction for one real feature: thresholds and unions of ``k``
 intervals. The training points are sorted by ``x``; a query ``x`` is answered
 from the *walk value* ``V(S, x)``: an integer that starts at 0, moves up by one
 for every label-1 point and down by one for every label-0 point at or to the
-left of ``x``, and is clamped to ``[-T, T]`` after every step. The answer is 1
-with probability ``expit(epsilon * V / 2)``.
+left of ``x``, and is clamped to ``[-clamp_bound, clamp_bound]`` after every
+step (the paper's ``T``). The answer is 1 with probability
+``expit(epsilon * V / 2)``.
 
 Removing one training row changes ``V`` at every query by at most 1 (clamping is
 1-Lipschitz), so each answer is ``epsilon / 2``-DP for add/remove neighbours and
-``epsilon``-DP for replace-one neighbours (Lemma 5.1).
+``epsilon``-DP for replace-one neighbours (Dwork & Feldman (2018), Lemma 5.1).
 
-The pure helpers :func:`exppw_T`, :func:`exppw_min_samples` and
+The pure helpers :func:`exppw_clamp_bound`, :func:`exppw_min_samples` and
 :func:`exppw_walk` compute the theory's parameters and the walk table; the
-estimator :class:`ExpProjectedWalk` answers queries with them.
+estimator :class:`ExpProjectedWalkClassifier` answers queries with them.
 """
 
 from __future__ import annotations
 
 import math
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -30,30 +31,42 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
-    check_accountant,
-    check_epsilon,
-    check_open_unit_interval,
-    check_positive_int,
     finite_target_column,
     reject_fit_params,
     resolve_classes,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant
+from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .exceptions import InvalidParameterError
 from .mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
+from .utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 
-__all__ = ["ExpProjectedWalk", "exppw_T", "exppw_min_samples", "exppw_walk"]
+__all__ = ["ExpProjectedWalkClassifier", "exppw_clamp_bound", "exppw_min_samples", "exppw_walk"]
 
 TIE_HANDLING_OPTIONS = ("aggregate", "sequential")
 
+# Constraints of the walk's parameters, shared by the pure helpers and the estimator.
+_CONSTRAINTS: dict = {
+    "epsilon": [Interval(Real, 0, None, closed="neither")],
+    "alpha": [Interval(Real, 0, 1, closed="neither")],
+    "k": [Interval(Integral, 1, None, closed="left")],
+    "clamp_bound": [Interval(Integral, 1, None, closed="left")],
+    "tie_handling": [StrOptions(set(TIE_HANDLING_OPTIONS))],
+}
+
+
+def _validate(caller_name: str, **params) -> None:
+    """Check the pure helpers' arguments against :data:`_CONSTRAINTS`."""
+    validate_parameter_constraints(_CONSTRAINTS, params, caller_name=caller_name)
+
 
 # -- theory's parameters --------------------------------------------------------------
-def exppw_T(alpha: float, epsilon: float) -> int:
-    """Clamp bound ``T`` of the walk for target excess error ``alpha`` (Thm 5.3).
+def exppw_clamp_bound(alpha: float, epsilon: float) -> int:
+    """Clamp bound ``T`` of the walk for target excess error ``alpha``.
 
-    ``T = ceil(2 ln(2 / alpha) / epsilon)``: the smallest ``T`` with
-    ``exp(-epsilon T / 2) <= alpha / 2``, so that a saturated walk answers
-    wrongly with probability at most ``alpha / 2``.
+    ``T = ceil(2 ln(2 / alpha) / epsilon)`` (Dwork & Feldman (2018), Theorem
+    5.3): the smallest ``T`` with ``exp(-epsilon T / 2) <= alpha / 2``, so that
+    a saturated walk answers wrongly with probability at most ``alpha / 2``.
 
     Parameters
     ----------
@@ -69,26 +82,27 @@ def exppw_T(alpha: float, epsilon: float) -> int:
 
     Examples
     --------
-    >>> exppw_T(0.1, 1.0)
+    >>> exppw_clamp_bound(0.1, 1.0)
     6
-    >>> exppw_T(0.01, 0.1)
+    >>> exppw_clamp_bound(0.01, 0.1)
     106
     """
-    alpha = check_open_unit_interval(alpha, "alpha")
-    epsilon = check_epsilon(epsilon)
+    _validate("exppw_clamp_bound", alpha=alpha, epsilon=epsilon)
     return max(1, ceil_int(2.0 * math.log(2.0 / alpha) / epsilon))
 
 
 def exppw_min_samples(alpha: float, epsilon: float, k: int = 1) -> int:
     """Training-set size for which Theorem 5.3 promises excess error ``alpha``.
 
-    With ``T = exppw_T(alpha, epsilon)``, Lemma 5.2's empirical penalty
-    ``(k + 2) T / n`` is at most ``alpha / 2`` once
-    ``n >= ceil(2 (k + 2) T / alpha)``; this is the value returned. The paper's
-    ``4 (k + 2) ln(2 / alpha) / (alpha epsilon)`` ignores the ceiling in ``T``
-    and can be smaller by up to ``2 (k + 2) / alpha`` (spec-000 erratum 17).
-    Then ``E_S[err_P] <= exp(epsilon) (Opt_P + alpha)`` against the best union
-    of ``k`` intervals (``k = 1``: thresholds, Theorem 2.4).
+    With ``T = exppw_clamp_bound(alpha, epsilon)``, the empirical penalty
+    ``(k + 2) T / n`` of Dwork & Feldman (2018), Lemma 5.2, is at most
+    ``alpha / 2`` once ``n >= ceil(2 (k + 2) T / alpha)``; this is the value
+    returned. The paper's bound in Theorem 5.3,
+    ``4 (k + 2) ln(2 / alpha) / (alpha epsilon)``, is corrected here: it
+    ignores the ceiling in ``T`` and can be smaller than needed by up to
+    ``2 (k + 2) / alpha``. Then ``E_S[err_P] <= exp(epsilon) (Opt_P + alpha)``
+    against the best union of ``k`` intervals (``k = 1``: thresholds, Theorem
+    2.4).
 
     Parameters
     ----------
@@ -109,8 +123,8 @@ def exppw_min_samples(alpha: float, epsilon: float, k: int = 1) -> int:
     >>> exppw_min_samples(0.1, 1.0)
     360
     """
-    T = exppw_T(alpha, epsilon)
-    k = check_positive_int(k, "k")
+    _validate("exppw_min_samples", k=k)
+    T = exppw_clamp_bound(alpha, epsilon)
     return ceil_int(2.0 * (k + 2) * T / alpha)
 
 
@@ -152,7 +166,7 @@ def _group_starts(sorted_x: np.ndarray) -> np.ndarray:
     return np.flatnonzero(is_new)
 
 
-def _check_walk_inputs(x, y, T, tie_handling) -> tuple[np.ndarray, np.ndarray, int]:
+def _check_walk_data(x, y) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y)
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
@@ -163,24 +177,20 @@ def _check_walk_inputs(x, y, T, tie_handling) -> tuple[np.ndarray, np.ndarray, i
         raise ValueError("x must not contain NaN or infinity.")
     if y.size and not np.all((y == 0) | (y == 1)):
         raise ValueError("y must hold label indices 0 and 1 only.")
-    T = check_positive_int(T, "T")
-    if tie_handling not in TIE_HANDLING_OPTIONS:
-        raise ValueError(
-            f"tie_handling must be one of {TIE_HANDLING_OPTIONS}, got {tie_handling!r}."
-        )
-    return x, y.astype(np.int64), T
+    return x, y.astype(np.int64)
 
 
 def exppw_walk(
-    x: ArrayLike, y: ArrayLike, T: int, tie_handling: str = "aggregate"
+    x: ArrayLike, y: ArrayLike, clamp_bound: int, tie_handling: str = "aggregate"
 ) -> tuple[np.ndarray, np.ndarray]:
     """The clamped walk of ExpPW over the distinct sorted training values.
 
-    Figure 1 of Dwork & Feldman, evaluated once for every distinct ``x``: the
-    walk starts at 0, steps by ``2 y - 1`` per training point in increasing
-    ``x`` and is clamped to ``[-T, T]``; the walk value of a query ``q`` is the
-    value after the last distinct ``u_j <= q`` (0 if there is none). Ties are
-    handled as decided in spec-000 §6.2:
+    Figure 1 of Dwork & Feldman (2018), evaluated once for every distinct
+    ``x``: the walk starts at 0, steps by ``2 y - 1`` per training point in
+    increasing ``x`` and is clamped to ``[-clamp_bound, clamp_bound]`` (the
+    paper's ``[-T, T]``); the walk value of a query ``q`` is the value after the
+    last distinct ``u_j <= q`` (0 if there is none). The paper assumes distinct
+    ``x``; ties are handled in one of two ways:
 
     - ``"aggregate"``: all points sharing a value ``u`` make one step, the sum
       of their ``2 y - 1``, then one clamp. Equal to Figure 1 on distinct
@@ -197,8 +207,8 @@ def exppw_walk(
         Training values, finite.
     y : array-like of shape (n,)
         Label indices, 0 or 1 (1 steps up).
-    T : int
-        Clamp bound, >= 1.
+    clamp_bound : int
+        Clamp bound ``T``, >= 1.
     tie_handling : {"aggregate", "sequential"}, default="aggregate"
         How points with equal ``x`` are walked over.
 
@@ -207,19 +217,20 @@ def exppw_walk(
     u : ndarray of shape (K,) of float
         The distinct training values, increasing.
     V : ndarray of shape (K,) of int
-        ``V[j]`` is the walk value after ``u[j]``, in ``[-T, T]``.
+        ``V[j]`` is the walk value after ``u[j]``, in ``[-clamp_bound, clamp_bound]``.
 
     Examples
     --------
-    >>> u, V = exppw_walk([1, 2, 3, 4, 5], [0, 0, 1, 1, 1], T=2)
+    >>> u, V = exppw_walk([1, 2, 3, 4, 5], [0, 0, 1, 1, 1], clamp_bound=2)
     >>> V.tolist()
     [-1, -2, -1, 0, 1]
     """
-    x, y, T = _check_walk_inputs(x, y, T, tie_handling)
+    _validate("exppw_walk", clamp_bound=clamp_bound, tie_handling=tie_handling)
+    x, y = _check_walk_data(x, y)
     steps = 2 * y - 1
     # |v| never exceeds the number of steps, so a larger clamp never binds:
     # the same walk, without huge integers.
-    T = min(T, max(x.size, 1))
+    T = min(int(clamp_bound), max(x.size, 1))
     if tie_handling == "aggregate":
         order = np.argsort(x, kind="stable")
         sorted_x = x[order]
@@ -235,14 +246,16 @@ def exppw_walk(
 
 
 # -- the estimator ----------------------------------------------------------------------
-class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
+class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     """Private prediction on one feature by the exponential projected walk (ExpPW).
 
-    Dwork & Feldman's ExpPW(T, epsilon) (Figure 1) for binary labels and one
+    Dwork & Feldman's ExpPW(T, epsilon) (Figure 1; ``T`` is ``clamp_bound``
+    here) for binary labels and one
     real feature ``x``. To answer a query ``x``, walk through the training
     points at or to the left of ``x`` in increasing order, keeping a score that
     starts at 0, goes up by one for each label ``classes_[1]``, down by one for
-    each label ``classes_[0]``, and is clamped to ``[-T, T]`` after every step;
+    each label ``classes_[0]``, and is clamped to ``[-clamp_bound,
+    clamp_bound]`` after every step;
     answer ``classes_[1]`` with probability ``expit(epsilon * V / 2)`` where
     ``V`` is the final score. Queries at ``-inf`` (or left of every training
     point) get ``V = 0``, a fair coin; queries at ``+inf`` see the whole walk.
@@ -262,13 +275,15 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     deterministic. **Corrected text:** Figure 1's loop tests ``x_0 <= x``
     before the first point; it is run as ``while i < n and x_{i+1} <= x``
     (points equal to the query are walked over, as in the figure, not "smaller
-    than" as in §2.2); ties in ``x``, left open by the paper, follow
+    than" as in the prose of Section 2.2); ties in ``x``, left open by the
+    paper, follow
     ``tie_handling``.
 
     **Accuracy** (Lemma 5.2, Theorem 5.3). On every training set the empirical
     error is at most that of the best union of ``k`` intervals (``k``
-    endpoints) plus ``(k + 2) T / n + exp(-epsilon T / 2)``, for every ``k``.
-    With ``T = ceil(2 ln(2 / alpha) / epsilon)`` and ``n >=``
+    endpoints) plus ``(k + 2) T / n + exp(-epsilon T / 2)``, for every ``k``,
+    where ``T`` is the clamp bound. With ``T = ceil(2 ln(2 / alpha) /
+    epsilon)`` and ``n >=``
     :func:`exppw_min_samples` ``(alpha, epsilon, k)``, the expected error on
     the population is at most ``exp(epsilon) (Opt + alpha)``, with no
     dependence on the size of the domain.
@@ -284,13 +299,16 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     epsilon : float, default=1.0
         Privacy parameter of each answered query row (replace-one), > 0.
     alpha : float, default=0.1
-        Target excess error in (0, 1); gives ``T = ceil(2 ln(2 / alpha) /
-        epsilon)`` (6 for ``alpha=0.1, epsilon=1``). Ignored when ``T`` is
-        given.
-    T : int, default=None
-        Clamp bound of the walk, an integer >= 1 (public). Overrides
-        ``alpha``. Every ``T`` gives the same privacy; it only trades
-        responsiveness (small ``T``) against confidence (large ``T``).
+        Target excess error in (0, 1) (not a regularisation strength); gives
+        the clamp bound ``ceil(2 ln(2 / alpha) / epsilon)`` (6 for
+        ``alpha=0.1, epsilon=1``). Ignored when ``clamp_bound`` is given.
+    clamp_bound : int, default=None
+        Clamp bound ``T`` of the walk (Figure 1's ``[-T, T]``), an integer >= 1
+        (public). Overrides ``alpha``; ``None`` derives it from ``alpha`` and
+        ``epsilon`` (Theorem 5.3). Every value gives the same privacy; it only
+        trades responsiveness (small) against confidence (large). It is not
+        a number of queries: the walk answers any number of rows, each at
+        ``epsilon``.
     tie_handling : {"aggregate", "sequential"}, default="aggregate"
         Training points with equal ``x``: ``"aggregate"`` makes one step of
         their summed ``+1``/``-1`` and one clamp (invariant to row order and
@@ -323,22 +341,22 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (2,)
         The public label set.
-    T_ : int
+    clamp_bound_ : int
         The clamp bound used.
     n_features_in_ : int
         Number of columns of ``X`` seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the columns seen during ``fit`` (only for inputs with string
         column names).
-    privacy_guarantee_ : dict
-        ``epsilon`` (replace-one), ``epsilon_add_remove``, ``delta``,
-        ``neighbouring``, ``unit`` and ``theorem`` of each answer.
+    privacy_guarantee_ : PrivacyGuarantee
+        The guarantee of each answered row (replace-one); ``details`` holds
+        ``epsilon_add_remove`` (``epsilon / 2``) and the clamp bound.
     queries_answered_ : int
         Number of query rows answered since ``fit``.
 
     See Also
     --------
-    exppw_T : The clamp bound from ``alpha`` and ``epsilon``.
+    exppw_clamp_bound : The clamp bound from ``alpha`` and ``epsilon``.
     exppw_min_samples : Training-set size for Theorem 5.3's guarantee.
     skprivpred.audit.audit_epsilon : Black-box audit of the per-query epsilon.
 
@@ -348,8 +366,9 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     transform of ``x`` (applied to training and query values alike) gives the
     same answers. Model selection with
     :class:`~sklearn.model_selection.GridSearchCV` on the private data is *not*
-    private (every score spends ``epsilon`` per row, and the selected ``T`` is
-    a data-dependent release); choose ``T`` from ``alpha`` instead.
+    private (every score spends ``epsilon`` per row, and the selected
+    ``clamp_bound`` is a data-dependent release); derive it from ``alpha``
+    instead.
 
     References
     ----------
@@ -359,23 +378,34 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skprivpred import ExpProjectedWalk
+    >>> from skprivpred import ExpProjectedWalkClassifier
     >>> rng = np.random.default_rng(0)
     >>> x = rng.uniform(size=(1000, 1))
     >>> y = (x[:, 0] > 0.3).astype(int)
-    >>> clf = ExpProjectedWalk(epsilon=1.0, classes=[0, 1]).fit(x, y)
-    >>> clf.T_
+    >>> clf = ExpProjectedWalkClassifier(epsilon=1.0, classes=[0, 1]).fit(x, y)
+    >>> clf.clamp_bound_
     6
     >>> clf.predict([[0.1], [0.9]]).shape
     (2,)
     """
+
+    _parameter_constraints: dict = {
+        "epsilon": _CONSTRAINTS["epsilon"],
+        "alpha": _CONSTRAINTS["alpha"],
+        "clamp_bound": [*_CONSTRAINTS["clamp_bound"], None],
+        "tie_handling": _CONSTRAINTS["tie_handling"],
+        "feature": [Integral, str, None],
+        "classes": ["array-like", None],
+        "accountant": [PrivacyAccountant, None],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
         *,
         epsilon: float = 1.0,
         alpha: float = 0.1,
-        T: int | None = None,
+        clamp_bound: int | None = None,
         tie_handling: str = "aggregate",
         feature: int | str | None = None,
         classes: VectorLike | None = None,
@@ -384,7 +414,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     ) -> None:
         self.epsilon = epsilon
         self.alpha = alpha
-        self.T = T
+        self.clamp_bound = clamp_bound
         self.tie_handling = tie_handling
         self.feature = feature
         self.classes = classes
@@ -407,17 +437,13 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        self : ExpProjectedWalk
+        self : ExpProjectedWalkClassifier
             The fitted estimator.
         """
+        self._validate_params()
+        clamp_bound = self._check_params()
         reject_fit_params(self, fit_params)
-        epsilon = check_epsilon(self.epsilon)
-        T = self._resolve_T(epsilon)
-        if self.tie_handling not in TIE_HANDLING_OPTIONS:
-            raise ValueError(
-                f"tie_handling must be one of {TIE_HANDLING_OPTIONS}, got {self.tie_handling!r}."
-            )
-        check_accountant(self.accountant)
+        epsilon = float(self.epsilon)
         with self._unchanged_on_error():
             X_checked, y = validate_data(
                 self, X, y, reset=True, dtype=None, ensure_all_finite=False, y_numeric=False
@@ -428,30 +454,36 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             self._check_binary(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
-            walk_x, walk_v = self._compute_walk(x, np.asarray(np.searchsorted(classes, y)), T)
+            walk_x, walk_v = self._compute_walk(
+                x, np.asarray(np.searchsorted(classes, y)), clamp_bound
+            )
             self._start_streams()  # fit draws nothing; this creates the query stream
             self._walk_x = walk_x
             # _walk_v[j] is the walk value after the j smallest distinct values.
             self._walk_v = np.concatenate([np.zeros(1, dtype=walk_v.dtype), walk_v])
             self.classes_ = classes
-            self.T_ = T
-            self.privacy_guarantee_ = {
-                "epsilon": epsilon,
-                "epsilon_add_remove": epsilon / 2.0,
-                "delta": 0.0,
-                "neighbouring": "replace-one",
-                "unit": "per query row",
-                "theorem": "Dwork & Feldman 2018, Lemma 5.1 (ExpPW, Figure 1)",
-            }
+            self.clamp_bound_ = clamp_bound
+            self.privacy_guarantee_ = PrivacyGuarantee(
+                epsilon,
+                0.0,
+                unit="each answered query row",
+                theorem="Dwork & Feldman (2018), Lemma 5.1 (ExpPW, Figure 1)",
+                details={"epsilon_add_remove": epsilon / 2.0, "clamp_bound": clamp_bound},
+            )
         return self
 
     # -- fit helpers --------------------------------------------------------------------
-    def _resolve_T(self, epsilon: float) -> int:
-        """``T`` if given, else ``exppw_T(alpha, epsilon)``; ``alpha`` is validated either way."""
-        alpha = check_open_unit_interval(self.alpha, "alpha")
-        if self.T is not None:
-            return check_positive_int(self.T, "T")
-        return exppw_T(alpha, epsilon)
+    def _check_params(self) -> int:
+        """Cross-parameter rules; returns the clamp bound (given, or from ``alpha``)."""
+        if self.classes is not None and np.unique(np.asarray(self.classes)).size > 2:
+            raise InvalidParameterError(
+                "Only binary classification is supported, but `classes` holds "
+                f"{np.unique(np.asarray(self.classes)).size} labels; pass exactly two labels "
+                "in `classes`."
+            )
+        if self.clamp_bound is not None:
+            return int(self.clamp_bound)
+        return exppw_clamp_bound(self.alpha, self.epsilon)
 
     def _resolve_feature_index(self) -> int:
         """Position of the feature column, from ``feature`` and the fitted schema."""
@@ -476,11 +508,6 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             if matches.size == 0:
                 raise ValueError(f"feature={feature!r} is not a column of X.")
             return int(matches[0])
-        if isinstance(feature, bool) or not isinstance(feature, Integral):
-            raise TypeError(
-                "feature must be None, an integer column index or a column name, got "
-                f"{feature!r} of type {type(feature).__name__}."
-            )
         if not -n_features <= feature < n_features:
             raise ValueError(
                 f"feature={feature} is out of range for X with {n_features} column(s)."
@@ -488,7 +515,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         return int(feature) % n_features
 
     def _check_binary(self, y) -> None:
-        """Refuse a third label, in ``y`` (when ``classes=None``) or in ``classes``."""
+        """Refuse a third label in ``y`` (``classes=None``; _check_params checks ``classes``)."""
         if self.classes is None:
             y_type = type_of_target(y, input_name="y", raise_unknown=True)
             if y_type != "binary":
@@ -496,17 +523,10 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
                     "Only binary classification is supported. The type of the target is "
                     f"{y_type!r}; {type(self).__name__} needs two labels."
                 )
-            return
-        n_classes = np.unique(np.asarray(self.classes)).size
-        if n_classes > 2:
-            raise ValueError(
-                "Only binary classification is supported, but `classes` holds "
-                f"{n_classes} labels; pass exactly two labels in `classes`."
-            )
 
-    def _compute_walk(self, x: np.ndarray, y_index: np.ndarray, T: int):
+    def _compute_walk(self, x: np.ndarray, y_index: np.ndarray, clamp_bound: int):
         """The walk table ``(u, V)`` for training values ``x`` and label indices."""
-        return exppw_walk(x, y_index, T, self.tie_handling)
+        return exppw_walk(x, y_index, clamp_bound, self.tie_handling)
 
     def _feature_values(self, X, X_checked, *, training: bool) -> np.ndarray:
         """The feature column as floats: finite for training, any but NaN for queries."""
@@ -536,7 +556,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
 
     # -- queries ------------------------------------------------------------------------
     def _query_values(self, X) -> np.ndarray:
-        check_is_fitted(self, "T_")
+        check_is_fitted(self, "clamp_bound_")
         X_checked = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
         return self._feature_values(X, X_checked, training=False)
 
@@ -554,7 +574,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         """
         scores = np.zeros((walk_value.shape[0], 2))
         scores[:, 1] = walk_value
-        return exponential_mechanism_proba(scores, self.privacy_guarantee_["epsilon"])
+        return exponential_mechanism_proba(scores, self.privacy_guarantee_.epsilon)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Answer each row with a label drawn from the walk's law.
@@ -577,7 +597,7 @@ class ExpProjectedWalk(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         law = self._answer_law(self._walk_value_of(self._query_values(X)))
         index = self._release(
             law.shape[0],
-            self.privacy_guarantee_["epsilon"],
+            self.privacy_guarantee_.epsilon,
             lambda rng: sample_categorical(law, rng),
         )
         return self.classes_[index]

@@ -22,7 +22,9 @@ from sklearn.tree import DecisionTreeClassifier
 
 from skprivpred import (
     BudgetExhaustedError,
+    InvalidParameterError,
     PrivacyAccountant,
+    PrivacyGuarantee,
     PrivacyWarning,
     SubsampleAggregateClassifier,
 )
@@ -44,7 +46,7 @@ def _rng_state(clf):
     return copy.deepcopy(clf._query_stream.rng.bit_generator.state)
 
 
-# -- exact law (spec-000 §2.5) --------------------------------------------------------
+# -- exact law (Dwork & Feldman (2018), Theorem 4.1) ----------------------------------
 SPEC_TABLE = [0.075858, 0.182426, 0.377541, 0.622459, 0.817574, 0.924142]
 
 
@@ -58,7 +60,7 @@ def _controlled_votes(n_ones, r=5, epsilon=1.0, seed=0):
 
 
 @pytest.mark.parametrize("n_ones", range(6))
-def test_exact_law_matches_spec_table(n_ones):
+def test_exact_law_matches_the_table(n_ones):
     clf = _controlled_votes(n_ones)
     assert len(clf._ensemble._constant) == 5  # each one-row part is a constant teacher
     np.testing.assert_array_equal(clf._vote_counts([[0.0]]), [[5 - n_ones, n_ones]])
@@ -359,7 +361,12 @@ def test_default_n_teachers_and_no_predict_proba(binary_data):
     clf = SubsampleAggregateClassifier(classes=[0, 1], random_state=0).fit(X, y)
     assert clf.n_teachers_ == 23
     assert not hasattr(clf, "predict_proba") and not hasattr(clf, "decision_function")
-    assert clf.privacy_guarantee_["epsilon"] == 1.0 and clf.privacy_guarantee_["delta"] == 0.0
+    guarantee = clf.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert guarantee.epsilon == 1.0 and guarantee.delta == 0.0 and guarantee.rho == 1.0 / 8
+    assert guarantee.unit == "each answered query row" and guarantee.neighbouring == "replace-one"
+    assert "Dwork & Feldman (2018), Theorem 4.1" in guarantee.theorem
+    assert guarantee.details == {"n_teachers": 23}
     public = {k for k in vars(clf) if not k.startswith("_")}
     assert public - set(clf.get_params()) == {
         "classes_",
@@ -381,17 +388,21 @@ def test_classes_none_warns(binary_data):
 
 # -- bad input: clear error, nothing changed ------------------------------------------------
 BAD_PARAMS = [
-    ({"epsilon": 0}, ValueError, "epsilon"),
-    ({"epsilon": -1.0}, ValueError, "epsilon"),
-    ({"epsilon": float("nan")}, ValueError, "epsilon"),
-    ({"epsilon": float("inf")}, ValueError, "epsilon"),
-    ({"epsilon": "1"}, TypeError, "epsilon"),
-    ({"alpha": 0.0}, ValueError, "alpha"),
-    ({"alpha": 1.0}, ValueError, "alpha"),
-    ({"n_teachers": 0}, ValueError, "n_teachers"),
-    ({"n_teachers": 2.5}, TypeError, "n_teachers"),
-    ({"n_teachers": 601}, ValueError, "n_teachers=601"),
-    ({"accountant": 3}, TypeError, "accountant"),
+    ({"epsilon": 0}, InvalidParameterError, "'epsilon' parameter .* range \\(0, inf\\)"),
+    ({"epsilon": -1.0}, InvalidParameterError, "'epsilon'"),
+    ({"epsilon": float("nan")}, InvalidParameterError, "'epsilon'"),
+    ({"epsilon": float("inf")}, InvalidParameterError, "'epsilon'"),
+    ({"epsilon": "1"}, InvalidParameterError, "'epsilon'"),
+    ({"alpha": 0.0}, InvalidParameterError, "'alpha'"),
+    ({"alpha": 1.0}, InvalidParameterError, "'alpha'"),
+    ({"n_teachers": 0}, InvalidParameterError, "'n_teachers'"),
+    ({"n_teachers": 2.5}, InvalidParameterError, "'n_teachers'"),
+    ({"n_teachers": 601}, InvalidParameterError, "n_teachers=601"),
+    ({"accountant": 3}, InvalidParameterError, "'accountant'"),
+    ({"estimator": "tree"}, InvalidParameterError, "'estimator'.*'fit', 'predict'"),
+    ({"estimator": LogisticRegression}, InvalidParameterError, "'estimator'"),
+    ({"n_jobs": 1.5}, InvalidParameterError, "'n_jobs'"),
+    ({"random_state": -1}, InvalidParameterError, "'random_state'"),
     ({"classes": [0]}, ValueError, "classes"),
     ({"classes": [0, 2]}, ValueError, "outside `classes`"),
 ]

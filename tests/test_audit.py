@@ -3,10 +3,18 @@
 import numpy as np
 import pytest
 from scipy.stats import binomtest
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.tree import DecisionTreeClassifier
 
-from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
-from skprivpred.audit import AuditReport, audit_epsilon, clopper_pearson
+from skprivpred import (
+    InvalidParameterError,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    SubsampleAggregateClassifier,
+    SubsampleAverageClassifier,
+    SubsampleAverageRegressor,
+)
+from skprivpred.audit import AuditReport, audit_epsilon, clopper_pearson, flip_teacher_neighbour
 
 
 @pytest.mark.parametrize("k, n", [(0, 50), (7, 50), (50, 50), (312, 1000)])
@@ -30,7 +38,9 @@ class _NoisyMean(RegressorMixin, BaseEstimator):
         self.mean_ = float(np.clip(y, 0, 1).mean())  # a test double may expose it
         self.scale_ = self.scale_factor / (len(y) * self.epsilon)
         self.rng_ = np.random.default_rng(self.random_state)
-        self.privacy_guarantee_ = {"epsilon": self.epsilon}
+        self.privacy_guarantee_ = PrivacyGuarantee(
+            self.epsilon, 0.0, unit="each answered query row", theorem="the Laplace mechanism"
+        )
         return self
 
     def predict(self, X):
@@ -94,12 +104,49 @@ def test_audit_spends_no_budget_and_reports():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"n_trials": 5}, "n_trials"),
-        ({"confidence": 1.0}, "confidence"),
-        ({"claimed_epsilon": -1.0}, "claimed_epsilon"),
+        ({"n_trials": 5}, "'n_trials' parameter of audit_epsilon"),
+        ({"confidence": 1.0}, "'confidence'"),
+        ({"claimed_epsilon": -1.0}, "'claimed_epsilon'"),
     ],
 )
 def test_bad_audit_arguments(kwargs, match):
     X, y, X2, y2 = _mean_neighbours()
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InvalidParameterError, match=match):
         audit_epsilon(_NoisyMean(), X, y, X2, y2, X[:1], **kwargs)
+
+
+def test_a_guarantee_that_is_not_a_privacy_guarantee_needs_claimed_epsilon():
+    class _DictGuarantee(_NoisyMean):
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.privacy_guarantee_ = {"epsilon": self.epsilon}
+            return self
+
+    X, y, X2, y2 = _mean_neighbours()
+    with pytest.raises(ValueError, match="PrivacyGuarantee"):
+        audit_epsilon(_DictGuarantee(), X, y, X2, y2, X[:1], n_trials=10)
+    report = audit_epsilon(
+        _DictGuarantee(), X, y, X2, y2, X[:1], n_trials=10, claimed_epsilon=1.0, bins=4
+    )
+    assert report.claimed_epsilon == 1.0
+
+
+def test_flip_teacher_neighbour_uses_the_estimators_teacher_votes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    query = np.array([[2.0, 0.0]])
+    for estimator in (
+        SubsampleAggregateClassifier(DecisionTreeClassifier(), n_teachers=6, classes=[0, 1]),
+        SubsampleAverageClassifier(DecisionTreeClassifier(), n_teachers=6, classes=[0, 1]),
+    ):
+        X2, y2, info = flip_teacher_neighbour(estimator, X, y, query, random_state=3)
+        changed = np.flatnonzero((X2 != X).any(axis=1) | (y2 != y))
+        assert changed.tolist() == [info["row"]]
+        model = clone(estimator).set_params(random_state=3).fit(X, y)
+        votes, parts = model._teacher_votes(query)
+        assert info["row"] in parts[info["teacher"]]
+        assert votes.shape == (1, 6) and sorted(np.concatenate(parts)) == list(range(60))
+    regressor = SubsampleAverageRegressor(n_teachers=3, y_bounds=(0, 1), random_state=0)
+    with pytest.raises(TypeError, match="no voting teachers"):
+        regressor.fit(X, y.astype(float))._teacher_votes(query)

@@ -14,7 +14,12 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skprivpred import BudgetExhaustedError, PrivacyAccountant
+from skprivpred import (
+    BudgetExhaustedError,
+    InvalidParameterError,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+)
 from skprivpred.audit import audit_epsilon
 from skprivpred.averaging import (
     GRID_STEPS,
@@ -214,7 +219,7 @@ def test_regressor_audit_passes_and_flags_half_the_noise():
     y = np.zeros(4)
     y2 = y.copy()
     y2[0] = 1.0
-    kwargs = dict(n_teachers=4, y_range=(0.0, 1.0), clip_output=False)
+    kwargs = dict(n_teachers=4, y_bounds=(0.0, 1.0), clip_output=False)
     bins = np.linspace(-1.0, 1.25, 19)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -239,7 +244,7 @@ def test_regressor_audit_passes_and_flags_half_the_noise():
 # -- regressor ------------------------------------------------------------------------
 def test_regressor_noise_scale_and_clipping():
     X, y = load_diabetes(return_X_y=True)
-    reg = SubsampleAverageRegressor(Ridge(), n_teachers=10, y_range=(25, 346), random_state=0).fit(
+    reg = SubsampleAverageRegressor(Ridge(), n_teachers=10, y_bounds=(25, 346), random_state=0).fit(
         X, y
     )
     assert reg.sensitivity_ == pytest.approx(32.1)
@@ -258,19 +263,51 @@ def test_regressor_noise_scale_and_clipping():
 
 
 @pytest.mark.parametrize(
-    "y_range, match",
-    [(None, "y_range is required"), ((5, 1), "lo < hi"), ((0, np.inf), "finite"), ("ab", "pair")],
+    "y_bounds, match",
+    [
+        (None, "y_bounds=None: .* needs the public output range"),
+        ((5, 1), "'y_bounds' parameter .* low < high"),
+        ((0, np.inf), "'y_bounds' parameter .* finite"),
+        ("ab", "'y_bounds' parameter"),
+        ((0, 1, 2), "'y_bounds' parameter"),
+    ],
 )
-def test_regressor_bad_y_range(y_range, match):
+def test_regressor_bad_y_bounds(y_bounds, match):
     X, y = load_diabetes(return_X_y=True)
-    with pytest.raises(ValueError, match=match):
-        SubsampleAverageRegressor(y_range=y_range).fit(X, y)
+    with pytest.raises(InvalidParameterError, match=match):
+        SubsampleAverageRegressor(y_bounds=y_bounds).fit(X, y)
+
+
+def test_regressor_guarantee():
+    X, y = load_diabetes(return_X_y=True)
+    reg = SubsampleAverageRegressor(y_bounds=(25, 346), random_state=0).fit(X, y)
+    guarantee = reg.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert (guarantee.epsilon, guarantee.delta) == (1.0, 0.0)
+    assert guarantee.theorem.startswith("Dwork & Feldman (2018), Lemma 4.5")
+    assert guarantee.details["n_teachers"] == 10
+    assert guarantee.details["sensitivity"] == pytest.approx(32.1)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_teachers": None}, "'n_teachers' parameter"),
+        ({"clip_output": 1}, "'clip_output' parameter .* a bool"),
+        ({"delta": 1e-6}, "delta=1e-06 with noise='laplace'"),
+        ({"estimator": "tree"}, "'estimator' parameter"),
+    ],
+)
+def test_regressor_bad_parameters(params, match):
+    X, y = load_diabetes(return_X_y=True)
+    with pytest.raises(InvalidParameterError, match=match):
+        SubsampleAverageRegressor(y_bounds=(25, 346), **params).fit(X, y)
 
 
 def test_regressor_refuses_multi_output():
     X, y = load_diabetes(return_X_y=True)
     with pytest.raises(ValueError):
-        SubsampleAverageRegressor(y_range=(0, 400)).fit(X, np.column_stack([y, y]))
+        SubsampleAverageRegressor(y_bounds=(0, 400)).fit(X, np.column_stack([y, y]))
 
 
 # -- budget, errors, sklearn use ------------------------------------------------------------
@@ -298,28 +335,30 @@ def test_gaussian_option_charges_delta():
     ).fit(X, y)
     clf.predict_proba(X[:3])
     assert acc.delta_spent == pytest.approx(3e-5)
-    assert clf.privacy_guarantee_["delta"] == 1e-5
+    assert clf.privacy_guarantee_.delta == 1e-5
+    assert clf.privacy_guarantee_.details["noise"] == "gaussian"
 
 
 @pytest.mark.parametrize(
-    "params, error, match",
+    "params, match",
     [
-        ({"base_output": "votes"}, ValueError, "base_output"),
-        ({"prediction_rule": "vote"}, ValueError, "prediction_rule"),
-        ({"noise": "uniform"}, ValueError, "noise"),
-        ({"delta": 1e-5}, ValueError, "delta must be 0"),
-        ({"noise": "gaussian", "delta": 0.0}, ValueError, "delta"),
-        ({"epsilon": -1}, ValueError, "epsilon"),
-        ({"alpha": 2}, ValueError, "alpha"),
-        ({"n_teachers": 0}, ValueError, "n_teachers"),
-        ({"base_output": "proba", "estimator": Ridge()}, TypeError, "predict_proba"),
+        ({"base_output": "votes"}, "'base_output' parameter .* 'label', 'proba'"),
+        ({"prediction_rule": "vote"}, "'prediction_rule'"),
+        ({"noise": "uniform"}, "'noise'"),
+        ({"delta": 1e-5}, "delta=1e-05 with noise='laplace'.* must be 0"),
+        ({"noise": "gaussian", "delta": 0.0}, "delta=0 with noise='gaussian'"),
+        ({"delta": 1.0}, "'delta' parameter"),
+        ({"epsilon": -1}, "'epsilon'"),
+        ({"alpha": 2}, "'alpha'"),
+        ({"n_teachers": 0}, "'n_teachers'"),
+        ({"base_output": "proba", "estimator": Ridge()}, "predict_proba"),
     ],
 )
-def test_bad_parameters(params, error, match):
+def test_bad_parameters(params, match):
     X, y = make_classification(n_samples=100, random_state=1)
     clf = SubsampleAverageClassifier(n_teachers=5, classes=[0, 1], random_state=0).fit(X, y)
     before = clf._raw_score(X[:5])
-    with pytest.raises(error, match=match):
+    with pytest.raises(InvalidParameterError, match=match):
         clf.set_params(**params).fit(X, y)
     np.testing.assert_array_equal(clf._raw_score(X[:5]), before)
 
@@ -331,9 +370,9 @@ def test_sample_weight_nan_and_not_fitted():
     X_nan = X.copy()
     X_nan[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        SubsampleAverageRegressor(y_range=(0, 1)).fit(X_nan, y)
+        SubsampleAverageRegressor(y_bounds=(0, 1)).fit(X_nan, y)
     with pytest.raises(NotFittedError):
-        SubsampleAverageRegressor(y_range=(0, 1)).predict(X)
+        SubsampleAverageRegressor(y_bounds=(0, 1)).predict(X)
 
 
 def test_works_in_a_pipeline():
@@ -365,7 +404,7 @@ EXPECTED = {
         SubsampleAverageClassifier(
             DecisionTreeClassifier(max_depth=3), base_output="proba", n_teachers=2, random_state=0
         ),
-        SubsampleAverageRegressor(n_teachers=3, y_range=(-1000.0, 1000.0), random_state=0),
+        SubsampleAverageRegressor(n_teachers=3, y_bounds=(-1000.0, 1000.0), random_state=0),
     ],
     expected_failed_checks=lambda est: (
         EXPECTED

@@ -1,4 +1,4 @@
-"""Many queries under one total budget: zCDP accounting, the horizon, the student (spec-005)."""
+"""Many queries under one total budget: zCDP accounting, the horizon, the student."""
 
 import copy
 import itertools
@@ -14,13 +14,19 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 
-from skprivpred import BudgetExhaustedError, PrivacyAccountant, SubsampleAggregateClassifier
+from skprivpred import (
+    BudgetExhaustedError,
+    InvalidParameterError,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    SubsampleAggregateClassifier,
+)
 from skprivpred.accounting import eps_of_rho, max_queries, per_query_epsilon, rho_cap
 from skprivpred.audit import audit_epsilon, clopper_pearson, flip_teacher_neighbour
 from skprivpred.mechanisms import exponential_mechanism_proba, pac_n_partitions
 
 
-# -- accounting oracles (spec-005 §3.2 and §7 item 1) ------------------------------------
+# -- accounting oracles (tight Renyi conversion, Balle et al. 2020) -----------------------
 @pytest.mark.parametrize(
     "epsilon, expected", [(0.5, 0.0066415), (1.0, 0.0243560), (2.0, 0.0881527), (4.0, 0.3110650)]
 )
@@ -68,7 +74,7 @@ def test_every_order_is_a_valid_conversion():
         assert eps_of_rho(rho, delta) <= bound + 1e-12
 
 
-# -- bounded range: exact Renyi divergences (spec-005 §2.4, §7 item 2) --------------------
+# -- bounded range: exact Renyi divergences (Cesar & Rogers 2021) -------------------------
 def _renyi(p, q, alpha):
     return logsumexp(alpha * np.log(p) + (1 - alpha) * np.log(q)) / (alpha - 1)
 
@@ -127,7 +133,15 @@ def test_per_row_law_uses_the_derived_epsilon():
     assert clf.rho_per_query_ == pytest.approx(eps0**2 / 8)
     expected = 1 / (1 + np.exp(-eps0 * (2 * 3 - 5) / 2))
     assert clf._output_distribution([[0.0]])[0, 1] == pytest.approx(expected, rel=1e-12)
-    assert clf.privacy_guarantee_["epsilon"] == 1.0 and clf.privacy_guarantee_["delta"] == 1e-6
+    guarantee = clf.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert guarantee.epsilon == 1.0 and guarantee.delta == 1e-6 and guarantee.rho is None
+    assert guarantee.unit == "all answers, under one total budget"
+    assert guarantee.details["epsilon_per_query"] == pytest.approx(eps0)
+    assert guarantee.details["rho_per_query"] == pytest.approx(eps0**2 / 8)
+    assert guarantee.details["n_queries"] == 100
+    for cited in ("Dwork & Feldman (2018), Theorem 4.1", "Cesar & Rogers", "Bun & Steinke"):
+        assert cited in guarantee.theorem
     assert clf.queries_remaining_ == 100
 
 
@@ -341,24 +355,37 @@ def test_student_on_public_rows_only():
 
 # -- bad input --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "params, error, match",
+    "params, match",
     [
-        ({"n_queries": 0, "total_epsilon": 1.0}, ValueError, "n_queries"),
-        ({"n_queries": 10, "total_epsilon": 1.0, "total_delta": 1.5}, ValueError, "total_delta"),
-        ({"n_queries": 10, "total_epsilon": 1.0, "total_delta": -0.1}, ValueError, "total_delta"),
-        ({"n_queries": 10, "total_epsilon": 1.0, "epsilon": 0.5}, ValueError, "total_epsilon"),
-        ({"n_queries": 10}, ValueError, "total_epsilon"),
-        ({"total_epsilon": 1.0}, ValueError, "n_queries"),
-        ({"n_queries": 10, "total_epsilon": 1.0, "on_exhausted": "student"}, ValueError, "student"),
-        ({"on_exhausted": "wait"}, ValueError, "on_exhausted"),
-        ({"n_teachers": 5, "min_samples_per_teacher": 10}, ValueError, "min_samples_per_teacher"),
+        ({"n_queries": 0, "total_epsilon": 1.0}, "'n_queries' parameter"),
+        ({"n_queries": 2.0, "total_epsilon": 1.0}, "'n_queries' parameter"),
+        ({"n_queries": 10, "total_epsilon": 0.0}, "'total_epsilon' parameter"),
+        ({"n_queries": 10, "total_epsilon": 1.0, "total_delta": 1.5}, "'total_delta' parameter"),
+        ({"n_queries": 10, "total_epsilon": 1.0, "total_delta": -0.1}, "'total_delta' parameter"),
+        ({"n_queries": 10, "total_epsilon": 1.0, "epsilon": 0.5}, "epsilon=0.5.*total_epsilon"),
+        ({"n_queries": 10}, "n_queries=10 needs .* total_epsilon"),
+        ({"total_epsilon": 1.0}, "total_epsilon=1.0 .* n_queries"),
+        ({"total_delta": 1e-6}, "total_delta=1e-06 .* n_queries"),
+        ({"n_queries": 10, "total_epsilon": 1.0, "on_exhausted": "student"}, "student=None"),
+        ({"on_exhausted": "wait"}, "'on_exhausted' parameter .* 'raise', 'student'"),
+        ({"student": "tree"}, "'student' parameter"),
+        ({"min_samples_per_teacher": 0}, "'min_samples_per_teacher' parameter"),
+        ({"n_teachers": 5, "min_samples_per_teacher": 10}, "min_samples_per_teacher=10"),
     ],
 )
-def test_bad_budget_settings(params, error, match):
+def test_bad_budget_settings(params, match):
     X = np.random.default_rng(0).normal(size=(100, 2))
     y = (X[:, 0] > 0).astype(int)
-    with pytest.raises(error, match=match):
-        SubsampleAggregateClassifier(classes=[0, 1], **params).fit(X, y)
+    clf = SubsampleAggregateClassifier(classes=[0, 1], **params)
+    with pytest.raises(InvalidParameterError, match=match):
+        clf.fit(X, y)
+    assert not hasattr(clf, "n_teachers_")  # refused before anything was fitted
+
+
+def test_zero_total_delta_is_basic_composition():
+    clf = _session([1, 0], n_queries=4, total_delta=0.0)
+    assert clf.epsilon_per_query_ == pytest.approx(1.0 / 4)
+    assert clf.privacy_guarantee_.delta == 0.0
 
 
 def test_min_samples_per_teacher_is_the_public_rule():
@@ -373,7 +400,7 @@ def test_fit_student_errors():
     with pytest.raises(ValueError, match="nothing to learn"):
         clf.fit_student()
     plain = _session([1, 0], n_queries=5)
-    with pytest.raises(ValueError, match="student"):
+    with pytest.raises(InvalidParameterError, match="student"):
         plain.fit_student()
 
 

@@ -140,7 +140,7 @@ def test_regressor_clones_with_a_generator_seed_do_not_replay_noise(monkeypatch)
     y = X[:, 0] + rng.normal(scale=0.1, size=400)
     queries = rng.normal(size=(200, 3))
     template = SubsampleAverageRegressor(
-        epsilon=1.0, n_teachers=10, y_range=(-3.0, 3.0), random_state=np.random.default_rng(3)
+        epsilon=1.0, n_teachers=10, y_bounds=(-3.0, 3.0), random_state=np.random.default_rng(3)
     )
 
     def answers_equal():

@@ -1,4 +1,4 @@
-"""ExpProjectedWalk (ExpPW, Dwork & Feldman Figure 1): walk, exact law, privacy, accuracy, API.
+"""ExpProjectedWalkClassifier (ExpPW, Dwork & Feldman (2018), Figure 1): walk, law, privacy, API.
 
 Every statistical assertion uses a false-alarm rate of at most 1e-6; every
 privacy and accuracy assertion is paired with a broken variant that fails it.
@@ -20,14 +20,20 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skprivpred import BudgetExhaustedError, PrivacyAccountant, PrivacyWarning
+from skprivpred import (
+    BudgetExhaustedError,
+    InvalidParameterError,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    PrivacyWarning,
+)
 from skprivpred.audit import audit_epsilon
 from skprivpred.mechanisms import exponential_mechanism_proba
 from skprivpred.walk import (
-    ExpProjectedWalk,
+    ExpProjectedWalkClassifier,
     _clamped_walk,
+    exppw_clamp_bound,
     exppw_min_samples,
-    exppw_T,
     exppw_walk,
 )
 
@@ -42,7 +48,7 @@ def _column(values):
 def _walk(x, y, **params):
     params.setdefault("classes", [0, 1])
     params.setdefault("random_state", 0)
-    return ExpProjectedWalk(**params).fit(_column(x), np.asarray(y))
+    return ExpProjectedWalkClassifier(**params).fit(_column(x), np.asarray(y))
 
 
 def _rng_state(clf):
@@ -68,7 +74,7 @@ def naive_walk_value(x_train, y_train, T, query, tie_handling):
     return v
 
 
-# -- constants (spec-000 §6.5 items 1, 6, 8 and §9) ---------------------------------------
+# -- constants (Dwork & Feldman (2018), Theorem 5.3) ---------------------------------------
 @pytest.mark.parametrize(
     "alpha, epsilon, expected",
     [
@@ -81,8 +87,8 @@ def naive_walk_value(x_train, y_train, T, query, tie_handling):
     ],
 )
 def test_exppw_T_pinned_values(alpha, epsilon, expected):
-    assert exppw_T(alpha, epsilon) == expected
-    T = exppw_T(alpha, epsilon)
+    assert exppw_clamp_bound(alpha, epsilon) == expected
+    T = exppw_clamp_bound(alpha, epsilon)
     assert math.exp(-epsilon * T / 2) <= alpha / 2 + 1e-12  # the reason for the formula
     assert T == 1 or math.exp(-epsilon * (T - 1) / 2) > alpha / 2  # and it is the smallest
 
@@ -95,7 +101,7 @@ def test_exppw_min_samples_pinned_value_and_erratum():
         for epsilon in (0.1, 0.5, 1.0, 3.0):
             for k in (1, 2, 5):
                 n = exppw_min_samples(alpha, epsilon, k)
-                T = exppw_T(alpha, epsilon)
+                T = exppw_clamp_bound(alpha, epsilon)
                 assert (k + 2) * T / n <= alpha / 2 + 1e-12
                 assert n >= 4 * (k + 2) * math.log(2 / alpha) / (alpha * epsilon) - 1e-9
 
@@ -103,15 +109,15 @@ def test_exppw_min_samples_pinned_value_and_erratum():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: exppw_T(0.0, 1.0), "alpha"),
-        (lambda: exppw_T(0.1, 0.0), "epsilon"),
-        (lambda: exppw_T(0.1, float("nan")), "epsilon"),
-        (lambda: exppw_min_samples(0.1, 1.0, k=0), "k"),
-        (lambda: exppw_walk([1.0], [1], T=0), "T"),
-        (lambda: exppw_walk([1.0], [2], T=1), "y"),
-        (lambda: exppw_walk([np.nan], [1], T=1), "NaN"),
-        (lambda: exppw_walk([1.0, 2.0], [1], T=1), "same length"),
-        (lambda: exppw_walk([1.0], [1], T=1, tie_handling="first"), "tie_handling"),
+        (lambda: exppw_clamp_bound(0.0, 1.0), "'alpha' parameter of exppw_clamp_bound"),
+        (lambda: exppw_clamp_bound(0.1, 0.0), "'epsilon'"),
+        (lambda: exppw_clamp_bound(0.1, float("nan")), "'epsilon'"),
+        (lambda: exppw_min_samples(0.1, 1.0, k=0), "'k' parameter of exppw_min_samples"),
+        (lambda: exppw_walk([1.0], [1], clamp_bound=0), "'clamp_bound' parameter of exppw_walk"),
+        (lambda: exppw_walk([1.0], [2], clamp_bound=1), "y"),
+        (lambda: exppw_walk([np.nan], [1], clamp_bound=1), "NaN"),
+        (lambda: exppw_walk([1.0, 2.0], [1], clamp_bound=1), "same length"),
+        (lambda: exppw_walk([1.0], [1], clamp_bound=1, tie_handling="first"), "tie_handling"),
     ],
 )
 def test_helpers_reject_bad_arguments(call, match):
@@ -119,12 +125,12 @@ def test_helpers_reject_bad_arguments(call, match):
         call()
 
 
-def test_worked_example_of_the_spec():
+def test_worked_example():
     x, y = [1, 2, 3, 4, 5], [0, 0, 1, 1, 1]
-    u, V = exppw_walk(x, y, T=2)
+    u, V = exppw_walk(x, y, clamp_bound=2)
     np.testing.assert_array_equal(u, [1, 2, 3, 4, 5])
     np.testing.assert_array_equal(V, [-1, -2, -1, 0, 1])
-    clf = _walk(x, y, T=2, epsilon=1.0)
+    clf = _walk(x, y, clamp_bound=2, epsilon=1.0)
     queries = _column([5, 7, 2.5, 0.5])
     np.testing.assert_array_equal(clf._walk_value(queries), [1, 1, -2, 0])
     p1 = clf._output_distribution(queries)[:, 1]
@@ -136,36 +142,44 @@ def test_worked_example_of_the_spec():
 
 def test_realizable_walk_goes_down_then_up():
     n0, n1, T = 4, 12, 6
-    _, V = exppw_walk(np.arange(n0 + n1), [0] * n0 + [1] * n1, T=T)
+    _, V = exppw_walk(np.arange(n0 + n1), [0] * n0 + [1] * n1, clamp_bound=T)
     expected = [-k for k in range(1, n0 + 1)] + [min(T, -n0 + k) for k in range(1, n1 + 1)]
     np.testing.assert_array_equal(V, expected)
 
 
-def test_tie_modes_on_the_spec_example():
-    # T=1, three tied points with labels (1, 1, 0): order 0, 1, 1 ends at +1,
+def test_tie_modes_on_a_small_example():
+    # clamp_bound=1, three tied points with labels (1, 1, 0): order 0, 1, 1 ends at +1,
     # and its label-flipped twin (0, 0, 1), order 0, 0, 1, ends at 0, not -1.
-    _, sequential = exppw_walk([3, 3, 3], [1, 1, 0], T=1, tie_handling="sequential")
-    _, sequential_flipped = exppw_walk([3, 3, 3], [0, 0, 1], T=1, tie_handling="sequential")
+    _, sequential = exppw_walk([3, 3, 3], [1, 1, 0], clamp_bound=1, tie_handling="sequential")
+    _, sequential_flipped = exppw_walk(
+        [3, 3, 3], [0, 0, 1], clamp_bound=1, tie_handling="sequential"
+    )
     assert sequential.tolist() == [1] and sequential_flipped.tolist() == [0]
-    _, aggregate = exppw_walk([3, 3, 3], [1, 1, 0], T=1)
-    _, aggregate_flipped = exppw_walk([3, 3, 3], [0, 0, 1], T=1)
+    _, aggregate = exppw_walk([3, 3, 3], [1, 1, 0], clamp_bound=1)
+    _, aggregate_flipped = exppw_walk([3, 3, 3], [0, 0, 1], clamp_bound=1)
     assert aggregate.tolist() == [1] and aggregate_flipped.tolist() == [-1]
 
 
-def test_default_T_and_public_attributes():
+def test_default_clamp_bound_and_public_attributes():
     clf = _walk(np.arange(20), np.arange(20) % 2)
-    assert clf.T_ == 6 and _walk(np.arange(20), np.arange(20) % 2, T=3, alpha=0.5).T_ == 3
+    assert (
+        clf.clamp_bound_ == 6
+        and _walk(np.arange(20), np.arange(20) % 2, clamp_bound=3, alpha=0.5).clamp_bound_ == 3
+    )
     assert not hasattr(clf, "predict_proba") and not hasattr(clf, "decision_function")
     public = {k for k in vars(clf) if not k.startswith("_")}
     assert public - set(clf.get_params()) == {
         "classes_",
-        "T_",
+        "clamp_bound_",
         "n_features_in_",
         "privacy_guarantee_",
     }
     guarantee = clf.privacy_guarantee_
-    assert guarantee["epsilon"] == 1.0 and guarantee["epsilon_add_remove"] == 0.5
-    assert guarantee["delta"] == 0.0 and guarantee["neighbouring"] == "replace-one"
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert guarantee.epsilon == 1.0 and guarantee.details["epsilon_add_remove"] == 0.5
+    assert guarantee.delta == 0.0 and guarantee.neighbouring == "replace-one"
+    assert guarantee.theorem == "Dwork & Feldman (2018), Lemma 5.1 (ExpPW, Figure 1)"
+    assert guarantee.details["clamp_bound"] == 6
 
 
 # -- the fast path equals Figure 1 ------------------------------------------------------
@@ -194,7 +208,7 @@ def test_fast_walk_equals_naive_figure_1(tie_handling, ties):
         )
         y = rng.integers(0, 2, size=n)
         T = int(rng.integers(1, 6))
-        clf = _walk(x, y, T=T, tie_handling=tie_handling)
+        clf = _walk(x, y, clamp_bound=T, tie_handling=tie_handling)
         queries = np.concatenate([x, rng.uniform(-1, x.max() + 1, size=20), [-np.inf, np.inf]])
         expected = [naive_walk_value(x.tolist(), y.tolist(), T, q, tie_handling) for q in queries]
         np.testing.assert_array_equal(clf._walk_value(_column(queries)), expected)
@@ -205,20 +219,20 @@ def test_fast_walk_equals_naive_figure_1(tie_handling, ties):
         )
 
 
-# -- privacy: exhaustive on small data sets (spec-000 §6.5 item 2) ------------------------
-class _DoubledWeight(ExpProjectedWalk):
+# -- privacy: exhaustive on small data sets (Lemma 5.1) -----------------------------------
+class _DoubledWeight(ExpProjectedWalkClassifier):
     """Broken on purpose: weight epsilon instead of epsilon / 2 (a 2 epsilon-DP answer)."""
 
     def _answer_law(self, walk_value):
         scores = np.zeros((walk_value.shape[0], 2))
         scores[:, 1] = walk_value
-        return exponential_mechanism_proba(scores, 2 * self.privacy_guarantee_["epsilon"])
+        return exponential_mechanism_proba(scores, 2 * self.privacy_guarantee_.epsilon)
 
 
-class _Unclamped(ExpProjectedWalk):
-    """Broken on purpose: no clamp (T larger than any walk). Still private, but inaccurate."""
+class _Unclamped(ExpProjectedWalkClassifier):
+    """Broken on purpose: no clamp (larger than any walk). Still private, but inaccurate."""
 
-    def _compute_walk(self, x, y_index, T):
+    def _compute_walk(self, x, y_index, clamp_bound):
         return exppw_walk(x, y_index, x.size + 1, self.tie_handling)
 
 
@@ -257,7 +271,7 @@ def _exhaustive_log_ratios(estimator, max_n=4):
     return replace, add_remove
 
 
-# Largest log-ratios found, as fractions of epsilon (spec-000 §6.5 item 2: 0.667 and 0.353 at T=3).
+# Largest log-ratios found, as fractions of epsilon (0.667 and 0.353 at clamp bound 3).
 EXHAUSTIVE_WORST = {1: (0.5, 0.272), 2: (0.586, 0.314), 3: (0.667, 0.353)}
 
 
@@ -265,7 +279,9 @@ EXHAUSTIVE_WORST = {1: (0.5, 0.272), 2: (0.586, 0.314), 3: (0.667, 0.353)}
 @pytest.mark.parametrize("T", [1, 2, 3])
 def test_exhaustive_privacy_on_small_data_sets(tie_handling, T):
     epsilon = 0.7
-    estimator = ExpProjectedWalk(epsilon=epsilon, T=T, tie_handling=tie_handling, classes=[0, 1])
+    estimator = ExpProjectedWalkClassifier(
+        epsilon=epsilon, clamp_bound=T, tie_handling=tie_handling, classes=[0, 1]
+    )
     replace, add_remove = _exhaustive_log_ratios(estimator)
     assert replace <= epsilon + 1e-12
     assert add_remove <= epsilon / 2 + 1e-12
@@ -273,13 +289,13 @@ def test_exhaustive_privacy_on_small_data_sets(tie_handling, T):
     broken = _DoubledWeight(**estimator.get_params())
     broken_replace, broken_add_remove = _exhaustive_log_ratios(broken)
     assert broken_add_remove > epsilon / 2
-    assert T == 1 or broken_replace > epsilon  # at T=1 doubling reaches exactly epsilon
+    assert T == 1 or broken_replace > epsilon  # at clamp_bound=1 doubling reaches exactly epsilon
 
 
 def test_unclamped_walk_is_still_private_on_small_data_sets():
     # The clamp serves accuracy, not privacy: an unclamped walk is a prefix sum,
     # which one row still moves by at most 1 (add/remove) or 2 (replace).
-    estimator = _Unclamped(epsilon=0.7, T=1, classes=[0, 1])
+    estimator = _Unclamped(epsilon=0.7, clamp_bound=1, classes=[0, 1])
     replace, add_remove = _exhaustive_log_ratios(estimator)
     assert replace <= 0.7 + 1e-12 and add_remove <= 0.35 + 1e-12
 
@@ -296,7 +312,7 @@ def _audit_case():
 @pytest.mark.parametrize("broken", [False, True], ids=["estimator", "weight-epsilon"])
 def test_audit_replace_one(broken):
     X, y, y_flipped, query = _audit_case()
-    cls = _DoubledWeight if broken else ExpProjectedWalk
+    cls = _DoubledWeight if broken else ExpProjectedWalkClassifier
     report = audit_epsilon(
         cls(epsilon=1.0, classes=[0, 1]),
         X,
@@ -316,7 +332,7 @@ def test_audit_replace_one(broken):
 @pytest.mark.parametrize("broken", [False, True], ids=["estimator", "weight-epsilon"])
 def test_audit_add_remove_at_half_epsilon(broken):
     X, y, _, query = _audit_case()
-    cls = _DoubledWeight if broken else ExpProjectedWalk
+    cls = _DoubledWeight if broken else ExpProjectedWalkClassifier
     report = audit_epsilon(
         cls(epsilon=1.0, classes=[0, 1]),
         X,
@@ -376,7 +392,7 @@ def test_lemma_5_2_empirical_error_bound(tie_handling, ties):
         y = _noisy_interval_labels(x, endpoints, rng.uniform(0, 0.4), rng)
         T = int(rng.integers(1, 11))
         epsilon = float(rng.choice([0.2, 0.5, 1.0, 2.0]))
-        clf = _walk(x, y, T=T, epsilon=epsilon, tie_handling=tie_handling)
+        clf = _walk(x, y, clamp_bound=T, epsilon=epsilon, tie_handling=tie_handling)
         error = _empirical_error(clf, x, y)
         for k in range(1, 6):
             bound = best_k_switch_errors(x, y, k) / n + (k + 2) * T / n + math.exp(-epsilon * T / 2)
@@ -404,8 +420,8 @@ def test_lemma_5_2_fails_without_the_clamp():
     x = np.arange(200.0)
     y = np.array([1] * 100 + [0] * 100)  # one switch: the best threshold is perfect
     bound = 0.0 + 3 * 6 / 200 + math.exp(-3.0)
-    assert _empirical_error(_walk(x, y, T=6), x, y) <= bound
-    unclamped = _Unclamped(T=6, classes=[0, 1]).fit(_column(x), y)
+    assert _empirical_error(_walk(x, y, clamp_bound=6), x, y) <= bound
+    unclamped = _Unclamped(clamp_bound=6, classes=[0, 1]).fit(_column(x), y)
     assert _empirical_error(unclamped, x, y) > bound + 0.2
 
 
@@ -439,7 +455,7 @@ def test_theorem_5_3_population_error(case):
     noise, epsilon, alpha, repeats = 0.05, 0.5, 0.1, 400
     rng = np.random.default_rng(5)
     mean_error, clf = _mean_population_error(
-        ExpProjectedWalk, endpoints, k, noise, epsilon, alpha, repeats, rng
+        ExpProjectedWalkClassifier, endpoints, k, noise, epsilon, alpha, repeats, rng
     )
     # Hoeffding: every error lies in [noise, 1 - noise].
     slack = (1 - 2 * noise) * math.sqrt(math.log(1 / P_FALSE_ALARM) / (2 * repeats))
@@ -467,7 +483,7 @@ def test_theorem_5_3_check_fails_without_the_clamp():
     assert mean_error > math.exp(epsilon) * (noise + alpha) + slack
 
 
-# -- invariances (spec-000 §6.5 item 5) -------------------------------------------------
+# -- invariances ------------------------------------------------------------------------
 @pytest.fixture
 def tied_data():
     rng = np.random.default_rng(7)
@@ -518,15 +534,15 @@ def test_modes_agree_on_distinct_values():
     x = rng.uniform(size=500)
     y = rng.integers(0, 2, size=500)
     queries = _column(rng.uniform(-0.1, 1.1, size=300))
-    aggregate = _walk(x, y, T=3)._walk_value(queries)
+    aggregate = _walk(x, y, clamp_bound=3)._walk_value(queries)
     np.testing.assert_array_equal(
-        aggregate, _walk(x, y, T=3, tie_handling="sequential")._walk_value(queries)
+        aggregate, _walk(x, y, clamp_bound=3, tie_handling="sequential")._walk_value(queries)
     )
 
 
 def test_law_is_constant_between_training_values_and_bounded(tied_data):
     x, y = tied_data
-    clf = _walk(x, y, epsilon=0.8, T=4)
+    clf = _walk(x, y, epsilon=0.8, clamp_bound=4)
     u = np.unique(x)
     inside = u[:-1] + np.diff(u) * 0.999
     np.testing.assert_array_equal(
@@ -549,8 +565,8 @@ def test_infinite_queries_are_before_and_after_every_point(tied_data):
 def test_string_labels_and_classes_order():
     x = np.arange(10.0)
     y = np.array([0] * 5 + [1] * 5)
-    numeric = _walk(x, y, T=2)
-    strings = _walk(x, np.array(["no", "yes"])[y], T=2, classes=["yes", "no"])
+    numeric = _walk(x, y, clamp_bound=2)
+    strings = _walk(x, np.array(["no", "yes"])[y], clamp_bound=2, classes=["yes", "no"])
     np.testing.assert_array_equal(strings.classes_, ["no", "yes"])
     np.testing.assert_array_equal(
         numeric._output_distribution(_column(x)), strings._output_distribution(_column(x))
@@ -563,9 +579,9 @@ def test_feature_selects_a_column_and_other_columns_are_ignored():
     rng = np.random.default_rng(9)
     X = rng.normal(size=(200, 3))
     y = (X[:, 1] > 0).astype(int)
-    by_index = ExpProjectedWalk(feature=1, classes=[0, 1]).fit(X, y)
-    by_negative = ExpProjectedWalk(feature=-2, classes=[0, 1]).fit(X, y)
-    alone = ExpProjectedWalk(classes=[0, 1]).fit(X[:, [1]], y)
+    by_index = ExpProjectedWalkClassifier(feature=1, classes=[0, 1]).fit(X, y)
+    by_negative = ExpProjectedWalkClassifier(feature=-2, classes=[0, 1]).fit(X, y)
+    alone = ExpProjectedWalkClassifier(classes=[0, 1]).fit(X[:, [1]], y)
     Q = rng.normal(size=(50, 3))
     Q[:, 0] = np.nan  # an ignored column is not validated
     for clf in (by_index, by_negative):
@@ -580,53 +596,54 @@ def test_feature_by_name_with_pandas():
     rng = np.random.default_rng(10)
     frame = pd.DataFrame({"job": rng.choice(["a", "b"], 300), "age": rng.integers(18, 80, 300)})
     y = (frame["age"] > 45).astype(int).to_numpy()
-    clf = ExpProjectedWalk(feature="age", classes=[0, 1], random_state=0).fit(frame, y)
+    clf = ExpProjectedWalkClassifier(feature="age", classes=[0, 1], random_state=0).fit(frame, y)
     assert list(clf.feature_names_in_) == ["job", "age"]
-    alone = ExpProjectedWalk(classes=[0, 1]).fit(frame[["age"]], y)
+    alone = ExpProjectedWalkClassifier(classes=[0, 1]).fit(frame[["age"]], y)
     np.testing.assert_array_equal(clf._walk_value(frame), alone._walk_value(frame[["age"]]))
     assert clf.predict(frame).shape == (300,)
     assert cross_val_score(clf, frame, y, cv=3).shape == (3,)
     with pytest.raises(ValueError, match="feature names"):
         clf.predict(frame[["age", "job"]])
     with pytest.raises(ValueError, match="not a column"):
-        ExpProjectedWalk(feature="income", classes=[0, 1]).fit(frame, y)
+        ExpProjectedWalkClassifier(feature="income", classes=[0, 1]).fit(frame, y)
     with pytest.raises(ValueError, match="float|convert"):
-        ExpProjectedWalk(feature="job", classes=[0, 1]).fit(frame, y)
+        ExpProjectedWalkClassifier(feature="job", classes=[0, 1]).fit(frame, y)
 
 
 def test_multi_column_X_without_feature_is_a_clear_error():
     with pytest.raises(ValueError, match=r"uses one input feature.*2 columns.*`feature`"):
-        ExpProjectedWalk(classes=[0, 1]).fit(np.zeros((10, 2)), np.arange(10) % 2)
+        ExpProjectedWalkClassifier(classes=[0, 1]).fit(np.zeros((10, 2)), np.arange(10) % 2)
 
 
 @pytest.fixture
 def fitted():
     x = np.random.default_rng(11).normal(size=100)
     y = (x > 0).astype(int)
-    return x, y, _walk(x, y, T=4)
+    return x, y, _walk(x, y, clamp_bound=4)
 
 
 BAD_PARAMS = [
-    ({"epsilon": 0}, ValueError, "epsilon"),
-    ({"epsilon": -1.0}, ValueError, "epsilon"),
-    ({"epsilon": float("nan")}, ValueError, "epsilon"),
-    ({"epsilon": float("inf")}, ValueError, "epsilon"),
-    ({"epsilon": "1"}, TypeError, "epsilon"),
-    ({"alpha": 0.0}, ValueError, "alpha"),
-    ({"alpha": 1.0}, ValueError, "alpha"),
-    ({"alpha": float("nan")}, ValueError, "alpha"),
-    ({"T": 0}, ValueError, "T"),
-    ({"T": -3}, ValueError, "T"),
-    ({"T": 2.5}, TypeError, "T"),
-    ({"T": 2.0}, TypeError, "T"),
-    ({"T": True}, TypeError, "T"),
-    ({"tie_handling": "first"}, ValueError, "tie_handling"),
+    ({"epsilon": 0}, InvalidParameterError, "'epsilon' parameter of ExpProjectedWalkClassifier"),
+    ({"epsilon": -1.0}, InvalidParameterError, "'epsilon'"),
+    ({"epsilon": float("nan")}, InvalidParameterError, "'epsilon'"),
+    ({"epsilon": float("inf")}, InvalidParameterError, "'epsilon'"),
+    ({"epsilon": "1"}, InvalidParameterError, "'epsilon'"),
+    ({"alpha": 0.0}, InvalidParameterError, "'alpha'"),
+    ({"alpha": 1.0}, InvalidParameterError, "'alpha'"),
+    ({"alpha": float("nan")}, InvalidParameterError, "'alpha'"),
+    ({"clamp_bound": 0}, InvalidParameterError, "'clamp_bound'.*an int in the range"),
+    ({"clamp_bound": -3}, InvalidParameterError, "'clamp_bound'"),
+    ({"clamp_bound": 2.5}, InvalidParameterError, "'clamp_bound'"),
+    ({"clamp_bound": 2.0}, InvalidParameterError, "'clamp_bound'"),
+    ({"clamp_bound": True}, InvalidParameterError, "'clamp_bound'"),
+    ({"tie_handling": "first"}, InvalidParameterError, "'tie_handling'"),
     ({"feature": 1}, ValueError, "feature=1"),
     ({"feature": "age"}, ValueError, "feature='age'"),
-    ({"feature": 0.0}, TypeError, "feature"),
-    ({"accountant": 3}, TypeError, "accountant"),
+    ({"feature": 0.0}, InvalidParameterError, "'feature'"),
+    ({"accountant": 3}, InvalidParameterError, "'accountant'"),
+    ({"random_state": "seed"}, InvalidParameterError, "'random_state'"),
     ({"classes": [0]}, ValueError, "classes must hold at least two"),
-    ({"classes": [0, 1, 2]}, ValueError, "Only binary.*`classes` holds 3"),
+    ({"classes": [0, 1, 2]}, InvalidParameterError, "Only binary.*`classes` holds 3"),
     ({"classes": [0, 2]}, ValueError, "outside `classes`"),
 ]
 
@@ -682,15 +699,18 @@ def test_sample_weight_is_refused(fitted):
 
 def test_predict_before_fit():
     with pytest.raises(NotFittedError):
-        ExpProjectedWalk().predict(np.zeros((2, 1)))
+        ExpProjectedWalkClassifier().predict(np.zeros((2, 1)))
 
 
 def test_classes_none_warns_and_single_class_needs_classes():
     with pytest.warns(PrivacyWarning, match="classes"):
-        ExpProjectedWalk().fit(np.zeros((4, 1)), [0, 1, 0, 1])
+        ExpProjectedWalkClassifier().fit(np.zeros((4, 1)), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="one class"):
-        ExpProjectedWalk().fit(np.zeros((4, 1)), [1, 1, 1, 1])
-    assert ExpProjectedWalk(classes=[0, 1]).fit(np.zeros((4, 1)), [1, 1, 1, 1]).T_ == 6
+        ExpProjectedWalkClassifier().fit(np.zeros((4, 1)), [1, 1, 1, 1])
+    assert (
+        ExpProjectedWalkClassifier(classes=[0, 1]).fit(np.zeros((4, 1)), [1, 1, 1, 1]).clamp_bound_
+        == 6
+    )
 
 
 @pytest.mark.parametrize(
@@ -766,14 +786,14 @@ def test_pickle_round_trip_keeps_spending(fitted):
 def test_clone_deepcopy_and_grid_search_share_the_accountant(fitted):
     x, y, _ = fitted
     acc = PrivacyAccountant()
-    clf = ExpProjectedWalk(classes=[0, 1], accountant=acc, random_state=0)
+    clf = ExpProjectedWalkClassifier(classes=[0, 1], accountant=acc, random_state=0)
     assert clone(clf).accountant is acc
     twin = copy.deepcopy(clf.fit(_column(x), y))
     assert twin.accountant is acc
     twin.predict(_column(x[:4]))
     clf.predict(_column(x[:4]))
     assert acc.queries_answered == 8
-    search = GridSearchCV(clf, {"T": [2, 4]}, cv=2).fit(_column(x), y)
+    search = GridSearchCV(clf, {"clamp_bound": [2, 4]}, cv=2).fit(_column(x), y)
     assert acc.queries_answered == 8 + 2 * 100  # every validation row was a query
     assert search.best_estimator_.accountant is acc
 
@@ -791,15 +811,18 @@ EXPECTED_FAILED_CHECKS = {
     ),
     "check_estimators_nan_inf": (
         "-inf and +inf are valid queries by design (before every and after every training "
-        "point, spec-000 §6.4); NaN queries and NaN/inf training values are still rejected"
+        "point, Figure 1 of Dwork & Feldman (2018)); NaN queries and NaN/inf training values "
+        "are still rejected"
     ),
 }
 
 
 @parametrize_with_checks(
     [
-        ExpProjectedWalk(feature=0, random_state=0),
-        ExpProjectedWalk(feature=0, T=2, tie_handling="sequential", random_state=0),
+        ExpProjectedWalkClassifier(feature=0, random_state=0),
+        ExpProjectedWalkClassifier(
+            feature=0, clamp_bound=2, tie_handling="sequential", random_state=0
+        ),
     ],
     expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS,
 )
