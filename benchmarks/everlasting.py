@@ -1,4 +1,4 @@
-"""Private everlasting prediction on a long query stream (spec-001 and issue 6).
+"""Private everlasting prediction on a long query stream (Naor, Nissim, Stemmer & Yan 2023).
 
 What is measured
 ----------------
@@ -34,8 +34,9 @@ Budgets: ``(epsilon, delta) = (2, 1e-6)`` on thresholds and ``(4, 1e-6)`` on
 Adult by default (``--epsilon-thresholds``, ``--epsilon-adult``). At
 ``epsilon = 1`` the sizing rule asks 16 101 teachers and 161 010 training rows
 for 10 rows per teacher (minutes of teacher fits per phase on this machine);
-on Adult, ``epsilon < 4`` leaves fewer than 17 rows per teacher (spec-001
-§4.3(4): tasks that need hundreds of rows per teacher need ``epsilon >= 4``).
+on Adult, ``epsilon < 4`` leaves fewer than 17 rows per teacher (by the sizing
+rule of ``practical_plan``, tasks that need hundreds of rows per teacher need
+``epsilon >= 4``).
 No setting was chosen by looking at the test split.
 
 Outputs: a table, ``everlasting_results.json`` and ``everlasting_phases.png``
@@ -174,6 +175,7 @@ def run_everlasting(task: StreamTask, seed: int) -> dict:
         delta=DELTA,
         n_teachers=task.n_teachers,
         random_state=seed,
+        classes=CLASSES,
     )
     start = time.perf_counter()
     clf.fit(task.X_train, task.y_train)
@@ -194,8 +196,8 @@ def run_everlasting(task: StreamTask, seed: int) -> dict:
         "teacher_size": int(clf.phase_schedule_[0]["teacher_size"]),
         "phase_length": int(phase_length),
         "noise_sigma": float(clf.noise_sigma_),
-        "privacy_guarantee": list(clf.privacy_guarantee_),
-        "privacy_scope": clf.privacy_scope_,
+        "privacy_guarantee": [clf.privacy_guarantee_.epsilon, clf.privacy_guarantee_.delta],
+        "privacy_scope": str(clf.privacy_guarantee_),
         "phases": phases,
         "accuracy": float(np.mean(correct)),
         "seconds": time.perf_counter() - start,

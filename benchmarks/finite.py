@@ -56,10 +56,9 @@ from _common import DEFAULT_OUT, environment, format_table, load_dataset, timed,
 from skprivpred.finite import (
     ExponentialMechanismClassifier,
     PrivateExpertsClassifier,
-    binary_patterns,
-    conjunction_mistakes,
     mw_round_proba,
 )
+from skprivpred.hypotheses import binary_patterns, conjunction_mistakes
 
 DOCS_STATIC = Path(__file__).resolve().parents[1] / "docs" / "_static"
 
@@ -137,14 +136,15 @@ EXPERTS: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {
 class ExpertSetting:
     """One way of setting the multiplicative-weights rate.
 
-    ``epsilon=None`` is the notes' tuned rate ``a = sqrt(ln K / T)`` (Theorem 2),
+    ``epsilon=None`` is the tuned rate ``a = sqrt(ln K / T)`` of the regret bound
+    (Arora, Hazan & Kale 2012, Theorem 2.4),
     run as pure DP with ``epsilon = 2 a T = 2 sqrt(T ln K)``: a near non-private
     reference.
     """
 
     name: str
     epsilon: float | None
-    delta: float | None
+    delta: float
     composition: str = "zcdp"
 
     def resolved_epsilon(self, n_rounds: int, n_experts: int) -> float:
@@ -155,12 +155,12 @@ class ExpertSetting:
 
 #: Privacy settings of the experts run (the rate follows from them and T).
 EXPERT_SETTINGS = (
-    ExpertSetting("pure, eps=1", 1.0, None),
+    ExpertSetting("pure, eps=1", 1.0, 0.0),
     ExpertSetting("advanced, eps=1, delta=1e-6", 1.0, 1e-6, "advanced"),
     ExpertSetting("zCDP, eps=1, delta=1e-6", 1.0, 1e-6, "zcdp"),
     ExpertSetting("advanced, eps=5, delta=1e-6", 5.0, 1e-6, "advanced"),
     ExpertSetting("zCDP, eps=5, delta=1e-6", 5.0, 1e-6, "zcdp"),
-    ExpertSetting("tuned a=sqrt(ln K/T) (eps=2 sqrt(T ln K))", None, None),
+    ExpertSetting("tuned a=sqrt(ln K/T) (eps=2 sqrt(T ln K))", None, 0.0),
 )
 
 
@@ -285,7 +285,7 @@ def run_experts(data, config: Config) -> tuple[list[dict], dict]:
                     "learning_rate": clf.learning_rate_,
                     "final_regret": float(realised[-1][-1]),
                     "test_accuracy": float(np.mean(answers == data.y_test)),
-                    "query_epsilon": clf.privacy_guarantee_["epsilon"],
+                    "query_epsilon": clf.privacy_guarantee_.epsilon,
                     "fit_seconds": fit_seconds,
                     "predict_seconds": predict_seconds,
                 }

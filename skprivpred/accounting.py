@@ -55,11 +55,14 @@ __all__ = [
     "PER_QUERY_ROW",
     "PrivacyAccountant",
     "PrivacyGuarantee",
+    "advanced_composition",
     "advanced_composition_epsilon",
+    "advanced_composition_inverse",
     "eps_of_rho",
     "max_queries",
     "per_query_epsilon",
     "rho_cap",
+    "zcdp_rho",
 ]
 
 # Floating-point allowance when comparing spending with the cap: ten charges of
@@ -67,6 +70,124 @@ __all__ = [
 # both must fit a budget of 1.0. The allowance is 1e-12 relative: a privacy
 # loss factor of at most exp(1e-12 * epsilon).
 _REL_TOL = 1e-12
+
+
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The zCDP ``rho`` whose closed-form conversion gives exactly ``(epsilon, delta)``-DP.
+
+    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2``, the inverse of
+    ``epsilon = rho + 2 sqrt(rho ln(1/delta))`` (Bun & Steinke 2016, Proposition
+    1.3). It is smaller than :func:`rho_cap` (the tight conversion), so a
+    ``zcdp_rho(epsilon, delta)``-zCDP mechanism is ``(epsilon, delta)``-DP by
+    either conversion.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, > 0.
+    delta : float
+        Target delta, in (0, 1).
+
+    Returns
+    -------
+    float
+        ``rho`` (0.0175 at ``epsilon = 1, delta = 1e-6``).
+
+    Examples
+    --------
+    >>> round(zcdp_rho(1.0, 1e-6), 4)
+    0.0175
+    """
+    epsilon = _checked("zcdp_rho", epsilon, "epsilon", _POSITIVE)
+    delta = _checked("zcdp_rho", delta, "delta", _OPEN_UNIT)
+    log_inv_delta = math.log(1.0 / delta)
+    return (math.sqrt(log_inv_delta + epsilon) - math.sqrt(log_inv_delta)) ** 2
+
+
+def advanced_composition(
+    epsilon_0: float, delta_0: float, k: int, delta_prime: float
+) -> tuple[float, float]:
+    """``(epsilon, delta)`` of ``k`` adaptively chosen ``(epsilon_0, delta_0)``-DP releases.
+
+    ``(advanced_composition_epsilon(epsilon_0, k, delta'), k delta_0 + delta')``
+    (Dwork, Rothblum & Vadhan 2010). With ``delta' = k delta_0`` this is the
+    composition of ``c`` BetweenThresholds instances in Naor, Nissim, Stemmer &
+    Yan (2023), Observation 2: ``(sqrt(2 c ln(1/(c delta_0))) epsilon_0 + c
+    epsilon_0 (e^{epsilon_0} - 1), 2 c delta_0)``.
+
+    Parameters
+    ----------
+    epsilon_0 : float
+        Epsilon of each release, > 0.
+    delta_0 : float
+        Delta of each release, in [0, 1).
+    k : int
+        Number of releases, >= 1.
+    delta_prime : float
+        The slack ``delta'``, in (0, 1), with ``k delta_0 + delta' < 1``.
+
+    Returns
+    -------
+    tuple of float
+        The composed ``(epsilon, delta)``.
+    """
+    caller = "advanced_composition"
+    epsilon_0 = _checked(caller, epsilon_0, "epsilon_0", _POSITIVE)
+    delta_0 = _checked(caller, delta_0, "delta_0", _HALF_OPEN_UNIT)
+    k = int(_checked(caller, k, "k", _POSITIVE_COUNT))
+    delta_prime = _checked(caller, delta_prime, "delta_prime", _OPEN_UNIT)
+    delta = k * delta_0 + delta_prime
+    if not delta < 1.0:
+        raise InvalidParameterError(
+            f"k * delta_0 + delta_prime must be < 1 in advanced_composition, got {delta!r}."
+        )
+    return advanced_composition_epsilon(epsilon_0, k, delta_prime), delta
+
+
+def advanced_composition_inverse(epsilon: float, k: int, delta_prime: float) -> float:
+    """Largest per-release ``epsilon_0`` whose ``k``-fold advanced composition is ``<= epsilon``.
+
+    The inverse of :func:`advanced_composition_epsilon` in ``epsilon_0`` (which
+    it increases), found by root finding and then stepped down until the
+    composed epsilon is within ``epsilon``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The composed epsilon, > 0.
+    k : int
+        Number of releases, >= 1.
+    delta_prime : float
+        The slack ``delta'``, in (0, 1).
+
+    Returns
+    -------
+    float
+        ``epsilon_0``.
+
+    Examples
+    --------
+    >>> eps0 = advanced_composition_inverse(1.0, 10, 1e-7)
+    >>> advanced_composition_epsilon(eps0, 10, 1e-7) <= 1.0
+    True
+    """
+    from scipy.optimize import brentq
+
+    caller = "advanced_composition_inverse"
+    epsilon = _checked(caller, epsilon, "epsilon", _POSITIVE)
+    k = int(_checked(caller, k, "k", _POSITIVE_COUNT))
+    delta_prime = _checked(caller, delta_prime, "delta_prime", _OPEN_UNIT)
+
+    def excess(epsilon_0: float) -> float:
+        return advanced_composition_epsilon(epsilon_0, k, delta_prime) - epsilon
+
+    high = epsilon
+    while excess(high) <= 0:  # sqrt(2 k ln(1/delta')) < 1: the root lies above epsilon
+        high *= 2.0
+    epsilon_0 = brentq(excess, 1e-300, high, xtol=1e-300, rtol=1e-14)
+    while excess(epsilon_0) > 0:  # root finding may stop just above the target
+        epsilon_0 = math.nextafter(epsilon_0, 0.0)
+    return float(epsilon_0)
 
 
 def advanced_composition_epsilon(epsilon_0: float, k: int, delta_prime: float) -> float:
@@ -358,8 +479,10 @@ class PrivacyAccountant:
           ``rho = epsilon^2 / 2`` unless the mechanism states a smaller one (the
           soft-majority vote is bounded-range: ``rho = epsilon^2 / 8``); zCDP
           composes adaptively and a cap checked before each charge is a valid
-          privacy filter (Feldman & Zrnic 2021). Charges with ``delta > 0`` go
-          to an ``(epsilon, delta)`` ledger composed by basic composition; the
+          privacy filter (Feldman & Zrnic 2021). A charge with ``delta > 0``
+          that states its ``rho`` (the Gaussian mechanism is ``rho``-zCDP)
+          composes as zCDP too; other charges with ``delta > 0`` go to an
+          ``(epsilon, delta)`` ledger composed by basic composition; the
           transcript is ``(eps_of_rho(sum rho, delta - sum delta_ledger) + sum
           eps_ledger, delta)``-DP, and also basic-composition DP: the accountant
           reports the smaller epsilon. Needs ``delta > 0``.
@@ -593,16 +716,19 @@ class PrivacyAccountant:
     def _totals_after(
         t: Totals, n_rows: int, epsilon: float, delta: float, rho: float | None
     ) -> Totals:
-        pure = delta == 0
+        # A pure charge, or one that states its rho (a Gaussian mechanism is
+        # rho-zCDP), composes as zCDP; any other (epsilon, delta) charge goes to
+        # the (epsilon, delta) ledger.
+        zcdp = delta == 0 or rho is not None
         if rho is None:
             rho = epsilon**2 / 2.0  # pure epsilon-DP implies epsilon^2/2-zCDP
         return Totals(
             t.rows + n_rows,
             t.epsilon + n_rows * epsilon,
             t.delta + n_rows * delta,
-            t.rho + (n_rows * rho if pure else 0.0),
-            t.ledger_epsilon + (0.0 if pure else n_rows * epsilon),
-            t.ledger_delta + (0.0 if pure else n_rows * delta),
+            t.rho + (n_rows * rho if zcdp else 0.0),
+            t.ledger_epsilon + (0.0 if zcdp else n_rows * epsilon),
+            t.ledger_delta + (0.0 if zcdp else n_rows * delta),
         )
 
     def _validate_charge(self, n_rows, epsilon, delta, rho=None):
@@ -619,7 +745,8 @@ class PrivacyAccountant:
         epsilon, delta = float(epsilon), float(delta)
         if rho is not None:
             rho = float(rho)
-            rho = min(rho, epsilon**2 / 2.0)  # pure epsilon-DP is epsilon^2/2-zCDP anyway
+            if delta == 0:
+                rho = min(rho, epsilon**2 / 2.0)  # pure epsilon-DP is epsilon^2/2-zCDP anyway
         return int(n_rows), epsilon, delta, rho
 
     def _check_row_guarantee(self, stored, epsilon: float, delta: float) -> None:
@@ -700,8 +827,11 @@ class PrivacyAccountant:
         delta : float, default=0.0
             Per-row delta, in [0, 1).
         rho : float, default=None
-            Per-row zCDP parameter of a pure charge, if smaller than the generic
-            ``epsilon^2 / 2`` (used by ``composition="zcdp"`` only).
+            Per-row zCDP parameter: of a pure charge, if smaller than the generic
+            ``epsilon^2 / 2``; of a charge with ``delta > 0``, when the mechanism
+            is also ``rho``-zCDP (the Gaussian mechanism), which then composes as
+            zCDP instead of by basic composition (used by ``composition="zcdp"``
+            only).
 
         Returns
         -------
@@ -742,8 +872,11 @@ class PrivacyAccountant:
         delta : float, default=0.0
             Per-row delta, in [0, 1).
         rho : float, default=None
-            Per-row zCDP parameter of a pure charge, if smaller than the generic
-            ``epsilon^2 / 2`` (used by ``composition="zcdp"`` only).
+            Per-row zCDP parameter: of a pure charge, if smaller than the generic
+            ``epsilon^2 / 2``; of a charge with ``delta > 0``, when the mechanism
+            is also ``rho``-zCDP (the Gaussian mechanism), which then composes as
+            zCDP instead of by basic composition (used by ``composition="zcdp"``
+            only).
         horizon : tuple of (str, int), default=None
             ``(key, n_queries)``: also count the rows against the public
             horizon ``key`` of a fitted estimator, in the same transaction.
@@ -785,8 +918,11 @@ class PrivacyAccountant:
         delta : float, default=0.0
             Per-row delta, in [0, 1).
         rho : float, default=None
-            Per-row zCDP parameter of a pure charge, if smaller than the generic
-            ``epsilon^2 / 2`` (used by ``composition="zcdp"`` only).
+            Per-row zCDP parameter: of a pure charge, if smaller than the generic
+            ``epsilon^2 / 2``; of a charge with ``delta > 0``, when the mechanism
+            is also ``rho``-zCDP (the Gaussian mechanism), which then composes as
+            zCDP instead of by basic composition (used by ``composition="zcdp"``
+            only).
 
         Returns
         -------

@@ -1,4 +1,4 @@
-"""Private everlasting prediction (Naor, Nissim, Stemmer & Yan 2023; spec-001).
+"""Private everlasting prediction (Naor, Nissim, Stemmer & Yan, NeurIPS 2023).
 
 An everlasting predictor answers an unbounded stream of queries, one label per
 query, and keeps learning *from the queries*: every phase's teachers are
@@ -8,44 +8,42 @@ stream: no budget runs out with time.
 
 Two public estimators share one stream engine (:class:`_EverlastingStream`):
 
-- :class:`GenericBBLClassifier`, the paper's algorithm GenericBBL as written
-  (subsample-and-aggregate teachers, BetweenThresholds with its halting budget,
-  LabelBoost relabelling, privacy-amplifying sub-samples). At the paper's
-  constants it needs about 1e25 labelled rows (spec-001 §4.2), so ``mode="paper"``
+- :class:`GenericBBLClassifier`, the paper's Algorithm GenericBBL (Section 5)
+  as written (subsample-and-aggregate teachers, BetweenThresholds with its
+  halting budget, LabelBoost relabelling, privacy-amplifying sub-samples). At
+  the paper's constants it needs about 1e25 labelled rows, so ``mode="paper"``
   mostly computes the schedule and says how much data is missing;
   ``mode="simulation"`` runs the same code with scaled-down sizes and no
   guarantee.
-- :class:`PrivateEverlastingClassifier`, the practical variant of spec-001 §3.3:
-  any scikit-learn teacher, an independent Gaussian noisy vote per query, and
-  the next phase trained on the released answers.
+- :class:`PrivateEverlastingClassifier`, a practical variant (not in the
+  paper): any scikit-learn teacher, an independent Gaussian noisy vote per
+  query, and the next phase trained on the released answers, private in the
+  paper's sense (Definition 3.4, the game of Figure 1).
 
-Every parameter formula of spec-001 §2.1 lives in this module's "formulas"
-section, once; the estimators, :func:`genericbbl_plan` and the tests all call
-it. BetweenThresholds itself is in :mod:`skprivpred.mechanisms`.
+Every parameter formula of Algorithm GenericBBL lives in this module's
+"formulas" section, once; the estimators, :func:`genericbbl_plan` and the tests
+all call it. BetweenThresholds itself is in :mod:`skprivpred.mechanisms`; every
+conversion and composition between ``(epsilon, delta)`` and zCDP's ``rho`` is
+in :mod:`skprivpred.accounting`.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils import get_tags
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
-    QueryStream,
-    check_epsilon,
-    check_open_unit_interval,
-    check_positive_finite,
-    check_positive_int,
     finite_target_column,
     keep_frame,
     reject_fit_params,
@@ -53,13 +51,25 @@ from ._base import (
 )
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import (
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    advanced_composition_inverse,
+    eps_of_rho,
+    zcdp_rho,
+)
 from .exceptions import (
     InsufficientSampleError,
+    InvalidParameterError,
     PhaseDataError,
     PredictorHaltedError,
     PrivacyParameterError,
     PrivacyWarning,
 )
+
+# FiniteHypothesisClass: imported by skprivpred/__init__.py from here until it imports
+# both classes from .hypotheses.
+from .hypotheses import FiniteHypothesisClass, ThresholdClass  # noqa: F401
 from .mechanisms import (
     BT_BELOW,
     LOG_BASE,
@@ -72,23 +82,29 @@ from .mechanisms import (
     log_base,
     sample_categorical,
 )
+from .utils._param_validation import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 
 __all__ = [
-    "FiniteHypothesisClass",
     "GenericBBLClassifier",
-    "InsufficientSampleError",
-    "PhaseDataError",
-    "PredictorHaltedError",
-    "PrivacyParameterError",
     "PrivateEverlastingClassifier",
-    "ThresholdClass",
     "genericbbl_plan",
     "practical_plan",
 ]
 
-# -- constants of the paper (spec-001 §2.1) ------------------------------------------------------
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
+_POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+_LOG_BASE_RANGE = Interval(Real, 1, None, closed="neither")
+
+# -- constants of Algorithm GenericBBL (Naor, Nissim, Stemmer & Yan 2023, Section 5) -----------
 #: The paper's tau ("tau > 1.1 * 10^10"): the smallest value for which the BT gap
-#: condition holds in the first phases is 5e9-8.5e9 (spec-001 §4.2).
+#: condition (Lemma C.3) holds in the first phases is 5e9-8.5e9 (worked out from
+#: Claim D.9 at alpha = beta = 0.05, delta = 1e-6, base-2 logs).
 TAU = 1.1e10
 #: Queries per phase: R_i = 25600 |S_i| / epsilon (Claim D.6 needs the factor).
 PHASE_QUERY_FACTOR = 25600
@@ -99,8 +115,9 @@ LABELBOOST_EPSILON = 1.0
 #: Theorem 5.1 needs alpha, beta, delta < 1/16 and (Claim 2.7) epsilon <= 1.
 PAPER_PARAMETER_BOUND = 1.0 / 16.0
 
-#: Scaled-down sizes of ``mode="simulation"`` (spec-001 §4.3(5)) for every key the
-#: caller does not override. ``phase_length`` defaults to 4 teacher pools.
+#: Scaled-down sizes of ``mode="simulation"`` for every key the caller does not
+#: override: small enough that a run takes seconds, with no privacy guarantee.
+#: ``phase_length`` defaults to 4 teacher pools.
 SIMULATION_DEFAULTS = {"n_teachers": 200, "teacher_size": 20, "m": 2.0, "bt_epsilon": 1.0}
 SIMULATION_PHASE_LENGTH_POOLS = 4
 #: Override keys, and those that void the privacy proof (simulation mode only).
@@ -115,13 +132,22 @@ OVERRIDE_KEYS = (
 )
 SIMULATION_ONLY_KEYS = ("m", "bt_epsilon")
 
-#: Default sizing of the practical predictor (spec-001 §4.3(4)): the vote margin,
-#: as a fraction of the teachers, that the noise may not cross, in standard deviations.
+#: Default sizing of the practical predictor: the vote margin, as a fraction of
+#: the teachers, that the noise may not cross, and how many standard deviations
+#: of noise that margin must cover.
 PRACTICAL_MARGIN = 0.4
 PRACTICAL_Z = 3.0
+#: Default growth of the practical predictor's phases: ``R_{i+1} = ceil(g R_i)``
+#: (the paper's phases grow about 11-fold, Section 5; see :func:`practical_schedule`).
+PRACTICAL_GROWTH = 2.0
+#: Default length of the first phase, as a multiple of the number of training rows.
+PRACTICAL_FIRST_PHASE = 1.0
+#: Share of a later phase's zCDP budget that pays for relabelling its pool through
+#: the hypothesis class (bounded-range exponential mechanism, ``epsilon_r^2 / 8``).
+RELABEL_RHO_SHARE = 0.1
 
 
-# -- formulas of spec-001 §2.1: the one place they are computed ---------------------------------
+# -- formulas of Algorithm GenericBBL (Section 5): the one place they are computed --------------
 def amplification_denominator(epsilon: float) -> float:
     """``m = 3 + exp(epsilon + 4)``: sub-samples are drawn at ratio ``epsilon / m``.
 
@@ -135,7 +161,7 @@ def amplification_denominator(epsilon: float) -> float:
     float
         ``m`` (151.41 at ``epsilon = 1``).
     """
-    return 3.0 + math.exp(check_epsilon(epsilon) + 4.0)
+    return 3.0 + math.exp(epsilon + 4.0)
 
 
 def vc_teacher_size(vc_dim: int, alpha: float, beta: float, base: float = LOG_BASE) -> float:
@@ -260,7 +286,7 @@ def _start_between_thresholds(
 
 @dataclass(frozen=True)
 class GenericBBLPhase:
-    """Public, data-independent sizes of one GenericBBL phase (spec-001 §2.1).
+    """Public, data-independent sizes of one GenericBBL phase (Algorithm GenericBBL, step 3).
 
     Attributes
     ----------
@@ -311,7 +337,7 @@ class GenericBBLPhase:
 
 @dataclass(frozen=True)
 class PracticalPhase:
-    """Public, data-independent sizes of one phase of the practical predictor (spec-001 §3.3).
+    """Public, data-independent sizes of one phase of the practical predictor.
 
     Attributes
     ----------
@@ -327,6 +353,11 @@ class PracticalPhase:
         ``R``, queries answered in the phase.
     noise_sigma : float or None
         Standard deviation of the Gaussian vote noise (Gaussian aggregator).
+    rho : float or None
+        zCDP budget of the phase's answers (Gaussian aggregator).
+    relabel_epsilon : float or None
+        Epsilon of the exponential mechanism that relabelled this phase's
+        pool through the hypothesis class (``None``: not relabelled).
     top_budget : int or None
         TOPs per phase (BetweenThresholds aggregator).
     threshold_gap, bt_epsilon, bt_delta : float or None
@@ -339,6 +370,8 @@ class PracticalPhase:
     pool_size: int
     phase_length: int
     noise_sigma: float | None = None
+    rho: float | None = None
+    relabel_epsilon: float | None = None
     top_budget: int | None = None
     threshold_gap: float | None = None
     bt_epsilon: float | None = None
@@ -353,35 +386,29 @@ class PracticalPhase:
         )
 
 
-def _check_paper_parameters(
-    epsilon, delta, alpha, beta, *, paper: bool
-) -> tuple[float, float, float, float]:
-    """Validate (epsilon, delta, alpha, beta); in paper mode enforce Theorem 5.1's ranges."""
-    epsilon = check_epsilon(epsilon)
-    delta = check_open_unit_interval(delta, "delta")
-    alpha = check_open_unit_interval(alpha, "alpha")
-    beta = check_open_unit_interval(beta, "beta")
-    if paper:
-        if epsilon > 1.0:
+def _check_paper_ranges(epsilon: float, delta: float, alpha: float, beta: float) -> None:
+    """Theorem 5.1's ranges (``alpha, beta, delta < 1/16``) and Claim 2.7's ``epsilon <= 1``."""
+    if epsilon > 1.0:
+        raise PrivacyParameterError(
+            f"epsilon must be <= 1 in mode='paper' (Claim 2.7, the sub-sampling step, needs "
+            f"it), got epsilon={epsilon!r}."
+        )
+    for name, value in (("alpha", alpha), ("beta", beta), ("delta", delta)):
+        if value >= PAPER_PARAMETER_BOUND:
             raise PrivacyParameterError(
-                f"epsilon must be <= 1 in mode='paper' (Claim 2.7, the sub-sampling step, needs "
-                f"it), got epsilon={epsilon!r}."
+                f"{name} must be < 1/16 in mode='paper' (Theorem 5.1), got {name}={value!r}."
             )
-        for name, value in (("alpha", alpha), ("beta", beta), ("delta", delta)):
-            if value >= PAPER_PARAMETER_BOUND:
-                raise PrivacyParameterError(
-                    f"{name} must be < 1/16 in mode='paper' (Theorem 5.1), got {name}={value!r}."
-                )
-    return epsilon, delta, alpha, beta
 
 
 class _GenericBBLSchedule:
     """The phase schedule of GenericBBL: a deterministic function of public parameters.
 
-    ``mode="paper"`` follows spec-001 §2.1 verbatim; overrides of sizes that the
-    privacy proof does not use (``n_teachers``, ``teacher_size``,
-    ``phase_length``, ``top_budget``, ``threshold_gap``) are allowed and keep the
-    privacy proof (spec-001 §4.3(2)) provided the BT gap condition holds.
+    ``mode="paper"`` follows Algorithm GenericBBL's formulas verbatim; overrides
+    of sizes that the privacy proof does not use (``n_teachers``,
+    ``teacher_size``, ``phase_length``, ``top_budget``, ``threshold_gap``) are
+    allowed and keep the privacy proof (Claims E.5 and E.6 use only the BT gap
+    condition of Lemma C.3, the per-instance ``(eps', delta')`` of Claim D.1 and
+    the sub-sampling ratio ``epsilon / m``) provided the gap condition holds.
     ``mode="simulation"`` takes every size from the overrides, with the toy
     defaults of :data:`SIMULATION_DEFAULTS`, and skips the privacy checks.
     """
@@ -499,7 +526,7 @@ def genericbbl_plan(
     tau: float = TAU,
     phases: int = 3,
 ) -> dict:
-    """The public schedule of GenericBBL and the data it needs (spec-001 §2.1, §4).
+    """The public schedule of GenericBBL and the data it needs (Algorithm GenericBBL, Section 5).
 
     Parameters
     ----------
@@ -513,7 +540,8 @@ def genericbbl_plan(
     vc_dim : int
         VC dimension of the class.
     log_base : float, default=2
-        Base of the paper's ``log`` (spec-001 P2).
+        Base of the paper's ``log`` where it writes no base, > 1 (2 gives the
+        larger, conservative value in every privacy condition).
     tau : float, default=1.1e10
         The paper's constant.
     phases : int, default=3
@@ -537,11 +565,22 @@ def genericbbl_plan(
     >>> f"{plan['n']:.2e}", plan["phases"][0]["teacher_size"]
     ('3.65e+25', 3899)
     """
-    epsilon, delta, alpha, beta = _check_paper_parameters(epsilon, delta, alpha, beta, paper=True)
-    vc_dim = check_positive_int(vc_dim, "vc_dim")
-    phases = check_positive_int(phases, "phases")
-    base = check_positive_finite(log_base, "log_base")
-    tau = check_positive_finite(tau, "tau")
+    validate_parameter_constraints(
+        {
+            "epsilon": [_POSITIVE],
+            "delta": [_OPEN_UNIT],
+            "alpha": [_OPEN_UNIT],
+            "beta": [_OPEN_UNIT],
+            "vc_dim": [_POSITIVE_INT],
+            "log_base": [_LOG_BASE_RANGE],
+            "tau": [_POSITIVE],
+            "phases": [_POSITIVE_INT],
+        },
+        locals(),
+        caller_name="genericbbl_plan",
+    )
+    _check_paper_ranges(epsilon, delta, alpha, beta)
+    base = log_base
     schedule = _GenericBBLSchedule(
         epsilon, delta, alpha, beta, vc_dim, mode="paper", overrides={}, base=base, tau=tau
     )
@@ -568,30 +607,7 @@ def genericbbl_plan(
     }
 
 
-# -- formulas of the practical predictor (spec-001 §3.3, §4.3(4)) --------------------------------
-def zcdp_rho(epsilon: float, delta: float) -> float:
-    """``rho = (sqrt(ln(1/delta) + eps) - sqrt(ln(1/delta)))^2``: rho-zCDP implies (eps, delta)-DP.
-
-    The inverse of ``eps = rho + 2 sqrt(rho ln(1/delta))`` (Bun & Steinke 2016,
-    Prop. 1.3).
-
-    Parameters
-    ----------
-    epsilon : float
-        Target epsilon, > 0.
-    delta : float
-        Target delta, in (0, 1).
-
-    Returns
-    -------
-    float
-        The zCDP budget of one phase (0.0175 at ``eps = 1, delta = 1e-6``).
-    """
-    epsilon = check_epsilon(epsilon)
-    log_inv_delta = math.log(1.0 / check_open_unit_interval(delta, "delta"))
-    return (math.sqrt(log_inv_delta + epsilon) - math.sqrt(log_inv_delta)) ** 2
-
-
+# -- formulas of the practical predictor -------------------------------------------------------
 def gaussian_vote_sigma(phase_length: int, rho: float) -> float:
     """``sigma = sqrt(R / (2 rho))``: R Gaussian votes of sensitivity 1 compose to rho-zCDP.
 
@@ -617,7 +633,7 @@ def practical_plan(
     margin: float = PRACTICAL_MARGIN,
     z: float = PRACTICAL_Z,
 ) -> dict:
-    """Teachers and training rows that the practical everlasting predictor needs (spec-001 §4.3(4)).
+    """Teachers and training rows that the practical everlasting predictor needs.
 
     The sizing rule ``T >= z^2 lambda / (2 rho margin^2)`` makes the Gaussian
     vote noise ``sigma = sqrt(lambda T / (2 rho))`` (phase length ``R = lambda
@@ -647,12 +663,18 @@ def practical_plan(
     >>> plan["n_teachers"], plan["n_samples"]
     (32201, 644020)
     """
+    validate_parameter_constraints(
+        {
+            "epsilon": [_POSITIVE],
+            "delta": [_OPEN_UNIT],
+            "teacher_size": [_POSITIVE_INT],
+            "margin": [Interval(Real, 0, 1, closed="right")],
+            "z": [_POSITIVE],
+        },
+        locals(),
+        caller_name="practical_plan",
+    )
     rho = zcdp_rho(epsilon, delta)
-    teacher_size = check_positive_int(teacher_size, "teacher_size")
-    margin = check_positive_finite(margin, "margin")
-    if margin > 1.0:
-        raise ValueError(f"margin must lie in (0, 1], got {margin!r}.")
-    z = check_positive_finite(z, "z")
     n_teachers = ceil_int(z**2 * teacher_size / (2.0 * rho * margin**2))
     n_samples = teacher_size * n_teachers
     return {
@@ -662,6 +684,154 @@ def practical_plan(
         "sigma": gaussian_vote_sigma(n_samples, rho),
         "teachers_per_row": n_teachers / teacher_size,
     }
+
+
+def relabel_epsilon(epsilon: float, delta: float) -> float:
+    """Epsilon of the relabelling exponential mechanism: ``sqrt(8 * share * rho)``.
+
+    The mechanism is ``epsilon_r``-DP with bounded range ``epsilon_r``, hence
+    ``epsilon_r^2 / 8``-zCDP (Cesar & Rogers 2021); with ``share =``
+    :data:`RELABEL_RHO_SHARE` of ``rho = zcdp_rho(epsilon, delta)`` it leaves
+    ``(1 - share) rho`` to the Gaussian votes of the phase trained on the pool.
+    """
+    return math.sqrt(8.0 * RELABEL_RHO_SHARE * zcdp_rho(epsilon, delta))
+
+
+def practical_schedule(
+    epsilon: float,
+    delta: float,
+    n_samples: int,
+    *,
+    n_teachers: int | None = None,
+    phase_length: int | None = None,
+    phase_growth: float = PRACTICAL_GROWTH,
+    relabel: bool = False,
+    phases: int = 4,
+) -> list[dict]:
+    """The public phase schedule of :class:`PrivateEverlastingClassifier`.
+
+    A deterministic function of public facts only (the privacy parameters,
+    the number of training rows, which is public under substitution, and the
+    constructor parameters); the data never enter it. Phase ``i`` trains
+    ``T_i`` teachers on a pool of ``N_i`` rows (``N_1 = n``, the training set;
+    ``N_{i+1} = R_i``, the phase's queries with their released answers) and
+    answers ``R_i`` queries with Gaussian vote noise ``sigma_i = sqrt(R_i / (2
+    rho_i))``:
+
+    - ``R_1 = phase_length``, default ``ceil(PRACTICAL_FIRST_PHASE * n)``;
+      ``R_{i+1} = ceil(g R_i)`` with ``g = phase_growth`` (phases grow
+      geometrically, as the paper's do: Naor, Nissim, Stemmer & Yan 2023,
+      Section 5, ``|S_{i+1}| = lambda_{i+1} T_{i+1}``);
+    - ``T_1 = n_teachers``, default ``ceil(z sigma_1 / margin)`` (the noise is
+      ``margin / z`` of the teachers, the rule of :func:`practical_plan`), at
+      most ``n``; ``T_i = min(N_i, ceil(T_1 sigma_i / sigma_1))`` keeps that
+      ratio in every phase;
+    - ``rho_1 = rho = zcdp_rho(epsilon, delta)``; with relabelling, later
+      phases have ``rho_i = (1 - RELABEL_RHO_SHARE) rho``.
+
+    Because ``sigma_i`` grows like ``sqrt(R_i)`` while the pool grows like
+    ``R_{i-1}``, rows per teacher grow like ``sqrt(g)`` per phase: later
+    teachers see more rows, which is what keeps later phases from drifting.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The guarantee of every training row and every query.
+    n_samples : int
+        Training rows ``n``.
+    n_teachers, phase_length : int, default=None
+        ``T_1`` and ``R_1`` (``None``: the rule above).
+    phase_growth : float, default=PRACTICAL_GROWTH
+        ``g >= 1``.
+    relabel : bool, default=False
+        Whether later pools are relabelled through a hypothesis class.
+    phases : int, default=4
+        Number of phases to list.
+
+    Returns
+    -------
+    list of dict
+        One dict per phase: ``phase``, ``pool_size`` (``N_i``), ``n_teachers``,
+        ``teacher_size`` (``floor(N_i / T_i)``), ``phase_length``, ``rho``,
+        ``noise_sigma`` and ``relabel_epsilon`` (``None`` for phase 1 or
+        without relabelling).
+
+    Examples
+    --------
+    >>> [p["teacher_size"] for p in practical_schedule(4.0, 1e-6, 32561, phases=3)]
+    [17, 24, 34]
+    """
+    validate_parameter_constraints(
+        {
+            "epsilon": [_POSITIVE],
+            "delta": [_OPEN_UNIT],
+            "n_samples": [_POSITIVE_INT],
+            "n_teachers": [_POSITIVE_INT, None],
+            "phase_length": [_POSITIVE_INT, None],
+            "phase_growth": [Interval(Real, 1, None, closed="left")],
+            "relabel": ["boolean"],
+            "phases": [_POSITIVE_INT],
+        },
+        locals(),
+        caller_name="practical_schedule",
+    )
+    return [
+        asdict(params)
+        for params in _practical_phases(
+            float(epsilon),
+            float(delta),
+            int(n_samples),
+            n_teachers,
+            phase_length,
+            float(phase_growth),
+            bool(relabel),
+            int(phases),
+        )
+    ]
+
+
+def _practical_phases(
+    epsilon: float,
+    delta: float,
+    n_samples: int,
+    n_teachers: int | None,
+    phase_length: int | None,
+    growth: float,
+    relabel: bool,
+    phases: int,
+) -> list[PracticalPhase]:
+    """The first ``phases`` phases of the practical schedule (see :func:`practical_schedule`)."""
+    rho = zcdp_rho(epsilon, delta)
+    later_rho = (1.0 - RELABEL_RHO_SHARE) * rho if relabel else rho
+    r_eps = relabel_epsilon(epsilon, delta) if relabel else None
+    length = phase_length if phase_length is not None else ceil_int(PRACTICAL_FIRST_PHASE * n_samples)
+    sigma_1 = gaussian_vote_sigma(length, rho)
+    first_teachers = n_teachers
+    if first_teachers is None:
+        first_teachers = ceil_int(PRACTICAL_Z * sigma_1 / PRACTICAL_MARGIN)
+    first_teachers = max(1, min(int(first_teachers), n_samples))
+    listed: list[PracticalPhase] = []
+    pool = n_samples
+    for i in range(1, phases + 1):
+        if i > 1:
+            pool, length = length, ceil_int(growth * length)
+        phase_rho = rho if i == 1 else later_rho
+        sigma = gaussian_vote_sigma(length, phase_rho)
+        teachers = first_teachers if i == 1 else ceil_int(first_teachers * sigma / sigma_1)
+        teachers = max(1, min(teachers, pool))
+        listed.append(
+            PracticalPhase(
+                phase=i,
+                teacher_size=pool // teachers,
+                n_teachers=teachers,
+                pool_size=pool,
+                phase_length=int(length),
+                noise_sigma=sigma,
+                rho=phase_rho,
+                relabel_epsilon=None if i == 1 else r_eps,
+            )
+        )
+    return listed
 
 
 def default_n_teachers(n_samples: int, epsilon: float, delta: float) -> int:
@@ -690,14 +860,10 @@ def practical_bt_privacy(epsilon: float, delta: float, top_budget: int) -> tuple
         ``(eps', delta')``.
     """
     plain = (epsilon / top_budget, delta / top_budget)
+    # Observation 2: c instances at (eps', delta / (2c)) compose, with slack c delta' = delta / 2,
+    # to (advanced_composition_epsilon(eps', c, delta / 2), delta).
     delta_advanced = delta / (2.0 * top_budget)
-
-    def excess(eps_prime: float) -> float:
-        return between_thresholds_composition(eps_prime, delta_advanced, top_budget)[0] - epsilon
-
-    advanced_eps = brentq(excess, 1e-300, epsilon, xtol=1e-300, rtol=1e-14)
-    while excess(advanced_eps) > 0:  # root finding may stop just above the budget
-        advanced_eps = math.nextafter(advanced_eps, 0.0)
+    advanced_eps = advanced_composition_inverse(epsilon, top_budget, top_budget * delta_advanced)
     advanced = (advanced_eps, delta_advanced)
     return min(plain, advanced, key=lambda pair: between_thresholds_gap(pair[0], pair[1], 1.0))
 
@@ -723,307 +889,19 @@ def largest_top_budget(epsilon: float, delta: float, n_teachers: int, threshold_
     return low
 
 
-# -- hypothesis classes with exact ERM and exact LabelBoost (spec-001 §3.1, §3.2) ---------------
-THRESHOLD_DIRECTIONS = ("increasing", "decreasing")
+#: The members the everlasting predictors need of a hypothesis class, beyond the
+#: shared protocol: exact ERM per teacher block, vote fractions and LabelBoost's
+#: candidate dichotomies.
+_EVERLASTING_CLASS_METHODS = ["default_vc_dim", "prepare", "erm", "vote_fraction", "candidates"]
 
 
-@dataclass(frozen=True)
-class _LabelBoostCandidates:
-    """The distinct dichotomies of a class on the points P of Shat and Dhat, and their scores.
-
-    ``errors[k]`` is the number of labelled points dichotomy ``k`` gets wrong;
-    ``labels_of(k)`` gives its labels (0/1) on the labelled and unlabelled points.
-    """
-
-    errors: np.ndarray
-    labels_of: Callable[[int], tuple[np.ndarray, np.ndarray]]
-
-
-class ThresholdClass:
-    """1-D thresholds ``c_t(x) = 1[x >= t]`` (or ``1[x <= t]``), VC dimension 1.
-
-    ERM takes the midpoint of the optimal range (spec-001 §3.1, P10); votes are
-    a binary search in the sorted teacher thresholds; LabelBoost enumerates the
-    ``l + 1`` dichotomies of ``l`` distinct values with prefix sums.
-
-    Parameters
-    ----------
-    direction : {"increasing", "decreasing"}, default="increasing"
-        ``"increasing"``: label 1 (``classes[1]``) for ``x >= t``;
-        ``"decreasing"``: label 1 for ``x <= t``. A public choice: picking it
-        from the data would be an unaccounted private decision (P18).
-    """
-
-    def __init__(self, direction: str = "increasing") -> None:
-        self.direction = direction
-
-    def __repr__(self) -> str:
-        return f"ThresholdClass(direction={self.direction!r})"
-
-    def _check(self) -> None:
-        if self.direction not in THRESHOLD_DIRECTIONS:
-            raise ValueError(
-                f"direction must be one of {THRESHOLD_DIRECTIONS}, got {self.direction!r}."
-            )
-
-    def default_vc_dim(self) -> int:
-        """VC dimension of thresholds on the line: 1."""
-        return 1
-
-    def prepare(self, X: MatrixLike) -> np.ndarray:
-        """Validated points: one finite value per row, sign-flipped if decreasing.
-
-        ``X`` has shape (n,) or (n, 1).
-        """
-        self._check()
-        X = np.asarray(X)
-        if X.ndim == 2 and X.shape[1] != 1:
-            raise ValueError(
-                f"thresholds need one feature: X must have shape (n,) or (n, 1), got {X.shape}."
-            )
-        x = check_array(X.reshape(-1, 1), dtype=np.float64, ensure_all_finite=True).ravel()
-        return x if self.direction == "increasing" else -x
-
-    @staticmethod
-    def erm(points: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """ERM threshold of each block, midpoint of the optimal range.
-
-        Parameters
-        ----------
-        points : ndarray of shape (n_teachers, teacher_size)
-            Prepared values, one block per row.
-        labels : ndarray of shape (n_teachers, teacher_size)
-            0/1 labels.
-
-        Returns
-        -------
-        ndarray of shape (n_teachers,)
-            Sorted thresholds (the teachers' compact form).
-        """
-        order = np.argsort(points, axis=1, kind="stable")
-        xs = np.take_along_axis(points, order, axis=1)
-        ys = np.take_along_axis(labels, order, axis=1).astype(np.int64)
-        n_blocks, size = xs.shape
-        zeros = np.zeros((n_blocks, 1), dtype=np.int64)
-        ones_before = np.hstack([zeros, np.cumsum(ys, axis=1)])
-        zeros_before = np.hstack([zeros, np.cumsum(1 - ys, axis=1)])
-        errors = ones_before + (zeros_before[:, -1:] - zeros_before)  # cut k: first k labelled 0
-        # A cut between two equal values is not realisable by a threshold.
-        valid = np.ones((n_blocks, size + 1), dtype=bool)
-        valid[:, 1:-1] = xs[:, :-1] < xs[:, 1:]
-        errors = np.where(valid, errors, np.iinfo(np.int64).max)
-        optimal = errors == errors.min(axis=1, keepdims=True)
-        cut = np.arange(size + 1)
-        first = np.argmax(optimal, axis=1)
-        # The optimal range runs on while the valid cuts stay optimal.
-        breaks = valid & ~optimal & (cut > first[:, None])
-        stop = np.where(breaks.any(axis=1), np.argmax(breaks, axis=1), size + 1)
-        in_run = optimal & (cut < stop[:, None])
-        last = size - np.argmax(in_run[:, ::-1], axis=1)
-        padded = np.hstack([np.full((n_blocks, 1), -np.inf), xs, np.full((n_blocks, 1), np.inf)])
-        left = padded[np.arange(n_blocks), first]  # x just below the range (or -inf)
-        right = padded[np.arange(n_blocks), last + 1]  # x at its top (or +inf)
-        with np.errstate(invalid="ignore", over="ignore"):
-            middle = 0.5 * left + 0.5 * right
-        middle = np.where((middle > left) & (middle <= right), middle, right)
-        thresholds = np.where(
-            np.isneginf(left),
-            right,
-            np.where(np.isposinf(right), np.nextafter(left, np.inf), middle),
-        )
-        return np.sort(thresholds)
-
-    @staticmethod
-    def vote_fraction(teachers: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Fraction of teachers voting 1: ``#{t <= x} / T`` by binary search."""
-        return np.searchsorted(teachers, points, side="right") / teachers.size
-
-    @staticmethod
-    def candidates(
-        labelled: np.ndarray, labels: np.ndarray, unlabelled: np.ndarray
-    ) -> _LabelBoostCandidates:
-        """The ``l + 1`` dichotomies on the ``l`` distinct values and their errors on Shat."""
-        values, rank = np.unique(np.concatenate([labelled, unlabelled]), return_inverse=True)
-        rank_labelled, rank_unlabelled = rank[: labelled.size], rank[labelled.size :]
-        ones = np.bincount(rank_labelled, weights=labels, minlength=values.size)
-        zeros = np.bincount(rank_labelled, weights=1 - labels, minlength=values.size)
-        ones_before = np.concatenate([[0.0], np.cumsum(ones)])
-        zeros_before = np.concatenate([[0.0], np.cumsum(zeros)])
-        errors = ones_before + (zeros_before[-1] - zeros_before)  # k: first k values labelled 0
-
-        def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
-            return (rank_labelled >= k).astype(np.int8), (rank_unlabelled >= k).astype(np.int8)
-
-        return _LabelBoostCandidates(errors=np.rint(errors), labels_of=labels_of)
-
-
-class FiniteHypothesisClass:
-    """A finite class of binary hypotheses, as a prediction matrix or as callables.
-
-    Parameters
-    ----------
-    predictions : array-like of shape (n_hypotheses, n_domain), default=None
-        ``predictions[k, x]`` in {0, 1} is hypothesis ``k``'s label on domain
-        point ``x``; queries and training rows are then integer indices in
-        ``[0, n_domain)`` (shape (n,) or (n, 1)).
-    hypotheses : list of callable, default=None
-        ``h(X)`` returns one label in {0, 1} per row of ``X`` (2-D). Exactly one
-        of ``predictions`` and ``hypotheses`` must be given.
-
-    Notes
-    -----
-    Label 1 means ``classes[1]``. ERM takes the lowest-index minimiser; LabelBoost
-    de-duplicates the hypotheses' label vectors on the points (duplicate
-    hypotheses add no weight).
-    """
-
-    def __init__(
-        self,
-        predictions: MatrixLike | None = None,
-        hypotheses: list[Callable[[np.ndarray], Any]] | None = None,
-    ) -> None:
-        self.predictions = predictions
-        self.hypotheses = hypotheses
-
-    def __repr__(self) -> str:
-        if self.predictions is not None:
-            return f"FiniteHypothesisClass(predictions=<{np.shape(self.predictions)} matrix>)"
-        count = len(self.hypotheses) if self.hypotheses is not None else 0
-        return f"FiniteHypothesisClass(hypotheses=<{count} callables>)"
-
-    def _matrix(self) -> np.ndarray | None:
-        if (self.predictions is None) == (self.hypotheses is None):
-            raise ValueError(
-                "FiniteHypothesisClass needs exactly one of predictions and hypotheses."
-            )
-        if self.predictions is None:
-            if not self.hypotheses or not all(callable(h) for h in self.hypotheses):
-                raise TypeError(
-                    "hypotheses must be a non-empty list of callables h(X) -> labels in {0, 1}."
-                )
-            return None
-        matrix = np.asarray(self.predictions)
-        if matrix.ndim != 2 or matrix.size == 0 or not np.isin(matrix, (0, 1)).all():
-            raise ValueError(
-                "predictions must be a non-empty 2-D matrix of 0/1 labels (hypotheses x domain)."
-            )
-        return matrix.astype(np.int8)
-
-    def _callables(self) -> list[Callable[[np.ndarray], Any]]:
-        if self.hypotheses is None:
-            raise ValueError("FiniteHypothesisClass was given a prediction matrix, not callables.")
-        return list(self.hypotheses)
-
-    @property
-    def n_hypotheses(self) -> int:
-        """Number ``K`` of hypotheses."""
-        matrix = self._matrix()
-        return len(self._callables()) if matrix is None else matrix.shape[0]
-
-    def default_vc_dim(self) -> int:
-        """``max(1, floor(log2 K))``: a valid upper bound on the VC dimension of K hypotheses."""
-        return max(1, int(math.floor(math.log2(self.n_hypotheses))))
-
-    def prepare(self, X: MatrixLike) -> np.ndarray:
-        """Validated points: domain indices (matrix form) or finite 2-D rows (callables)."""
-        matrix = self._matrix()
-        if matrix is None:
-            return check_array(X, dtype=np.float64, ensure_all_finite=True)
-        X = np.asarray(X)
-        if X.ndim == 2 and X.shape[1] != 1:
-            raise ValueError(
-                f"a prediction-matrix class takes one domain index per row, got shape {X.shape}."
-            )
-        x = check_array(X.reshape(-1, 1), dtype=np.float64, ensure_all_finite=True).ravel()
-        if not (np.all(x == np.round(x)) and np.all((x >= 0) & (x < matrix.shape[1]))):
-            raise ValueError(f"X must hold integer domain indices in [0, {matrix.shape[1]}).")
-        return x.astype(np.intp)
-
-    def labels_on(self, points: np.ndarray) -> np.ndarray:
-        """Labels of every hypothesis on the points, shape (K, n_points), int8."""
-        matrix = self._matrix()
-        if matrix is not None:
-            return matrix[:, points]
-        rows = [np.asarray(h(points)).ravel() for h in self._callables()]
-        labels = np.vstack(rows)
-        if labels.shape[1] != len(points) or not np.isin(labels, (0, 1)).all():
-            raise ValueError("every hypothesis must return one label in {0, 1} per row.")
-        return labels.astype(np.int8)
-
-    def erm(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """Multiplicity of each hypothesis among the blocks' ERM choices (lowest index on ties).
-
-        Parameters
-        ----------
-        points : ndarray of shape (n_teachers, teacher_size[, n_features])
-            Prepared points, one block per row.
-        labels : ndarray of shape (n_teachers, teacher_size)
-            0/1 labels.
-
-        Returns
-        -------
-        ndarray of shape (n_hypotheses,) of int
-            How many teachers chose each hypothesis (the compact form).
-        """
-        n_blocks, size = labels.shape
-        flat = points.reshape((n_blocks * size,) + points.shape[2:])
-        predicted = self.labels_on(flat).reshape(-1, n_blocks, size)
-        errors = (predicted != labels[None].astype(np.int8)).sum(axis=2)
-        return np.bincount(np.argmin(errors, axis=0), minlength=predicted.shape[0])
-
-    def vote_fraction(self, teachers: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Fraction of teachers voting 1 (weighted by multiplicity)."""
-        chosen = np.flatnonzero(teachers)
-        matrix = self._matrix()
-        if matrix is not None:
-            return (teachers[chosen] @ matrix[chosen][:, points]) / teachers.sum()
-        return (teachers[chosen] @ self.labels_on(points)[chosen]) / teachers.sum()
-
-    def candidates(
-        self, labelled: np.ndarray, labels: np.ndarray, unlabelled: np.ndarray
-    ) -> _LabelBoostCandidates:
-        """The distinct dichotomies on the distinct points of Shat and Dhat, scored on Shat."""
-        every = np.concatenate([labelled, unlabelled])
-        points, rank = np.unique(every, axis=0, return_inverse=True)
-        rank = rank.ravel()
-        rank_labelled, rank_unlabelled = rank[: len(labelled)], rank[len(labelled) :]
-        on_points = self.labels_on(points)
-        packed = np.packbits(on_points.astype(np.uint8), axis=1)
-        _, first = np.unique(packed, axis=0, return_index=True)
-        dichotomies = on_points[np.sort(first)].astype(np.int64)
-        ones = np.bincount(rank_labelled, weights=labels, minlength=len(points))
-        zeros = np.bincount(rank_labelled, weights=1 - labels, minlength=len(points))
-        errors = ones.sum() - dichotomies @ ones + dichotomies @ zeros
-
-        def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
-            row = dichotomies[k].astype(np.int8)
-            return row[rank_labelled], row[rank_unlabelled]
-
-        return _LabelBoostCandidates(errors=np.rint(errors), labels_of=labels_of)
-
-
-def _resolve_hypothesis_class(
-    hypothesis_class: str | ThresholdClass | FiniteHypothesisClass,
-) -> ThresholdClass | FiniteHypothesisClass:
+def _resolve_hypothesis_class(hypothesis_class: Any) -> Any:
     """``"thresholds"`` means ``ThresholdClass()``; class objects are used as given."""
-    if isinstance(hypothesis_class, str):
-        if hypothesis_class != "thresholds":
-            raise ValueError(
-                "hypothesis_class must be 'thresholds', a ThresholdClass or a "
-                "FiniteHypothesisClass, "
-                f"got {hypothesis_class!r}."
-            )
-        return ThresholdClass()
-    if not isinstance(hypothesis_class, (ThresholdClass, FiniteHypothesisClass)):
-        raise TypeError(
-            "hypothesis_class must be 'thresholds', a ThresholdClass or a FiniteHypothesisClass, "
-            f"got {type(hypothesis_class).__name__}."
-        )
-    return hypothesis_class
+    return ThresholdClass() if isinstance(hypothesis_class, str) else hypothesis_class
 
 
 def labelboost_law(
-    hypothesis_class: ThresholdClass | FiniteHypothesisClass,
+    hypothesis_class: Any,
     labelled: np.ndarray,
     labels: VectorLike,
     unlabelled: np.ndarray,
@@ -1032,8 +910,8 @@ def labelboost_law(
 
     Parameters
     ----------
-    hypothesis_class : ThresholdClass or FiniteHypothesisClass
-        The class.
+    hypothesis_class : ThresholdClass, FiniteHypothesisClass or compatible
+        The class (with a ``candidates`` method).
     labelled, unlabelled : ndarray
         Prepared points of Shat and Dhat.
     labels : ndarray of 0/1
@@ -1050,14 +928,68 @@ def labelboost_law(
     return found.errors, exponential_mechanism_proba(-found.errors, LABELBOOST_EPSILON)
 
 
+def relabel_law(
+    hypothesis_class: Any, points: np.ndarray, labels: VectorLike, epsilon: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact law of :func:`relabel_through_class`'s choice. NOT PRIVATE: a diagnostic for tests.
+
+    Returns
+    -------
+    errors : ndarray of shape (n_candidates,)
+        Mistakes of each candidate on the pool.
+    proba : ndarray of shape (n_candidates,)
+        ``prior * exp(-epsilon * errors / 2) / Z``.
+    """
+    found = hypothesis_class.prior_candidates(points, np.asarray(labels, dtype=float))
+    return found.errors, _relabel_proba(found, epsilon)
+
+
+def _relabel_proba(found: Any, epsilon: float) -> np.ndarray:
+    """``prior * exp(-epsilon * errors / 2)``, normalised in log space."""
+    from scipy.special import log_softmax
+
+    return np.exp(log_softmax(found.log_prior - 0.5 * epsilon * found.errors))
+
+
+def relabel_through_class(
+    hypothesis_class: Any,
+    points: np.ndarray,
+    labels: VectorLike,
+    epsilon: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Relabel a pool by one hypothesis of the class, drawn by the exponential mechanism.
+
+    The relabelling step of the practical predictor: LabelBoost's idea
+    (Beimel, Nissim & Stemmer 2021; Naor, Nissim, Stemmer & Yan 2023,
+    Appendix C.1: one hypothesis of ``C``, chosen by the exponential mechanism
+    scored on the labelled points, relabels every point) with the candidate
+    set fixed in advance: the whole class weighted by a public prior
+    (``prior_candidates``), rather than the pool's dichotomies, whose set
+    changes with the pool's points (Lemma C.1 pays ``+3`` in epsilon for
+    that). Hypothesis ``h`` is drawn with probability proportional to
+    ``prior(h) exp(-epsilon * mistakes(h) / 2)`` (McSherry & Talwar 2007;
+    mistakes have sensitivity 1 under substitution of one pool row), exactly,
+    by inverse CDF on log-softmax-normalised weights.
+
+    Returns
+    -------
+    ndarray of int
+        The drawn hypothesis's labels (0/1) on the points.
+    """
+    found = hypothesis_class.prior_candidates(points, np.asarray(labels, dtype=float))
+    choice = int(sample_categorical(_relabel_proba(found, epsilon)[None, :], rng)[0])
+    return found.labels_of(choice)[0].astype(np.intp)
+
+
 def label_boost(
-    hypothesis_class: ThresholdClass | FiniteHypothesisClass,
+    hypothesis_class: Any,
     labelled: np.ndarray,
     labels: VectorLike,
     unlabelled: np.ndarray,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """LabelBoost (Beimel, Nissim & Stemmer 2021; spec-001 §2.4): relabel Shat and Dhat by one draw.
+    """LabelBoost (Beimel, Nissim & Stemmer 2021; Lemma C.1): relabel Shat and Dhat by one draw.
 
     One dichotomy of the class on the distinct points is drawn with probability
     proportional to ``exp(-mistakes on Shat / 2)`` (score sensitivity 1,
@@ -1111,18 +1043,21 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     def _tops_used(self) -> int:
         """TOP outcomes of BetweenThresholds in the current phase (0 for the Gaussian vote).
 
-        NOT PRIVATE for queries, hence not a public attribute (spec-001 §5
-        lists ``tops_used_``; DESIGN §1.4 wins): it depends on the data and
-        reveals whether a query hidden from the adversary hit TOP, even when
-        the predictor does not halt, which the released answers do not. For
-        tests and diagnostics only.
+        NOT PRIVATE for queries, hence not a public attribute: it depends on
+        the data and reveals whether a query hidden from the adversary hit TOP,
+        even when the predictor does not halt, which the released answers do
+        not. For tests and diagnostics only.
         """
         mechanism = self._stream()["bt"]
         return 0 if mechanism is None else mechanism.tops_used
 
     @property
     def status_(self) -> str:
-        """``"active"`` or ``"halted"`` (a halt is observable anyway: P15)."""
+        """``"active"`` or ``"halted"`` (a halt is observable anyway).
+
+        A predictor that went on with a default label after its halt would
+        give a constant answer stream, just as observable as the halt.
+        """
         return self._stream()["status"]
 
     # -- stream mechanics --------------------------------------------------------------------
@@ -1135,6 +1070,10 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         state["queries_in_phase"] = 0
         state["bt"] = bt
 
+    def _row_guarantee(self, n_rows: int) -> tuple[float, float, float | None]:
+        """Per-row ``(epsilon, delta, rho)`` charged for the next ``n_rows`` queries."""
+        raise NotImplementedError
+
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Answer each row as one query, in row order, consuming the stream.
 
@@ -1142,7 +1081,9 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         which are trained (inside this call) on the finished phase's queries.
         Calling ``predict`` twice on the same rows asks new queries: the
         answers are new draws. ``score`` calls ``predict`` and consumes queries
-        too.
+        too. An attached ``accountant`` is charged for every row of the call
+        at the per-query guarantee (``privacy_guarantee_.details``) before
+        any noise is drawn; if it refuses, nothing changes.
 
         Parameters
         ----------
@@ -1159,13 +1100,20 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         PredictorHaltedError
             When the TOP budget runs out (the error carries the answers of this
             call, the halting row included), and at once on every later call.
+            The rows after the halting one were charged but not answered.
+        BudgetExhaustedError
+            If the accountant refuses the charge; nothing is answered then.
         """
         self._raise_if_halted()
         X = self._prepare_queries(X)
-        stream = self._query_stream
-        with stream.lock:
-            self._raise_if_halted()  # another thread may have halted the stream meanwhile
-            return self._answer_stream(X, stream)
+        n_rows = X.shape[0]
+        epsilon, delta, rho = self._row_guarantee(n_rows)
+        answers, halt = self._release(
+            n_rows, epsilon, lambda rng: self._answer_stream(X, rng), delta=delta, rho=rho
+        )
+        if halt is not None:
+            raise halt
+        return answers
 
     def _raise_if_halted(self) -> None:
         if self._stream()["status"] == STATUS_HALTED:
@@ -1173,52 +1121,70 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} has halted; it answers no more queries."
             )
 
-    def _answer_stream(self, X: MatrixLike, stream: QueryStream) -> np.ndarray:
+    def _answer_stream(
+        self, X: MatrixLike, rng: np.random.Generator
+    ) -> tuple[np.ndarray, PredictorHaltedError | None]:
+        """Answer the rows in order, phase by phase; runs under the query lock.
+
+        Returns the answers and, if the predictor halted during the call, the
+        error to raise (outside the lock). The release path counts every
+        charged row as answered; rows after a halt are uncounted here.
+        """
         n_rows = X.shape[0]
         answered: list[np.ndarray] = []
         start = 0
         state = self._state
-        while start < n_rows:
+        halt: PredictorHaltedError | None = None
+        if state["status"] == STATUS_HALTED:  # another thread halted the stream meanwhile
+            halt = PredictorHaltedError(
+                f"{type(self).__name__} has halted; it answers no more queries."
+            )
+        while start < n_rows and halt is None:
             params = state["params"]
             stop = min(n_rows, start + params.phase_length - state["queries_in_phase"])
             block = take_rows(X, np.arange(start, stop))
-            answers = self._answer_block(block, stream.rng)
+            answers = self._answer_block(block, rng)
             if answers.size < stop - start:
                 block = take_rows(block, np.arange(answers.size))
             self._record(block, answers, state["queries_in_phase"])
             state["queries_in_phase"] += answers.size
-            stream.answered += answers.size
             answered.append(answers)
             start += answers.size
             if state["bt"] is not None and state["bt"].halted:
                 state["status"] = STATUS_HALTED
-                raise PredictorHaltedError(
+                halt = PredictorHaltedError(
                     f"{type(self).__name__} halted: the BetweenThresholds TOP budget of phase "
                     f"{params.phase} ran out after {state['queries_in_phase']} queries of the "
                     "phase. "
                     "The error's .predictions hold this call's answers, the halting row included.",
                     predictions=self.classes_[np.concatenate(answered)],
                 )
-            if state["queries_in_phase"] == params.phase_length:
-                self._start_next_phase_or_halt(answered)
-        return self.classes_[np.concatenate(answered) if answered else np.empty(0, dtype=np.intp)]
+            elif state["queries_in_phase"] == params.phase_length:
+                halt = self._start_next_phase_or_halt(answered)
+        # The release path adds n_rows to the answered count: rows after a halt were not.
+        self._query_stream.answered -= n_rows - start
+        labels = self.classes_[np.concatenate(answered) if answered else np.empty(0, dtype=np.intp)]
+        return labels, halt
 
-    def _start_next_phase_or_halt(self, answered: list) -> None:
+    def _start_next_phase_or_halt(self, answered: list) -> PredictorHaltedError | None:
         """Start the next phase; if its public sizes break a privacy or size condition, halt.
 
         The schedule is public, so such a halt reveals nothing about the data;
-        running on would void the guarantee.
+        running on would void the guarantee. Returns the error to raise, if any.
         """
         try:
             self._next_phase()
         except (PrivacyParameterError, PhaseDataError) as error:
             self._state["status"] = STATUS_HALTED
-            raise PredictorHaltedError(
+            halt = PredictorHaltedError(
                 f"{type(self).__name__} halted at the end of phase {self._state['params'].phase}: "
                 f"the next phase cannot run with a guarantee ({error}) The error's .predictions "
                 "hold this call's answers.",
                 predictions=self.classes_[np.concatenate(answered)],
-            ) from error
+            )
+            halt.__cause__ = error
+            return halt
+        return None
 
     def query(self, x: Any) -> Any:
         """Answer one query row (a 1-D row, or a scalar for 1-D inputs).
@@ -1242,9 +1208,8 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         if "_state" in self.__dict__:
             warnings.warn(
                 f"copying or pickling a fitted {type(self).__name__} forks its stream state: "
-                "querying "
-                "two copies re-uses the phase's secret sub-samples and doubles its query capacity, "
-                "which voids the privacy guarantee (spec-001 P13). Keep one live copy.",
+                "querying two copies re-uses the phase's secret sub-samples and doubles its "
+                "query capacity, which voids the privacy guarantee. Keep one live copy.",
                 PrivacyWarning,
                 stacklevel=2,
             )
@@ -1261,41 +1226,27 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         """Binary public label set and each row's index in it."""
         y = finite_target_column(y)
         check_classification_targets(y)
+        if self.classes is None and type_of_target(y) == "multiclass":
+            # Checked before the label set is read from y (which warns), with the words
+            # scikit-learn's estimator checks expect of a binary-only classifier.
+            raise ValueError(
+                f"Only binary classification is supported: {type(self).__name__} got more "
+                "than two classes in y. Pass two public labels as `classes`."
+            )
         classes = resolve_binary_classes(self.classes, y, type(self).__name__)
         return classes, np.searchsorted(classes, y)
 
 
-def _check_mode(mode) -> str:
-    if mode not in ("paper", "simulation"):
-        raise ValueError(f"mode must be 'paper' or 'simulation', got {mode!r}.")
-    return mode
-
-
-def _check_overrides(overrides, mode: str) -> dict:
-    """Validate the override keys and values; keys that void the proof need simulation mode."""
-    if overrides is None:
-        return {}
-    if not isinstance(overrides, dict):
-        raise TypeError(f"overrides must be a dict or None, got {type(overrides).__name__}.")
-    unknown = sorted(set(overrides) - set(OVERRIDE_KEYS))
-    if unknown:
-        raise ValueError(f"unknown overrides {unknown}; allowed keys are {list(OVERRIDE_KEYS)}.")
-    checked: dict[str, float] = {}
-    for key, value in overrides.items():
-        if key in ("n_teachers", "teacher_size", "phase_length", "top_budget"):
-            checked[key] = check_positive_int(value, f"overrides['{key}']")
-        elif key == "threshold_gap":
-            checked[key] = check_open_unit_interval(value, "overrides['threshold_gap']")
-        else:
-            checked[key] = check_positive_finite(value, f"overrides['{key}']")
-    if mode == "paper":
-        voiding = sorted(set(checked) & set(SIMULATION_ONLY_KEYS))
-        if voiding:
-            raise PrivacyParameterError(
-                f"overrides {voiding} change the privacy proof's own constants (the sub-sampling "
-                "denominator m, the BT epsilon'); they are allowed only with mode='simulation'."
-            )
-    return checked
+#: Constraints of the values in GenericBBLClassifier's ``overrides``.
+_OVERRIDE_CONSTRAINTS = {
+    "n_teachers": [_POSITIVE_INT],
+    "teacher_size": [_POSITIVE_INT],
+    "phase_length": [_POSITIVE_INT],
+    "top_budget": [_POSITIVE_INT],
+    "threshold_gap": [_OPEN_UNIT],
+    "m": [_POSITIVE],
+    "bt_epsilon": [_POSITIVE],
+}
 
 
 def _as_column_if_1d(X):
@@ -1310,12 +1261,12 @@ class GenericBBLClassifier(_EverlastingStream):
     """GenericBBL, the private everlasting predictor of Naor, Nissim, Stemmer & Yan (2023).
 
     A faithful reference implementation of the paper's Algorithm GenericBBL
-    (spec-001 §2). ``fit`` keeps a random sub-sample ``S_1`` of the training set
+    (Section 5). ``fit`` keeps a random sub-sample ``S_1`` of the training set
     (ratio ``epsilon / m``, ``m = 3 + e^(epsilon + 4)``) and trains ``T_1``
     teachers by ERM on disjoint blocks of ``lambda_1`` rows. Each query row is
     answered by BetweenThresholds (BT) on the fraction of teachers voting 1,
-    with thresholds ``1/2 -+ alpha_i``: below answers ``classes[0]``, above or
-    between (TOP) answers ``classes[1]``. A phase lasts ``R_i`` queries; at its
+    with thresholds ``1/2 -+ alpha_i``: below answers ``classes_[0]``, above or
+    between (TOP) answers ``classes_[1]``. A phase lasts ``R_i`` queries; at its
     end LabelBoost relabels a secret sub-sample of the phase's queries (ratio
     ``epsilon / m``) with one exponential-mechanism draw of a dichotomy of the
     class, scored on a secret sub-sample of the phase's labelled pool, and the
@@ -1341,9 +1292,9 @@ class GenericBBLClassifier(_EverlastingStream):
     is kept), one teacher of phase ``i + 1`` and ``Shat_{i+1}``: Lemma C.1 on an
     ``(epsilon + 1, delta)`` mechanism gives ``(epsilon + 4, 4 e delta)``, and
     the ``epsilon / m`` sub-sample of the phase's queries brings it to
-    ``(epsilon, delta)``. **Known gap** (spec-001 §2.9): whether the differing
-    query itself hit TOP changes the TOP count (hence *when* the predictor
-    halts) and whether BT's threshold noise was redrawn; Claim E.6 treats the
+    ``(epsilon, delta)``. **Known gap in the paper's proof** (of Claim E.6):
+    whether the differing query itself hit TOP changes the TOP count (hence
+    *when* the predictor halts) and whether BT's threshold noise was redrawn; Claim E.6 treats the
     other answers of its phase as identically distributed, which they are not.
     Query privacy is therefore proven across phases but not inside a phase: an
     adversary who can drive the predictor to its halt can detect a TOP on the
@@ -1365,13 +1316,27 @@ class GenericBBLClassifier(_EverlastingStream):
 
     **Simulation mode** (``mode="simulation"``) runs the same algorithm with
     the scaled-down sizes in ``overrides`` and **no privacy guarantee**
-    (``privacy_guarantee_`` is None and a :class:`~skprivpred.PrivacyWarning`
-    says so): for studying the algorithm, never for private data.
+    (``privacy_guarantee_`` says so, with ``epsilon = inf`` and ``delta = 1``,
+    and a :class:`~skprivpred.PrivacyWarning` is emitted): for studying the
+    algorithm, never for private data.
+
+    **Accountant.** An attached ``accountant`` (paper mode only) is charged
+    for every answered row, before it is answered, at the per-query guarantee
+    of its phase: one BetweenThresholds answer reveals about the phase's
+    teachers no more than the whole instance it belongs to, ``(eps'_i,
+    delta'_i)`` (Lemma C.3, with the gap condition checked); a training row
+    changes one teacher of phase 1, so this bounds each answer's loss for a
+    training row (sub-sampling only lowers it). A call that crosses phases is
+    charged at the largest per-row guarantee of the phases it reaches. These
+    per-row charges add up to far more than ``privacy_guarantee_`` (the whole
+    stream's ``(epsilon, delta)``, which is what the paper proves); they make
+    the predictor's answers count against a budget shared with other
+    releases of the same data.
 
     The teachers, the BT noise, the sub-samples, the buffered queries and the
     vote fractions are secret; ``predict_proba`` and ``decision_function`` are
     not offered. Copying or pickling a fitted predictor forks its stream and
-    voids the guarantee (P13); refitting on the same data composes privacy loss.
+    voids the guarantee; refitting on the same data composes privacy loss.
     The BT threshold noise is a floating-point Laplace draw (held secret; only
     labels are released, drawn exactly from their closed-form law), a known
     limitation (Mironov 2012).
@@ -1379,42 +1344,53 @@ class GenericBBLClassifier(_EverlastingStream):
     Parameters
     ----------
     hypothesis_class : "thresholds", ThresholdClass or FiniteHypothesisClass, default="thresholds"
-        The concept class ``C``, with exact ERM and LabelBoost. ``"thresholds"``
-        is ``ThresholdClass(direction="increasing")``.
+        The concept class ``C``, with exact ERM and LabelBoost (see
+        :mod:`skprivpred.hypotheses`). ``"thresholds"`` is
+        ``ThresholdClass(direction="increasing")``.
     epsilon : float, default=1.0
         Privacy parameter for every training row and query, in (0, 1] in paper mode.
     delta : float, default=1e-6
-        Privacy parameter, below 1/16 in paper mode.
+        Privacy parameter, below 1/16 in paper mode. The library's default
+        wherever a mechanism needs ``delta > 0``, as BetweenThresholds does.
     alpha : float, default=0.01
         Accuracy parameter (error guarantee ``6 alpha``), below 1/16 in paper mode.
     beta : float, default=0.01
         Confidence parameter (failure probability ``4 beta``), below 1/16 in paper mode.
     vc_dim : int, default=None
-        VC dimension ``d`` of the class; ``None`` takes 1 for thresholds and
-        ``max(1, floor(log2 K))`` for ``K`` finite hypotheses (an upper bound).
+        VC dimension ``d`` of the class, a public bound; ``None`` takes 1 for
+        thresholds and ``max(1, floor(log2 K))`` for ``K`` finite hypotheses
+        (an upper bound).
     mode : {"paper", "simulation"}, default="paper"
-        ``"paper"``: the schedule of spec-001 §2.1 and the stated guarantee.
-        ``"simulation"``: scaled-down sizes, no guarantee.
+        ``"paper"``: Algorithm GenericBBL's schedule and the guarantee of
+        Theorem 5.1. ``"simulation"``: scaled-down sizes, no guarantee.
     overrides : dict, default=None
         Sizes replacing the paper's formulas, the same in every phase:
         ``n_teachers`` (T), ``teacher_size`` (lambda), ``phase_length`` (R),
         ``top_budget`` (c), ``threshold_gap`` (t_u - t_l), and, in simulation
         mode only, ``m`` and ``bt_epsilon`` (eps'). Quantities not given follow
-        the formulas of spec-001 §2.1 from the given ones (``c = ceil(64
+        Algorithm GenericBBL's formulas from the given ones (``c = ceil(64
         alpha_i R)``, gap ``2 alpha_i``, ``delta' = delta / (2c)``); in
         simulation mode the defaults are ``n_teachers=200, teacher_size=20,
-        phase_length=4 * 200 * 20, m=2, bt_epsilon=1`` (spec-001 §4.3(5)). In paper
-        mode, overrides of the sizes keep the privacy proof (not the accuracy
-        proof) when the BT gap condition holds; otherwise
-        :class:`PrivacyParameterError` is raised.
+        phase_length=4 * 200 * 20, m=2, bt_epsilon=1``. In paper mode,
+        overrides of the sizes keep the privacy proof (not the accuracy proof)
+        when the BT gap condition holds; otherwise
+        :class:`~skprivpred.exceptions.PrivacyParameterError` is raised.
     log_base : float, default=2
-        Base of the paper's ``log`` (spec-001 P2; 2 is conservative).
+        Base of the paper's ``log`` where it writes no base, > 1 (2 gives the
+        larger, conservative value in every privacy condition; where the paper
+        writes ``ln``, the code uses ``ln``).
     random_state : int, Generator or None, default=None
         Seeds the fit stream (sub-samples, partitions) and the query stream
         (BT and LabelBoost noise). ``None`` (OS entropy) is the only safe
         choice on private data: a known seed voids the guarantee.
-    classes : array-like of two labels, default=(0, 1)
-        The public label set; ``classes[1]`` is the label of ``1[x >= t]``.
+    classes : array-like of two labels, default=None
+        The public label set; ``classes[1]`` (after sorting) is the label of
+        ``1[x >= t]``. ``None`` reads it from ``y`` and emits a
+        :class:`~skprivpred.PrivacyWarning` (which labels occur is
+        information about the training data).
+    accountant : PrivacyAccountant, default=None
+        Charged for every answered row at its per-query guarantee (see
+        **Accountant** above); paper mode only.
 
     Attributes
     ----------
@@ -1422,12 +1398,12 @@ class GenericBBLClassifier(_EverlastingStream):
         The public label set.
     n_features_in_ : int
         Number of features of ``X`` (1 for thresholds and prediction matrices).
-    privacy_guarantee_ : tuple of float or None
-        ``(epsilon, delta)`` for every training row and every query over the
-        unbounded stream (within a phase, see the known gap), or ``None`` in
-        simulation mode.
-    privacy_scope_ : str
-        What ``privacy_guarantee_`` covers.
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(epsilon, delta)`` for each training row and each query over the
+        whole unbounded stream (Theorem 5.1; inside a query's own phase, see
+        the known gap, also in ``details["caveat"]``); ``details`` holds the
+        per-query ``(eps'_1, delta'_1)`` charged to an accountant. In
+        simulation mode ``epsilon = inf`` and ``delta = 1``: no guarantee.
     required_samples_ : int
         Training rows the schedule needs.
     phase_, queries_in_phase_, phase_schedule_, status_
@@ -1448,7 +1424,9 @@ class GenericBBLClassifier(_EverlastingStream):
     '3.6e+25'
     >>> rng = np.random.default_rng(0)
     >>> x = rng.random(8000); y = (x >= 0.3).astype(int)
-    >>> clf = GenericBBLClassifier(alpha=0.05, beta=0.05, mode="simulation", random_state=0)
+    >>> clf = GenericBBLClassifier(
+    ...     alpha=0.05, beta=0.05, mode="simulation", classes=[0, 1], random_state=0
+    ... )
     >>> import warnings
     >>> with warnings.catch_warnings():  # the simulation-mode PrivacyWarning
     ...     warnings.simplefilter("ignore")
@@ -1457,9 +1435,28 @@ class GenericBBLClassifier(_EverlastingStream):
     (5,)
     """
 
+    _parameter_constraints: dict = {
+        "hypothesis_class": [
+            StrOptions({"thresholds"}),
+            HasMethods(_EVERLASTING_CLASS_METHODS),
+        ],
+        "epsilon": [_POSITIVE],
+        "delta": [_OPEN_UNIT],
+        "alpha": [_OPEN_UNIT],
+        "beta": [_OPEN_UNIT],
+        "vc_dim": [_POSITIVE_INT, None],
+        "mode": [StrOptions({"paper", "simulation"})],
+        "overrides": [dict, None],
+        "log_base": [_LOG_BASE_RANGE],
+        "random_state": ["random_state"],
+        "classes": ["array-like", None],
+        "accountant": [PrivacyAccountant, None],
+    }
+
     def __init__(
         self,
-        hypothesis_class: str | ThresholdClass | FiniteHypothesisClass = "thresholds",
+        hypothesis_class: Any = "thresholds",
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-6,
         alpha: float = 0.01,
@@ -1469,7 +1466,8 @@ class GenericBBLClassifier(_EverlastingStream):
         overrides: dict | None = None,
         log_base: float = LOG_BASE,
         random_state: RandomStateLike = None,
-        classes: VectorLike = (0, 1),
+        classes: VectorLike | None = None,
+        accountant: PrivacyAccountant | None = None,
     ) -> None:
         self.hypothesis_class = hypothesis_class
         self.epsilon = epsilon
@@ -1482,28 +1480,49 @@ class GenericBBLClassifier(_EverlastingStream):
         self.log_base = log_base
         self.random_state = random_state
         self.classes = classes
+        self.accountant = accountant
 
-    def _make_schedule(self, hclass) -> _GenericBBLSchedule:
-        """Validate the parameters and build the public schedule (no data involved)."""
-        mode = _check_mode(self.mode)
-        epsilon, delta, alpha, beta = _check_paper_parameters(
-            self.epsilon, self.delta, self.alpha, self.beta, paper=mode == "paper"
+    def _check_params(self) -> tuple[Any, _GenericBBLSchedule]:
+        """Cross-parameter rules; returns the class and the public schedule (no data involved)."""
+        paper = self.mode == "paper"
+        if paper:
+            _check_paper_ranges(self.epsilon, self.delta, self.alpha, self.beta)
+        elif self.accountant is not None:
+            raise InvalidParameterError(
+                "accountant must be None with mode='simulation': simulation mode has no "
+                "privacy guarantee to charge; use mode='paper'."
+            )
+        overrides = dict(self.overrides or {})
+        unknown = sorted(set(overrides) - set(OVERRIDE_KEYS))
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown overrides {unknown}; allowed keys are {list(OVERRIDE_KEYS)}."
+            )
+        validate_parameter_constraints(
+            _OVERRIDE_CONSTRAINTS, overrides, caller_name="GenericBBLClassifier overrides"
         )
-        overrides = _check_overrides(self.overrides, mode)
-        base = check_positive_finite(self.log_base, "log_base")
-        if base <= 1.0:
-            raise ValueError(f"log_base must be > 1, got {self.log_base!r}.")
-        vc_dim = (
-            check_positive_int(self.vc_dim, "vc_dim", allow_none=True) or hclass.default_vc_dim()
-        )
+        voiding = sorted(set(overrides) & set(SIMULATION_ONLY_KEYS))
+        if paper and voiding:
+            raise PrivacyParameterError(
+                f"overrides {voiding} change the privacy proof's own constants (the sub-sampling "
+                "denominator m, the BT epsilon'); they are allowed only with mode='simulation'."
+            )
+        hclass = _resolve_hypothesis_class(self.hypothesis_class)
         schedule = _GenericBBLSchedule(
-            epsilon, delta, alpha, beta, vc_dim, mode=mode, overrides=overrides, base=base
+            float(self.epsilon),
+            float(self.delta),
+            float(self.alpha),
+            float(self.beta),
+            int(self.vc_dim or hclass.default_vc_dim()),
+            mode=self.mode,
+            overrides=overrides,
+            base=float(self.log_base),
         )
         first = schedule.phase(1)
         if first.labelled_size > first.pool_size or first.unlabelled_size > first.phase_length:
-            raise ValueError(
-                f"the sub-sampling ratio epsilon / m = {epsilon / schedule.m!r} exceeds 1; pass "
-                "overrides['m'] >= epsilon."
+            raise InvalidParameterError(
+                f"the sub-sampling ratio epsilon / m = {schedule.epsilon / schedule.m!r} exceeds "
+                "1; pass overrides['m'] >= epsilon."
             )
         if first.labelled_size < 1:
             raise PhaseDataError(
@@ -1511,7 +1530,7 @@ class GenericBBLClassifier(_EverlastingStream):
                 "increase n_teachers or teacher_size."
             )
         schedule.check_phase(first, schedule.phase(2))
-        return schedule
+        return hclass, schedule
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Keep the ``epsilon / m`` sub-sample ``S_1`` and train phase 1's teachers.
@@ -1536,6 +1555,8 @@ class GenericBBLClassifier(_EverlastingStream):
 
         Raises
         ------
+        InvalidParameterError
+            For a parameter of the wrong type or range.
         InsufficientSampleError
             If ``n_samples`` is below the schedule's requirement (carried as
             ``required_samples``).
@@ -1545,15 +1566,15 @@ class GenericBBLClassifier(_EverlastingStream):
         PhaseDataError
             If a phase's query sub-sample cannot fill the next pool (Claim D.6).
         """
+        self._validate_params()
+        hclass, schedule = self._check_params()
         reject_fit_params(self, fit_params)
-        hclass = _resolve_hypothesis_class(self.hypothesis_class)
-        schedule = self._make_schedule(hclass)
         with self._unchanged_on_error():
             X_checked, y = validate_data(
                 self, _as_column_if_1d(X), y, reset=True, dtype=None, ensure_all_finite=True
             )
+            classes, labels = self._validate_labels(y)  # before X: label errors name labels
             points = hclass.prepare(X_checked)
-            classes, labels = self._validate_labels(y)
             required = schedule.required_samples()
             if labels.size < required:
                 raise InsufficientSampleError(
@@ -1579,15 +1600,62 @@ class GenericBBLClassifier(_EverlastingStream):
             self._start_phase(first, points[kept], labels[kept])
             self.classes_ = classes
             self.required_samples_ = required
-            paper = schedule.mode == "paper"
-            self.privacy_guarantee_ = (schedule.epsilon, schedule.delta) if paper else None
-            self.privacy_scope_ = (
-                "every training row and every query, for the whole unbounded stream; inside a "
-                "query's own phase the BetweenThresholds state is not covered (spec-001 §2.9)"
-                if paper
-                else "none: simulation mode"
-            )
+            self.privacy_guarantee_ = self._guarantee(schedule, first)
         return self
+
+    @staticmethod
+    def _guarantee(schedule: _GenericBBLSchedule, first: GenericBBLPhase) -> PrivacyGuarantee:
+        """The whole stream's guarantee (Theorem 5.1), or none in simulation mode."""
+        details: dict[str, Any] = {"mode": schedule.mode, "m": schedule.m}
+        if schedule.mode == "simulation":
+            return PrivacyGuarantee(
+                math.inf,
+                1.0,
+                unit="the whole stream of answers",
+                theorem=(
+                    "none: mode='simulation' runs scaled-down sizes outside Theorem 5.1 of "
+                    "Naor, Nissim, Stemmer & Yan (2023)"
+                ),
+                protects="no one (simulation mode has no guarantee)",
+                details=details,
+            )
+        details.update(
+            per_query_epsilon=first.bt_epsilon,
+            per_query_delta=first.bt_delta,
+            per_query_theorem="Naor, Nissim, Stemmer & Yan (2023), Lemma C.3 and Claim D.1",
+        )
+        details["caveat"] = (
+            "inside a query's own phase, whether that query hit TOP changes when the predictor "
+            "halts: the proof of Claim E.6 treats the phase's other answers as identically "
+            "distributed, which they are not, so a query is protected across phases but not "
+            "against an adversary who drives its own phase to the halt"
+        )
+        return PrivacyGuarantee(
+            schedule.epsilon,
+            schedule.delta,
+            unit="the whole unbounded stream of answers",
+            theorem=(
+                "Naor, Nissim, Stemmer & Yan (2023), Theorem 5.1 (privacy: Claim 5.3, "
+                "Claims E.5 and E.6)"
+            ),
+            neighbouring="replace-one",
+            protects="each training row and each query",
+            details=details,
+        )
+
+    def _row_guarantee(self, n_rows: int) -> tuple[float, float, float | None]:
+        """``(eps'_i, delta'_i)`` of the phases the next ``n_rows`` queries reach (the largest)."""
+        state, schedule = self._state, self._schedule
+        params = state["params"]
+        epsilon, delta = params.bt_epsilon, params.bt_delta
+        left = n_rows - (params.phase_length - state["queries_in_phase"])
+        phase = params.phase
+        while left > 0 and self.accountant is not None:
+            phase += 1
+            later = schedule.phase(phase)
+            epsilon, delta = max(epsilon, later.bt_epsilon), max(delta, later.bt_delta)
+            left -= later.phase_length
+        return epsilon, delta, None
 
     # -- phases ------------------------------------------------------------------------------
     def _start_phase(self, params: GenericBBLPhase, points: np.ndarray, labels: np.ndarray) -> None:
@@ -1636,7 +1704,7 @@ class GenericBBLClassifier(_EverlastingStream):
     def _answer_block(self, points: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         fraction = self._hclass.vote_fraction(self._state["teachers"], points)
         outcomes = self._state["bt"].answer(fraction, rng)
-        return (outcomes != BT_BELOW).astype(np.intp)  # TOP answers 1, like R (P7)
+        return (outcomes != BT_BELOW).astype(np.intp)  # TOP answers 1, as R does (step 3d)
 
     def _record(self, points: np.ndarray, answers: np.ndarray, first_slot: int) -> None:
         slots = self._state["kept_slots"]
@@ -1651,12 +1719,12 @@ class GenericBBLClassifier(_EverlastingStream):
 
 
 class PrivateEverlastingClassifier(_EverlastingStream):
-    """Practical private everlasting prediction with any scikit-learn classifier (spec-001 §3.3).
+    """Practical private everlasting prediction with any scikit-learn classifier.
 
-    Phase 1 trains ``n_teachers`` clones of ``base_estimator`` on disjoint random
+    Phase 1 trains ``n_teachers`` clones of ``estimator`` on disjoint random
     blocks of the training set. Each query row is answered on its own by a
-    noisy teacher vote: with ``v`` the number of teachers voting ``classes[1]``,
-    the answer is ``classes[1]`` iff ``v + N(0, sigma^2) >= T / 2``, drawn
+    noisy teacher vote: with ``v`` the number of teachers voting ``classes_[1]``,
+    the answer is ``classes_[1]`` iff ``v + N(0, sigma^2) >= T / 2``, drawn
     exactly with probability ``Phi((v - T/2) / sigma)`` (one uniform per row; the
     vote never leaves the estimator). A phase lasts ``phase_length`` queries,
     a public constant; then the next phase's teachers are trained, on disjoint
@@ -1675,7 +1743,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     partition is data-independent, so one changed row changes one teacher and
     moves ``v`` by at most 1), hence ``rho / R``-zCDP; the ``R`` answers of a
     phase, to adaptively chosen queries, compose to ``rho``-zCDP, which implies
-    ``(epsilon, delta)``-DP (Bun & Steinke 2016). A *training row* reaches only
+    ``(epsilon, delta)``-DP (Bun & Steinke 2016, Proposition 1.6, Lemma 1.7,
+    Proposition 1.3; the conversions are in :mod:`skprivpred.accounting`). A
+    *training row* reaches only
     phase 1's teachers; everything after phase 1 is computed from phase 1's
     released answers and the adversary's own queries, so it is post-processing.
     A *query* of phase ``i`` reaches its own answer (hidden from the adversary
@@ -1685,8 +1755,8 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     phases are post-processing of those answers and the adversary's queries.
     The noise of each answer is independent and no state depends on the answer
     values, so the other answers of its own phase have the same law in both
-    worlds (the within-phase gap of :class:`GenericBBLClassifier`, spec-001
-    §2.9, does not arise); the phase length is public, so nothing leaks through
+    worlds (the within-phase gap of :class:`GenericBBLClassifier`'s proof
+    does not arise); the phase length is public, so nothing leaks through
     timing of the schedule. Every individual pays ``(epsilon, delta)`` once,
     for an unbounded run: phases never compose for one individual because each
     phase is fed fresh queries.
@@ -1696,16 +1766,30 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     the ``(eps', delta')`` whose composition is ``(epsilon, delta)``, and the gap
     condition checked): the guarantee holds for training rows and for queries
     across phases, but, as in GenericBBL, not for a query's effect on its own
-    phase's BT state (the TOP count and the halt; spec-001 §2.9). The
+    phase's BT state (the TOP count and the halt). The
     predictor halts at the ``top_budget``-th TOP of a phase.
 
     **Lost:** the everlasting PAC guarantee and the VC-based sizing. Nothing
     projects the pools back onto a concept class, so errors can compound from
-    phase to phase when the teachers are under-provisioned (spec-001 §3.3:
-    with ``lambda = 20`` rows per teacher, ``T = 32000`` keeps 0.7% error per
-    phase on 1-D thresholds, ``T = 8000`` drifts from 4.5% to 11.9%). Size ``T``
+    phase to phase when the teachers are under-provisioned (measured on 1-D
+    thresholds with ``lambda = 20`` rows per teacher: ``T = 32000`` keeps 0.7%
+    error per phase, ``T = 8000`` drifts from 4.5% to 11.9%). Size ``T``
     with :func:`practical_plan`. Utility assumes i.i.d. queries: queries become
     training data, so an adversary can poison accuracy (never privacy).
+
+    **Accountant.** An attached ``accountant`` is charged for every answered
+    row, before any noise is drawn, at the per-query guarantee
+    (``privacy_guarantee_.details``). For the Gaussian vote that is one
+    Gaussian answer of sensitivity 1 at ``sigma = sqrt(R / (2 rho))``:
+    ``rho / R``-zCDP, charged as ``(eps_of_rho(rho / R, delta / R), delta /
+    R)`` with ``rho / R`` as the row's zCDP parameter (any row of one
+    teacher's block, a training row in phase 1 or a labelled query later, is
+    protected at this level by each answer). For ``"between_thresholds"`` it
+    is one instance's ``(eps', delta')`` (Lemma C.3). A refused charge raises
+    :class:`~skprivpred.exceptions.BudgetExhaustedError` and changes nothing.
+    The per-row charges add up to more than ``privacy_guarantee_`` (the
+    whole stream's guarantee); they make the answers count against a budget
+    shared with other releases of the same data.
 
     Votes, teachers and buffered queries are secret; ``predict_proba`` and
     ``decision_function`` are not offered. Copying or pickling a fitted
@@ -1714,20 +1798,21 @@ class PrivateEverlastingClassifier(_EverlastingStream):
 
     Parameters
     ----------
-    base_estimator : classifier
+    estimator : classifier
         The teacher, cloned once per block (data-fitted preprocessing belongs
         inside it, e.g. a :class:`~sklearn.pipeline.Pipeline`). A block with
         one label gets a constant teacher. A teacher whose ``fit`` raises (for
         example :class:`~sklearn.discriminant_analysis.QuadraticDiscriminantAnalysis`
         on a block where a class has one row) becomes a constant teacher that
-        votes ``classes[0]``, silently: whether a fit fails depends on the
+        votes ``classes_[0]``, silently: whether a fit fails depends on the
         block's rows, so the failure itself must not reach the caller (in later
         phases the blocks hold released answers to queries). Check that the
         teacher fits at all on data of the expected size before deploying.
     epsilon : float, default=1.0
         Privacy parameter for every training row and query, > 0.
     delta : float, default=1e-6
-        Privacy parameter, in (0, 1).
+        Privacy parameter, in (0, 1): the library's default wherever a
+        mechanism needs ``delta > 0``, as the Gaussian vote does.
     n_teachers : int, default=None
         ``T``, the same in every phase. ``None``: ``ceil(3 sqrt(n / (2 rho)) / 0.4)``
         for ``n`` training rows, the sizing rule of :func:`practical_plan`
@@ -1746,8 +1831,13 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         Seeds the fit stream (partitions, teacher seeds) and the query stream
         (the answers' noise). ``None`` (OS entropy) is the only safe choice on
         private data.
-    classes : array-like of two labels, default=(0, 1)
-        The public label set.
+    classes : array-like of two labels, default=None
+        The public label set. ``None`` reads it from ``y`` and emits a
+        :class:`~skprivpred.PrivacyWarning` (which labels occur is
+        information about the training data).
+    accountant : PrivacyAccountant, default=None
+        Charged for every answered row, before it is answered, at the
+        per-query guarantee (see **Accountant** above).
     n_jobs : int, default=None
         joblib jobs for the teacher fits (any joblib backend).
 
@@ -1761,10 +1851,11 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         ``T``.
     noise_sigma_ : float or None
         Standard deviation of the vote noise (Gaussian aggregator).
-    privacy_guarantee_ : tuple of float
-        ``(epsilon, delta)``.
-    privacy_scope_ : str
-        What ``privacy_guarantee_`` covers.
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(epsilon, delta)`` (and, for the Gaussian vote, ``rho``) for each
+        training row and each query over the whole unbounded stream;
+        ``details`` holds the per-query guarantee charged to an accountant
+        and, for ``"between_thresholds"``, the within-phase caveat.
     phase_, queries_in_phase_, phase_schedule_, status_
         The stream's position, the sizes of each phase started so far and
         ``"active"``/``"halted"`` (read-only).
@@ -1777,7 +1868,8 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((4000, 1)); y = (X[:, 0] >= 0.3).astype(int)
     >>> clf = PrivateEverlastingClassifier(
-    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, n_teachers=200, random_state=0
+    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, n_teachers=200,
+    ...     classes=[0, 1], random_state=0,
     ... ).fit(X, y)
     >>> clf.predict(rng.random((6000, 1))).shape  # crosses a phase boundary
     (6000,)
@@ -1785,87 +1877,137 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     2
     """
 
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict"])],
+        "epsilon": [_POSITIVE],
+        "delta": [_OPEN_UNIT],
+        "n_teachers": [_POSITIVE_INT, None],
+        "phase_length": [_POSITIVE_INT, None],
+        "phase_growth": [Interval(Real, 1, None, closed="left")],
+        "hypothesis_class": [
+            StrOptions({"thresholds"}),
+            HasMethods(["prepare", "prior_candidates"]),
+            None,
+        ],
+        "aggregator": [StrOptions({"gaussian", "between_thresholds"})],
+        "top_budget": [_POSITIVE_INT, None],
+        "threshold_gap": [_OPEN_UNIT],
+        "random_state": ["random_state"],
+        "classes": ["array-like", None],
+        "accountant": [PrivacyAccountant, None],
+        "n_jobs": [Integral, None],
+    }
+
     #: Index in the public label set of the vote of a teacher whose fit raised.
     _teacher_fallback: int | None = 0
 
     def __init__(
         self,
-        base_estimator: BaseEstimator,
+        estimator: BaseEstimator,
+        *,
         epsilon: float = 1.0,
         delta: float = 1e-6,
         n_teachers: int | None = None,
         phase_length: int | None = None,
+        phase_growth: float = PRACTICAL_GROWTH,
+        hypothesis_class: Any = None,
         aggregator: str = "gaussian",
         top_budget: int | None = None,
         threshold_gap: float = 0.25,
         random_state: RandomStateLike = None,
-        classes: VectorLike = (0, 1),
+        classes: VectorLike | None = None,
+        accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
     ) -> None:
-        self.base_estimator = base_estimator
+        self.estimator = estimator
         self.epsilon = epsilon
         self.delta = delta
         self.n_teachers = n_teachers
         self.phase_length = phase_length
+        self.phase_growth = phase_growth
+        self.hypothesis_class = hypothesis_class
         self.aggregator = aggregator
         self.top_budget = top_budget
         self.threshold_gap = threshold_gap
         self.random_state = random_state
         self.classes = classes
+        self.accountant = accountant
         self.n_jobs = n_jobs
 
-    def _check_parameters(self) -> dict:
-        """Validate the constructor parameters (no data involved)."""
-        if not (hasattr(self.base_estimator, "fit") and hasattr(self.base_estimator, "predict")):
-            raise TypeError(
-                "base_estimator must be a scikit-learn classifier with fit and predict, got "
-                f"{type(self.base_estimator).__name__}."
+    def _check_params(self) -> None:
+        """Cross-parameter rules (no data involved)."""
+        if (
+            self.n_teachers is not None
+            and self.phase_length is not None
+            and self.phase_length < self.n_teachers
+        ):
+            raise InvalidParameterError(
+                f"phase_length={self.phase_length} must be at least n_teachers="
+                f"{self.n_teachers}: each next teacher trains on at least one of the phase's "
+                "queries."
             )
-        if self.aggregator not in ("gaussian", "between_thresholds"):
-            raise ValueError(
-                f"aggregator must be 'gaussian' or 'between_thresholds', got {self.aggregator!r}."
+        if self.hypothesis_class is not None and self.aggregator != "gaussian":
+            raise InvalidParameterError(
+                "hypothesis_class (relabelling through the class) needs aggregator='gaussian': "
+                f"its accounting composes with the Gaussian votes' zCDP; got "
+                f"aggregator={self.aggregator!r}."
             )
-        return {
-            "epsilon": check_epsilon(self.epsilon),
-            "delta": check_open_unit_interval(self.delta, "delta"),
-            "n_teachers": check_positive_int(self.n_teachers, "n_teachers", allow_none=True),
-            "phase_length": check_positive_int(self.phase_length, "phase_length", allow_none=True),
-            "top_budget": check_positive_int(self.top_budget, "top_budget", allow_none=True),
-            "threshold_gap": check_open_unit_interval(self.threshold_gap, "threshold_gap"),
-        }
 
-    def _phase_sizes(self, checked: dict, n_samples: int) -> tuple[int, int]:
-        """``(T, R)`` from the parameters and the public number of training rows."""
-        n_teachers = checked["n_teachers"]
-        if n_teachers is None:
-            n_teachers = default_n_teachers(n_samples, checked["epsilon"], checked["delta"])
-        if n_teachers > n_samples:
+    def _phases_up_to(self, phase: int) -> list[PracticalPhase]:
+        """The public schedule's first ``phase`` phases (Gaussian sizes; BT filled per phase)."""
+        sizing = self._sizing
+        listed = _practical_phases(
+            sizing["epsilon"],
+            sizing["delta"],
+            sizing["n_samples"],
+            sizing["n_teachers"],
+            sizing["phase_length"],
+            sizing["phase_growth"],
+            sizing["relabel"],
+            phase,
+        )
+        if self.aggregator == "gaussian":
+            return listed
+        bt_listed = []
+        for params in listed:
+            top_budget, eps_prime, delta_prime = self._bt_parameters(params.n_teachers)
+            bt_listed.append(
+                replace(
+                    params,
+                    noise_sigma=None,
+                    rho=None,
+                    top_budget=top_budget,
+                    threshold_gap=float(self.threshold_gap),
+                    bt_epsilon=eps_prime,
+                    bt_delta=delta_prime,
+                )
+            )
+        return bt_listed
+
+    def _phase_params(self, phase: int) -> PracticalPhase:
+        return self._phases_up_to(phase)[-1]
+
+    def _sizing_for(self, n_samples: int) -> dict:
+        """The public inputs of the schedule, checked against ``n_samples``."""
+        if self.n_teachers is not None and self.n_teachers > n_samples:
             raise ValueError(
-                f"n_teachers={n_teachers} is larger than the number of training rows "
+                f"n_teachers={self.n_teachers} is larger than the number of training rows "
                 f"n_samples={n_samples}; each teacher needs at least one row."
             )
-        if n_samples // n_teachers < 2:
-            warnings.warn(
-                f"{n_teachers} teachers leave fewer than 2 rows per teacher "
-                f"(n_samples={n_samples}); "
-                "the answers will be close to uniform. See practical_plan for the rows needed.",
-                UserWarning,
-                stacklevel=3,
-            )
-        phase_length = checked["phase_length"]
-        if phase_length is None:
-            phase_length = (n_samples // n_teachers) * n_teachers
-        if phase_length < n_teachers:
-            raise ValueError(
-                f"phase_length={phase_length} must be at least n_teachers={n_teachers}: each next "
-                "teacher trains on at least one of the phase's queries."
-            )
-        return n_teachers, phase_length
+        return {
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "n_samples": int(n_samples),
+            "n_teachers": self.n_teachers,
+            "phase_length": self.phase_length,
+            "phase_growth": float(self.phase_growth),
+            "relabel": self.hypothesis_class is not None,
+        }
 
-    def _bt_parameters(self, checked: dict, n_teachers: int) -> tuple[int, float, float]:
+    def _bt_parameters(self, n_teachers: int) -> tuple[int, float, float]:
         """``(c, eps', delta')`` of the BT aggregator; raises if the gap condition fails."""
-        epsilon, delta, gap = checked["epsilon"], checked["delta"], checked["threshold_gap"]
-        top_budget = checked["top_budget"]
+        epsilon, delta, gap = float(self.epsilon), float(self.delta), float(self.threshold_gap)
+        top_budget = self.top_budget
         if top_budget is None:
             top_budget = largest_top_budget(epsilon, delta, n_teachers, gap)
         eps_prime, delta_prime = practical_bt_privacy(epsilon, delta, max(top_budget, 1))
@@ -1878,13 +2020,13 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                 f"n_teachers={n_teachers} need a gap of {required!r}; use at least {needed} "
                 "teachers, a smaller top_budget, a wider threshold_gap, or aggregator='gaussian'."
             )
-        return top_budget, eps_prime, delta_prime
+        return int(top_budget), eps_prime, delta_prime
 
-    def _params_for(self, phase: int, pool_size: int) -> PracticalPhase:
-        base = self._phase_template
-        return replace(
-            base, phase=phase, pool_size=pool_size, teacher_size=pool_size // base.n_teachers
-        )
+    def _resolved_class(self) -> Any:
+        """The relabelling class (``"thresholds"`` is ``ThresholdClass()``), or None."""
+        if self.hypothesis_class is None:
+            return None
+        return _resolve_hypothesis_class(self.hypothesis_class)
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Train phase 1's teachers on disjoint random blocks of the training set.
@@ -1906,68 +2048,156 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         self : PrivateEverlastingClassifier
             The fitted predictor.
         """
+        self._validate_params()
+        self._check_params()
         reject_fit_params(self, fit_params)
-        checked = self._check_parameters()
         with self._unchanged_on_error():
             X_checked, y = validate_data(
                 self,
                 X,
                 y,
                 reset=True,
-                accept_sparse=["csr", "csc"],
+                accept_sparse=self._accept_sparse(),
                 dtype=None,
                 ensure_all_finite=True,
             )
             X = keep_frame(X, X_checked)
             classes, labels = self._validate_labels(y)
             n_samples = labels.size
-            n_teachers, phase_length = self._phase_sizes(checked, n_samples)
-            rho = zcdp_rho(checked["epsilon"], checked["delta"])
-            if self.aggregator == "gaussian":
-                template = PracticalPhase(
-                    phase=1,
-                    teacher_size=n_samples // n_teachers,
-                    n_teachers=n_teachers,
-                    pool_size=n_samples,
-                    phase_length=phase_length,
-                    noise_sigma=gaussian_vote_sigma(phase_length, rho),
-                )
-            else:
-                top_budget, eps_prime, delta_prime = self._bt_parameters(checked, n_teachers)
-                template = PracticalPhase(
-                    phase=1,
-                    teacher_size=n_samples // n_teachers,
-                    n_teachers=n_teachers,
-                    pool_size=n_samples,
-                    phase_length=phase_length,
-                    top_budget=top_budget,
-                    threshold_gap=checked["threshold_gap"],
-                    bt_epsilon=eps_prime,
-                    bt_delta=delta_prime,
+            hclass = self._resolved_class()
+            if hclass is not None:
+                hclass.prepare(X_checked[:1])  # the class must take these rows (public check)
+                if isinstance(hclass, ThresholdClass):
+                    hclass._prior()
+            self._sizing = self._sizing_for(n_samples)
+            first = self._phase_params(1)
+            if first.teacher_size < 2:
+                warnings.warn(
+                    f"{first.n_teachers} teachers leave fewer than 2 rows per teacher "
+                    f"(n_samples={n_samples}); "
+                    "the answers will be close to uniform. See practical_schedule for the sizes.",
+                    UserWarning,
+                    stacklevel=2,
                 )
             self._fit_rng = self._start_streams()
-            self._phase_template = template
+            self._hclass = hclass
             self.classes_ = classes
             self._state: dict[str, Any] = {"history": [], "status": STATUS_ACTIVE}
-            self._start_phase(template, X, labels)
-            self.n_teachers_ = n_teachers
-            self.noise_sigma_ = template.noise_sigma
-            self.privacy_guarantee_ = (checked["epsilon"], checked["delta"])
-            self.privacy_scope_ = (
-                "every training row and every query, for the whole unbounded stream"
-                if self.aggregator == "gaussian"
-                else "every training row; every query through later phases, but not its effect on "
-                "its "
-                "own phase's BetweenThresholds state (spec-001 §2.9)"
+            self._start_phase(first, X, labels)
+            self.n_teachers_ = first.n_teachers
+            self.noise_sigma_ = first.noise_sigma
+            self.relabel_epsilon_ = (
+                relabel_epsilon(float(self.epsilon), float(self.delta))
+                if hclass is not None
+                else None
             )
+            self.privacy_guarantee_ = self._guarantee(first)
         return self
+
+    def _per_query(self, params: PracticalPhase) -> tuple[float, float, float | None]:
+        """The per-row guarantee of a phase (see **Accountant**): ``(epsilon, delta, rho)``."""
+        if params.noise_sigma is None:  # BetweenThresholds: one instance's (eps', delta')
+            assert params.bt_epsilon is not None and params.bt_delta is not None
+            return params.bt_epsilon, params.bt_delta, None
+        rho = zcdp_rho(float(self.epsilon), float(self.delta)) / params.phase_length
+        delta = float(self.delta) / params.phase_length
+        return eps_of_rho(rho, delta), delta, rho
+
+    def _guarantee(self, first: PracticalPhase) -> PrivacyGuarantee:
+        """The whole stream's guarantee, with phase 1's per-query one in ``details``."""
+        epsilon, delta = float(self.epsilon), float(self.delta)
+        per_epsilon, per_delta, per_rho = self._per_query(first)
+        details: dict[str, Any] = {
+            "aggregator": self.aggregator,
+            "n_teachers": first.n_teachers,
+            "phase_length": first.phase_length,
+            "phase_growth": float(self.phase_growth),
+            "per_query_epsilon": per_epsilon,
+            "per_query_delta": per_delta,
+        }
+        game = "Naor, Nissim, Stemmer & Yan (2023), Definition 3.4 (the game of Figure 1)"
+        if self.aggregator == "gaussian":
+            rho = zcdp_rho(epsilon, delta)
+            details.update(noise_sigma=first.noise_sigma, per_query_rho=per_rho)
+            theorem = (
+                f"{game}; Gaussian vote: Bun & Steinke (2016), Proposition 1.6, Lemma 1.7 "
+                "and Proposition 1.3"
+            )
+            if self._hclass is not None:
+                r_eps = relabel_epsilon(epsilon, delta)
+                details.update(
+                    relabel_epsilon=r_eps,
+                    relabel_rho=r_eps**2 / 8.0,
+                    later_phase_rho=(1.0 - RELABEL_RHO_SHARE) * rho,
+                )
+                theorem += (
+                    "; relabelling: exponential mechanism with a public prior (McSherry & "
+                    "Talwar 2007), bounded range (Cesar & Rogers 2021)"
+                )
+            return PrivacyGuarantee(
+                epsilon,
+                delta,
+                unit="the whole unbounded stream of answers",
+                theorem=theorem,
+                neighbouring="replace-one",
+                protects="each training row and each query",
+                rho=rho,
+                details=details,
+            )
+        details.update(
+            top_budget=first.top_budget,
+            threshold_gap=first.threshold_gap,
+            caveat=(
+                "a query's effect on its own phase's BetweenThresholds state (the TOP count, "
+                "hence when the predictor halts) is not covered: it is protected through later "
+                "phases only, as in GenericBBL's proof of Claim E.6"
+            ),
+        )
+        return PrivacyGuarantee(
+            epsilon,
+            delta,
+            unit="the whole unbounded stream of answers",
+            theorem=f"{game}; BetweenThresholds: Lemma C.3 and Observation 2",
+            neighbouring="replace-one",
+            protects="each training row and each query",
+            details=details,
+        )
+
+    def _row_guarantee(self, n_rows: int) -> tuple[float, float, float | None]:
+        """The largest per-row guarantee among the phases the next ``n_rows`` queries reach."""
+        state = self._state
+        params = state["params"]
+        left = n_rows - (params.phase_length - state["queries_in_phase"])
+        reached = [params]
+        if left > 0 and self.accountant is not None:
+            listed = self._phases_up_to(params.phase + 64)[params.phase :]
+            for later in listed:
+                reached.append(later)
+                left -= later.phase_length
+                if left <= 0:
+                    break
+        guarantees = [self._per_query(p) for p in reached]
+        epsilon = max(g[0] for g in guarantees)
+        delta = max(g[1] for g in guarantees)
+        rhos = [g[2] for g in guarantees]
+        rho = None if any(r is None for r in rhos) else max(r for r in rhos if r is not None)
+        return epsilon, delta, rho
+
+    def _accept_sparse(self) -> list[str] | bool:
+        """Sparse rows are passed on when the teacher takes them (its ``input_tags.sparse``)."""
+        return ["csr", "csc"] if get_tags(self.estimator).input_tags.sparse else False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
+        return tags
 
     # -- phases ------------------------------------------------------------------------------
     def _start_phase(self, params: PracticalPhase, X, labels: np.ndarray) -> None:
         """Fit one teacher per disjoint random block of the pool (joblib), and reset the phase."""
         parts = random_partition(params.pool_size, params.n_teachers, self._fit_rng)
         teachers = fit_teachers(
-            clone(self.base_estimator),
+            clone(self.estimator),
             X,
             self.classes_[labels],
             labels,
@@ -1982,17 +2212,38 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         )
 
     def _next_phase(self) -> None:
-        """Train the next phase on this phase's queries labelled with their released answers."""
+        """Train the next phase on this phase's queries with their released answers.
+
+        With a ``hypothesis_class``, the released answers are first relabelled
+        through the class (:func:`relabel_through_class`, one exponential-mechanism
+        draw from the query stream).
+        """
         state = self._state
         X_pool = concat_rows(state["queries"])
         labels = np.concatenate(state["answers"])
-        params = self._params_for(state["params"].phase + 1, labels.size)
+        params = self._phase_params(state["params"].phase + 1)
+        if params.pool_size != labels.size:  # the schedule is public: a mismatch is a bug
+            raise RuntimeError("the phase pool does not match the public schedule.")
+        if self._hclass is not None:
+            assert params.relabel_epsilon is not None
+            labels = relabel_through_class(
+                self._hclass,
+                self._hclass.prepare(X_pool),
+                labels,
+                params.relabel_epsilon,
+                self._query_stream.rng,
+            )
         self._start_phase(params, X_pool, labels)
 
     # -- queries ----------------------------------------------------------------------------
     def _prepare_queries(self, X: MatrixLike) -> MatrixLike:
         X_checked = validate_data(
-            self, X, reset=False, accept_sparse=["csr", "csc"], dtype=None, ensure_all_finite=True
+            self,
+            X,
+            reset=False,
+            accept_sparse=self._accept_sparse(),
+            dtype=None,
+            ensure_all_finite=True,
         )
         return keep_frame(X, X_checked)
 

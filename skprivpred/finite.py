@@ -1,68 +1,72 @@
 """Private learning over finite hypothesis classes, and private multiplicative weights.
 
-Two algorithms of the lecture notes on private learning (spec-002, after chapter 11
-of Dwork & Roth):
+Two classical private learners:
 
-- :class:`ExponentialMechanismClassifier`: private PAC learning. ``fit`` draws one
-  hypothesis from a finite class with probability proportional to
-  ``exp(-epsilon * mistakes / 2)`` (the exponential mechanism); the drawn
-  hypothesis is the released model.
-- :class:`PrivateExpertsClassifier`: private multiplicative weights over a public
-  list of experts, run over a private stream of labelled rows.
+- :class:`ExponentialMechanismClassifier`: the private PAC learner of
+  Kasiviswanathan et al. (2011). ``fit`` draws one hypothesis from a finite
+  class with probability proportional to ``exp(-epsilon * mistakes / 2)`` (the
+  exponential mechanism of McSherry & Talwar 2007); the drawn hypothesis is the
+  released model.
+- :class:`PrivateExpertsClassifier`: private multiplicative weights over a
+  public list of experts (Arora, Hazan & Kale 2012; Dwork & Roth 2014, chapter
+  11), run over a private stream of labelled rows.
 
-The pure helpers below compute every mistake count exactly (superset-sum
-transforms for monotone conjunctions, prefix sums for thresholds on a public
-grid), sample exactly, and set the multiplicative-weights rate from the privacy
-parameters.
+The hypothesis classes and their exact mistake counts live in
+:mod:`skprivpred.hypotheses`, the exact sampler in :mod:`skprivpred.mechanisms`,
+and every conversion between ``(epsilon, delta)`` and zCDP in
+:mod:`skprivpred.accounting`; this module sets the multiplicative-weights rate
+from them.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import uuid
 from collections.abc import Sequence
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import NotFittedError
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
     QueryStream,
-    check_accountant,
-    check_epsilon,
-    check_open_unit_interval,
-    check_positive_int,
     finite_target_column,
     keep_frame,
     reject_fit_params,
     resolve_classes,
-    spawn_streams,
-    unchanged_on_error,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import (
+    PER_QUERY_ROW,
     PrivacyAccountant,
-    advanced_composition_epsilon,
-    rho_cap,
+    PrivacyGuarantee,
+    advanced_composition_inverse,
+    per_query_epsilon,
 )
-from .exceptions import HorizonExhaustedError
-from .mechanisms import exponential_mechanism_proba, sample_categorical
+from .exceptions import HorizonExhaustedError, InvalidParameterError
+from .hypotheses import (
+    THRESHOLD_DIRECTIONS,
+    ConjunctionClass,
+    GridThresholdClass,
+    HypothesisList,
+)
+from .mechanisms import exponential_mechanism_proba, sample_categorical, sample_fewest_mistakes
+from .utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 
-__all__ = ["ExponentialMechanismClassifier", "PrivateExpertsClassifier"]
+__all__ = [
+    "ExponentialMechanismClassifier",
+    "PrivateExpertsClassifier",
+    "mw_learning_rate",
+    "mw_round_proba",
+]
 
-#: Hypothesis families of :class:`ExponentialMechanismClassifier` given by name.
-FAMILIES = ("conjunctions", "thresholds")
-
-#: Threshold directions: "greater" predicts the positive class when x >= threshold,
-#: "less" when x < threshold.
-DIRECTIONS = ("greater", "less", "both")
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_DELTA = Interval(Real, 0, 1, closed="left")
+_COUNT = Interval(Integral, 1, None, closed="left")
 
 # Readable forms of the hypothesis released by ExponentialMechanismClassifier, per family.
 _RELEASE_ATTRIBUTES = (
@@ -76,159 +80,6 @@ _RELEASE_ATTRIBUTES = (
 
 # Rows per block when the multiplicative-weights laws of a long stream are built.
 _ROUND_BLOCK = 65_536
-
-
-# -- mistake counts of whole hypothesis classes (pure) ---------------------------------------
-def superset_sums(values) -> np.ndarray:
-    """Superset-sum (zeta) transform over the subsets of ``d`` elements.
-
-    ``out[T] = sum of values[P] over all P with T ⊆ P``, where a subset is the bit
-    mask of its elements (bit ``i`` set means element ``i`` belongs to it). One
-    pass per element, each a vectorised addition: ``O(d 2**d)`` time.
-
-    Parameters
-    ----------
-    values : array-like of shape (2**d,)
-        One value per subset, indexed by bit mask.
-
-    Returns
-    -------
-    ndarray of shape (2**d,)
-        The superset sums, in the dtype of ``values``.
-
-    Examples
-    --------
-    >>> superset_sums([1, 2, 3, 4]).tolist()  # {} {0} {1} {0, 1}
-    [10, 6, 7, 4]
-    """
-    out = np.array(values, copy=True)
-    size = out.shape[0]
-    if out.ndim != 1 or size < 1 or size & (size - 1):
-        raise ValueError(f"values must be 1-D of length 2**d, got shape {out.shape}.")
-    for bit in range(size.bit_length() - 1):
-        # Axis 1 of this view is bit `bit` of the index: add "bit set" into "bit unset".
-        view = out.reshape(-1, 2, 1 << bit)
-        view[:, 0, :] += view[:, 1, :]
-    return out
-
-
-def binary_patterns(X) -> np.ndarray:
-    """Bit mask of each binary row: bit ``i`` is set when feature ``i`` is 1.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features), values 0/1 or bool
-        Binary rows, ``n_features <= 62``.
-
-    Returns
-    -------
-    ndarray of shape (n_samples,) of int64
-    """
-    X = np.asarray(X)
-    weights = np.left_shift(np.int64(1), np.arange(X.shape[1], dtype=np.int64))
-    return X.astype(np.int64) @ weights
-
-
-def conjunction_mistakes(patterns, positive, n_features: int) -> np.ndarray:
-    """Mistakes of all ``2**d`` monotone conjunctions on a labelled data set.
-
-    The conjunction ``h_T`` (bit mask ``T``) predicts positive on a row with bit
-    pattern ``P`` iff ``T ⊆ P``; the empty conjunction is the constant positive.
-    Its mistakes are ``(n_pos - sup_pos[T]) + sup_neg[T]``, where ``sup_b[T]``
-    counts the rows of label ``b`` whose pattern contains ``T``. By linearity this
-    is ``n_pos + superset_sums(hist_neg - hist_pos)[T]``: one histogram pass and
-    one transform, ``O(n + d 2**d)``.
-
-    Parameters
-    ----------
-    patterns : array-like of int of shape (n_samples,)
-        Bit patterns of the rows (:func:`binary_patterns`).
-    positive : array-like of bool of shape (n_samples,)
-        Whether each row's label is the positive class.
-    n_features : int
-        Number of binary features ``d``.
-
-    Returns
-    -------
-    ndarray of int64 of shape (2**n_features,)
-        ``mistakes[T]`` for every bit mask ``T``.
-    """
-    patterns = np.asarray(patterns, dtype=np.int64)
-    positive = np.asarray(positive, dtype=bool)
-    size = 1 << n_features
-    balance = np.bincount(patterns[~positive], minlength=size)
-    balance -= np.bincount(patterns[positive], minlength=size)
-    return int(np.count_nonzero(positive)) + superset_sums(balance)
-
-
-def threshold_mistakes(x, positive, grid) -> np.ndarray:
-    """Mistakes of ``h_k(x) = 1[x >= grid[k]]`` for every point of a sorted grid.
-
-    Each row falls in the cell ``c(x) = #{k : grid[k] <= x}``; ``h_k`` is positive
-    on the row iff ``c(x) > k``. Its mistakes are the positive rows with
-    ``c <= k`` plus the negative rows with ``c > k``: prefix sums of two cell
-    histograms, ``O(n log N + N)``. The opposite direction (positive when
-    ``x < grid[k]``) makes ``n - mistakes[k]`` mistakes.
-
-    Parameters
-    ----------
-    x : array-like of shape (n_samples,)
-        One real feature.
-    positive : array-like of bool of shape (n_samples,)
-        Whether each row's label is the positive class.
-    grid : array-like of shape (n_grid,)
-        Candidate thresholds, strictly increasing.
-
-    Returns
-    -------
-    ndarray of int64 of shape (n_grid,)
-    """
-    positive = np.asarray(positive, dtype=bool)
-    grid = np.asarray(grid, dtype=float)
-    cells = np.searchsorted(grid, np.asarray(x, dtype=float), side="right")
-    n_grid = grid.shape[0]
-    pos_below = np.cumsum(np.bincount(cells[positive], minlength=n_grid + 1))[:n_grid]
-    neg_below = np.cumsum(np.bincount(cells[~positive], minlength=n_grid + 1))[:n_grid]
-    n_neg = positive.shape[0] - int(np.count_nonzero(positive))
-    return pos_below + (n_neg - neg_below)
-
-
-# -- exact sampling (pure) ----------------------------------------------------------------
-def sample_fewest_mistakes(mistakes, epsilon: float, rng: np.random.Generator) -> int:
-    """Draw index ``i`` with probability proportional to ``exp(-epsilon * mistakes[i] / 2)``.
-
-    The exponential mechanism with utility ``-mistakes`` (sensitivity 1), sampled
-    exactly in two stages that multiply to that law: a mistake level ``m`` is
-    drawn by inverse CDF (one uniform variate) from the law proportional to
-    ``c_m exp(-epsilon m / 2)``, normalised in log space, where ``c_m`` is the
-    number of hypotheses with ``m`` mistakes; then one of those ``c_m`` hypotheses
-    is drawn uniformly (one exact integer draw). Memory beyond ``mistakes`` is
-    ``O(n)``, so classes of ``2**24`` hypotheses stay cheap; nothing is
-    exponentiated unnormalised.
-
-    Parameters
-    ----------
-    mistakes : array-like of non-negative int of shape (n_hypotheses,)
-        Mistake count of each hypothesis.
-    epsilon : float
-        Privacy parameter, > 0.
-    rng : numpy.random.Generator
-        The stream to draw from.
-
-    Returns
-    -------
-    int
-        Index of the drawn hypothesis.
-    """
-    epsilon = check_epsilon(epsilon)
-    mistakes = np.asarray(mistakes)
-    counts = np.bincount(mistakes)
-    levels = np.flatnonzero(counts)
-    log_weight = np.log(counts[levels]) - 0.5 * epsilon * levels
-    level_law = np.exp(log_softmax(log_weight))
-    level = levels[sample_categorical(level_law[np.newaxis, :], rng)[0]]
-    members = np.flatnonzero(mistakes == level)
-    return int(members[rng.integers(members.shape[0])])
 
 
 # -- multiplicative weights (pure) ----------------------------------------------------------
@@ -255,7 +106,7 @@ def mw_round_proba(rewards, rate: float, initial=None) -> np.ndarray:
     ndarray of shape (n_rounds, n_experts)
         Row ``t`` is the law of the choice at round ``t``.
     """
-    rate = check_epsilon(rate, "rate")
+    validate_parameter_constraints({"rate": [_POSITIVE]}, {"rate": rate}, "mw_round_proba")
     rewards = np.asarray(rewards, dtype=float)
     before = np.cumsum(rewards, axis=0) - rewards
     if initial is not None:
@@ -265,27 +116,30 @@ def mw_round_proba(rewards, rate: float, initial=None) -> np.ndarray:
 
 
 def mw_learning_rate(
-    epsilon: float, n_rounds: int, delta: float | None = None, composition: str = "zcdp"
+    epsilon: float, n_rounds: int, delta: float = 0.0, composition: str = "zcdp"
 ) -> float:
     """Learning rate ``a`` of private multiplicative weights over ``n_rounds`` rounds.
 
     Each round's choice is ``2a``-DP (an exponential mechanism on a 1-Lipschitz
-    utility). With ``delta=None`` basic composition gives ``2aT``-DP, so
-    ``a = epsilon / (2T)`` (pure). With a ``delta`` the rate is the largest ``a``
-    for which ``T`` rounds are ``(epsilon, delta)``-DP by the chosen
+    utility). With ``delta=0`` basic composition gives ``2aT``-DP, so
+    ``a = epsilon / (2T)`` (pure). With ``delta > 0`` the rate is the largest
+    ``a`` for which ``T`` rounds are ``(epsilon, delta)``-DP by the chosen
     composition, or the pure rate if that is larger (it is valid too):
 
     - ``"zcdp"``: the exponential mechanism with weight ``exp(a U)`` on a
       utility of sensitivity 1 is ``2a``-*bounded-range*, hence
-      ``(2a)^2 / 8 = a^2 / 2``-zCDP (Cesar & Rogers 2021, Lemma 3.2; Durfee &
-      Rogers 2019); ``T`` adaptive rounds compose to ``T a^2 / 2``, which must
-      stay within :func:`~skprivpred.accounting.rho_cap` ``(epsilon, delta)``:
-      ``a = sqrt(2 rho_cap / T)``.
-    - ``"advanced"``: advanced composition
-      (:func:`advanced_composition_epsilon` with ``epsilon_0 = 2a``).
+      ``(2a)^2 / 8``-zCDP (Cesar & Rogers 2021); ``T`` adaptive rounds compose
+      (Bun & Steinke 2016) within ``rho_cap(epsilon, delta)``. The per-round
+      epsilon ``2a`` is therefore
+      :func:`~skprivpred.accounting.per_query_epsilon` ``(epsilon, delta, T)``,
+      the same rule as for any horizon of bounded-range releases.
+    - ``"advanced"``: the advanced composition theorem (Dwork, Rothblum &
+      Vadhan 2010) on ``2a``-DP rounds,
+      :func:`~skprivpred.accounting.advanced_composition_inverse`.
 
-    The lecture notes' setting ``a = sqrt(epsilon / (12 T))`` with
-    ``delta = exp(-sqrt(T epsilon / 12))`` is *not* used: it is false (see
+    The setting ``a = sqrt(epsilon / (12 T))`` with
+    ``delta = exp(-sqrt(T epsilon / 12))`` found in lecture notes on private
+    multiplicative weights is *not* used: it is false (see
     :class:`PrivateExpertsClassifier`, "Corrected constants").
 
     Parameters
@@ -294,10 +148,10 @@ def mw_learning_rate(
         Epsilon of the whole sequence of choices, > 0.
     n_rounds : int
         The public number of rounds ``T >= 1``.
-    delta : float, default=None
-        Delta of the sequence, in (0, 1), or None for pure differential privacy.
+    delta : float, default=0.0
+        Delta of the sequence, in [0, 1); 0 for pure differential privacy.
     composition : {"zcdp", "advanced"}, default="zcdp"
-        How the rounds compose when ``delta`` is given.
+        How the rounds compose when ``delta > 0``.
 
     Returns
     -------
@@ -312,265 +166,26 @@ def mw_learning_rate(
     >>> round(zcdp / mw_learning_rate(1.0, 10_000, 1e-6, "advanced"), 1)
     2.4
     """
-    epsilon = check_epsilon(epsilon)
-    n_rounds = check_positive_int(n_rounds, "n_rounds")
-    if composition not in ("zcdp", "advanced"):
-        raise ValueError(f"composition must be 'zcdp' or 'advanced', got {composition!r}.")
-    pure = epsilon / (2.0 * n_rounds)
-    if delta is None:
-        return pure
-    delta = check_open_unit_interval(delta, "delta")
-    if composition == "zcdp":
-        return max(pure, math.sqrt(2.0 * rho_cap(epsilon, delta) / n_rounds))
-
-    def excess(rate: float) -> float:
-        return advanced_composition_epsilon(2.0 * rate, n_rounds, delta) - epsilon
-
-    if excess(pure) >= 0.0:  # advanced composition allows no larger rate
-        return pure
-    high = 2.0 * pure
-    while excess(high) <= 0.0:  # excess grows without bound: the loop ends
-        high *= 2.0
-    rate = brentq(excess, pure, high, xtol=1e-15, rtol=1e-13)
-    while excess(rate) > 0.0:  # root finding may stop just above the root
-        rate = math.nextafter(rate, 0.0) * (1.0 - 1e-12)
-    return max(pure, rate)
-
-
-# -- user-given hypotheses and experts --------------------------------------------------------
-def _check_public_functions(functions, name: str) -> list:
-    """Validate a public list of fitted classifiers or callables (hypotheses, experts)."""
-    if isinstance(functions, (str, bytes)) or not isinstance(functions, (list, tuple)):
-        raise TypeError(
-            f"{name} must be a list of fitted classifiers or callables, got "
-            f"{type(functions).__name__}."
-        )
-    if len(functions) == 0:
-        raise ValueError(f"{name} must hold at least one fitted classifier or callable, got [].")
-    for i, function in enumerate(functions):
-        if hasattr(function, "predict"):
-            if hasattr(function, "fit"):
-                _check_fitted_member(function, f"{name}[{i}]")
-        elif not callable(function):
-            raise TypeError(
-                f"{name}[{i}] must be a fitted classifier (with predict) or a callable "
-                f"X -> labels, got {type(function).__name__}."
-            )
-    return list(functions)
-
-
-def _check_fitted_member(estimator, label: str) -> None:
-    try:
-        check_is_fitted(estimator)
-    except NotFittedError:
-        raise ValueError(
-            f"{label} ({type(estimator).__name__}) is not fitted. Its members are public and "
-            "fitted before the private data are seen. Note that sklearn.base.clone (used by "
-            "GridSearchCV and cross_val_score) returns unfitted copies of estimators in a list: "
-            "wrap each fitted estimator in sklearn.frozen.FrozenEstimator to keep it fitted."
-        ) from None
-
-
-def _predict_each(functions, X, n_rows: int, name: str) -> np.ndarray:
-    """Predictions of every public function on ``X``, shape (n_functions, n_rows)."""
-    rows = []
-    for i, function in enumerate(functions):
-        labels = function.predict(X) if hasattr(function, "predict") else function(X)
-        labels = np.asarray(labels)
-        if labels.shape != (n_rows,):
-            raise ValueError(
-                f"{name}[{i}] must return one label per row, shape ({n_rows},), got shape "
-                f"{labels.shape}."
-            )
-        rows.append(labels)
-    return np.stack(rows)
-
-
-# -- released hypotheses ----------------------------------------------------------------------
-class _Conjunction:
-    """A released monotone conjunction: positive iff every selected feature is 1."""
-
-    def __init__(self, features: np.ndarray, classes: np.ndarray) -> None:
-        self.features = features
-        self.classes = classes
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        positive = np.all(X[:, self.features] == 1, axis=1)
-        return self.classes[positive.astype(np.intp)]
-
-
-class _Threshold:
-    """A released threshold on one feature."""
-
-    def __init__(self, feature: int, threshold: float, direction: str, classes: np.ndarray) -> None:
-        self.feature = feature
-        self.threshold = threshold
-        self.direction = direction
-        self.classes = classes
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        above = X[:, self.feature] >= self.threshold
-        positive = above if self.direction == "greater" else ~above
-        return self.classes[positive.astype(np.intp)]
-
-
-class _Listed:
-    """A released member of the user's list of hypotheses."""
-
-    def __init__(self, hypothesis) -> None:
-        self.hypothesis = hypothesis
-
-    def predict(self, X: MatrixLike) -> np.ndarray:
-        n_rows = X.shape[0]
-        return _predict_each([self.hypothesis], X, n_rows, "hypotheses")[0]
-
-
-# -- hypothesis families ------------------------------------------------------------------------
-class _ConjunctionFamily:
-    """All ``2**d`` monotone conjunctions over ``d`` binary features."""
-
-    binary = True
-
-    def __init__(self, n_features: int) -> None:
-        self.n_features = n_features
-        self.size = 1 << n_features
-
-    def mistakes(self, X: np.ndarray, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
-        return conjunction_mistakes(binary_patterns(X), y == classes[1], self.n_features)
-
-    def release(self, index: int, classes: np.ndarray) -> tuple[dict, object]:
-        features = np.flatnonzero((index >> np.arange(self.n_features)) & 1)
-        return {"selected_features_": features}, _Conjunction(features, classes)
-
-
-class _ThresholdFamily:
-    """Thresholds on a public grid, on every feature, in the allowed directions.
-
-    Hypotheses are laid out feature by feature; within a feature, the "greater"
-    block (one per grid point) comes before the "less" block.
-    """
-
-    binary = True
-
-    def __init__(self, grids: list[np.ndarray], direction: str) -> None:
-        self.grids = grids
-        self.directions = ("greater", "less") if direction == "both" else (direction,)
-        sizes = [grid.shape[0] * len(self.directions) for grid in grids]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)])
-        self.size = int(self.offsets[-1])
-
-    def mistakes(self, X: np.ndarray, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
-        positive = y == classes[1]
-        n_rows = positive.shape[0]
-        blocks = []
-        for j, grid in enumerate(self.grids):
-            greater = threshold_mistakes(X[:, j], positive, grid)
-            blocks += [greater if d == "greater" else n_rows - greater for d in self.directions]
-        return np.concatenate(blocks)
-
-    def release(self, index: int, classes: np.ndarray) -> tuple[dict, object]:
-        feature = int(np.searchsorted(self.offsets, index, side="right") - 1)
-        grid = self.grids[feature]
-        direction_index, point = divmod(index - int(self.offsets[feature]), grid.shape[0])
-        direction = self.directions[direction_index]
-        threshold = float(grid[point])
-        attributes = {
-            "threshold_": threshold,
-            "threshold_feature_": feature,
-            "direction_": direction,
-        }
-        return attributes, _Threshold(feature, threshold, direction, classes)
-
-
-class _ListFamily:
-    """A user-given finite list of hypotheses (fitted classifiers or callables)."""
-
-    binary = False
-
-    def __init__(self, hypotheses: list) -> None:
-        self.hypotheses = hypotheses
-        self.size = len(hypotheses)
-
-    def mistakes(self, X, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
-        n_rows = y.shape[0]
-        return np.array(
-            [
-                int(np.count_nonzero(_predict_each([h], X, n_rows, "hypotheses")[0] != y))
-                for h in self.hypotheses
-            ],
-            dtype=np.int64,
-        )
-
-    def release(self, index: int, classes: np.ndarray) -> tuple[dict, object]:
-        hypothesis = self.hypotheses[index]
-        return {"selected_index_": index, "hypothesis_": hypothesis}, _Listed(hypothesis)
-
-
-def _feature_grids(grid, n_features: int) -> list[np.ndarray]:
-    """One strictly increasing finite grid per feature, from the ``grid`` parameter."""
-    if grid is None:
-        raise ValueError(
-            "hypotheses='thresholds' needs a public grid of candidate thresholds, got grid=None. "
-            "Pass grid= values fixed without looking at the training data (a grid read from the "
-            "data would disclose it)."
-        )
-    per_feature = (
-        isinstance(grid, (list, tuple)) and len(grid) > 0 and all(np.ndim(g) == 1 for g in grid)
+    validate_parameter_constraints(
+        {
+            "epsilon": [_POSITIVE],
+            "n_rounds": [_COUNT],
+            "delta": [_DELTA],
+            "composition": [StrOptions({"zcdp", "advanced"})],
+        },
+        {"epsilon": epsilon, "n_rounds": n_rounds, "delta": delta, "composition": composition},
+        caller_name="mw_learning_rate",
     )
-    if per_feature or np.ndim(grid) == 2:
-        if len(grid) != n_features:
-            raise ValueError(
-                f"grid holds {len(grid)} per-feature grids but X has {n_features} features; pass "
-                "one grid per feature or a single 1-D grid shared by all features."
-            )
-        grids = list(grid)
-    elif np.ndim(grid) == 1:
-        grids = [grid] * n_features
-    else:
-        raise ValueError(
-            "grid must be a 1-D array-like of thresholds (shared by all features) or one 1-D "
-            f"array-like per feature, got an object with {np.ndim(grid)} dimensions."
-        )
-    checked = []
-    for j, values in enumerate(grids):
-        try:
-            values = np.asarray(values, dtype=float)
-        except (TypeError, ValueError):
-            raise TypeError(f"grid for feature {j} must hold real numbers.") from None
-        if values.shape[0] == 0 or not np.all(np.isfinite(values)):
-            raise ValueError(
-                f"grid for feature {j} must hold at least one finite threshold and no NaN or "
-                "infinity."
-            )
-        values = np.sort(values)
-        if np.any(np.diff(values) == 0):
-            raise ValueError(
-                f"grid for feature {j} holds duplicate thresholds; pass distinct values."
-            )
-        checked.append(values)
-    return checked
-
-
-def _check_binary_classes(classes: np.ndarray, family: str) -> None:
-    if classes.shape[0] != 2:
-        raise ValueError(
-            f"Only binary classification is supported by hypotheses={family!r}: the label set "
-            f"has {classes.shape[0]} labels. Pass a list of hypotheses for more labels."
-        )
-
-
-def _check_binary_X(X: np.ndarray) -> None:
-    if X.dtype.kind not in "biuf" or not np.all((X == 0) | (X == 1)):
-        raise ValueError(
-            "hypotheses='conjunctions' needs binary X: every value 0 or 1 (or False/True), and X "
-            "holds other values. Binarise the features with public thresholds first, for example "
-            "with sklearn.preprocessing.Binarizer(threshold=...) at a value fixed without looking "
-            "at the data."
-        )
+    pure = epsilon / (2.0 * n_rounds)
+    if delta == 0:
+        return pure
+    if composition == "zcdp":
+        return per_query_epsilon(epsilon, delta, n_rounds) / 2.0
+    return max(pure, advanced_composition_inverse(epsilon, n_rounds, delta) / 2.0)
 
 
 # -- the exponential-mechanism learner -------------------------------------------------------
-class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
+class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     """Private PAC learner: one hypothesis drawn by the exponential mechanism.
 
     ``fit`` draws one hypothesis ``h`` from a finite class ``C`` with probability
@@ -584,28 +199,30 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
     differ in one row (*replace-one*). Replacing one row changes the mistakes of
     every hypothesis by at most 1 (sensitivity 1), so the released hypothesis, and
     every fitted attribute, is ``(epsilon, 0)``-differentially private (the
-    exponential mechanism, McSherry & Talwar 2007; Dwork & Roth Thm 3.10; lecture
-    notes §1). One ``fit`` is one release: with an ``accountant`` attached,
-    ``fit`` charges it ``epsilon`` once (one row), before the hypothesis is drawn;
+    exponential mechanism, McSherry & Talwar 2007; Dwork & Roth 2014, Theorem
+    3.10): the private learner of Kasiviswanathan et al. (2011). One ``fit`` is
+    one release: with an ``accountant`` attached, ``fit`` charges it ``epsilon``
+    once (one row), before the hypothesis is drawn from the release stream;
     every refit is a new release and is charged again. ``predict`` and ``score``
     spend nothing and are not charged. The mistake counts are never stored.
 
     Sampling is exact: a mistake level is drawn from its closed-form law by
     inverse CDF on log-sum-exp normalised weights, then a hypothesis uniformly
-    within the level (:func:`sample_fewest_mistakes`). The mistakes of all
-    hypotheses are computed exactly:
+    within the level (:func:`~skprivpred.mechanisms.sample_fewest_mistakes`). The
+    mistakes of all hypotheses are computed exactly (the classes are in
+    :mod:`skprivpred.hypotheses`):
 
     - ``"conjunctions"``: the ``2**d`` monotone conjunctions over ``d`` binary
       features (``h_S(x) = AND_{i in S} x_i``; the empty conjunction is the
       constant positive class), by a superset-sum transform of the bit-pattern
       histogram in ``O(n + d 2**d)`` time and ``O(2**d)`` memory.
-    - ``"thresholds"``: ``h(x) = [x_j >= a]`` (direction ``"greater"``) or
-      ``[x_j < a]`` (``"less"``) for every feature ``j`` and every point ``a`` of
-      the public ``grid``, by prefix sums in ``O(n log N + N)`` per feature. With
-      one feature this is the notes' threshold class.
+    - ``"thresholds"``: ``h(x) = [x_j >= a]`` (direction ``"increasing"``) or
+      ``[x_j < a]`` (``"decreasing"``) for every feature ``j`` and every point
+      ``a`` of the public ``grid``, by prefix sums in ``O(n log N + N)`` per
+      feature. With one feature this is the class of thresholds on a grid.
     - a list: the user's own finite class, each member evaluated on every row.
 
-    **Accuracy** (lecture notes §1). In the realizable case, if
+    **Accuracy** (Kasiviswanathan et al. 2011). In the realizable case, if
     ``n >= 8 ln|C| / (alpha min(alpha, epsilon))`` the released hypothesis has
     population error at most ``alpha`` except with probability
     ``|C| e^{-epsilon alpha n / 4} + |C| e^{-alpha^2 n / 2}``.
@@ -627,16 +244,19 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         per feature (a list, or the rows of a 2-D array). It must be public:
         fixed without looking at the training data (a grid read from the data
         would disclose it).
-    direction : {"greater", "less", "both"}, default="both"
-        Threshold directions in the class: ``"greater"`` predicts the positive
-        label ``classes_[1]`` when ``x_j >= a``, ``"less"`` when ``x_j < a``.
+    direction : {"increasing", "decreasing", "both"}, default="both"
+        Threshold directions in the class: ``"increasing"`` predicts the
+        positive label ``classes_[1]`` when ``x_j >= a``, ``"decreasing"`` when
+        ``x_j < a``; ``"both"`` holds both. Ignored unless
+        ``hypotheses="thresholds"``.
     classes : array-like, default=None
         The public label set; conjunctions and thresholds need exactly two
         labels, the second being the positive one. ``None`` reads it from ``y``
         and emits a :class:`~skprivpred.PrivacyWarning`.
     max_hypotheses : int, default=2**24
         Largest class size ``|C|`` the estimator agrees to enumerate. A larger
-        class is refused with a ``ValueError`` before any work (never truncated).
+        class is refused with a ``ValueError`` before any mistake is counted
+        (never truncated).
     accountant : PrivacyAccountant, default=None
         Charged ``epsilon`` once per ``fit``, before the hypothesis is drawn; a
         fit that would exceed its budget raises
@@ -664,15 +284,15 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         ``"thresholds"`` only: the released threshold, a point of the grid.
     threshold_feature_ : int
         ``"thresholds"`` only: the feature it applies to.
-    direction_ : {"greater", "less"}
+    direction_ : {"increasing", "decreasing"}
         ``"thresholds"`` only: the released direction.
     selected_index_ : int
         List of hypotheses only: index of the released hypothesis.
     hypothesis_ : object
         List of hypotheses only: the released hypothesis, ``hypotheses[selected_index_]``.
-    privacy_guarantee_ : dict
-        ``epsilon``, ``delta``, ``neighbouring``, ``unit`` and ``theorem`` of the
-        release.
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(epsilon, 0)`` for the released hypothesis (``unit``), with the
+        theorem it rests on; ``details["n_hypotheses"]`` is ``|C|``.
 
     See Also
     --------
@@ -686,6 +306,8 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
 
     References
     ----------
+    S. P. Kasiviswanathan, H. K. Lee, K. Nissim, S. Raskhodnikova and A. Smith.
+    What Can We Learn Privately? SIAM Journal on Computing 40(3), 2011.
     F. McSherry and K. Talwar. Mechanism Design via Differential Privacy. FOCS
     2007. C. Dwork and A. Roth. The Algorithmic Foundations of Differential
     Privacy, 2014, Theorem 3.10 and chapter 11.
@@ -701,6 +323,17 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
     >>> clf.fit(X, y).selected_features_
     array([1, 4])
     """
+
+    _parameter_constraints: dict = {
+        "hypotheses": [StrOptions({"conjunctions", "thresholds"}), list, tuple],
+        "epsilon": [_POSITIVE],
+        "grid": ["array-like", None],
+        "direction": [StrOptions({*THRESHOLD_DIRECTIONS, "both"})],
+        "classes": ["array-like", None],
+        "max_hypotheses": [_COUNT],
+        "accountant": [PrivacyAccountant, None],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
@@ -724,72 +357,71 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     # -- validation -------------------------------------------------------------------------
-    def _family_name(self) -> str:
-        hypotheses = self.hypotheses
-        if isinstance(hypotheses, str):
-            if hypotheses not in FAMILIES:
-                raise ValueError(
-                    f"hypotheses must be 'conjunctions', 'thresholds' or a list of fitted "
-                    f"classifiers or callables, got {hypotheses!r}."
-                )
-            return hypotheses
-        return "list"
+    def _check_params(self) -> HypothesisList | None:
+        """Cross-parameter rules: a list's members (public, fitted), a grid for thresholds.
+
+        Returns the list's class for a list of hypotheses (None for a named family).
+        """
+        if not isinstance(self.hypotheses, str):
+            return HypothesisList(self.hypotheses, "hypotheses")
+        if self.hypotheses == "thresholds" and self.grid is None:
+            raise InvalidParameterError(
+                "hypotheses='thresholds' needs a public grid of candidate thresholds, got "
+                "grid=None. Pass grid= values fixed without looking at the training data (a grid "
+                "read from the data would disclose it)."
+            )
+        return None
 
     def _validate_X(self, X, *, reset: bool, y=None):
-        """Validate rows for the family in use; returns (X for the family, y)."""
-        family = self._family_name()
+        """Validate rows (``validate_data``); returns (X as the members take it, y)."""
         kwargs: dict[str, Any] = {"reset": reset, "ensure_all_finite": True}
-        if family == "thresholds":
-            kwargs["dtype"] = "numeric"
-        else:
-            kwargs["dtype"] = None
+        kwargs["dtype"] = "numeric" if self.hypotheses == "thresholds" else None
         if y is None:
             X_checked = validate_data(self, X, **kwargs)
         else:
             X_checked, y = validate_data(self, X, y, y_numeric=False, **kwargs)
-        if family == "conjunctions":
-            _check_binary_X(X_checked)
-        return (keep_frame(X, X_checked) if family == "list" else X_checked), y
+        listed = not isinstance(self.hypotheses, str)
+        return (keep_frame(X, X_checked) if listed else X_checked), y
 
-    def _make_family(self, n_features: int):
-        family = self._family_name()
-        if family == "conjunctions":
-            return _ConjunctionFamily(n_features)
-        if family == "thresholds":
-            if self.direction not in DIRECTIONS:
-                raise ValueError(
-                    f"direction must be 'greater', 'less' or 'both', got {self.direction!r}."
-                )
-            return _ThresholdFamily(_feature_grids(self.grid, n_features), self.direction)
-        return _ListFamily(_check_public_functions(self.hypotheses, "hypotheses"))
+    def _make_family(
+        self, n_features: int, listed: HypothesisList | None
+    ) -> ConjunctionClass | GridThresholdClass | HypothesisList:
+        if listed is not None:
+            return listed
+        if self.hypotheses == "thresholds":
+            return GridThresholdClass.from_grid(self.grid, n_features, self.direction)
+        size = 2.0**n_features
+        if size > self.max_hypotheses:
+            raise ValueError(self._too_many(int(size)))
+        return ConjunctionClass(n_features)
 
-    def _scored_problem(self, X, y):
-        """Validate everything and count mistakes; sets n_features_in_ (call in an atomic block).
+    def _too_many(self, size: int) -> str:
+        return (
+            f"hypotheses={self.hypotheses!r} on these features is a class of {size} "
+            f"hypotheses, more than max_hypotheses={self.max_hypotheses}. The class is never "
+            "truncated: use fewer features or a smaller grid, or raise max_hypotheses if "
+            "time and memory allow (about 24 bytes per hypothesis)."
+        )
+
+    def _scored_problem(self, X, y, listed: HypothesisList | None):
+        """Validate the data and count mistakes; sets n_features_in_ (call in an atomic block).
 
         Returns the family, the label set and the mistake counts (secret).
         """
-        family_name = self._family_name()
-        max_hypotheses = check_positive_int(self.max_hypotheses, "max_hypotheses")
         X, y = self._validate_X(X, reset=True, y=y)
         y = finite_target_column(y)
         check_classification_targets(y)
         classes = resolve_classes(self.classes, y, type(self).__name__)
-        family = self._make_family(self.n_features_in_)
-        if family.binary:
-            _check_binary_classes(classes, family_name)
-        if family.size > max_hypotheses:
+        family = self._make_family(self.n_features_in_, listed)
+        if family.binary and classes.shape[0] != 2:
             raise ValueError(
-                f"hypotheses={family_name!r} on these features is a class of {family.size} "
-                f"hypotheses, more than max_hypotheses={max_hypotheses}. The class is never "
-                "truncated: use fewer features or a smaller grid, or raise max_hypotheses if "
-                "time and memory allow (about 24 bytes per hypothesis)."
+                f"Only binary classification is supported by hypotheses={self.hypotheses!r}: the "
+                f"label set has {classes.shape[0]} labels. Pass a list of hypotheses for more "
+                "labels."
             )
-        if family_name == "conjunctions" and self.n_features_in_ > 62:
-            raise ValueError(
-                f"hypotheses='conjunctions' takes at most 62 binary features, got "
-                f"{self.n_features_in_}."
-            )
-        return family, classes, family.mistakes(X, y, classes)
+        if family.n_hypotheses > self.max_hypotheses:
+            raise ValueError(self._too_many(family.n_hypotheses))
+        return family, classes, family.mistakes(family.prepare(X), y, classes)
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
@@ -812,31 +444,32 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         self : ExponentialMechanismClassifier
             The fitted estimator (the released hypothesis).
         """
+        self._validate_params()
+        listed = self._check_params()
         reject_fit_params(self, fit_params)
-        epsilon = check_epsilon(self.epsilon)
-        check_accountant(self.accountant)
-        with unchanged_on_error(self):
-            family, classes, mistakes = self._scored_problem(X, y)
-            _, release_rng = spawn_streams(self.random_state)
-            if self.accountant is not None:
-                self.accountant.charge(1, epsilon)
-            index = self._draw(mistakes, epsilon, release_rng)
+        epsilon = float(self.epsilon)
+        with self._unchanged_on_error():
+            family, classes, mistakes = self._scored_problem(X, y, listed)
+            self._start_streams()
+            index = self._release_model(epsilon, lambda rng: self._draw(mistakes, epsilon, rng))
             attributes, released = family.release(index, classes)
             for name in _RELEASE_ATTRIBUTES:  # a refit may use another family
                 self.__dict__.pop(name, None)
             for name, value in attributes.items():
                 setattr(self, name, value)
+            self._family = family
             self._released = released
             self.classes_ = classes
-            self.n_hypotheses_ = family.size
-            self.privacy_guarantee_ = {
-                "epsilon": epsilon,
-                "delta": 0.0,
-                "neighbouring": "replace-one",
-                "unit": "per fit: the released hypothesis (predictions are free post-processing)",
-                "theorem": "exponential mechanism, utility -mistakes of sensitivity 1, weight "
-                "exp(epsilon u / 2) (McSherry & Talwar 2007; lecture notes §1)",
-            }
+            self.n_hypotheses_ = family.n_hypotheses
+            self.privacy_guarantee_ = PrivacyGuarantee(
+                epsilon=epsilon,
+                delta=0.0,
+                unit="the released hypothesis (predictions are free post-processing)",
+                theorem="McSherry & Talwar (2007), exponential mechanism with utility -mistakes "
+                "of sensitivity 1 (Dwork & Roth 2014, Theorem 3.10), as in the private learner "
+                "of Kasiviswanathan et al. (2011)",
+                details={"n_hypotheses": family.n_hypotheses},
+            )
         return self
 
     def _draw(self, mistakes: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
@@ -863,7 +496,7 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "privacy_guarantee_")
         X, _ = self._validate_X(X, reset=False)
-        return self._released.predict(X)
+        return self._released.predict(self._family.prepare(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -881,9 +514,10 @@ class ExponentialMechanismClassifier(ClassifierMixin, BaseEstimator):
         conjunctions, per-feature blocks of grid points for thresholds, list
         order for a list.
         """
-        epsilon = check_epsilon(self.epsilon)
-        _, _, mistakes = copy.copy(self)._scored_problem(X, y)
-        return self._selection_law(mistakes, epsilon)
+        probe = copy.copy(self)
+        probe._validate_params()
+        _, _, mistakes = probe._scored_problem(X, y, probe._check_params())
+        return self._selection_law(mistakes, float(self.epsilon))
 
 
 def _agreed_classes(declared, given):
@@ -907,8 +541,8 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     The experts are public classifiers (fitted before the private data are seen)
     or callables ``X -> labels``. The private stream is ``(X, y)``, one row per
     round; the reward of expert ``i`` at round ``t`` is 1 when it predicts
-    ``y_t`` and 0 otherwise. The multiplicative weights algorithm (lecture notes
-    §2) starts with uniform weights over the ``K`` experts; at round ``t`` it
+    ``y_t`` and 0 otherwise. The multiplicative weights algorithm (Arora, Hazan &
+    Kale 2012) starts with uniform weights over the ``K`` experts; at round ``t`` it
     draws an expert ``i_t`` from the current weights, then multiplies the weight
     of every expert ``i`` by ``exp(a r_t(i))`` and renormalises. The law of
     ``i_t`` is therefore ``softmax(a U_t)``, with ``U_t(i)`` the reward of expert
@@ -926,23 +560,25 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     ``2a``-differentially private. The rate ``a`` comes from the public
     ``epsilon``, ``delta`` and ``n_rounds`` (:func:`mw_learning_rate`):
 
-    - ``delta=None``: ``a = epsilon / (2 n_rounds)``; by basic composition the
+    - ``delta=0`` (the default): ``a = epsilon / (2 n_rounds)``; by basic composition the
       whole sequence ``chosen_experts_`` of at most ``n_rounds`` rounds is
-      ``(epsilon, 0)``-DP (notes: "MW is ``2aT``-differentially private").
-    - a ``delta``: the largest ``a`` for which ``n_rounds`` rounds are
+      ``(epsilon, 0)``-DP (``T`` rounds of a ``2a``-DP choice).
+    - ``delta > 0``: the largest ``a`` for which ``n_rounds`` rounds are
       ``(epsilon, delta)``-DP, or the pure rate when that is larger (the
       guarantee is then ``(epsilon, 0)``). With ``composition="zcdp"`` (the
       default) each round, an exponential mechanism with weight ``exp(a U)``,
       is ``2a``-bounded-range, hence ``a^2 / 2``-zCDP (Cesar & Rogers 2021),
       and ``n_rounds`` rounds compose to ``n_rounds a^2 / 2``, converted by the
-      tight Renyi bound; at ``epsilon = 1, delta = 1e-6`` this allows a rate
+      tight Renyi bound (every conversion in :mod:`skprivpred.accounting`);
+      at ``epsilon = 1, delta = 1e-6`` this allows a rate
       about 2.4 times larger than ``composition="advanced"``, the advanced
-      composition theorem (Dwork, Rothblum & Vadhan 2010; Dwork & Roth Thm
-      3.20) on ``2a``-DP rounds.
+      composition theorem (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014,
+      Theorem 3.20) on ``2a``-DP rounds.
 
     The run of ``n_rounds`` rounds is one release: with an ``accountant``
     attached, the ``fit`` (or first ``partial_fit``) that starts it charges
-    ``(epsilon, delta)`` once, as one row, before any expert is drawn. More rows
+    ``(epsilon, delta)`` once, as one row, before any expert is drawn (the
+    rounds draw from the release stream). More rows
     than ``n_rounds`` over a run is an error. Each row passed to ``predict`` (or
     ``score``) is one further query, answered with fresh noise and
     ``(2a, 0)``-DP; it is charged ``2a`` before any noise is drawn. Use a
@@ -950,14 +586,15 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     guarantees. The cumulative rewards and the exact weights are secret; only
     the chosen experts and the answers are released.
 
-    **Regret** (notes, Theorem 2). For ``0 < a <= 1.79`` and every expert ``i``,
-    ``E[sum_t r_t(i_t)] >= sum_t r_t(i) - a T - ln(K) / a``.
+    **Regret** (Arora, Hazan & Kale 2012, Theorem 2.4). For ``0 < a <= 1.79``
+    and every expert ``i``, ``E[sum_t r_t(i_t)] >= sum_t r_t(i) - a T - ln(K) / a``.
 
-    **Corrected constants.** The notes (Theorem 3) set ``a = sqrt(epsilon /
-    (12 T))`` and claim ``(epsilon, exp(-sqrt(T epsilon / 12)))``-DP from an
-    advanced composition bound ``(12 T a^2, e^{-T a})``. That bound is false for
-    small ``a``: take two experts that are right on every row except the first,
-    where one is right and the other wrong, and swap the two in the neighbour.
+    **Corrected constants.** Lecture notes on private multiplicative weights
+    set ``a = sqrt(epsilon / (12 T))`` and claim
+    ``(epsilon, exp(-sqrt(T epsilon / 12)))``-DP from an advanced composition
+    bound ``(12 T a^2, e^{-T a})``. That bound is false for small ``a``: take
+    two experts that are right on every row except the first, where one is
+    right and the other wrong, and swap the two in the neighbour.
     Every later round is then a randomized response with parameter ``a``, and
     the exact delta at ``epsilon = 1`` is about ``3e-5`` for every ``T >= 1000``,
     while the claimed delta is ``1.1e-4`` at ``T = 1000`` and ``3e-13`` at
@@ -975,11 +612,12 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         cloned (``GridSearchCV``, ``cross_val_score``, the audit).
     epsilon : float, default=1.0
         Epsilon of the released sequence of choices, > 0.
-    delta : float, default=None
-        Delta of the released sequence, in (0, 1); ``None`` for pure
-        differential privacy.
+    delta : float, default=0.0
+        Delta of the released sequence, in [0, 1); 0 (the default) for pure
+        differential privacy by basic composition. A ``delta > 0`` (for
+        example ``1e-6``) lets a long run use a larger rate (see above).
     composition : {"zcdp", "advanced"}, default="zcdp"
-        How the rounds compose when ``delta`` is given (see above).
+        How the rounds compose when ``delta > 0`` (see above).
     n_rounds : int, default=None
         The public total number of rounds ``T`` of a run; it enters the rate,
         so it must be fixed before the stream is seen. ``None`` lets ``fit`` use
@@ -1016,10 +654,11 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         The rate ``a``.
     chosen_experts_ : ndarray of int of shape (n_rounds_run,)
         The released choice of each round so far (indices into ``experts``).
-    privacy_guarantee_ : dict
-        ``epsilon`` (``2a``), ``delta``, ``neighbouring``, ``unit`` and
-        ``theorem`` of each answered query, and ``release``: the same for the
-        sequence ``chosen_experts_``.
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(2a, 0)`` for each answered query row; ``details["release"]`` is the
+        :class:`~skprivpred.PrivacyGuarantee` of the sequence
+        ``chosen_experts_`` (``(epsilon, delta)``, with ``rho`` under zCDP)
+        and ``details["learning_rate"]`` is ``a``.
     queries_answered_ : int
         Number of query rows answered since ``fit``.
 
@@ -1032,8 +671,13 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     ----------
     S. Arora, E. Hazan and S. Kale. The Multiplicative Weights Update Method: a
     Meta-Algorithm and Applications. Theory of Computing 8, 2012, Theorem 2.4.
-    C. Dwork and A. Roth. The Algorithmic Foundations of Differential Privacy,
-    2014, Theorem 3.20 and chapter 11.
+    C. Dwork, G. N. Rothblum and S. Vadhan. Boosting and Differential Privacy.
+    FOCS 2010. M. Bun and T. Steinke. Concentrated Differential Privacy:
+    Simplifications, Extensions, and Lower Bounds. TCC 2016. M. Cesar and R.
+    Rogers. Bounding, Concentrating, and Truncating: Unifying Privacy Loss
+    Composition for Data Analytics. ALT 2021. C. Dwork and A. Roth. The
+    Algorithmic Foundations of Differential Privacy, 2014, Theorem 3.20 and
+    chapter 11.
 
     Examples
     --------
@@ -1054,12 +698,23 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     (1000,)
     """
 
+    _parameter_constraints: dict = {
+        "experts": [list, tuple],
+        "epsilon": [_POSITIVE],
+        "delta": [_DELTA],
+        "n_rounds": [_COUNT, None],
+        "classes": ["array-like", None],
+        "accountant": [PrivacyAccountant, None],
+        "random_state": ["random_state"],
+        "composition": [StrOptions({"zcdp", "advanced"})],
+    }
+
     def __init__(
         self,
         experts: Sequence[Any],
         *,
         epsilon: float = 1.0,
-        delta: float | None = None,
+        delta: float = 0.0,
         n_rounds: int | None = None,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
@@ -1095,11 +750,13 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         self : PrivateExpertsClassifier
             The fitted estimator; ``chosen_experts_`` holds one expert per row.
         """
+        self._validate_params()
+        experts = self._check_params()
         reject_fit_params(self, fit_params)
         with self._unchanged_on_error():
             X, y = self._validate_stream(X, y, reset=True)
             n_rounds = self.n_rounds if self.n_rounds is not None else y.shape[0]
-            run = self._resolve_run(y, self.classes, n_rounds)
+            run = self._resolve_run(y, self.classes, n_rounds, experts)
             rewards = self._rewards(run["experts"], X, y)
             self._start_run(run)
             self._run_rounds(rewards)
@@ -1131,18 +788,23 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         self : PrivateExpertsClassifier
             The estimator, with ``chosen_experts_`` extended by one expert per row.
         """
-        reject_fit_params(self, fit_params)
         first_call = "_cumulative_rewards" not in self.__dict__
+        if first_call:
+            self._validate_params()
+            experts = self._check_params()
+        reject_fit_params(self, fit_params)
         with self._unchanged_on_error():
             X, y = self._validate_stream(X, y, reset=first_call)
             if first_call:
                 if self.n_rounds is None:
-                    raise ValueError(
+                    raise InvalidParameterError(
                         "partial_fit needs the public total number of rounds: set n_rounds to "
                         "the number of rows the whole stream will have (it sets the rate), got "
                         "n_rounds=None."
                     )
-                run = self._resolve_run(y, _agreed_classes(self.classes, classes), self.n_rounds)
+                run = self._resolve_run(
+                    y, _agreed_classes(self.classes, classes), self.n_rounds, experts
+                )
                 rewards = self._rewards(run["experts"], X, y)
                 self._start_run(run)
             else:
@@ -1161,17 +823,18 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         check_classification_targets(y)
         return keep_frame(X, X_checked), y
 
-    def _resolve_run(self, y, classes, n_rounds) -> dict:
-        """Validate the public parameters of a new run; changes nothing, charges nothing."""
-        epsilon = check_epsilon(self.epsilon)
-        delta = None if self.delta is None else check_open_unit_interval(self.delta, "delta")
-        n_rounds = check_positive_int(n_rounds, "n_rounds")
-        check_accountant(self.accountant)
-        experts = _check_public_functions(self.experts, "experts")
+    def _check_params(self) -> HypothesisList:
+        """Cross-parameter rules: the experts are public, fitted classifiers or callables."""
+        return HypothesisList(self.experts, "experts")
+
+    def _resolve_run(self, y, classes, n_rounds, experts: HypothesisList) -> dict:
+        """Resolve the public quantities of a new run; changes nothing, charges nothing."""
+        epsilon, delta = float(self.epsilon), float(self.delta)
+        n_rounds = int(n_rounds)
         classes = resolve_classes(classes, y, type(self).__name__)
         self._check_round_budget(0, y.shape[0], n_rounds)
         rate = self._rate(epsilon, n_rounds, delta)
-        pure = delta is None or rate <= epsilon / (2.0 * n_rounds)
+        pure = delta == 0 or rate <= epsilon / (2.0 * n_rounds)
         return {
             "epsilon": epsilon,
             "delta": 0.0 if pure else delta,
@@ -1182,19 +845,21 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         }
 
     @staticmethod
-    def _rewards(experts: list, X, y: np.ndarray) -> np.ndarray:
+    def _rewards(experts: HypothesisList, X, y: np.ndarray) -> np.ndarray:
         """Reward matrix of shape (n_rows, n_experts): 1 where the expert is right. Secret."""
-        predictions = _predict_each(experts, X, y.shape[0], "experts")
+        predictions = experts.predictions(X, y.shape[0])
         return (predictions == y).T.astype(np.int64)
 
     def _start_run(self, run: dict) -> None:
-        """Charge the run, then start the streams and the state (call after all checks)."""
-        if self.accountant is not None:
-            self.accountant.charge(1, run["epsilon"], run["delta"])
+        """Start the streams, charge the run and start its state (call after all checks)."""
         self._start_streams()
-        # The rounds' choices are releases: their noise never comes from the fit stream,
-        # which a copied random_state object could replay.
-        self._round_stream = QueryStream(self._query_stream.rng.spawn(1)[0])
+        # The run is one release: charged once, before any round is drawn; the rounds'
+        # choices draw from a generator spawned from the release stream (never from the
+        # fit stream, which a copied random_state object could replay).
+        round_rng = self._release_model(
+            run["epsilon"], lambda rng: rng.spawn(1)[0], delta=run["delta"]
+        )
+        self._round_stream = QueryStream(round_rng)
         # The run was charged for n_rounds rounds: every copy of this estimator counts the
         # rounds it runs in one ledger, so that all of them together never run more.
         self._rounds = (uuid.uuid4().hex, int(run["n_rounds"]))
@@ -1202,42 +867,59 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
             self.accountant if self.accountant is not None else PrivacyAccountant()
         )
         self._experts = run["experts"]
-        self._cumulative_rewards = np.zeros(len(run["experts"]), dtype=np.int64)
+        self._cumulative_rewards = np.zeros(run["experts"].n_hypotheses, dtype=np.int64)
         self.classes_ = run["classes"]
-        self.n_experts_ = len(run["experts"])
+        self.n_experts_ = run["experts"].n_hypotheses
         self.n_rounds_ = run["n_rounds"]
         self.learning_rate_ = run["rate"]
         self.chosen_experts_ = np.empty(0, dtype=np.intp)
-        self.privacy_guarantee_ = {
-            "epsilon": 2.0 * run["rate"],
-            "delta": 0.0,
-            "neighbouring": "replace-one (one row of the stream)",
-            "unit": "per query row",
-            "theorem": "exponential mechanism on cumulative rewards, weight exp(a U) (lecture "
-            "notes §2)",
-            "release": {
-                "epsilon": run["epsilon"],
-                "delta": run["delta"],
-                "unit": f"chosen_experts_ over at most n_rounds={run['n_rounds']} rounds",
-                "theorem": (
-                    "basic composition of 2a-DP rounds"
-                    if run["delta"] == 0.0
-                    else "zCDP of 2a-bounded-range rounds, a^2/2 each (Cesar & Rogers 2021), "
-                    "tight Renyi conversion (Balle et al. 2020)"
-                    if self.composition == "zcdp"
-                    else "advanced composition of 2a-DP rounds (Dwork, Rothblum & Vadhan 2010)"
-                ),
-            },
-        }
+        self.privacy_guarantee_ = self._guarantee(run)
 
-    def _rate(self, epsilon: float, n_rounds: int, delta: float | None) -> float:
+    def _guarantee(self, run: dict) -> PrivacyGuarantee:
+        """Per query row ``(2a, 0)``; the run's guarantee is in ``details["release"]``."""
+        rate, n_rounds = run["rate"], run["n_rounds"]
+        if run["delta"] == 0.0:
+            release_theorem = "basic composition of 2a-DP rounds (Dwork & Roth 2014, Theorem 3.16)"
+            release_rho = None
+        elif self.composition == "zcdp":
+            release_theorem = (
+                "2a-bounded-range rounds are a^2/2-zCDP (Cesar & Rogers 2021), composed by "
+                "Bun & Steinke (2016) and converted by the tight Renyi bound (Canonne, Kamath "
+                "& Steinke 2020)"
+            )
+            release_rho = n_rounds * rate**2 / 2.0
+        else:
+            release_theorem = (
+                "advanced composition of 2a-DP rounds (Dwork, Rothblum & Vadhan 2010; Dwork & "
+                "Roth 2014, Theorem 3.20)"
+            )
+            release_rho = None
+        release = PrivacyGuarantee(
+            epsilon=run["epsilon"],
+            delta=run["delta"],
+            unit=f"chosen_experts_, the choices of at most n_rounds={n_rounds} rounds",
+            theorem=release_theorem,
+            rho=release_rho,
+            details={"learning_rate": rate, "n_rounds": n_rounds},
+        )
+        return PrivacyGuarantee(
+            epsilon=2.0 * rate,
+            delta=0.0,
+            unit=PER_QUERY_ROW,
+            theorem="exponential mechanism with weight exp(a U) on cumulative rewards of "
+            "sensitivity 1 (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.10)",
+            neighbouring="replace-one (one row of the stream)",
+            details={"learning_rate": rate, "release": release},
+        )
+
+    def _rate(self, epsilon: float, n_rounds: int, delta: float) -> float:
         """The learning rate ``a`` (:func:`mw_learning_rate`)."""
         return mw_learning_rate(epsilon, n_rounds, delta, self.composition)
 
     @staticmethod
     def _check_round_budget(done: int, more: int, n_rounds: int) -> None:
         if done + more > n_rounds:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"n_rounds={n_rounds} rounds were announced and {done} have run, so {more} more "
                 f"rows would exceed it by {done + more - n_rounds}. The rate was set for "
                 "n_rounds; start a new run with fit, or announce a larger n_rounds."
@@ -1292,10 +974,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         X_checked = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=True)
         X = keep_frame(X, X_checked)
         n_rows = X_checked.shape[0]
-        predictions = _predict_each(self._experts, X, n_rows, "experts")
+        predictions = self._experts.predictions(X, n_rows)
         law = np.broadcast_to(self._current_law(), (n_rows, self.n_experts_))
         chosen = self._release(
-            n_rows, self.privacy_guarantee_["epsilon"], lambda rng: sample_categorical(law, rng)
+            n_rows, self.privacy_guarantee_.epsilon, lambda rng: sample_categorical(law, rng)
         )
         return predictions[chosen, np.arange(n_rows)]
 
@@ -1320,8 +1002,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         shallow copy). Returns an array of shape (n_samples, n_experts).
         """
         probe = copy.copy(self)
+        probe._validate_params()
+        experts = probe._check_params()
         X, y = probe._validate_stream(X, y, reset=True)
         n_rounds = self.n_rounds if self.n_rounds is not None else y.shape[0]
-        run = probe._resolve_run(y, self.classes, n_rounds)
+        run = probe._resolve_run(y, self.classes, n_rounds, experts)
         rewards = probe._rewards(run["experts"], X, y)
         return self._round_law(rewards, np.zeros(rewards.shape[1]), run["rate"])

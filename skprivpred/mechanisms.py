@@ -2,9 +2,9 @@
 
 Every function here is a pure function of its arguments (samplers take the
 ``numpy.random.Generator`` to draw from). Estimators call them; tests pin their
-values against the formulas of spec-000 §1 and §9.
+values against the formulas of Dwork & Feldman (2018).
 
-Sampling rules (DESIGN §1.8): label releases are drawn from their closed-form
+Sampling rules: label releases are drawn from their closed-form
 probability with one uniform variate per row (inverse CDF on log-sum-exp
 normalised scores), so no raw noisy float ever leaves an estimator; nothing is
 sampled by MCMC or by exponentiating raw scores.
@@ -40,6 +40,7 @@ __all__ = [
     "discrete_laplace_noise",
     "exponential_mechanism_proba",
     "exponential_mechanism_sample",
+    "fewest_mistakes_log_proba",
     "gaussian_clip_bernoulli_proba",
     "gaussian_sigma",
     "grid_gaussian_release",
@@ -48,14 +49,19 @@ __all__ = [
     "laplace_positive_proba",
     "laplace_scale",
     "log_base",
+    "noisy_max_proba",
+    "noisy_max_sample",
     "pac_n_partitions",
     "sample_categorical",
+    "sample_fewest_mistakes",
+    "sample_unit_laplace_vector",
+    "snap_coefficients",
     "soft_majority_proba",
 ]
 
 # Tolerance used when a real-valued formula is turned into an integer
-# parameter: 39.99999999999999 and 40.00000000000001 both give 40 (spec-000
-# §0.2 rule 9). Changing such an integer by one affects accuracy, never privacy.
+# parameter: 39.99999999999999 and 40.00000000000001 both give 40. Changing such
+# an integer by one affects accuracy, never privacy.
 _CEIL_TOL = 1e-9
 
 # Grid steps per unit of sensitivity of the grid releases: the noise is 0.1% wider
@@ -88,7 +94,8 @@ def pac_n_partitions(alpha: float, epsilon: float, n_classes: int = 2) -> int:
 
     ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)``; for ``K = 2`` this is the
     paper's ``ceil(6 ln(4 / alpha) / epsilon)``. The multi-class form is the
-    library's extension by the same Markov argument (spec-000 §12.1).
+    library's extension by the same Markov argument as the paper's proof of
+    Dwork & Feldman (2018), Theorem 4.1.
 
     Parameters
     ----------
@@ -151,7 +158,7 @@ def soft_majority_proba(n_ones: ArrayLike, n_voters: ArrayLike, epsilon: float) 
     ``exp(epsilon * count / 2)`` per label. One changed training row moves one
     vote, so the logit moves by at most ``epsilon``: the release is
     ``epsilon``-DP. (The paper's prose weight ``exp(epsilon * count)`` is only
-    ``2 epsilon``-DP; spec-000 erratum 1.)
+    ``2 epsilon``-DP, so the weight is halved here.)
 
     Parameters
     ----------
@@ -264,6 +271,80 @@ def exponential_mechanism_sample(
     """
     scores = np.atleast_2d(scores)
     return sample_categorical(exponential_mechanism_proba(scores, epsilon, sensitivity), rng)
+
+
+def sample_fewest_mistakes(mistakes: ArrayLike, epsilon: float, rng: np.random.Generator) -> int:
+    """Draw index ``i`` with probability proportional to ``exp(-epsilon * mistakes[i] / 2)``.
+
+    The exponential mechanism (McSherry & Talwar 2007) with utility
+    ``-mistakes`` of sensitivity 1, as in the private PAC learner of
+    Kasiviswanathan et al. (2011), sampled exactly in two stages that multiply
+    to that law: a mistake level ``m`` is drawn by inverse CDF (one uniform
+    variate) from the law proportional to ``c_m exp(-epsilon m / 2)``,
+    normalised in log space, where ``c_m`` is the number of hypotheses with
+    ``m`` mistakes; then one of those ``c_m`` hypotheses is drawn uniformly
+    (one exact integer draw). Memory beyond ``mistakes`` is ``O(n)``, so
+    classes of ``2**24`` hypotheses stay cheap; nothing is exponentiated
+    unnormalised.
+
+    Parameters
+    ----------
+    mistakes : array-like of non-negative int of shape (n_hypotheses,)
+        Mistake count of each hypothesis.
+    epsilon : float
+        Privacy parameter, > 0.
+    rng : numpy.random.Generator
+        The stream to draw from (a release stream).
+
+    Returns
+    -------
+    int
+        Index of the drawn hypothesis.
+
+    See Also
+    --------
+    fewest_mistakes_log_proba : The exact log-law of this sampler.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sample_fewest_mistakes([0, 50, 50], 10.0, np.random.default_rng(0))
+    0
+    """
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    mistakes = np.asarray(mistakes)
+    counts = np.bincount(mistakes)
+    levels = np.flatnonzero(counts)
+    log_weight = np.log(counts[levels]) - 0.5 * epsilon * levels
+    level_law = np.exp(log_softmax(log_weight))
+    level = levels[sample_categorical(level_law[np.newaxis, :], rng)[0]]
+    members = np.flatnonzero(mistakes == level)
+    return int(members[rng.integers(members.shape[0])])
+
+
+def fewest_mistakes_log_proba(mistakes: ArrayLike, epsilon: float) -> np.ndarray:
+    """Exact log-law of :func:`sample_fewest_mistakes`: ``log_softmax(-epsilon * mistakes / 2)``.
+
+    Parameters
+    ----------
+    mistakes : array-like of shape (n_hypotheses,)
+        Mistake count of each hypothesis.
+    epsilon : float
+        Privacy parameter, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n_hypotheses,)
+        The log-probability of drawing each hypothesis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> np.exp(fewest_mistakes_log_proba([0, 0], 1.0)).tolist()
+    [0.5, 0.5]
+    """
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    return log_softmax(-0.5 * epsilon * np.asarray(mistakes, dtype=float))
 
 
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
@@ -408,7 +489,7 @@ def grid_laplace_release(
     steps: int = DEFAULT_GRID_STEPS,
     l1_axis: int | None = None,
 ) -> np.ndarray:
-    """Release real values with Laplace-type noise on a public grid (spec-000 §3.6).
+    """Release real values with Laplace-type noise on a public grid (snapped, not raw floats).
 
     The grid step of a value is ``sensitivity / steps`` (public: it depends only
     on the public sensitivity). A value that moves by at most ``sensitivity``
@@ -605,8 +686,166 @@ def grid_gaussian_release(
     return grid * (index + discrete_gaussian_noise(sigma, rng, size=index.shape))
 
 
+def noisy_max_proba(scores: ArrayLike, epsilon: float, sensitivity: float) -> np.ndarray:
+    """Exact output law of report-noisy-max with one-sided exponential noise.
+
+    The mechanism releases ``argmax_i scores_i + 2 sensitivity Z_i`` with
+    ``Z_i ~ Exp(mean 1 / epsilon)`` (Chaudhuri & Vinterbo 2013, Algorithm 1):
+    ``(epsilon, 0)``-DP when every score moves by at most ``sensitivity``
+    between neighbouring data sets, in any directions (hence the factor 2).
+    With ``s = 2 sensitivity / epsilon`` (the mean of the noise), ``a_j =
+    exp((q_j - q_max) / s)`` and the substitution ``v = exp(-(t - q_max) / s)``,
+
+    ``P(i) = a_i * integral_0^1 prod_{j != i} (1 - a_j v) dv``,
+
+    the integral of a polynomial of degree ``k - 1``, computed exactly by
+    Gauss-Legendre quadrature with ``k`` nodes. Every factor lies in [0, 1], so
+    the evaluation is stable for any score gap.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_candidates,)
+        Finite score of each candidate.
+    epsilon : float
+        Privacy parameter, > 0.
+    sensitivity : float
+        Bound on the change of any score between neighbours, > 0.
+
+    Returns
+    -------
+    ndarray of shape (n_candidates,)
+        The probability that each index is reported.
+
+    Examples
+    --------
+    >>> from skprivpred.mechanisms import noisy_max_proba
+    >>> noisy_max_proba([0.0, 0.0], epsilon=1.0, sensitivity=1.0).round(3)
+    array([0.5, 0.5])
+    """
+    epsilon = check_positive_finite(epsilon, "epsilon")
+    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 1 or scores.size < 1 or not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be a non-empty 1-D array of finite numbers.")
+    scale = 2.0 * sensitivity / epsilon
+    a = np.exp((scores - scores.max()) / scale)
+    k = scores.size
+    nodes, weights = np.polynomial.legendre.leggauss(k)
+    v = 0.5 * (nodes + 1.0)
+    weights = 0.5 * weights
+    factors = 1.0 - np.outer(v, a)  # (nodes, k)
+    proba = np.empty(k)
+    for i in range(k):
+        proba[i] = a[i] * np.sum(weights * np.prod(np.delete(factors, i, axis=1), axis=1))
+    return proba / proba.sum()
+
+
+def noisy_max_sample(
+    scores: ArrayLike, epsilon: float, sensitivity: float, rng: np.random.Generator
+) -> int:
+    """Report-noisy-max: the index of ``max_i scores_i + 2 sensitivity Z_i``, drawn exactly.
+
+    ``Z_i ~ Exp(mean 1 / epsilon)`` (Chaudhuri & Vinterbo 2013, Algorithm 1;
+    ``(epsilon, 0)``-DP for scores of the given sensitivity). Only the index is
+    released, and it is drawn from its exact law (:func:`noisy_max_proba`) by
+    inverse CDF with one uniform: no noisy float is ever formed, so the sampler
+    is not open to floating-point attacks.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_candidates,)
+        Finite score of each candidate.
+    epsilon : float
+        Privacy parameter, > 0.
+    sensitivity : float
+        Bound on the change of any score between neighbours, > 0.
+    rng : numpy.random.Generator
+        The stream to draw from.
+
+    Returns
+    -------
+    int
+        The reported index.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivpred.mechanisms import noisy_max_sample
+    >>> noisy_max_sample([0.0, 100.0], 1.0, 1.0, np.random.default_rng(0))
+    1
+    """
+    law = noisy_max_proba(scores, epsilon, sensitivity)
+    return int(sample_categorical(law[None, :], rng)[0])
+
+
+def sample_unit_laplace_vector(n_features: int, rng: np.random.Generator) -> np.ndarray:
+    """A draw ``R`` of density proportional to ``exp(-||r||)`` on ``R^d``.
+
+    Its norm is ``Gamma(d, 1)`` and its direction uniform. Scaled by ``s``, it
+    is the noise of output perturbation (scale ``2 / (lam epsilon n)``) and of
+    objective perturbation (scale ``2 / epsilon_p``) in Chaudhuri, Monteleoni
+    & Sarwate (2011), Algorithms 1 and 2.
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension ``d``, >= 1.
+    rng : numpy.random.Generator
+        The stream to draw from.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivpred.mechanisms import sample_unit_laplace_vector
+    >>> sample_unit_laplace_vector(3, np.random.default_rng(0)).shape
+    (3,)
+    """
+    n_features = check_positive_int(n_features, "n_features")
+    direction = rng.standard_normal(n_features)
+    direction /= np.linalg.norm(direction)
+    return rng.gamma(shape=n_features, scale=1.0) * direction
+
+
+def snap_coefficients(w: ArrayLike, noise_scale: float) -> tuple[np.ndarray, float]:
+    """Round ``w`` to the public grid ``Lambda Z^d``, ``Lambda`` the least power of 2 >= the scale.
+
+    The resolution of Mironov's snapping mechanism (CCS 2012): the released
+    coefficients carry no low-order floating-point bits, where attacks on
+    continuous noise samplers live. Rounding is post-processing, so the
+    real-arithmetic guarantee is unchanged; it costs at most ``Lambda / 2 <=
+    noise_scale`` per coordinate, below the noise already there.
+
+    Parameters
+    ----------
+    w : array-like of shape (n_features,)
+        Noisy coefficients.
+    noise_scale : float
+        Public scale of the noise they carry, > 0.
+
+    Returns
+    -------
+    snapped : ndarray of shape (n_features,)
+        ``w`` rounded to the grid.
+    grid : float
+        ``Lambda``.
+
+    Examples
+    --------
+    >>> from skprivpred.mechanisms import snap_coefficients
+    >>> snap_coefficients([0.3, -1.1], 0.4)
+    (array([ 0.5, -1. ]), 0.5)
+    """
+    noise_scale = check_positive_finite(noise_scale, "noise_scale")
+    grid = 2.0 ** math.ceil(math.log2(noise_scale))
+    return np.round(np.asarray(w, dtype=float) / grid) * grid, grid
+
+
 def laplace_clip_bernoulli_proba(v: ArrayLike, b: float) -> np.ndarray:
-    """Closed form ``q(v) = E[clip(v + Lap(b), 0, 1)]`` (spec-000 §1).
+    """Closed form ``q(v) = E[clip(v + Lap(b), 0, 1)]`` (Dwork & Feldman 2018, Section 4.3).
 
     Answering 1 with probability ``q(v)`` is the same release as clipping
     ``v + Lap(b)`` to [0, 1] and flipping a coin with that bias, without ever
@@ -688,11 +927,11 @@ def gaussian_clip_bernoulli_proba(v: ArrayLike, s: float) -> np.ndarray:
     return np.clip(s * (antiderivative(v / s) - antiderivative((v - 1.0) / s)), 0.0, 1.0)
 
 
-# -- BetweenThresholds (Bun, Steinke & Ullman 2016; spec-001 §2.3) -------------------------------
+# -- BetweenThresholds (Bun, Steinke & Ullman 2016; Naor et al. 2023, Appendix C.2) --------------
 #: Base of the logarithm wherever the everlasting-prediction paper writes ``log``
 #: without a base (the BT lemmas, the VC bound, lambda_i, T_i, n). Base 2 gives
-#: the larger, conservative value in every privacy condition (spec-001
-#: conventions, pitfall P2). Where the paper writes ``ln``, the code uses ``ln``.
+#: the larger, conservative value in every privacy condition (the paper leaves
+#: the base unwritten). Where the paper writes ``ln``, the code uses ``ln``.
 LOG_BASE = 2
 
 #: Outcome codes of :class:`BetweenThresholds`, in the order of the columns of
@@ -723,6 +962,27 @@ def log_base(value: ArrayLike, base: float = LOG_BASE) -> Any:
     return np.log(value) / math.log(base)
 
 
+def _bt_validate(caller: str, **values: Any) -> None:
+    """Check BetweenThresholds arguments against their declared constraints.
+
+    Raises :class:`~skprivpred.InvalidParameterError` (a ``ValueError`` and a
+    ``TypeError``) naming the argument, the value and what is allowed.
+    """
+    from numbers import Real
+
+    from .utils._param_validation import Interval, validate_parameter_constraints
+
+    positive = Interval(Real, 0, None, closed="neither")
+    constraints = {
+        "epsilon": [positive],
+        "sensitivity": [positive],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "n_instances": [Interval(Integral, 1, None, closed="left")],
+        "top_budget": [Interval(Integral, 1, None, closed="left")],
+    }
+    validate_parameter_constraints(constraints, values, caller_name=caller)
+
+
 def between_thresholds_scales(epsilon: float, sensitivity: float) -> tuple[float, float]:
     """Laplace scales ``(b_mu, b_nu) = (2 s / epsilon, 6 s / epsilon)`` of BetweenThresholds.
 
@@ -743,8 +1003,7 @@ def between_thresholds_scales(epsilon: float, sensitivity: float) -> tuple[float
     tuple of float
         ``(b_mu, b_nu)``.
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    _bt_validate("between_thresholds_scales", epsilon=epsilon, sensitivity=sensitivity)
     return 2.0 * sensitivity / epsilon, 6.0 * sensitivity / epsilon
 
 
@@ -760,7 +1019,8 @@ def between_thresholds_conditional_proba(
 ) -> np.ndarray:
     """Exact output law of one BT query given the current noisy thresholds.
 
-    With ``c = value + nu``, ``nu ~ Lap(b_nu)``, and L tested first (pitfall P6):
+    With ``c = value + nu``, ``nu ~ Lap(b_nu)``, and L tested first, as in the
+    paper (the noisy thresholds can cross at small sizes):
     ``P(L) = F(lower_noisy - value)``, ``P(R) = 1 - F(max(lower_noisy,
     upper_noisy) - value)``, ``P(TOP) = 1 - P(L) - P(R)``, where ``F`` is the
     ``Lap(b_nu)`` CDF. When the noisy thresholds cross, TOP is impossible.
@@ -800,7 +1060,7 @@ def _laplace_sum_cdf(z: float, b1: float, b2: float) -> float:
 def between_thresholds_proba(
     value: ArrayLike, lower: float, upper: float, epsilon: float, sensitivity: float
 ) -> np.ndarray:
-    """Exact output law of the first query of a fresh BT instance (spec-001 §2.3).
+    """Exact output law of the first query of a fresh BT instance (Bun, Steinke & Ullman 2016).
 
     ``P(L | q) = E_mu[F_nu(t_l + mu - q)]``, the CDF of ``nu - mu`` at ``t_l - q``
     (closed form for a sum of two Laplace variables), and ``P(R | q) =
@@ -870,16 +1130,15 @@ def between_thresholds_gap(
     sensitivity : float
         Sensitivity of a query value, > 0.
     base : float, default=LOG_BASE
-        Base of the lemma's logarithms (spec-001 P2: base 2).
+        Base of the lemma's logarithms, which the paper leaves unwritten; base 2
+        gives the larger, conservative gap.
 
     Returns
     -------
     float
         The required gap ``t_u - t_l``.
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    delta = check_open_unit_interval(delta, "delta")
-    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    _bt_validate("between_thresholds_gap", epsilon=epsilon, delta=delta, sensitivity=sensitivity)
     logs = float(log_base(10.0 / epsilon, base) + log_base(1.0 / delta, base))
     return 12.0 * sensitivity / epsilon * (logs + 1.0)
 
@@ -887,12 +1146,13 @@ def between_thresholds_gap(
 def between_thresholds_composition(
     epsilon: float, delta: float, n_instances: int
 ) -> tuple[float, float]:
-    """Privacy of ``c`` BT instances run one after another (Observation 1/2).
+    """Privacy of ``c`` BT instances run one after another (Naor et al. 2023, Observation 2).
 
-    ``(sqrt(2 c ln(1 / (c delta'))) eps' + c eps' (e^{eps'} - 1), 2 c delta')``,
-    advanced composition with slack ``c delta'`` (``expm1`` keeps the second
-    term exact for ``eps'`` down to 1e-16). Plain composition gives
-    ``(c eps', c delta')``; callers may use whichever is smaller.
+    ``(sqrt(2 c ln(1 / (c delta'))) eps' + c eps' (e^{eps'} - 1), 2 c delta')``:
+    :func:`skprivpred.accounting.advanced_composition` with slack ``c delta'``
+    (``expm1`` keeps the second term exact for ``eps'`` down to 1e-16). Plain
+    composition gives ``(c eps', c delta')``; callers may use whichever is
+    smaller.
 
     Parameters
     ----------
@@ -908,15 +1168,12 @@ def between_thresholds_composition(
     tuple of float
         The composed ``(epsilon, delta)``.
     """
-    from .accounting import advanced_composition_epsilon
+    from .accounting import advanced_composition
 
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    delta = check_open_unit_interval(delta, "delta")
-    n_instances = check_positive_int(n_instances, "n_instances")
-    slack = n_instances * delta
-    if not slack < 1.0:
-        raise ValueError(f"n_instances * delta must be < 1, got {slack!r}.")
-    return advanced_composition_epsilon(epsilon, n_instances, slack), 2.0 * slack
+    _bt_validate(
+        "between_thresholds_composition", epsilon=epsilon, delta=delta, n_instances=n_instances
+    )
+    return advanced_composition(epsilon, delta, n_instances, n_instances * delta)
 
 
 class BetweenThresholds:
@@ -961,11 +1218,13 @@ class BetweenThresholds:
             raise ValueError(
                 f"need finite thresholds lower < upper, got lower={lower!r}, upper={upper!r}."
             )
-        top_budget = check_positive_int(top_budget, "top_budget")
+        _bt_validate(
+            "BetweenThresholds", epsilon=epsilon, sensitivity=sensitivity, top_budget=top_budget
+        )
         self.lower: float = float(lower)
         self.upper: float = float(upper)
-        self.epsilon: float = check_positive_finite(epsilon, "epsilon")
-        self.sensitivity: float = check_positive_finite(sensitivity, "sensitivity")
+        self.epsilon: float = float(epsilon)
+        self.sensitivity: float = float(sensitivity)
         self.scales: tuple[float, float] = between_thresholds_scales(self.epsilon, self.sensitivity)
         self.top_budget: int = int(top_budget)
         self.tops_used: int = 0

@@ -503,3 +503,28 @@ def test_zcdp_bounded_range_rho_buys_four_times_the_rows():
     assert 3.9 < bounded_range / generic < 4.1
     with pytest.raises(ValueError, match="rho"):
         acc.charge(1, 0.01, rho=-1.0)
+
+
+def test_gaussian_charge_with_rho_composes_as_zcdp():
+    """A (eps, delta) charge that states its rho is summed as zCDP, not by basic composition."""
+    from skprivpred.accounting import eps_of_rho
+
+    rho, delta_row = 0.001, 1e-9
+    eps_row = eps_of_rho(rho, delta_row)
+    with_rho = PrivacyAccountant(epsilon=30.0, delta=1e-5, composition="zcdp", ledger=":memory:")
+    without = PrivacyAccountant(epsilon=30.0, delta=1e-5, composition="zcdp", ledger=":memory:")
+    with_rho.charge(n_rows=100, epsilon=eps_row, delta=delta_row, rho=rho)
+    without.charge(n_rows=100, epsilon=eps_row, delta=delta_row)
+    # zCDP: 100 rho = 0.1, converted once at the whole delta budget.
+    assert with_rho.epsilon_spent == pytest.approx(eps_of_rho(100 * rho, 1e-5), rel=1e-9)
+    assert with_rho.epsilon_spent < without.epsilon_spent == pytest.approx(100 * eps_row)
+
+
+@pytest.mark.parametrize("k, delta_prime", [(1, 0.9), (2, 0.5), (10, 1e-7), (10_000, 1e-6)])
+def test_advanced_composition_inverse_is_the_largest_admissible(k, delta_prime):
+    """The inverse meets the target from below, also where its root lies above epsilon."""
+    from skprivpred.accounting import advanced_composition_epsilon, advanced_composition_inverse
+
+    eps0 = advanced_composition_inverse(1.0, k, delta_prime)
+    assert advanced_composition_epsilon(eps0, k, delta_prime) <= 1.0
+    assert advanced_composition_epsilon(eps0 * (1 + 1e-9), k, delta_prime) > 1.0

@@ -1,4 +1,5 @@
-"""BetweenThresholds (spec-001 §2.3): exact output law, restarts, halting, privacy formulas."""
+"""BetweenThresholds (Bun, Steinke & Ullman 2016; Naor et al. 2023, Appendix C.2): exact output
+law, restarts, halting, privacy formulas."""
 
 import math
 
@@ -36,7 +37,7 @@ def _counts(outcomes):
     return np.bincount(outcomes, minlength=3)
 
 
-def test_spec_example_law():
+def test_worked_example_law():
     law = between_thresholds_proba(0.5, 0.4, 0.6, 0.5, 1 / 60)[0]
     np.testing.assert_allclose(law, [0.327, 0.299, 0.373], atol=5e-4)
     assert law.sum() == pytest.approx(1.0, abs=1e-12)
@@ -110,7 +111,7 @@ def test_sampler_matches_marginal_law(value):
 
 
 def test_crossing_makes_the_law_asymmetric():
-    """L is tested first: at the midpoint, P(L) > P(R) (the spec's (0.327, 0.299))."""
+    """L is tested first: at the midpoint, P(L) > P(R) (the worked example's (0.327, 0.299))."""
     law = between_thresholds_proba(0.5, 0.4, 0.6, 0.5, 1 / 60)[0]
     assert law[BT_BELOW] - law[BT_ABOVE] > 0.02
 
@@ -185,7 +186,8 @@ def test_clear_values_rarely_top():
 
 
 def test_gap_condition_formula():
-    # spec-001 §4.1: eps'_1 = 8.81e-16, delta'_1 = 5.07e-35, T_1 = 6.18e19 need a gap of 0.037.
+    # GenericBBL's phase 1 at d = 1, alpha = 0.05 (base-2 logs): eps'_1 = 8.81e-16,
+    # delta'_1 = 5.07e-35, T_1 = 6.18e19 need a gap of 0.037 (Lemma C.3).
     assert between_thresholds_gap(8.8105e-16, 5.0681e-35, 1 / 6.1775e19) == pytest.approx(
         0.0371, rel=1e-3
     )

@@ -1,4 +1,5 @@
-"""Private everlasting prediction (spec-001): formulas, LabelBoost, streams, halting, errors.
+"""Private everlasting prediction (Naor, Nissim, Stemmer & Yan 2023): formulas, LabelBoost,
+streams, halting, errors.
 
 The Figure-1 privacy-game harness and black-box audits live in tests/test_everlasting_privacy.py.
 """
@@ -17,23 +18,26 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from skprivpred import PrivacyWarning
+from skprivpred import PrivacyAccountant, PrivacyGuarantee, PrivacyWarning
+from skprivpred.accounting import eps_of_rho, zcdp_rho
 from skprivpred.everlasting import (
-    FiniteHypothesisClass,
     GenericBBLClassifier,
-    InsufficientSampleError,
-    PhaseDataError,
-    PredictorHaltedError,
-    PrivacyParameterError,
     PrivateEverlastingClassifier,
-    ThresholdClass,
     amplification_denominator,
     genericbbl_plan,
     label_boost,
     labelboost_law,
     practical_plan,
-    zcdp_rho,
 )
+from skprivpred.exceptions import (
+    BudgetExhaustedError,
+    InsufficientSampleError,
+    InvalidParameterError,
+    PhaseDataError,
+    PredictorHaltedError,
+    PrivacyParameterError,
+)
+from skprivpred.hypotheses import FiniteHypothesisClass, ThresholdClass
 
 P_FALSE_ALARM = 1e-6
 THRESHOLD = 0.3  # the target concept 1[x >= 0.3] of the synthetic task
@@ -45,7 +49,7 @@ def _task(n, rng):
 
 
 def _simulated(**kwargs):
-    params = dict(alpha=0.05, beta=0.05, mode="simulation", random_state=0)
+    params = dict(alpha=0.05, beta=0.05, mode="simulation", random_state=0, classes=(0, 1))
     params.update(kwargs)
     return GenericBBLClassifier(**params)
 
@@ -57,7 +61,7 @@ def _fit_quietly(estimator, X, y):
 
 
 class MidpointThreshold(ClassifierMixin, BaseEstimator):
-    """A fast 1-D teacher: ERM threshold at the midpoint (spec-001 P10)."""
+    """A fast 1-D teacher: ERM threshold at the midpoint (the one-sided rule biases accuracy)."""
 
     def fit(self, X, y):
         x, y = np.asarray(X)[:, 0], np.asarray(y)
@@ -83,9 +87,9 @@ class RecordingMidpoint(MidpointThreshold):
         return super().fit(X, y)
 
 
-# -- §6.1 formula oracles -------------------------------------------------------------------
+# -- formula oracles -----------------------------------------------------------------------
 def _independent_phase1(base, d, alpha, eps=1.0, delta=1e-6, beta=0.05, tau=1.1e10):
-    """The §2.1 formulas written out again, independently of the library."""
+    """Algorithm GenericBBL's formulas written out again, independently of the library."""
     log = lambda v: math.log(v) / math.log(base)  # noqa: E731
     m = 3 + math.exp(eps + 4)
     big_a = 8 * d * log(26 / alpha) + 4 * log(4 / beta)
@@ -104,8 +108,8 @@ def _independent_phase1(base, d, alpha, eps=1.0, delta=1e-6, beta=0.05, tau=1.1e
     return n, lam, teachers, 25600 * lam * teachers / eps
 
 
-# (log base, d, alpha): (n, lambda_1, T_1, R_1) as printed in spec-001 §4.2
-SPEC_TABLE = {
+# (log base, d, alpha): (n, lambda_1, T_1, R_1), the paper's formulas worked out by hand
+PLAN_TABLE = {
     (2, 1, 0.05): (3.6e25, 3899, 6.2e19, 6.2e27),
     (2, 1, 1 / 60): (1.5e27, 13218, 7.3e20, 2.5e29),
     (2, 10, 0.05): (2.4e27, 29883, 5.4e20, 4.1e29),
@@ -119,12 +123,12 @@ def _two_digits(value):
     return float(f"{value:.1e}")
 
 
-@pytest.mark.parametrize("scenario", list(SPEC_TABLE))
-def test_plan_matches_spec_table(scenario):
+@pytest.mark.parametrize("scenario", list(PLAN_TABLE))
+def test_plan_matches_worked_table(scenario):
     base, d, alpha = scenario
     plan = genericbbl_plan(1.0, 1e-6, alpha, 0.05, d, log_base=base)
     phase = plan["phases"][0]
-    n, lam, teachers, queries = SPEC_TABLE[scenario]
+    n, lam, teachers, queries = PLAN_TABLE[scenario]
     assert phase["teacher_size"] == pytest.approx(
         lam, rel=1e-3
     )  # the table rounds to nearest; the code up
@@ -160,7 +164,7 @@ def test_worked_example_4_1():
     assert phases[2]["pool_size"] / phases[1]["pool_size"] == pytest.approx(11.3, abs=0.1)
 
 
-@pytest.mark.parametrize("scenario", list(SPEC_TABLE))
+@pytest.mark.parametrize("scenario", list(PLAN_TABLE))
 def test_plan_identities(scenario):
     base, d, alpha = scenario
     plan = genericbbl_plan(1.0, 1e-6, alpha, 0.05, d, log_base=base, phases=4)
@@ -189,7 +193,7 @@ def test_gap_condition_needs_tau():
 
 
 def test_practical_plan_table():
-    # spec-001 §4.3(4): rho and T / lambda for z = 3, margin = 0.4
+    # rho and T / lambda for z = 3, margin = 0.4, worked out by hand
     for eps, rho, ratio in [
         (0.5, 0.0044, 6329),
         (1, 0.0175, 1610),
@@ -207,7 +211,7 @@ def test_practical_plan_table():
     assert rho + 2 * math.sqrt(rho * math.log(1e6)) == pytest.approx(1.0, rel=1e-12)
 
 
-# -- §6.3 LabelBoost --------------------------------------------------------------------------
+# -- LabelBoost -------------------------------------------------------------------------------
 def test_labelboost_threshold_dichotomies_collapse_duplicates():
     labelled = np.array([0.1, 0.2, 0.2, 0.5])
     unlabelled = np.array([0.5, 0.7, 0.9, 0.9, 0.1])
@@ -294,7 +298,10 @@ def test_simulation_warns_and_has_no_guarantee(threshold_data):
     x, y = threshold_data
     with pytest.warns(PrivacyWarning, match="NO privacy guarantee"):
         clf = _simulated().fit(x, y)
-    assert clf.privacy_guarantee_ is None
+    guarantee = clf.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert guarantee.epsilon == math.inf and guarantee.delta == 1.0
+    assert guarantee.theorem.startswith("none") and "per_query_epsilon" not in guarantee.details
     assert clf.phase_ == 1 and clf.queries_in_phase_ == 0 and clf.status_ == "active"
     first = clf.phase_schedule_[0]
     assert (first["n_teachers"], first["teacher_size"], first["phase_length"]) == (200, 20, 16000)
@@ -306,7 +313,7 @@ def test_simulation_warns_and_has_no_guarantee(threshold_data):
 
 
 def test_generic_bbl_accuracy_over_phases(threshold_data):
-    """spec-001 §6.8: toy sizes of §4.3(5), multi-phase error <= 5%, LabelBoost pools monotone."""
+    """Simulation sizes: multi-phase error <= 5%, LabelBoost pools monotone."""
     x, y = threshold_data
 
     class RecordingThresholds(ThresholdClass):
@@ -452,9 +459,9 @@ def test_decreasing_direction_and_class_labels():
 
 # -- the practical predictor ------------------------------------------------------------------
 def _practical(n_teachers, **kwargs):
-    return PrivateEverlastingClassifier(
-        MidpointThreshold(), n_teachers=n_teachers, random_state=0, **kwargs
-    )
+    params = dict(n_teachers=n_teachers, random_state=0, classes=(0, 1))
+    params.update(kwargs)
+    return PrivateEverlastingClassifier(MidpointThreshold(), **params)
 
 
 def test_gaussian_vote_exact_law():
@@ -465,11 +472,17 @@ def test_gaussian_vote_exact_law():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         clf = PrivateEverlastingClassifier(
-            DecisionTreeClassifier(), n_teachers=T, random_state=1
+            DecisionTreeClassifier(), n_teachers=T, random_state=1, classes=(0, 1)
         ).fit(X, y)
     sigma = math.sqrt(T / (2 * zcdp_rho(1.0, 1e-6)))
     assert clf.noise_sigma_ == pytest.approx(sigma)
-    assert clf.privacy_guarantee_ == (1.0, 1e-6)
+    guarantee = clf.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert (guarantee.epsilon, guarantee.delta) == (1.0, 1e-6)
+    assert guarantee.rho == pytest.approx(zcdp_rho(1.0, 1e-6))
+    assert guarantee.protects == "each training row and each query"
+    assert "Naor, Nissim, Stemmer & Yan (2023)" in guarantee.theorem
+    assert guarantee.details["per_query_rho"] == pytest.approx(1 / (2 * sigma**2))
     expected = norm.cdf((ones - T / 2) / sigma)
     np.testing.assert_allclose(clf._output_distribution(X[:1])[0], [1 - expected, expected])
     answers = clf.predict(X[:T])
@@ -478,10 +491,10 @@ def test_gaussian_vote_exact_law():
 
 
 def test_practical_accuracy_and_drift():
-    """spec-001 §6.8 at a scale that runs in seconds: eps = 4, lambda = 10.
+    """Multi-phase accuracy at a scale that runs in seconds: eps = 4, lambda = 10.
 
     Well provisioned (T = 1108 by the sizing rule): error <= 2% in each of 3 phases.
-    Under-provisioned (T = 280): larger error, drifting upward (spec-001 §3.3).
+    Under-provisioned (T = 280): larger error, drifting upward (errors compound).
     """
     rng = np.random.default_rng(9)
     errors = {}
@@ -501,12 +514,12 @@ def test_practical_accuracy_and_drift():
 
 
 def test_next_phase_trains_on_released_answers():
-    """spec-001 §6.4: phase 2's teachers see phase 1's queries with their released answers."""
+    """Phase 2's teachers see phase 1's queries with their released answers."""
     rng = np.random.default_rng(10)
     x = rng.random((1000, 1))
     RecordingMidpoint.log = []
     clf = PrivateEverlastingClassifier(
-        RecordingMidpoint(), epsilon=4.0, n_teachers=100, random_state=2
+        RecordingMidpoint(), epsilon=4.0, n_teachers=100, random_state=2, classes=(0, 1)
     )
     clf.fit(x, (x[:, 0] >= THRESHOLD).astype(int))
     fitted_in_phase_1 = len(RecordingMidpoint.log)
@@ -526,7 +539,7 @@ def test_next_phase_trains_on_released_answers():
 
 def test_split_calls_equal_one_call_and_slots_are_coupled():
     """One uniform per query: answers do not depend on how the stream is cut into calls, and
-    changing the query at one slot leaves every other answer of its phase bit-identical (§6.7a)."""
+    changing the query at one slot leaves every other answer of its phase bit-identical."""
     rng = np.random.default_rng(11)
     x = rng.random((1000, 1))
     y = (x[:, 0] >= THRESHOLD).astype(int)
@@ -554,7 +567,10 @@ def test_between_thresholds_aggregator():
     first = clf.phase_schedule_[0]
     assert first["top_budget"] == 6 and first["threshold_gap"] == 0.25  # the largest affordable
     assert first["bt_delta"] <= 1e-6 / 6
-    assert "2.9" in clf.privacy_scope_ and clf.privacy_guarantee_ == (4.0, 1e-6)
+    guarantee = clf.privacy_guarantee_
+    assert (guarantee.epsilon, guarantee.delta) == (4.0, 1e-6)
+    assert "own phase" in guarantee.details["caveat"]
+    assert guarantee.details["per_query_epsilon"] == first["bt_epsilon"]
     clear = np.r_[np.full((500, 1), 0.05), np.full((500, 1), 0.95)]
     np.testing.assert_array_equal(clf.predict(clear), np.r_[[0] * 500, [1] * 500])
     assert clf._tops_used() == 0
@@ -603,10 +619,10 @@ def test_copy_warns(threshold_data):
         copy.deepcopy(clf)
 
 
-# -- bad input (§6.9) --------------------------------------------------------------------------
+# -- bad input ----------------------------------------------------------------------------------
 def test_paper_mode_needs_the_data(threshold_data):
     x, y = threshold_data
-    clf = GenericBBLClassifier(alpha=0.05, beta=0.05, random_state=0)
+    clf = GenericBBLClassifier(alpha=0.05, beta=0.05, random_state=0, classes=(0, 1))
     with pytest.raises(InsufficientSampleError, match="needs at least") as info:
         clf.fit(x, y)
     plan = genericbbl_plan(1.0, 1e-6, 0.05, 0.05, 1)
@@ -625,15 +641,24 @@ def test_paper_mode_needs_the_data(threshold_data):
         (dict(delta=0.1), PrivacyParameterError, "delta"),
         (dict(overrides={"m": 2.0}), PrivacyParameterError, "only with mode='simulation'"),
         (dict(overrides={"n_teachers": 100}), PrivacyParameterError, "gap condition"),
-        (dict(overrides={"bogus": 1}), ValueError, "unknown overrides"),
-        (dict(mode="fast"), ValueError, "mode must be"),
-        (dict(hypothesis_class="intervals"), ValueError, "hypothesis_class"),
-        (dict(hypothesis_class=ThresholdClass("sideways")), ValueError, "direction"),
-        (dict(vc_dim=0), ValueError, "vc_dim"),
+        (dict(overrides={"bogus": 1}), InvalidParameterError, "unknown overrides"),
+        (dict(overrides={"top_budget": 0}), InvalidParameterError, "'top_budget' parameter"),
+        (dict(mode="fast"), InvalidParameterError, "'mode' parameter of GenericBBLClassifier"),
+        (dict(hypothesis_class="intervals"), InvalidParameterError, "'hypothesis_class'"),
+        (dict(hypothesis_class=ThresholdClass("sideways")), InvalidParameterError, "direction"),
+        (dict(vc_dim=0), InvalidParameterError, "'vc_dim' parameter"),
+        (dict(log_base=1.0), InvalidParameterError, "'log_base' parameter"),
+        (dict(epsilon=float("nan")), InvalidParameterError, "'epsilon' parameter"),
+        (dict(accountant="ledger"), InvalidParameterError, "'accountant' parameter"),
+        (
+            dict(mode="simulation", accountant=PrivacyAccountant(1.0, ledger=":memory:")),
+            InvalidParameterError,
+            "simulation",
+        ),
     ],
 )
 def test_paper_mode_parameter_errors(kwargs, error, match, threshold_data):
-    params = dict(alpha=0.05, beta=0.05)
+    params = dict(alpha=0.05, beta=0.05, classes=(0, 1))
     params.update(kwargs)
     with pytest.raises(error, match=match):
         GenericBBLClassifier(**params).fit(*threshold_data)
@@ -687,16 +712,20 @@ def test_practical_errors():
     y = (X[:, 0] > 0.5).astype(int)
     with pytest.raises(ValueError, match="n_teachers=200 is larger"):
         _practical(200).fit(X, y)
-    with pytest.raises(ValueError, match="aggregator"):
+    with pytest.raises(InvalidParameterError, match="'aggregator' parameter"):
         _practical(10, aggregator="laplace").fit(X, y)
-    with pytest.raises(ValueError, match="phase_length"):
+    with pytest.raises(InvalidParameterError, match="phase_length=5 must be at least"):
         _practical(10, phase_length=5).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'n_teachers' parameter"):
+        _practical(0).fit(X, y)
     with pytest.raises(ValueError, match="two labels"):
         _practical(10, classes=[0, 1, 2]).fit(X, np.arange(100) % 3)
     with pytest.raises(TypeError, match="sample_weight"):
         _practical(10).fit(X, y, sample_weight=np.ones(100))
-    with pytest.raises(TypeError, match="base_estimator"):
+    with pytest.raises(InvalidParameterError, match="'estimator' parameter"):
         PrivateEverlastingClassifier("tree").fit(X, y)
+    with pytest.raises(ValueError, match="Only binary classification"):
+        _practical(10, classes=None).fit(X, np.arange(100) % 3)
     with pytest.raises(NotFittedError):
         _practical(10).predict(X)
     with pytest.warns(UserWarning, match="fewer than 2 rows"):
@@ -712,7 +741,9 @@ def test_dataframe_queries_cross_a_phase_boundary():
         FunctionTransformer(lambda df: df[["x"]].to_numpy()), MidpointThreshold()
     )
     # epsilon = 50 keeps the noise (sigma = 5 votes) small enough for 100 teachers
-    clf = PrivateEverlastingClassifier(teacher, epsilon=50.0, n_teachers=100, random_state=0)
+    clf = PrivateEverlastingClassifier(
+        teacher, epsilon=50.0, n_teachers=100, random_state=0, classes=(0, 1)
+    )
     clf.fit(frame, y)
     assert list(clf.feature_names_in_) == ["x", "noise"]
     queries = pd.DataFrame({"x": rng.random(1500), "noise": rng.random(1500)})
@@ -728,7 +759,11 @@ def test_a_phase_may_mix_dataframe_and_array_queries():
     frame = pd.DataFrame({"x": rng.random(40)})
     y = (frame["x"] >= THRESHOLD).astype(int)
     clf = PrivateEverlastingClassifier(
-        DecisionTreeClassifier(max_depth=1), epsilon=50.0, n_teachers=4, random_state=0
+        DecisionTreeClassifier(max_depth=1),
+        epsilon=50.0,
+        n_teachers=4,
+        random_state=0,
+        classes=(0, 1),
     ).fit(frame, y)
     clf.predict(frame.iloc[:38])
     clf.query(frame.iloc[0])  # a Series keeps its column name
@@ -738,3 +773,86 @@ def test_a_phase_may_mix_dataframe_and_array_queries():
     assert clf.phase_ == 2 and clf.queries_answered_ == 40
     answers = clf.predict(frame.iloc[:5])
     assert answers.shape == (5,) and set(answers) <= {0, 1}
+
+
+# -- the release path: an accountant charged per answered row ------------------------------------
+def test_practical_charges_the_accountant_per_row():
+    rng = np.random.default_rng(17)
+    X = rng.random((400, 1))
+    y = (X[:, 0] >= THRESHOLD).astype(int)
+    accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
+    clf = _practical(20, epsilon=2.0, accountant=accountant).fit(X, y)
+    assert accountant.queries_answered == 0  # fit releases nothing
+    details = clf.privacy_guarantee_.details
+    rho_row = zcdp_rho(2.0, 1e-6) / 400
+    assert details["per_query_rho"] == pytest.approx(rho_row)
+    assert details["per_query_delta"] == pytest.approx(1e-6 / 400)
+    assert details["per_query_epsilon"] == pytest.approx(eps_of_rho(rho_row, 1e-6 / 400))
+    clf.predict(rng.random((450, 1)))  # crosses into phase 2
+    assert accountant.queries_answered == 450 and clf.queries_answered_ == 450
+    epsilon_spent, delta_spent = accountant.spent()
+    assert epsilon_spent == pytest.approx(450 * details["per_query_epsilon"])
+    assert delta_spent == pytest.approx(450 * 1e-6 / 400)
+
+
+def test_refused_charge_changes_nothing():
+    rng = np.random.default_rng(18)
+    X = rng.random((400, 1))
+    y = (X[:, 0] >= THRESHOLD).astype(int)
+    probe = _practical(20, epsilon=2.0).fit(X, y)
+    per_row = probe.privacy_guarantee_.details["per_query_epsilon"]
+    accountant = PrivacyAccountant(epsilon=11.5 * per_row, delta=0.5, ledger=":memory:")
+    clf = _practical(20, epsilon=2.0, accountant=accountant).fit(X, y)
+    clf.predict(X[:10])
+    state = (clf.phase_, clf.queries_in_phase_, clf.queries_answered_, accountant.spent())
+    draw = clf._query_stream.rng.bit_generator.state
+    with pytest.raises(BudgetExhaustedError):
+        clf.predict(X[:5])
+    assert (clf.phase_, clf.queries_in_phase_, clf.queries_answered_, accountant.spent()) == state
+    assert clf._query_stream.rng.bit_generator.state == draw
+    assert clf.predict(X[:1]).shape == (1,)  # a smaller call still fits
+
+
+def test_halting_call_counts_only_answered_rows():
+    rng = np.random.default_rng(19)
+    x = rng.random((20_000, 1))
+    y = (x[:, 0] >= THRESHOLD).astype(int)
+    accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
+    clf = _practical(2000, aggregator="between_thresholds", epsilon=4.0, accountant=accountant).fit(
+        x, y
+    )
+    with pytest.raises(PredictorHaltedError) as info:
+        clf.predict(np.full((1000, 1), THRESHOLD))
+    answered = info.value.predictions.size
+    assert answered < 1000 and clf.queries_answered_ == answered
+    assert accountant.queries_answered == 1000  # charged before answering: over-counts
+    details = clf.privacy_guarantee_.details
+    assert accountant.spent()[0] == pytest.approx(1000 * details["per_query_epsilon"])
+
+
+def test_genericbbl_paper_mode_charges_bt_instance_guarantee_per_row():
+    overrides = {
+        "n_teachers": 3000,
+        "teacher_size": 1,
+        "top_budget": 1,
+        "threshold_gap": 0.5,
+        "phase_length": 500_000,
+    }
+    params = dict(epsilon=1.0, delta=0.05, alpha=0.05, beta=0.05, overrides=overrides)
+    with pytest.raises(InsufficientSampleError) as too_small:
+        GenericBBLClassifier(classes=(0, 1), random_state=0, **params).fit(
+            *_task(10, rng := np.random.default_rng(20))
+        )
+    x, y = _task(too_small.value.required_samples, rng)
+    accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
+    clf = GenericBBLClassifier(classes=(0, 1), random_state=0, accountant=accountant, **params)
+    clf.fit(x, y)
+    guarantee = clf.privacy_guarantee_
+    assert (guarantee.epsilon, guarantee.delta) == (1.0, 0.05)
+    assert guarantee.protects == "each training row and each query"
+    assert "Theorem 5.1" in guarantee.theorem and "spec" not in str(guarantee)
+    first = clf.phase_schedule_[0]
+    assert guarantee.details["per_query_epsilon"] == first["bt_epsilon"]
+    clf.predict(np.full(20, 0.9))  # far from the threshold: no TOP
+    assert accountant.queries_answered == 20
+    assert accountant.spent() == pytest.approx((20 * first["bt_epsilon"], 20 * first["bt_delta"]))

@@ -1,6 +1,6 @@
 """The Figure-1 privacy game of private everlasting prediction, as a test harness.
 
-Spec-001 §1.2 (Naor, Nissim, Stemmer & Yan, Def. 3.4 and Figure 1). An
+Naor, Nissim, Stemmer & Yan (2023), Definition 3.4 and Figure 1. An
 adversary ``B`` chooses two training sets and then, round after round, two
 query points; at most one *slot* differs between the two worlds: either one
 training row or one query. The predictor runs on world ``b``; ``B`` receives
@@ -23,7 +23,8 @@ deliberately broken variant with too little noise; the training-row view is
 also checked against the exact law), and on
 :class:`~skprivpred.everlasting.GenericBBLClassifier` in simulation mode and in
 paper mode with reduced sizes, where the same machinery documents the known
-gap of the paper (spec §2.9): those tests assert that the attack SUCCEEDS.
+gap in the paper's proof of Claim E.6: those tests assert that the attack
+SUCCEEDS.
 
 Every game is seeded (game ``g`` uses ``random_state=g``), so the tests are
 deterministic; the audit's bounds hold simultaneously with probability
@@ -42,14 +43,10 @@ from scipy.stats import beta, binom, norm
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from skprivpred.audit import clopper_pearson
-from skprivpred.everlasting import (
-    GenericBBLClassifier,
-    InsufficientSampleError,
-    PredictorHaltedError,
-    PrivateEverlastingClassifier,
-)
+from skprivpred.everlasting import GenericBBLClassifier, PrivateEverlastingClassifier
+from skprivpred.exceptions import InsufficientSampleError, PredictorHaltedError
 
-#: Terminal symbol of a view: the predictor halted (observable, spec §1.2).
+#: Terminal symbol of a view: the predictor halted (observable: part of the view in Figure 1).
 HALT = -1
 
 #: One minus the simultaneous confidence of every audit in this file.
@@ -435,7 +432,14 @@ def _practical(cls, **params):
     """``make_predictor`` for the game: a fresh estimator seeded per game."""
 
     def make(seed):
-        return cls(_SignTeacher(), epsilon=EPSILON, delta=DELTA, random_state=seed, **params)
+        return cls(
+            _SignTeacher(),
+            epsilon=EPSILON,
+            delta=DELTA,
+            random_state=seed,
+            classes=(0, 1),
+            **params,
+        )
 
     return make
 
@@ -516,7 +520,9 @@ def test_training_row_view_meets_the_claim_exactly():
     T, R = TRAINING_GAME["n_teachers"], TRAINING_GAME["phase_length"]
     adversary = _TrainingRowAdversary(T, R)
     clf = _practical(PrivateEverlastingClassifier, **TRAINING_GAME)(0).fit(*adversary.S0)
-    assert clf.privacy_guarantee_ == (EPSILON, DELTA)
+    guarantee = clf.privacy_guarantee_
+    assert (guarantee.epsilon, guarantee.delta) == (EPSILON, DELTA)
+    assert guarantee.protects == "each training row and each query"
     probe = np.zeros((1, 1))
     assert clf._vote_counts(probe)[0] == T // 2  # non-private diagnostic: the setup is as planned
     for sigma, within in ((clf.noise_sigma_, True), (clf.noise_sigma_ / BROKEN_FACTOR, False)):
@@ -626,7 +632,14 @@ FIT_GAME = {"n_teachers": 2, "phase_length": 20}
 
 def _fragile(cls):
     def make(seed):
-        return cls(_FragileTeacher(), epsilon=EPSILON, delta=DELTA, random_state=seed, **FIT_GAME)
+        return cls(
+            _FragileTeacher(),
+            epsilon=EPSILON,
+            delta=DELTA,
+            random_state=seed,
+            classes=(0, 1),
+            **FIT_GAME,
+        )
 
     return make
 
@@ -708,15 +721,15 @@ def test_the_stream_stays_usable_after_a_teacher_fit_fails():
     assert clf.predict(np.ones((3, 1))).shape == (3,)
 
 
-# -- GenericBBLClassifier: the known gap of the paper (spec §2.9) ------------------------------
+# -- GenericBBLClassifier: the known gap in the proof of Claim E.6 -----------------------------
 # KNOWN GAP OF THE PAPER, NOT A BUG OF THIS LIBRARY. Claim E.6 of Naor et al. takes
 # the other answers of a query's own phase to have the same law in both worlds.
 # With MultiBT they do not: whether the hidden query hit TOP changes the TOP count,
 # hence when the predictor halts, and the halt is part of the view. The tests below
-# play the attack of spec §2.9 and assert that it SUCCEEDS: they document the gap.
-# If one of them starts failing, the algorithm changed: revisit spec §2.9 and the docs.
+# play that attack and assert that it SUCCEEDS: they document the gap.
+# If one of them starts failing, the algorithm changed: revisit the attack and the docs.
 class _HaltTimingAdversary(Adversary):
-    """Spec §2.9: hide a query that hits TOP (world 0) or cannot (world 1), then count to the halt.
+    """Hide a query that hits TOP (world 0) or cannot (world 1), then count to the halt.
 
     The training set is ``y = 1[x >= 1/2]`` on ``x`` uniform in ``[0, 1]``, so
     the teachers' thresholds scatter around ``1/2`` and split about 50/50 at
@@ -761,16 +774,22 @@ def _threshold_data(n: int, seed: int = 0):
 
 @pytest.mark.filterwarnings("ignore:.*NO privacy guarantee")
 def test_known_gap_halt_timing_attack_distinguishes_in_simulation_mode():
-    """Documents spec §2.9 (a gap in the paper's proof): the attack succeeds."""
+    """Documents the gap in the paper's proof of Claim E.6: the attack succeeds."""
     X, y = _threshold_data(8000)  # 2 * T * lambda rows for the toy sizes (m = 2)
     overrides = {"top_budget": 3, "threshold_gap": 0.25}
 
     def make(seed):
         return GenericBBLClassifier(
-            alpha=0.05, beta=0.05, mode="simulation", overrides=overrides, random_state=seed
+            alpha=0.05,
+            beta=0.05,
+            mode="simulation",
+            overrides=overrides,
+            random_state=seed,
+            classes=(0, 1),
         )
 
-    assert make(0).fit(X, y).privacy_guarantee_ is None  # simulation mode claims nothing
+    claimed = make(0).fit(X, y).privacy_guarantee_
+    assert claimed.epsilon == math.inf and claimed.delta == 1.0  # simulation mode claims nothing
     audit = _halt_audit(make, X, y, far=0.95, top_budget=3, n_games=100, delta=DELTA)
     hits = audit.counts[:, 0]
     lo, hi = clopper_pearson(hits, audit.n_games, AUDIT_ALPHA / 2)
@@ -779,13 +798,14 @@ def test_known_gap_halt_timing_attack_distinguishes_in_simulation_mode():
 
 
 def test_known_gap_halt_timing_attack_refutes_a_paper_mode_claim_inside_a_phase():
-    """Documents spec §2.9 against a predictor that states ``(1, 0.05)``.
+    """Documents the gap in the proof of Claim E.6 against a predictor that states ``(1, 0.05)``.
 
     Paper mode with size overrides keeps the privacy proof when the BT gap
-    condition holds (spec §4.3(2)); here it holds with 6000 one-row teachers,
+    condition of Lemma C.3 holds; here it holds with 6000 one-row teachers,
     two TOPs and a gap of 1/4, and the predictor states ``(epsilon, delta) =
-    (1, 0.05)``. The within-phase query is not covered (``privacy_scope_``
-    says so) and the attack shows it: the Figure-1 claim is refuted.
+    (1, 0.05)``. The within-phase query is not covered (the guarantee's
+    ``details["caveat"]`` says so) and the attack shows it: the Figure-1
+    claim is refuted.
     """
     epsilon, delta, n_teachers = 1.0, 0.05, 6000
     overrides = {
@@ -805,13 +825,16 @@ def test_known_gap_halt_timing_attack_refutes_a_paper_mode_claim_inside_a_phase(
             mode="paper",
             overrides=overrides,
             random_state=seed,
+            classes=(0, 1),
         )
 
     with pytest.raises(InsufficientSampleError) as too_small:
         make(0).fit(*_threshold_data(100))
     X, y = _threshold_data(too_small.value.required_samples)  # about 9e5 rows
     clf = make(0).fit(X, y)
-    assert clf.privacy_guarantee_ == (epsilon, delta)
-    assert "2.9" in clf.privacy_scope_
+    guarantee = clf.privacy_guarantee_
+    assert (guarantee.epsilon, guarantee.delta) == (epsilon, delta)
+    assert "Theorem 5.1" in guarantee.theorem
+    assert "own phase" in guarantee.details["caveat"]
     audit = _halt_audit(make, X, y, far=0.0, top_budget=2, n_games=60, delta=delta)
     assert audit.refutes(epsilon), audit

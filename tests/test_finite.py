@@ -26,7 +26,9 @@ from sklearn.tree import DecisionTreeClassifier
 from skprivpred import (
     BudgetExhaustedError,
     HorizonExhaustedError,
+    InvalidParameterError,
     PrivacyAccountant,
+    PrivacyGuarantee,
     PrivacyWarning,
 )
 from skprivpred.accounting import advanced_composition_epsilon, eps_of_rho, rho_cap
@@ -34,15 +36,17 @@ from skprivpred.audit import audit_epsilon, clopper_pearson
 from skprivpred.finite import (
     ExponentialMechanismClassifier,
     PrivateExpertsClassifier,
-    binary_patterns,
-    conjunction_mistakes,
     mw_learning_rate,
     mw_round_proba,
-    sample_fewest_mistakes,
+)
+from skprivpred.hypotheses import (
+    HypothesisList,
+    binary_patterns,
+    conjunction_mistakes,
     superset_sums,
     threshold_mistakes,
 )
-from skprivpred.mechanisms import exponential_mechanism_proba
+from skprivpred.mechanisms import exponential_mechanism_proba, sample_fewest_mistakes
 
 # A false-alarm rate this small per statistical assertion keeps the suite
 # reliable while each assertion still fails on any real deviation.
@@ -344,11 +348,11 @@ def test_thresholds_are_accurate_past_the_notes_sample_size():
     for seed in range(10):
         rng = np.random.default_rng(seed)
         X = rng.random((n, 1))
-        y = (X[:, 0] < target).astype(int)  # direction "less"
+        y = (X[:, 0] < target).astype(int)  # direction "decreasing"
         clf = EM("thresholds", epsilon=epsilon, grid=grid, classes=[0, 1], random_state=seed)
         clf.fit(X, y)
         gap = abs(clf.threshold_ - target)
-        error = gap if clf.direction_ == "less" else 1 - gap
+        error = gap if clf.direction_ == "decreasing" else 1 - gap
         assert error <= alpha
 
 
@@ -385,7 +389,9 @@ def test_public_attributes_never_hold_the_scores(tiny_binary):
     }
     sizes = [np.size(v) for v in vars(clf).values() if isinstance(v, np.ndarray)]
     assert clf.n_hypotheses_ == 8 and 8 not in sizes
-    assert clf.privacy_guarantee_["epsilon"] == 1.0 and clf.privacy_guarantee_["delta"] == 0.0
+    assert isinstance(clf.privacy_guarantee_, PrivacyGuarantee)
+    assert clf.privacy_guarantee_.epsilon == 1.0 and clf.privacy_guarantee_.delta == 0.0
+    assert "McSherry & Talwar (2007)" in clf.privacy_guarantee_.theorem
 
 
 def test_threshold_attributes_and_prediction():
@@ -398,7 +404,7 @@ def test_threshold_attributes_and_prediction():
         classes=["no", "yes"],
         random_state=0,
     ).fit(X, y)
-    assert (clf.threshold_feature_, clf.threshold_, clf.direction_) == (0, 0.5, "greater")
+    assert (clf.threshold_feature_, clf.threshold_, clf.direction_) == (0, 0.5, "increasing")
     np.testing.assert_array_equal(clf.predict([[0.49, 0.0], [0.5, 0.0]]), ["no", "yes"])
     assert clf.n_hypotheses_ == 6
 
@@ -479,24 +485,31 @@ def test_classes_none_warns(tiny_binary):
 
 # -- bad input: clear errors, nothing changed --------------------------------------------------
 EM_BAD_PARAMS = [
-    ({"epsilon": 0}, ValueError, "epsilon"),
-    ({"epsilon": float("nan")}, ValueError, "epsilon"),
-    ({"epsilon": "1"}, TypeError, "epsilon"),
-    ({"hypotheses": "stumps"}, ValueError, "hypotheses must be 'conjunctions', 'thresholds'"),
-    ({"hypotheses": 3}, TypeError, "hypotheses must be a list"),
-    ({"hypotheses": []}, ValueError, "at least one"),
-    ({"hypotheses": [object()]}, TypeError, r"hypotheses\[0\]"),
-    ({"hypotheses": [LogisticRegression()]}, ValueError, r"hypotheses\[0\].*not fitted"),
-    ({"hypotheses": "thresholds"}, ValueError, "grid=None"),
+    ({"epsilon": 0}, InvalidParameterError, "'epsilon' parameter"),
+    ({"epsilon": float("nan")}, InvalidParameterError, "'epsilon' parameter"),
+    ({"epsilon": float("inf")}, InvalidParameterError, "'epsilon' parameter"),
+    ({"epsilon": "1"}, InvalidParameterError, "'epsilon' parameter"),
+    ({"hypotheses": "stumps"}, InvalidParameterError, "'hypotheses' parameter"),
+    ({"hypotheses": 3}, InvalidParameterError, "'hypotheses' parameter"),
+    ({"hypotheses": []}, InvalidParameterError, "at least one"),
+    ({"hypotheses": [object()]}, InvalidParameterError, r"hypotheses\[0\]"),
+    ({"hypotheses": [LogisticRegression()]}, InvalidParameterError, r"hypotheses\[0\].*not fitted"),
+    ({"hypotheses": "thresholds"}, InvalidParameterError, "grid=None"),
     ({"hypotheses": "thresholds", "grid": [0.5, 0.5]}, ValueError, "duplicate"),
     ({"hypotheses": "thresholds", "grid": [[0.5]]}, ValueError, "per-feature grids"),
     ({"hypotheses": "thresholds", "grid": np.zeros((2, 2))}, ValueError, "per-feature grids"),
     ({"hypotheses": "thresholds", "grid": np.zeros((1, 2, 2))}, ValueError, "3 dimensions"),
     ({"hypotheses": "thresholds", "grid": [np.nan]}, ValueError, "finite"),
-    ({"hypotheses": "thresholds", "grid": [0.5], "direction": "up"}, ValueError, "direction"),
+    ({"hypotheses": "thresholds", "grid": 0.5}, InvalidParameterError, "'grid' parameter"),
+    (
+        {"hypotheses": "thresholds", "grid": [0.5], "direction": "greater"},
+        InvalidParameterError,
+        "'direction' parameter",
+    ),
     ({"max_hypotheses": 4}, ValueError, "max_hypotheses=4"),
-    ({"max_hypotheses": 0}, ValueError, "max_hypotheses"),
-    ({"accountant": 3}, TypeError, "accountant"),
+    ({"max_hypotheses": 0}, InvalidParameterError, "'max_hypotheses' parameter"),
+    ({"accountant": 3}, InvalidParameterError, "'accountant' parameter"),
+    ({"random_state": "seed"}, InvalidParameterError, "'random_state' parameter"),
     ({"classes": [0, 1, 2]}, ValueError, "Only binary classification is supported"),
     ({"classes": [0, 2]}, ValueError, "outside `classes`"),
 ]
@@ -631,14 +644,19 @@ def test_advanced_rate_solves_the_composition_theorem(epsilon, n_rounds, delta):
 def test_advanced_setting_falls_back_to_pure_when_pure_is_larger():
     assert mw_learning_rate(1.0, 2, 0.01, composition="advanced") == 0.25
     assert mw_learning_rate(1.0, 2, 0.01) > 0.25  # zCDP beats the pure rate even here
-    # T ln(1/delta) < 1/8: the root lies above epsilon / 2, and is still found
+    # 2 T ln(1/delta) < 1: the per-round epsilon exceeds epsilon itself, and the rate
+    # still solves the composition theorem exactly
     rate = mw_learning_rate(0.01, 1, 0.9, composition="advanced")
-    assert advanced_composition_epsilon(2 * rate, 1, 0.9) == pytest.approx(0.01, rel=1e-9)
+    assert rate > 0.005
+    achieved = advanced_composition_epsilon(2 * rate, 1, 0.9)
+    assert achieved <= 0.01 and achieved == pytest.approx(0.01, rel=1e-9)
+    rate = mw_learning_rate(1.0, 10_000, 1e-6, composition="advanced")
+    assert advanced_composition_epsilon(2 * rate, 10_000, 1e-6) == pytest.approx(1.0, rel=1e-9)
     clf = MW(
         EXPERTS, epsilon=1.0, delta=0.01, classes=[0, 1], random_state=0, composition="advanced"
     )
     clf.fit(np.ones((2, 2)), [0, 1])
-    assert clf.privacy_guarantee_["release"]["delta"] == 0.0
+    assert clf.privacy_guarantee_.details["release"].delta == 0.0
 
 
 @pytest.mark.parametrize(
@@ -650,7 +668,7 @@ def test_zcdp_rate_spends_exactly_the_zcdp_cap(epsilon, n_rounds, delta):
     assert rho == pytest.approx(rho_cap(epsilon, delta), rel=1e-12)
     assert eps_of_rho(rho, delta) <= epsilon * (1 + 1e-9)
     assert rate > mw_learning_rate(epsilon, n_rounds, delta, composition="advanced")
-    with pytest.raises(ValueError, match="composition"):
+    with pytest.raises(InvalidParameterError, match="composition"):
         mw_learning_rate(epsilon, n_rounds, delta, composition="renyi")
 
 
@@ -838,7 +856,7 @@ def test_regret_bound_of_the_notes_holds_on_average_over_seeds(model):
         X, y = _synthetic_rewards_stream(seed, n_rounds)
         clf = model(COLUMN_EXPERTS, epsilon=epsilon, classes=[0, 1], random_state=seed).fit(X, y)
         assert clf.learning_rate_ == pytest.approx(rate)
-        rewards = clf._rewards(COLUMN_EXPERTS, X, y)
+        rewards = clf._rewards(HypothesisList(COLUMN_EXPERTS, "experts"), X, y)
         collected = rewards[np.arange(n_rounds), clf.chosen_experts_].sum()
         bound = rewards.sum(axis=0).max() - rate * n_rounds - math.log(n_experts) / rate
         margins.append(collected - bound)
@@ -855,7 +873,7 @@ def test_run_is_charged_once_and_each_query_at_2a(stream):
     clf = MW(EXPERTS, epsilon=10.0, n_rounds=500, classes=[0, 1], accountant=acc, random_state=0)
     clf.fit(X, y)
     assert acc.epsilon_spent == pytest.approx(10.0) and acc.queries_answered == 1
-    assert clf.privacy_guarantee_["epsilon"] == pytest.approx(2 * 10.0 / 1000)
+    assert clf.privacy_guarantee_.epsilon == pytest.approx(2 * 10.0 / 1000)
     clf.predict(X[:50])
     assert acc.epsilon_spent == pytest.approx(11.0) and clf.queries_answered_ == 50
     state = _rng_state(clf)
@@ -876,8 +894,9 @@ def test_advanced_setting_charges_epsilon_and_delta(stream):
     clf.fit(X, y)
     assert acc.spent() == pytest.approx((1.0, 1e-6))
     assert clf.learning_rate_ == pytest.approx(mw_learning_rate(1.0, 400, 1e-6))
-    assert "zCDP" in clf.privacy_guarantee_["release"]["theorem"]
-    assert clf.privacy_guarantee_["release"]["delta"] == 1e-6
+    release = clf.privacy_guarantee_.details["release"]
+    assert "zCDP" in release.theorem and "Bun & Steinke (2016)" in release.theorem
+    assert release.delta == 1e-6
 
 
 def test_predict_draws_fresh_experts_from_current_weights(stream):
@@ -920,20 +939,22 @@ def test_frozen_experts_survive_clone_plain_ones_fail_clearly(stream):
 
 # -- bad input ---------------------------------------------------------------------------------
 MW_BAD_PARAMS = [
-    ({"epsilon": 0}, ValueError, "epsilon"),
-    ({"epsilon": "1"}, TypeError, "epsilon"),
-    ({"delta": 0.0}, ValueError, "delta"),
-    ({"delta": 1.0}, ValueError, "delta"),
-    ({"delta": "x"}, TypeError, "delta"),
-    ({"n_rounds": 0}, ValueError, "n_rounds"),
-    ({"n_rounds": 2.5}, TypeError, "n_rounds"),
-    ({"n_rounds": 399}, ValueError, "n_rounds=399 rounds were announced"),
-    ({"experts": first_positive}, TypeError, "experts must be a list"),
-    ({"experts": []}, ValueError, "at least one"),
-    ({"experts": [first_positive, 3]}, TypeError, r"experts\[1\]"),
-    ({"experts": [LogisticRegression()]}, ValueError, r"experts\[0\].*not fitted"),
+    ({"epsilon": 0}, InvalidParameterError, "'epsilon' parameter"),
+    ({"epsilon": "1"}, InvalidParameterError, "'epsilon' parameter"),
+    ({"delta": -0.1}, InvalidParameterError, "'delta' parameter"),
+    ({"delta": 1.0}, InvalidParameterError, "'delta' parameter"),
+    ({"delta": None}, InvalidParameterError, "'delta' parameter"),
+    ({"delta": "x"}, InvalidParameterError, "'delta' parameter"),
+    ({"n_rounds": 0}, InvalidParameterError, "'n_rounds' parameter"),
+    ({"n_rounds": 2.5}, InvalidParameterError, "'n_rounds' parameter"),
+    ({"n_rounds": 399}, InvalidParameterError, "n_rounds=399 rounds were announced"),
+    ({"composition": "renyi"}, InvalidParameterError, "'composition' parameter"),
+    ({"experts": first_positive}, InvalidParameterError, "'experts' parameter"),
+    ({"experts": []}, InvalidParameterError, "at least one"),
+    ({"experts": [first_positive, 3]}, InvalidParameterError, r"experts\[1\]"),
+    ({"experts": [LogisticRegression()]}, InvalidParameterError, r"experts\[0\].*not fitted"),
     ({"experts": [lambda X: np.zeros((len(X), 2))]}, ValueError, r"experts\[0\] must return"),
-    ({"accountant": 3}, TypeError, "accountant"),
+    ({"accountant": 3}, InvalidParameterError, "'accountant' parameter"),
     ({"classes": [0]}, ValueError, "classes"),
     ({"classes": [0, 2]}, ValueError, "outside `classes`"),
 ]

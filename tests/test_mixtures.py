@@ -1,4 +1,6 @@
-"""PrivateHalfspacePPM (spec-003): exact law, privacy ratios, audit, accuracy, API, routing.
+"""PrivateHalfspacePPMClassifier (Bassily, Moran & Nandi 2020).
+
+Exact law, privacy ratios, audit, accuracy, API, routing.
 
 The released object is the model, so privacy is tested on the fit: (a) the exact
 selection law of neighbouring data sets (one private row replaced; public rows
@@ -25,18 +27,27 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skprivpred import BudgetExhaustedError, PrivacyAccountant, PrivacyWarning
-from skprivpred.audit import clopper_pearson
-from skprivpred.finite import sample_fewest_mistakes
-from skprivpred.mixtures import (
-    PrivateHalfspacePPM,
-    build_candidates,
-    em_excess_bound,
-    mistake_counts,
-    selection_log_probs,
+from skprivpred import (
+    BudgetExhaustedError,
+    InvalidParameterError,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    PrivacyWarning,
+    PrivateHalfspacePPMClassifier,
 )
+from skprivpred.audit import clopper_pearson
+from skprivpred.hypotheses import (
+    CandidateFamily,
+    HypothesisClass,
+    build_candidates,
+    mistake_counts,
+)
+from skprivpred.mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
+from skprivpred.mixtures import em_excess_bound
 
-PPM = PrivateHalfspacePPM
+PPM = PrivateHalfspacePPMClassifier
+# Most tests use the paper's labels 0/1 with classes=None; the warning has its own test.
+pytestmark = pytest.mark.filterwarnings("ignore:.*classes=None:skprivpred.PrivacyWarning")
 P_FALSE_ALARM = 1e-3
 
 ALLOWED_PUBLIC_ATTRIBUTES = {
@@ -49,18 +60,19 @@ ALLOWED_PUBLIC_ATTRIBUTES = {
     "affine_basis_",
     "halfspaces_",
     "region_is_empty_",
+    "public_class_",
     "privacy_guarantee_",
 }
 
 
-class _DoubledPPM(PrivateHalfspacePPM):
+class _DoubledPPM(PrivateHalfspacePPMClassifier):
     """Broken on purpose: weight exp(-epsilon * mistakes) (epsilon per mistake), so 2 epsilon-DP."""
 
     def _draw(self, mistakes, epsilon, rng):
         return sample_fewest_mistakes(mistakes, 2 * epsilon, rng)
 
     def _log_selection_law(self, mistakes, epsilon):
-        return selection_log_probs(mistakes, 2 * epsilon)
+        return fewest_mistakes_log_proba(mistakes, 2 * epsilon)
 
 
 # -- data -----------------------------------------------------------------------------------------
@@ -157,7 +169,7 @@ def test_released_hypothesis_predicts_as_its_members():
         clf.set_params(random_state=seed).fit(X, y, is_public=is_public)
         assert int(np.sum(clf.predict(X) != y)) in set(brute.tolist())
     np.testing.assert_allclose(np.exp(log_p).sum(), 1.0)
-    np.testing.assert_allclose(log_p, selection_log_probs(brute, 1.0))
+    np.testing.assert_allclose(log_p, fewest_mistakes_log_proba(brute, 1.0))
 
 
 def test_class_size_of_the_exact_family_in_one_dimension():
@@ -169,7 +181,7 @@ def test_class_size_of_the_exact_family_in_one_dimension():
     assert clf.n_candidates_ == 2 * 5 + 2
 
 
-# -- privacy: exact ratio between neighbours (spec §5 item 1) ------------------------------------
+# -- privacy: exact ratio between neighbours (Bassily, Moran & Nandi 2020, Lemma 4.1) -------------
 def _max_log_ratio(estimator, X, y, is_public, n_pairs, seed):
     rng = np.random.default_rng(seed)
     log_p, family = estimator._selection_log_proba(X, y, is_public)
@@ -220,7 +232,7 @@ def test_neighbours_get_identical_public_attributes():
         assert public <= ALLOWED_PUBLIC_ATTRIBUTES
 
 
-# -- privacy: black-box audit over refits (spec §5 item 2) --------------------------------------
+# -- privacy: black-box audit over refits (black box) --------------------------------------
 def _released(clf):
     return (bool(clf.region_is_empty_), tuple(np.round(clf.halfspaces_, 9).ravel().tolist()))
 
@@ -280,7 +292,7 @@ def test_refit_audit_passes_and_flags_epsilon_per_mistake():
     log_p, family = clf._selection_log_proba(X, y, is_public)
     law = {}
     for index, lp in enumerate(log_p):
-        clf._release(family, index)
+        clf._set_released(family, index, np.array([0, 1]), 0)
         law[_released(clf)] = law.get(_released(clf), 0.0) + math.exp(lp)
     expected = np.array([law[o] for o in outcomes]) * n_fits
     assert chisquare(counts, expected).pvalue > P_FALSE_ALARM
@@ -289,7 +301,7 @@ def test_refit_audit_passes_and_flags_epsilon_per_mistake():
     assert broken_bound > epsilon
 
 
-# -- public rows are not protected (spec §5 item 3, documented behaviour) ------------------------
+# -- public rows are not protected (documented behaviour) -----------------------------------------
 @pytest.mark.parametrize("strategy", ["exact", "hull", "sample"])
 def test_every_chosen_boundary_passes_through_public_points(strategy):
     X, y, is_public = mixture(60 if strategy == "exact" else 400, 2, seed=2)
@@ -320,7 +332,7 @@ def test_one_dimensional_threshold_is_a_public_value_and_public_rows_move_it():
     assert not np.array_equal(np.sort(fam1.offsets), np.sort(fam2.offsets))
 
 
-# -- accuracy (spec §5 items 5, 7, 8) -------------------------------------------------------------
+# -- accuracy (Bassily, Moran & Nandi 2020, Theorems 4.9 and 4.10) -------------------------------
 @pytest.mark.parametrize(
     "d, n, strategy", [(1, 1000, "exact"), (2, 2000, "hull"), (3, 2000, "hull")]
 )
@@ -398,7 +410,7 @@ def test_em_excess_bound_holds_on_repeated_fits():
     assert np.mean(np.array(excess) > slack) <= beta + 0.05
 
 
-# -- affine hull, structure, invariances (spec §5 items 9-11) -------------------------------------
+# -- affine hull, structure, invariances ----------------------------------------------------------
 def test_points_off_the_public_affine_hull_get_the_private_label():
     X, y, is_public = mixture(400, 2, seed=5)
     X = np.column_stack([X, np.where(is_public, 0.0, 1.0)])  # constant 0 on public rows
@@ -430,13 +442,50 @@ def test_boundary_points_are_inside_and_decision_function_is_consistent():
     np.testing.assert_array_equal(pred == 1, score > 0)
 
 
-def test_public_label_one_mirrors_predictions():
+def test_public_class_one_mirrors_predictions():
     X, y, is_public = mixture(400, 2, seed=7)
-    a = PPM(epsilon=1.0, random_state=3).fit(X, y, is_public=is_public)
-    b = PPM(epsilon=1.0, public_label=1, random_state=3).fit(X, 1 - y, is_public=is_public)
+    a = PPM(epsilon=1.0, classes=[0, 1], random_state=3).fit(X, y, is_public=is_public)
+    b = PPM(epsilon=1.0, classes=[0, 1], public_class=1, random_state=3)
+    b.fit(X, 1 - y, is_public=is_public)
+    assert a.public_class_ == 0 and b.public_class_ == 1
     grid = np.random.default_rng(0).uniform(-1, 1, size=(1000, 2))
     np.testing.assert_array_equal(a.predict(grid), 1 - b.predict(grid))
     np.testing.assert_allclose(a.decision_function(grid), -b.decision_function(grid))
+
+
+def test_string_labels_and_public_class():
+    X, y, is_public = mixture(300, 2, seed=7)
+    names = np.where(y == 1, "private", "public")
+    a = PPM(epsilon=1.0, classes=[0, 1], random_state=3).fit(X, y, is_public=is_public)
+    b = PPM(epsilon=1.0, classes=["private", "public"], public_class="public", random_state=3)
+    b.fit(X, names, is_public=is_public)
+    np.testing.assert_array_equal(b.classes_, ["private", "public"])
+    grid = np.random.default_rng(0).uniform(-1, 1, size=(500, 2))
+    np.testing.assert_array_equal(
+        np.where(a.predict(grid) == 1, "private", "public"), b.predict(grid)
+    )
+    # decision_function: larger means classes_[1] ("public", inside the region)
+    np.testing.assert_allclose(a.decision_function(grid), -b.decision_function(grid))
+
+
+def test_privacy_guarantee_cites_the_paper():
+    X, y, is_public = mixture(100, 2, seed=1)
+    clf = PPM(epsilon=0.5, classes=[0, 1], random_state=0).fit(X, y, is_public=is_public)
+    guarantee = clf.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert (guarantee.epsilon, guarantee.delta) == (0.5, 0.0)
+    assert "Bassily, Moran & Nandi (2020), Lemma 4.1" in guarantee.theorem
+    assert guarantee.details["n_candidates"] == clf.n_candidates_
+    assert "private" in guarantee.protects
+
+
+def test_candidate_family_follows_the_hypothesis_class_protocol():
+    X, y, is_public = small_mixture(6, 6, 2, seed=3)
+    family = build_candidates(X[is_public], "exact", rng=np.random.default_rng(0))
+    assert isinstance(family, CandidateFamily) and isinstance(family, HypothesisClass)
+    assert family.n_hypotheses == family.size
+    assert 1 <= family.default_vc_dim() <= np.log2(family.size)
+    assert family.prepare(X).dtype == np.float64
 
 
 def test_row_permutation_and_affine_map_keep_the_law():
@@ -460,15 +509,25 @@ def test_same_seed_same_model_and_pickle_keeps_it():
     np.testing.assert_array_equal(a.predict(X), c.predict(X))
 
 
-def test_classes_fixed_no_warning_and_single_class_allowed():
+def test_given_classes_no_warning_and_single_class_allowed():
     X, y, is_public = mixture(100, 2, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", "an integer random_state seeds the noise", PrivacyWarning)
-        clf = PPM(random_state=0).fit(X, np.zeros_like(y), is_public=is_public)
+        clf = PPM(classes=[0, 1], random_state=0).fit(X, np.zeros_like(y), is_public=is_public)
         np.testing.assert_array_equal(clf.classes_, [0, 1])
         clf.fit(X, y, is_public=np.ones_like(y, dtype=bool))  # no private row
-        clf.fit(X, y.astype(bool), is_public=is_public.astype(float))
+        clf.fit(X, y.astype(float), is_public=is_public.astype(float))
+        clf.set_params(classes=[False, True]).fit(X, y.astype(bool), is_public=is_public)
+
+
+def test_classes_none_reads_the_labels_with_a_privacy_warning():
+    X, y, is_public = mixture(100, 2, seed=1)
+    with pytest.warns(PrivacyWarning, match="classes=None"):
+        clf = PPM(random_state=0).fit(X, y, is_public=is_public)
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
+    with pytest.raises(ValueError, match="only one class"):
+        PPM(random_state=0).fit(X, np.zeros_like(y), is_public=is_public)
 
 
 def test_sample_strategy_and_auto_choice_in_higher_dimension():
@@ -491,7 +550,7 @@ def test_accountant_is_charged_once_before_the_draw():
     clf.predict(X)  # free
 
 
-# -- errors (spec §4.6) -------------------------------------------------------------------------
+# -- errors -------------------------------------------------------------------------
 def _good():
     X, y, is_public = mixture(40, 2, seed=0)
     return X, y, is_public
@@ -508,9 +567,10 @@ def _good():
         (lambda X, y, p: (X, y, np.where(p, "yes", "no")), "True/False or 0/1"),
         (lambda X, y, p: (X, y, p[:, None]), "1-D"),
         (lambda X, y, p: (X, y, np.zeros_like(p)), "no public row"),
-        (lambda X, y, p: (X, np.where(y == 1, 2, 0), p), "labels 0 and 1"),
-        (lambda X, y, p: (X, np.where(y == 1, -1, 0), p), "labels 0 and 1"),
-        (lambda X, y, p: (X, np.where(y == 1, "a", "b"), p), "labels 0 and 1"),
+        (lambda X, y, p: (X, np.where(y == 1, 2, 0), p), "outside `classes`"),
+        (lambda X, y, p: (X, np.where(y == 1, -1, 0), p), "outside `classes`"),
+        (lambda X, y, p: (X, np.where(y == 1, "a", "b"), p), "not of the same kind"),
+        (lambda X, y, p: (X, np.where(y == 1, 0.5, 0.0), p), "Unknown label type"),
         (lambda X, y, p: (X, y[:-1], p), "inconsistent numbers"),
         (lambda X, y, p: (np.where(X > 0.9, np.nan, X), y, p), "NaN"),
         (lambda X, y, p: (np.where(X > 0.9, np.inf, X), y, p), "infinity"),
@@ -522,6 +582,14 @@ def _good():
 def test_bad_data_raise_value_error(change, match):
     X, y, p = change(*_good())
     with pytest.raises(ValueError, match=match):
+        PPM(classes=[0, 1], random_state=0).fit(X, y, is_public=p)
+
+
+def test_three_labels_are_refused():
+    X, y, p = _good()
+    y = np.where(y == 1, 2, y)
+    y[0] = 1
+    with pytest.raises(ValueError, match="Only binary classification"):
         PPM(random_state=0).fit(X, y, is_public=p)
 
 
@@ -535,8 +603,11 @@ def test_bad_data_raise_value_error(change, match):
         {"epsilon": "1"},
         {"epsilon": True},
         {"candidates": "all"},
-        {"public_label": 2},
-        {"public_label": True},
+        {"public_class": 2},
+        {"public_class": "0"},
+        {"classes": 3},
+        {"accountant": 3},
+        {"random_state": -1},
         {"max_candidates": 0},
         {"pool_size": 0},
         {"max_halfspaces": 0},
@@ -548,9 +619,9 @@ def test_bad_data_raise_value_error(change, match):
 def test_bad_parameters_raise_value_error_and_change_nothing(params):
     X, y, is_public = _good()
     acc = PrivacyAccountant(10.0)
-    clf = PPM(accountant=acc, random_state=0).fit(X, y, is_public=is_public)
+    clf = PPM(classes=[0, 1], accountant=acc, random_state=0).fit(X, y, is_public=is_public)
     spent, before = acc.epsilon_spent, clf.halfspaces_.copy()
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidParameterError):
         clf.set_params(**params).fit(X, y, is_public=is_public)
     np.testing.assert_array_equal(clf.halfspaces_, before)
     assert acc.epsilon_spent == spent
@@ -612,7 +683,7 @@ def test_pandas_input_keeps_feature_names():
         np.testing.assert_array_equal(clf.predict(frame), clf.predict(X))
 
 
-class _EveryOtherRowPublic(PrivateHalfspacePPM):
+class _EveryOtherRowPublic(PrivateHalfspacePPMClassifier):
     """TEST-ONLY adapter for scikit-learn's generic checks, which call ``fit(X, y)``.
 
     ``is_public`` is required by the real estimator and is never given a default
@@ -624,27 +695,12 @@ class _EveryOtherRowPublic(PrivateHalfspacePPM):
 
     def fit(self, X, y, *, is_public=None, **fit_params):
         if is_public is None:
-            is_public = np.arange(len(y) if hasattr(y, "__len__") else 0) % 2 == 0
+            n_rows = X.shape[0] if hasattr(X, "shape") else np.asarray(X).shape[0]
+            is_public = np.arange(n_rows) % 2 == 0
         return super().fit(X, y, is_public=is_public, **fit_params)
 
 
-# y is restricted to {0, 1} (classes_ is always [0, 1], the label set is never read from
-# the data, spec §4.2): the checks that train on other label values are inapplicable.
-LABELS_ARE_ZERO_ONE = (
-    "y must be 0/1: the label set is fixed to [0, 1] and never read from the data, since "
-    "reading it would disclose private labels (spec §4.2)"
-)
-EXPECTED_FAILURES = {
-    name: LABELS_ARE_ZERO_ONE
-    for name in (
-        "check_classifiers_classes",  # string labels
-        "check_classifiers_regression_target",  # real-valued y
-        "check_supervised_y_2d",  # y in {0, 1, 2}
-        "check_estimators_dtypes",  # y in {0, 1, 2}
-        "check_classifier_data_not_an_array",  # y in {1, 2}
-        "check_fit2d_1feature",  # y in {1, 2}
-    )
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 @parametrize_with_checks(

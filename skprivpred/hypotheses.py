@@ -1,0 +1,1413 @@
+"""Public hypothesis classes: one protocol shared by every learner over a class.
+
+A *hypothesis class* is a public set of classifiers, fixed before any private
+row is seen: the finite families of
+:class:`~skprivpred.ExponentialMechanismClassifier`, the candidate class ``G``
+of :class:`~skprivpred.PrivateHalfspacePPMClassifier`, and the threshold and
+finite classes of the everlasting predictors. They all follow
+:class:`HypothesisClass`, a :class:`typing.Protocol` (structural: a class
+conforms by having the members, it need not inherit).
+
+Conventions shared by every class:
+
+- **binary labels** are 0/1, where 1 means ``classes_[1]`` (the positive label)
+  of the estimator using the class;
+- **directions** of thresholds use one vocabulary, :data:`THRESHOLD_DIRECTIONS`:
+  ``"increasing"`` is positive when ``x >= t``, ``"decreasing"`` positive when
+  ``x < t``, and a class may hold ``"both"``;
+- **hypotheses are indexed** ``0, ..., n_hypotheses - 1`` in an order that
+  depends on public quantities only (the class's parameters and public rows),
+  so that an index is a valid, data-independent name for a released hypothesis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain, combinations
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.spatial import ConvexHull
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from ._typing import MatrixLike
+from .exceptions import InvalidParameterError
+
+__all__ = [
+    "CANDIDATE_STRATEGIES",
+    "THRESHOLD_DIRECTIONS",
+    "ThresholdClass",
+    "CandidateFamily",
+    "ConjunctionClass",
+    "FiniteHypothesisClass",
+    "GridThresholdClass",
+    "HypothesisClass",
+    "HypothesisList",
+    "LabelBoostCandidates",
+    "binary_patterns",
+    "build_candidates",
+    "conjunction_mistakes",
+    "mistake_counts",
+    "superset_sums",
+    "threshold_mistakes",
+]
+
+#: The direction of a threshold hypothesis: ``"increasing"`` predicts the positive
+#: label when ``x >= threshold``, ``"decreasing"`` when ``x < threshold``.
+THRESHOLD_DIRECTIONS = ("increasing", "decreasing")
+
+
+@runtime_checkable
+class HypothesisClass(Protocol):
+    """A public class of binary (or multiclass, for a user's list) hypotheses.
+
+    Every member is data-independent: the class is built from public parameters
+    (and, for the PPM candidates, public rows) only, so reading any of these
+    members discloses nothing about private rows.
+
+    Attributes
+    ----------
+    n_hypotheses : int or None
+        Number of hypotheses of a finite class (indices ``0 .. n_hypotheses - 1``);
+        ``None`` for an infinite class (thresholds on the whole line).
+
+    Methods
+    -------
+    default_vc_dim()
+        A public upper bound on the VC dimension (at least 1), used where a
+        learner's sample size depends on it.
+    prepare(X)
+        The rows as the class evaluates them (validated, finite; for example
+        one value per row for thresholds on the line, 0/1 rows for
+        conjunctions). Raises ``ValueError`` for rows outside the domain.
+    """
+
+    @property
+    def n_hypotheses(self) -> int | None:
+        """Number of hypotheses, or ``None`` for an infinite class."""
+        ...
+
+    def default_vc_dim(self) -> int:
+        """A public upper bound (>= 1) on the VC dimension of the class."""
+        ...
+
+    def prepare(self, X: MatrixLike) -> np.ndarray:
+        """The rows of ``X`` in the form the class evaluates them."""
+        ...
+
+
+# -- mistake counts of whole classes (pure) -------------------------------------------------
+def superset_sums(values: ArrayLike) -> np.ndarray:
+    """Superset-sum (zeta) transform over the subsets of ``d`` elements.
+
+    ``out[T] = sum of values[P] over all P with T ⊆ P``, where a subset is the bit
+    mask of its elements (bit ``i`` set means element ``i`` belongs to it). One
+    pass per element, each a vectorised addition: ``O(d 2**d)`` time.
+
+    Parameters
+    ----------
+    values : array-like of shape (2**d,)
+        One value per subset, indexed by bit mask.
+
+    Returns
+    -------
+    ndarray of shape (2**d,)
+        The superset sums, in the dtype of ``values``.
+
+    Examples
+    --------
+    >>> superset_sums([1, 2, 3, 4]).tolist()  # {} {0} {1} {0, 1}
+    [10, 6, 7, 4]
+    """
+    out = np.array(values, copy=True)
+    size = out.shape[0]
+    if out.ndim != 1 or size < 1 or size & (size - 1):
+        raise ValueError(f"values must be 1-D of length 2**d, got shape {out.shape}.")
+    for bit in range(size.bit_length() - 1):
+        # Axis 1 of this view is bit `bit` of the index: add "bit set" into "bit unset".
+        view = out.reshape(-1, 2, 1 << bit)
+        view[:, 0, :] += view[:, 1, :]
+    return out
+
+
+def binary_patterns(X: ArrayLike) -> np.ndarray:
+    """Bit mask of each binary row: bit ``i`` is set when feature ``i`` is 1.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), values 0/1 or bool
+        Binary rows, ``n_features <= 62``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) of int64
+    """
+    X = np.asarray(X)
+    weights = np.left_shift(np.int64(1), np.arange(X.shape[1], dtype=np.int64))
+    return X.astype(np.int64) @ weights
+
+
+def conjunction_mistakes(patterns: ArrayLike, positive: ArrayLike, n_features: int) -> np.ndarray:
+    """Mistakes of all ``2**d`` monotone conjunctions on a labelled data set.
+
+    The conjunction ``h_T`` (bit mask ``T``) predicts positive on a row with bit
+    pattern ``P`` iff ``T ⊆ P``; the empty conjunction is the constant positive.
+    Its mistakes are ``(n_pos - sup_pos[T]) + sup_neg[T]``, where ``sup_b[T]``
+    counts the rows of label ``b`` whose pattern contains ``T``. By linearity this
+    is ``n_pos + superset_sums(hist_neg - hist_pos)[T]``: one histogram pass and
+    one transform, ``O(n + d 2**d)``.
+
+    Parameters
+    ----------
+    patterns : array-like of int of shape (n_samples,)
+        Bit patterns of the rows (:func:`binary_patterns`).
+    positive : array-like of bool of shape (n_samples,)
+        Whether each row's label is the positive class.
+    n_features : int
+        Number of binary features ``d``.
+
+    Returns
+    -------
+    ndarray of int64 of shape (2**n_features,)
+        ``mistakes[T]`` for every bit mask ``T``.
+    """
+    patterns = np.asarray(patterns, dtype=np.int64)
+    positive = np.asarray(positive, dtype=bool)
+    size = 1 << n_features
+    balance = np.bincount(patterns[~positive], minlength=size)
+    balance -= np.bincount(patterns[positive], minlength=size)
+    return int(np.count_nonzero(positive)) + superset_sums(balance)
+
+
+def threshold_mistakes(x: ArrayLike, positive: ArrayLike, grid: ArrayLike) -> np.ndarray:
+    """Mistakes of ``h_k(x) = 1[x >= grid[k]]`` for every point of a sorted grid.
+
+    Each row falls in the cell ``c(x) = #{k : grid[k] <= x}``; ``h_k`` is positive
+    on the row iff ``c(x) > k``. Its mistakes are the positive rows with
+    ``c <= k`` plus the negative rows with ``c > k``: prefix sums of two cell
+    histograms, ``O(n log N + N)``. The decreasing direction (positive when
+    ``x < grid[k]``) makes ``n - mistakes[k]`` mistakes.
+
+    Parameters
+    ----------
+    x : array-like of shape (n_samples,)
+        One real feature.
+    positive : array-like of bool of shape (n_samples,)
+        Whether each row's label is the positive class.
+    grid : array-like of shape (n_grid,)
+        Candidate thresholds, strictly increasing.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_grid,)
+    """
+    positive = np.asarray(positive, dtype=bool)
+    grid = np.asarray(grid, dtype=float)
+    cells = np.searchsorted(grid, np.asarray(x, dtype=float), side="right")
+    n_grid = grid.shape[0]
+    pos_below = np.cumsum(np.bincount(cells[positive], minlength=n_grid + 1))[:n_grid]
+    neg_below = np.cumsum(np.bincount(cells[~positive], minlength=n_grid + 1))[:n_grid]
+    n_neg = positive.shape[0] - int(np.count_nonzero(positive))
+    return pos_below + (n_neg - neg_below)
+
+
+def _log2_bound(n_hypotheses: int) -> int:
+    """``max(1, floor(log2 K))``: a VC-dimension bound valid for any class of K hypotheses."""
+    return max(1, int(math.floor(math.log2(max(n_hypotheses, 1)))))
+
+
+# -- released hypotheses ----------------------------------------------------------------------
+class _Conjunction:
+    """A released monotone conjunction: positive iff every selected feature is 1."""
+
+    def __init__(self, features: np.ndarray, classes: np.ndarray) -> None:
+        self.features = features
+        self.classes = classes
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        positive = np.all(X[:, self.features] == 1, axis=1)
+        return self.classes[positive.astype(np.intp)]
+
+
+class _Threshold:
+    """A released threshold on one feature."""
+
+    def __init__(self, feature: int, threshold: float, direction: str, classes: np.ndarray) -> None:
+        self.feature = feature
+        self.threshold = threshold
+        self.direction = direction
+        self.classes = classes
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        above = X[:, self.feature] >= self.threshold
+        positive = above if self.direction == "increasing" else ~above
+        return self.classes[positive.astype(np.intp)]
+
+
+class _Listed:
+    """A released member of a user's list of hypotheses."""
+
+    def __init__(self, hypotheses: HypothesisList, index: int) -> None:
+        self.hypotheses = hypotheses
+        self.index = index
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        return self.hypotheses.predictions(X, np.shape(X)[0], members=[self.index])[0]
+
+
+# -- finite classes of the exponential-mechanism learner ----------------------------------------
+class ConjunctionClass:
+    """All ``2**d`` monotone conjunctions over ``d`` binary features.
+
+    ``h_S(x) = AND_{i in S} x_i`` predicts the positive label ``classes[1]``; the
+    empty conjunction is the constant positive label. Hypothesis ``k`` is the
+    conjunction of the features whose bits are set in ``k``. Its mistakes are
+    computed for all ``2**d`` hypotheses at once (:func:`conjunction_mistakes`).
+
+    Parameters
+    ----------
+    n_features : int
+        Number ``d`` of binary features, at most 62.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> family = ConjunctionClass(2)
+    >>> family.n_hypotheses, family.default_vc_dim()
+    (4, 2)
+    >>> X = np.array([[1, 1], [1, 0], [0, 0]])
+    >>> family.mistakes(X, np.array([1, 0, 0]), np.array([0, 1])).tolist()
+    [2, 1, 0, 0]
+    """
+
+    binary = True
+
+    def __init__(self, n_features: int) -> None:
+        if n_features > 62:
+            raise ValueError(
+                f"hypotheses='conjunctions' takes at most 62 binary features, got {n_features}."
+            )
+        self.n_features = n_features
+
+    @property
+    def n_hypotheses(self) -> int:
+        """``2**d``."""
+        return 1 << self.n_features
+
+    def default_vc_dim(self) -> int:
+        """The VC dimension of monotone conjunctions over ``d`` features: ``d`` (at least 1)."""
+        return max(1, self.n_features)
+
+    def prepare(self, X: MatrixLike) -> np.ndarray:
+        """``X`` itself, after checking that every value is 0 or 1 (or ``False``/``True``)."""
+        X = np.asarray(X)
+        if X.dtype.kind not in "biuf" or not np.all((X == 0) | (X == 1)):
+            raise ValueError(
+                "hypotheses='conjunctions' needs binary X: every value 0 or 1 (or False/True), "
+                "and X holds other values. Binarise the features with public thresholds first, "
+                "for example with sklearn.preprocessing.Binarizer(threshold=...) at a value "
+                "fixed without looking at the data."
+            )
+        return X
+
+    def mistakes(self, X: np.ndarray, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Mistakes of every conjunction on ``(X, y)`` (NOT private: reads the rows)."""
+        return conjunction_mistakes(binary_patterns(X), y == classes[1], self.n_features)
+
+    def release(self, index: int, classes: np.ndarray) -> tuple[dict, Any]:
+        """Public fitted attributes and a predictor for hypothesis ``index``."""
+        features = np.flatnonzero((index >> np.arange(self.n_features)) & 1)
+        return {"selected_features_": features}, _Conjunction(features, classes)
+
+
+class GridThresholdClass:
+    """Thresholds at the points of a public grid, on every feature, in given directions.
+
+    ``"increasing"`` hypotheses predict the positive label ``classes[1]`` when
+    ``x_j >= a``, ``"decreasing"`` ones when ``x_j < a``. Hypotheses are laid
+    out feature by feature; within a feature, the ``"increasing"`` block (one
+    per grid point) comes before the ``"decreasing"`` block.
+
+    Parameters
+    ----------
+    grids : list of ndarray
+        One strictly increasing finite grid per feature (see :meth:`from_grid`).
+    direction : {"increasing", "decreasing", "both"}
+        The directions the class holds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> family = GridThresholdClass.from_grid([0.0, 1.0], n_features=1, direction="both")
+    >>> family.n_hypotheses, family.default_vc_dim()
+    (4, 2)
+    >>> family.release(3, np.array([0, 1]))[0]["direction_"]
+    'decreasing'
+    """
+
+    binary = True
+
+    def __init__(self, grids: list[np.ndarray], direction: str) -> None:
+        self.grids = grids
+        self.direction = direction
+        self.directions = THRESHOLD_DIRECTIONS if direction == "both" else (direction,)
+        sizes = [grid.shape[0] * len(self.directions) for grid in grids]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    @classmethod
+    def from_grid(cls, grid: Any, n_features: int, direction: str) -> GridThresholdClass:
+        """The class from a ``grid`` parameter: one 1-D grid for all features, or one each.
+
+        Raises ``ValueError`` (``TypeError`` for non-numbers) for a missing,
+        empty, non-finite or duplicated grid, or one per feature of the wrong
+        count.
+        """
+        if grid is None:
+            raise ValueError(
+                "hypotheses='thresholds' needs a public grid of candidate thresholds, got "
+                "grid=None. Pass grid= values fixed without looking at the training data (a grid "
+                "read from the data would disclose it)."
+            )
+        per_feature = (
+            isinstance(grid, (list, tuple)) and len(grid) > 0 and all(np.ndim(g) == 1 for g in grid)
+        )
+        if per_feature or np.ndim(grid) == 2:
+            if len(grid) != n_features:
+                raise ValueError(
+                    f"grid holds {len(grid)} per-feature grids but X has {n_features} features; "
+                    "pass one grid per feature or a single 1-D grid shared by all features."
+                )
+            grids = list(grid)
+        elif np.ndim(grid) == 1:
+            grids = [grid] * n_features
+        else:
+            raise ValueError(
+                "grid must be a 1-D array-like of thresholds (shared by all features) or one 1-D "
+                f"array-like per feature, got an object with {np.ndim(grid)} dimensions."
+            )
+        checked = []
+        for j, values in enumerate(grids):
+            try:
+                values = np.asarray(values, dtype=float)
+            except (TypeError, ValueError):
+                raise TypeError(f"grid for feature {j} must hold real numbers.") from None
+            if values.shape[0] == 0 or not np.all(np.isfinite(values)):
+                raise ValueError(
+                    f"grid for feature {j} must hold at least one finite threshold and no NaN "
+                    "or infinity."
+                )
+            values = np.sort(values)
+            if np.any(np.diff(values) == 0):
+                raise ValueError(
+                    f"grid for feature {j} holds duplicate thresholds; pass distinct values."
+                )
+            checked.append(values)
+        return cls(checked, direction)
+
+    @property
+    def n_hypotheses(self) -> int:
+        """Grid points times directions, summed over the features."""
+        return int(self.offsets[-1])
+
+    def default_vc_dim(self) -> int:
+        """1 (2 with both directions) on one feature, else ``max(1, floor(log2 K))``."""
+        if len(self.grids) == 1:
+            return min(len(self.directions), _log2_bound(self.n_hypotheses))
+        return _log2_bound(self.n_hypotheses)
+
+    def prepare(self, X: MatrixLike) -> np.ndarray:
+        """``X`` as a float array (its values are compared with the grid)."""
+        return np.asarray(X, dtype=float)
+
+    def mistakes(self, X: np.ndarray, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Mistakes of every threshold on ``(X, y)`` (NOT private: reads the rows)."""
+        positive = y == classes[1]
+        n_rows = positive.shape[0]
+        blocks = []
+        for j, grid in enumerate(self.grids):
+            increasing = threshold_mistakes(X[:, j], positive, grid)
+            blocks += [
+                increasing if d == "increasing" else n_rows - increasing for d in self.directions
+            ]
+        return np.concatenate(blocks)
+
+    def release(self, index: int, classes: np.ndarray) -> tuple[dict, Any]:
+        """Public fitted attributes and a predictor for hypothesis ``index``."""
+        feature = int(np.searchsorted(self.offsets, index, side="right") - 1)
+        grid = self.grids[feature]
+        direction_index, point = divmod(index - int(self.offsets[feature]), grid.shape[0])
+        direction = self.directions[direction_index]
+        threshold = float(grid[point])
+        attributes = {
+            "threshold_": threshold,
+            "threshold_feature_": feature,
+            "direction_": direction,
+        }
+        return attributes, _Threshold(feature, threshold, direction, classes)
+
+
+class HypothesisList:
+    """A user's finite list of public hypotheses: fitted classifiers or callables.
+
+    Used for the hypotheses of
+    :class:`~skprivpred.ExponentialMechanismClassifier` and the experts of
+    :class:`~skprivpred.PrivateExpertsClassifier`. Each member is fitted (or
+    written) before the private data are seen; a fitted classifier is used
+    through ``predict``, a callable as ``h(X) -> labels``.
+
+    Parameters
+    ----------
+    functions : list or tuple
+        The hypotheses, at least one.
+    name : str, default="hypotheses"
+        The parameter they came from, for error messages.
+
+    Raises
+    ------
+    InvalidParameterError
+        For an empty list, a member that is neither a classifier nor a
+        callable, or an unfitted classifier.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> family = HypothesisList([lambda X: X[:, 0], lambda X: 1 - X[:, 0]])
+    >>> family.n_hypotheses
+    2
+    >>> family.mistakes(np.array([[0], [1]]), np.array([0, 1]), np.array([0, 1])).tolist()
+    [0, 2]
+    """
+
+    binary = False
+
+    def __init__(self, functions: Sequence[Any], name: str = "hypotheses") -> None:
+        if isinstance(functions, (str, bytes)) or not isinstance(functions, (list, tuple)):
+            raise InvalidParameterError(
+                f"{name} must be a list of fitted classifiers or callables, got "
+                f"{type(functions).__name__}."
+            )
+        if len(functions) == 0:
+            raise InvalidParameterError(
+                f"{name} must hold at least one fitted classifier or callable, got []."
+            )
+        for i, function in enumerate(functions):
+            if hasattr(function, "predict"):
+                if hasattr(function, "fit"):
+                    _check_fitted_member(function, f"{name}[{i}]")
+            elif not callable(function):
+                raise InvalidParameterError(
+                    f"{name}[{i}] must be a fitted classifier (with predict) or a callable "
+                    f"X -> labels, got {type(function).__name__}."
+                )
+        self.functions = list(functions)
+        self.name = name
+
+    @property
+    def n_hypotheses(self) -> int:
+        """The length of the list."""
+        return len(self.functions)
+
+    def default_vc_dim(self) -> int:
+        """``max(1, floor(log2 K))``: a valid bound for any class of ``K`` hypotheses."""
+        return _log2_bound(self.n_hypotheses)
+
+    def prepare(self, X: MatrixLike) -> MatrixLike:
+        """``X`` unchanged: the members take the rows as given (a DataFrame stays one)."""
+        return X
+
+    def predictions(
+        self, X: MatrixLike, n_rows: int, members: Sequence[int] | None = None
+    ) -> np.ndarray:
+        """Labels of every member (or of ``members``) on ``X``, shape (n_members, n_rows)."""
+        chosen = range(len(self.functions)) if members is None else members
+        rows = []
+        for i in chosen:
+            function = self.functions[i]
+            labels = function.predict(X) if hasattr(function, "predict") else function(X)
+            labels = np.asarray(labels)
+            if labels.shape != (n_rows,):
+                raise ValueError(
+                    f"{self.name}[{i}] must return one label per row, shape ({n_rows},), got "
+                    f"shape {labels.shape}."
+                )
+            rows.append(labels)
+        return np.stack(rows)
+
+    def mistakes(self, X: MatrixLike, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Mistakes of every member on ``(X, y)`` (NOT private: reads the rows)."""
+        n_rows = y.shape[0]
+        return np.array(
+            [
+                int(np.count_nonzero(self.predictions(X, n_rows, members=[i])[0] != y))
+                for i in range(self.n_hypotheses)
+            ],
+            dtype=np.int64,
+        )
+
+    def release(self, index: int, classes: np.ndarray) -> tuple[dict, Any]:
+        """Public fitted attributes and a predictor for member ``index``."""
+        attributes = {"selected_index_": index, "hypothesis_": self.functions[index]}
+        return attributes, _Listed(self, index)
+
+
+def _check_fitted_member(estimator: Any, label: str) -> None:
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError:
+        raise InvalidParameterError(
+            f"{label} ({type(estimator).__name__}) is not fitted. Its members are public and "
+            "fitted before the private data are seen. Note that sklearn.base.clone (used by "
+            "GridSearchCV and cross_val_score) returns unfitted copies of estimators in a list: "
+            "wrap each fitted estimator in sklearn.frozen.FrozenEstimator to keep it fitted."
+        ) from None
+
+
+# -- the candidate class of the public/private halfspace learner ----------------------------------
+#: How :func:`build_candidates` builds the class ``G`` (Bassily, Moran & Nandi 2020,
+#: Algorithm 1, and two cheaper variants).
+CANDIDATE_STRATEGIES = ("auto", "exact", "hull", "sample")
+
+# Indices of the two hypotheses every class holds, before the intersections.
+_EMPTY, _WHOLE_AFF = 0, 1
+
+# Elements per block of a (rows x halfspaces) matrix (bounds memory to ~ 32 MB).
+_BLOCK = 4_000_000
+
+
+def _comb(n: int, k: int) -> int:
+    return math.comb(n, k) if 0 <= k <= n else 0
+
+
+def _class_size(n_halfspaces: int, j_max: int) -> int:
+    """|G| = 2 + sum_{j=1..j_max} C(m, j): empty region, whole Aff, intersections."""
+    return 2 + sum(_comb(n_halfspaces, j) for j in range(1, j_max + 1))
+
+
+def _unrank_combination(rank: int, m: int, j: int) -> list[int]:
+    """The ``rank``-th ``j``-subset of ``range(m)`` in lexicographic order."""
+    combo, start = [], 0
+    for position in range(j):
+        for c in range(start, m):
+            count = _comb(m - c - 1, j - position - 1)
+            if rank < count:
+                combo.append(c)
+                start = c + 1
+                break
+            rank -= count
+    return combo
+
+
+@dataclass
+class CandidateFamily:
+    """The finite class ``G`` of the PPM halfspace learner, built from public points only.
+
+    Each hypothesis predicts the public population's label inside a region
+    (an intersection of candidate halfspaces with the affine hull ``Aff`` of
+    the public points) and the other label outside (Bassily, Moran & Nandi
+    2020, Algorithm 2). Labels are 0/1 as in :class:`HypothesisClass`:
+    ``public_label`` below is 0 or 1, the public population's position in the
+    learner's ``classes_``.
+
+    Hypothesis indices: 0 is the empty region (constant ``1 - public_label``),
+    1 the whole affine hull, then the intersections. For ``"exact"`` and
+    ``"hull"``: the ``C(m, 1)`` single halfspaces, then the ``C(m, 2)`` pairs
+    in lexicographic order, and so on up to ``j_max``. For ``"sample"``: pool
+    member ``i`` (index ``2 + i``) intersects the pool halfspaces
+    ``i, i+1, ..., i+window_sizes[i]-1`` (indices modulo the pool size).
+
+    Attributes
+    ----------
+    strategy : {"exact", "hull", "sample"}
+    origin : ndarray of shape (d,)
+        Mean of the distinct public points.
+    basis : ndarray of shape (d, k)
+        Orthonormal basis of the directions of their affine hull ``Aff``.
+    scale : float
+        Size of the public point cloud; tolerances are ``tol * scale``.
+    tol : float
+    normals, offsets : ndarray of shape (m, k) and (m,)
+        Candidate halfspaces ``{z : normals[i] . z >= offsets[i]}`` in Aff coordinates.
+    j_max : int
+        Largest number of intersected halfspaces.
+    size : int
+        ``|G|``.
+    window_sizes : ndarray of shape (M,) or None
+        ``"sample"`` only: number of halfspaces of each pool member.
+    """
+
+    strategy: str
+    origin: np.ndarray
+    basis: np.ndarray
+    scale: float
+    tol: float
+    normals: np.ndarray
+    offsets: np.ndarray
+    j_max: int
+    size: int
+    window_sizes: np.ndarray | None = None
+
+    @property
+    def slack(self) -> float:
+        """Absolute tolerance ``tol * scale`` of membership tests."""
+        return self.tol * self.scale
+
+    @property
+    def n_hypotheses(self) -> int:
+        """``|G|``."""
+        return int(self.size)
+
+    def default_vc_dim(self) -> int:
+        """``max(1, floor(log2 |G|))``: a valid bound for a class of ``|G|`` hypotheses."""
+        return _log2_bound(self.n_hypotheses)
+
+    def prepare(self, X: MatrixLike) -> np.ndarray:
+        """``X`` as a float array of shape (n, d) (membership is tested in Aff coordinates)."""
+        return np.asarray(X, dtype=float)
+
+    def to_affine(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Aff coordinates ``z = V^T (x - c)`` and the distance of each row to Aff."""
+        centred = X - self.origin
+        Z = centred @ self.basis
+        if self.basis.shape[1] == X.shape[1]:
+            return Z, np.zeros(X.shape[0])
+        return Z, np.linalg.norm(centred - Z @ self.basis.T, axis=1)
+
+    def members(self, index: int) -> np.ndarray | None:
+        """Halfspace indices of hypothesis ``index``; None for the empty region."""
+        if index == _EMPTY:
+            return None
+        rank = index - 2
+        if rank < 0:
+            return np.zeros(0, dtype=int)
+        m = self.normals.shape[0]
+        if self.strategy == "sample":
+            assert self.window_sizes is not None  # always set for the "sample" strategy
+            return (rank + np.arange(self.window_sizes[rank])) % m
+        for j in range(1, self.j_max + 1):
+            count = _comb(m, j)
+            if rank < count:
+                return np.array(_unrank_combination(rank, m, j), dtype=int)
+            rank -= count
+        raise IndexError(f"hypothesis index {index} is outside a class of {self.size}.")
+
+
+# -- candidate construction (public rows only) ----------------------------------------------------
+def _affine_hull(X_pub: np.ndarray, tol: float):
+    """Distinct public points, their mean, an orthonormal basis of Aff, the scale."""
+    points = np.unique(X_pub, axis=0)
+    origin = points.mean(axis=0)
+    centred = points - origin
+    scale = float(max(np.abs(points).max(), np.linalg.norm(centred, axis=1).max()))
+    if not scale > 0:
+        scale = 1.0
+    if points.shape[0] == 1:
+        return points, origin, np.zeros((X_pub.shape[1], 0)), scale
+    _, sv, vt = np.linalg.svd(centred, full_matrices=False)
+    rank = int(np.sum(sv > tol * sv[0])) if sv[0] > 0 else 0
+    return points, origin, vt[:rank].T.copy(), scale
+
+
+def _dedup(normals: np.ndarray, offsets: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Drop repeated halfspaces (same unit normal and offset), keeping first occurrences."""
+    if normals.shape[0] == 0:
+        return normals, offsets
+    key = np.round(np.column_stack([normals, offsets / scale]), 9) + 0.0  # -0.0 -> 0.0
+    _, first = np.unique(key, axis=0, return_index=True)
+    first = np.sort(first)
+    return normals[first], offsets[first]
+
+
+def _n_subsets(n_points: int, k: int) -> int:
+    return sum(_comb(n_points, s) for s in range(1, k + 1))
+
+
+def _subsets(n_points: int, s: int) -> np.ndarray:
+    if s == 1:
+        return np.arange(n_points)[:, None]
+    if s == 2:
+        return np.column_stack(np.triu_indices(n_points, 1))
+    count = _comb(n_points, s)
+    flat = np.fromiter(chain.from_iterable(combinations(range(n_points), s)), int, count * s)
+    return flat.reshape(count, s)
+
+
+def _exact_halfspaces(
+    Z: np.ndarray, slack: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1 in Aff coordinates: two opposite halfspaces per subset of 1..k points.
+
+    The boundary contains the subset. Its normal is a random Gaussian vector
+    (public stream) projected onto the orthogonal complement of the subset's
+    direction space inside Aff: for an affinely independent k-subset that
+    complement is a line, so the hyperplane is the unique one through the subset.
+    """
+    n_points, k = Z.shape
+    normals, offsets = [], []
+    for s in range(1, k + 1):
+        subsets = _subsets(n_points, s)
+        points = Z[subsets]  # (S, s, k)
+        g = rng.standard_normal((subsets.shape[0], k))
+        if s > 1:
+            diffs = points[:, 1:, :] - points[:, :1, :]
+            _, sv, vt = np.linalg.svd(diffs, full_matrices=True)
+            rows = vt[:, : s - 1, :]
+            coef = np.einsum("sik,sk->si", rows, g) * (sv > slack)
+            g = g - np.einsum("si,sik->sk", coef, rows)
+        norm = np.linalg.norm(g, axis=1)
+        ok = norm > 1e-9
+        a = g[ok] / norm[ok, None]
+        b = np.einsum("sk,sk->s", a, points[ok, 0, :])
+        normals += [a, -a]
+        offsets += [b, -b]
+    return np.concatenate(normals), np.concatenate(offsets)
+
+
+def _hull_halfspaces(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inward facet halfspaces of conv(public points) in Aff coordinates."""
+    k = Z.shape[1]
+    if k == 1:
+        return np.array([[1.0], [-1.0]]), np.array([Z[:, 0].min(), -Z[:, 0].max()])
+    equations = ConvexHull(Z).equations  # n . z + c <= 0 inside, unit n
+    return -equations[:, :k], equations[:, k]
+
+
+def _sampled_halfspaces(
+    Z: np.ndarray, pool_size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Supporting halfspaces of the public points in random whitened directions."""
+    k = Z.shape[1]
+    cov = Z.T @ Z / Z.shape[0]
+    eigval, eigvec = np.linalg.eigh(cov)
+    eigval = np.maximum(eigval, eigval.max() * 1e-12)
+    whiten = (eigvec / np.sqrt(eigval)) @ eigvec.T
+    u = rng.standard_normal((pool_size, k))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    directions = u @ whiten  # (M, k): u . (W z) = (W u) . z, W symmetric
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    top = np.full(pool_size, -np.inf)
+    step = max(1, _BLOCK // max(pool_size, 1))
+    for start in range(0, Z.shape[0], step):
+        top = np.maximum(top, (Z[start : start + step] @ directions.T).max(axis=0))
+    # {z : d . z <= top}, written as {z : (-d) . z >= -top}; it contains every public point.
+    return -directions, -top
+
+
+def build_candidates(
+    X_public: ArrayLike,
+    strategy: str = "auto",
+    *,
+    max_candidates: int = 10**6,
+    pool_size: int = 10_000,
+    max_halfspaces: int | None = None,
+    tol: float = 1e-9,
+    rng: np.random.Generator | None = None,
+) -> CandidateFamily:
+    """Build the finite class ``G`` from public feature vectors only (Algorithm 1).
+
+    Parameters
+    ----------
+    X_public : ndarray of shape (n_public, d)
+        Public feature vectors (labels are not used). At least one row.
+    strategy : {"auto", "exact", "hull", "sample"}
+        See :class:`~skprivpred.PrivateHalfspacePPMClassifier`.
+    max_candidates, pool_size, max_halfspaces, tol
+        As in :class:`~skprivpred.PrivateHalfspacePPMClassifier`.
+    rng : numpy.random.Generator
+        The public-only stream (random normals, the sample pool).
+
+    Returns
+    -------
+    CandidateFamily
+
+    Raises
+    ------
+    ValueError
+        ``"exact"`` or ``"hull"`` when ``|G|`` would exceed ``max_candidates``
+        (the count is in the message; it depends on public rows only).
+    """
+    X_public = np.asarray(X_public, dtype=float)
+    rng = np.random.default_rng() if rng is None else rng
+    points, origin, basis, scale = _affine_hull(X_public, tol)
+    Z = (points - origin) @ basis
+    k = basis.shape[1]
+    j_max = k if max_halfspaces is None else min(int(max_halfspaces), k)
+    empty = np.zeros((0, k)), np.zeros(0)
+
+    def family(name, halfspaces, size, window_sizes=None):
+        return CandidateFamily(
+            name,
+            origin,
+            basis,
+            scale,
+            tol,
+            halfspaces[0],
+            halfspaces[1],
+            j_max,
+            size,
+            window_sizes,
+        )
+
+    if k == 0:  # one distinct public point: G = {empty region, the point itself}
+        return family(
+            "exact" if strategy == "auto" else strategy,
+            empty,
+            2,
+            np.zeros(0, dtype=int) if strategy == "sample" else None,
+        )
+
+    if strategy in ("auto", "exact"):
+        n_subsets = _n_subsets(points.shape[0], k)
+        general = _class_size(2 * n_subsets, j_max)  # general position, before dedup
+        # "auto" builds the exact halfspaces only when duplicates could plausibly bring
+        # the class under the cap (a public-only, data-independent shortcut).
+        worth_trying = strategy == "exact" or general <= 100 * max_candidates
+        if n_subsets <= max_candidates and worth_trying:
+            halfspaces = _dedup(*_exact_halfspaces(Z, tol * scale, rng), scale)
+            size = _class_size(halfspaces[0].shape[0], j_max)
+            if size <= max_candidates:
+                return family("exact", halfspaces, size)
+        else:
+            size = general
+        if strategy == "exact":
+            raise ValueError(
+                f"candidates='exact' needs a class of {size} hypotheses on these public points "
+                f"({points.shape[0]} distinct, affine dimension {k}, {n_subsets} subsets), more "
+                f"than max_candidates={max_candidates}. The class is never truncated: use "
+                "candidates='hull' (low dimension) or 'sample', lower max_halfspaces, or raise "
+                "max_candidates if time and memory allow."
+            )
+    if strategy == "hull" or (strategy == "auto" and k <= 3):
+        halfspaces = _dedup(*_hull_halfspaces(Z), scale)
+        size = _class_size(halfspaces[0].shape[0], j_max)
+        if size <= max_candidates:
+            return family("hull", halfspaces, size)
+        if strategy == "hull":
+            raise ValueError(
+                f"candidates='hull' needs a class of {size} hypotheses "
+                f"({halfspaces[0].shape[0]} facets of the public convex hull, intersections of "
+                f"up to {j_max}), more than max_candidates={max_candidates}. Use "
+                "candidates='sample', lower max_halfspaces, or raise max_candidates."
+            )
+    windows = rng.integers(1, j_max + 1, size=pool_size)
+    return family("sample", _sampled_halfspaces(Z, pool_size, rng), pool_size + 2, windows)
+
+
+# -- mistake counts and the mechanism (NOT private: they read private rows) ----------------------
+def _packed(bits: np.ndarray) -> np.ndarray:
+    """Pack a (rows, m) bool matrix into (m, words) uint64 bit rows."""
+    packed = np.packbits(bits.T, axis=1)
+    pad = (-packed.shape[1]) % 8
+    if pad:
+        packed = np.pad(packed, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(packed).view(np.uint64)
+
+
+def _popcount(words: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(words).sum(axis=-1, dtype=np.int64)
+
+
+def mistake_counts(
+    family: CandidateFamily, X: ArrayLike, y: ArrayLike, public_label: int = 0
+) -> np.ndarray:
+    """Integer number of training rows each hypothesis of ``G`` gets wrong.
+
+    NOT PRIVATE: a function of every row. Replacing one row changes each count
+    by at most one (the sensitivity the mechanism relies on).
+
+    Parameters
+    ----------
+    family : CandidateFamily
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,) with values in {0, 1}
+        Labels as positions in the learner's label set (1 means ``classes_[1]``).
+    public_label : {0, 1}, default=0
+        The public population's label (the one predicted inside the region).
+
+    Returns
+    -------
+    ndarray of int64 of shape (family.size,)
+    """
+    X = np.asarray(X, dtype=float)
+    want = np.asarray(y) == public_label  # rows whose correct answer is "inside"
+    n_want = int(want.sum())
+    Z, dist = family.to_affine(X)
+    on_aff = dist <= family.slack
+    Z, want_aff = Z[on_aff], want[on_aff]
+    mistakes = np.empty(family.size, dtype=np.int64)
+    mistakes[_EMPTY] = n_want
+    mistakes[_WHOLE_AFF] = n_want - int(want_aff.sum()) + int((~want_aff).sum())
+    m = family.normals.shape[0]
+    if family.size == 2:
+        return mistakes
+    A, b, slack = family.normals, family.offsets, family.slack
+    if family.strategy == "sample":
+        windows = family.window_sizes
+        assert windows is not None  # always set for the "sample" strategy
+        ext = np.concatenate([np.arange(m), np.arange(family.j_max - 1) % m])
+        good = np.zeros(m, dtype=np.int64)
+        bad = np.zeros(m, dtype=np.int64)
+        step = max(1, _BLOCK // (m + family.j_max))
+        starts = np.arange(m)
+        for lo in range(0, Z.shape[0], step):
+            outside = (Z[lo : lo + step] @ A.T < b - slack)[:, ext].astype(np.int32)
+            cum = np.concatenate(
+                [np.zeros((outside.shape[0], 1), np.int32), np.cumsum(outside, axis=1)], axis=1
+            )
+            inside = (cum[:, starts + windows] - cum[:, starts]) == 0
+            w = want_aff[lo : lo + step]
+            good += inside[w].sum(axis=0)
+            bad += inside[~w].sum(axis=0)
+        mistakes[2:] = n_want - good + bad
+        return mistakes
+    inside = np.empty((Z.shape[0], m), dtype=bool)
+    step = max(1, _BLOCK // max(m, 1))
+    for lo in range(0, Z.shape[0], step):
+        inside[lo : lo + step] = Z[lo : lo + step] @ A.T >= b - slack
+    good_bits, bad_bits = _packed(inside[want_aff]), _packed(inside[~want_aff])
+    position = 2
+    for j in range(1, family.j_max + 1):
+        if j == 1:
+            counts = n_want - _popcount(good_bits) + _popcount(bad_bits)
+            mistakes[position : position + m] = counts
+            position += m
+            continue
+        for prefix in combinations(range(m - 1), j - 1):
+            rest = m - prefix[-1] - 1
+            if rest <= 0:
+                continue
+            idx = list(prefix)
+            g = np.bitwise_and.reduce(good_bits[idx], axis=0) & good_bits[prefix[-1] + 1 :]
+            h = np.bitwise_and.reduce(bad_bits[idx], axis=0) & bad_bits[prefix[-1] + 1 :]
+            mistakes[position : position + rest] = n_want - _popcount(g) + _popcount(h)
+            position += rest
+    assert position == family.size
+    return mistakes
+
+
+# -- the everlasting predictors' classes: exact ERM per block, votes, LabelBoost candidates ----
+# GenericBBLClassifier (Naor, Nissim, Stemmer & Yan 2023, Algorithm GenericBBL) needs, beyond
+# the protocol: ``erm`` (one consistent hypothesis per teacher block, step 3a), ``vote_fraction``
+# (the BetweenThresholds query value, sensitivity 1/T) and ``candidates`` (LabelBoost's distinct
+# dichotomies on the points of Shat and Dhat, Beimel, Nissim & Stemmer 2021).
+
+
+@dataclass(frozen=True)
+class LabelBoostCandidates:
+    """Candidate labellings of the points P of Shat and Dhat by a class, and their scores.
+
+    ``errors[k]`` is the number of labelled points candidate ``k`` gets wrong;
+    ``labels_of(k)`` gives its labels (0/1) on the labelled and unlabelled points.
+    ``log_prior`` is ``None`` for LabelBoost's candidates (one per distinct
+    dichotomy, equally weighted: Beimel, Nissim & Stemmer 2021), or the log of
+    the mass that a *public* prior on the class gives each candidate (see
+    :meth:`ThresholdClass.prior_candidates`): the masses of all candidates sum
+    to one whatever the points are.
+    """
+
+    errors: np.ndarray
+    labels_of: Any  # callable: int -> (labels on Shat, labels on Dhat), each an int8 array
+    log_prior: np.ndarray | None = None
+
+
+class ThresholdClass:
+    """1-D thresholds on the line, VC dimension 1: ``1[x >= t]`` or ``1[x < t]``.
+
+    ERM takes the midpoint of the optimal range (the one-sided rule biases
+    accuracy; privacy does not depend on it); votes are a binary search in the
+    sorted teacher thresholds; LabelBoost enumerates the ``l + 1`` dichotomies
+    of ``l`` distinct values with prefix sums.
+
+    Parameters
+    ----------
+    direction : {"increasing", "decreasing"}, default="increasing"
+        ``"increasing"``: label 1 (``classes_[1]``) when ``x >= t``;
+        ``"decreasing"``: label 1 when ``x < t`` (on floating-point numbers the
+        class ``{1[x < t]}`` equals ``{1[x <= t]}``, which is what is learned,
+        on the negated values). A public choice: picking it from the data
+        would be an unaccounted private decision; a class holding both
+        directions has VC dimension 2 and is not offered here.
+    prior_loc : float, default=0.0
+        Centre of the public prior on the threshold ``t`` (a Cauchy law, in
+        the units of ``x``) used by :meth:`prior_candidates`, the relabelling
+        of :class:`~skprivpred.PrivateEverlastingClassifier`. Not used by
+        LabelBoost's dichotomies (:meth:`candidates`).
+    prior_scale : float, default=1.0
+        Scale of that prior, > 0. Public: choose it from the feature's
+        documented units, never from the data. Its heavy tails give a
+        threshold ``k`` scales away a log-mass of about ``-2 ln k``, which a
+        few mistakes on a large pool outweigh.
+
+    Raises
+    ------
+    InvalidParameterError
+        From :meth:`prepare` if ``direction`` is not one of
+        :data:`THRESHOLD_DIRECTIONS`, or if the prior is not finite with a
+        positive scale.
+    """
+
+    def __init__(
+        self, direction: str = "increasing", prior_loc: float = 0.0, prior_scale: float = 1.0
+    ) -> None:
+        self.direction = direction
+        self.prior_loc = prior_loc
+        self.prior_scale = prior_scale
+
+    def __repr__(self) -> str:
+        if (self.prior_loc, self.prior_scale) == (0.0, 1.0):
+            return f"ThresholdClass(direction={self.direction!r})"
+        return (
+            f"ThresholdClass(direction={self.direction!r}, prior_loc={self.prior_loc!r}, "
+            f"prior_scale={self.prior_scale!r})"
+        )
+
+    @property
+    def n_hypotheses(self) -> None:
+        """``None``: thresholds on the line are an infinite class."""
+        return None
+
+    def default_vc_dim(self) -> int:
+        """VC dimension of thresholds on the line: 1."""
+        return 1
+
+    def prepare(self, X: MatrixLike) -> np.ndarray:
+        """Validated points: one finite value per row, negated if decreasing.
+
+        ``X`` has shape (n,) or (n, 1).
+        """
+        from sklearn.utils.validation import check_array
+
+        if self.direction not in THRESHOLD_DIRECTIONS:
+            raise InvalidParameterError(
+                f"The 'direction' parameter of ThresholdClass must be a str among "
+                f"{set(THRESHOLD_DIRECTIONS)}. Got {self.direction!r} instead."
+            )
+        X = np.asarray(X)
+        if X.ndim == 2 and X.shape[1] != 1:
+            raise ValueError(
+                f"thresholds need one feature: X must have shape (n,) or (n, 1), got {X.shape}."
+            )
+        x = check_array(X.reshape(-1, 1), dtype=np.float64, ensure_all_finite=True).ravel()
+        return x if self.direction == "increasing" else -x
+
+    @staticmethod
+    def erm(points: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """ERM threshold of each block, midpoint of the optimal range.
+
+        Parameters
+        ----------
+        points : ndarray of shape (n_teachers, teacher_size)
+            Prepared values, one block per row.
+        labels : ndarray of shape (n_teachers, teacher_size)
+            0/1 labels.
+
+        Returns
+        -------
+        ndarray of shape (n_teachers,)
+            Sorted thresholds (the teachers' compact form).
+        """
+        order = np.argsort(points, axis=1, kind="stable")
+        xs = np.take_along_axis(points, order, axis=1)
+        ys = np.take_along_axis(labels, order, axis=1).astype(np.int64)
+        n_blocks, size = xs.shape
+        zeros = np.zeros((n_blocks, 1), dtype=np.int64)
+        ones_before = np.hstack([zeros, np.cumsum(ys, axis=1)])
+        zeros_before = np.hstack([zeros, np.cumsum(1 - ys, axis=1)])
+        errors = ones_before + (zeros_before[:, -1:] - zeros_before)  # cut k: first k labelled 0
+        # A cut between two equal values is not realisable by a threshold.
+        valid = np.ones((n_blocks, size + 1), dtype=bool)
+        valid[:, 1:-1] = xs[:, :-1] < xs[:, 1:]
+        errors = np.where(valid, errors, np.iinfo(np.int64).max)
+        optimal = errors == errors.min(axis=1, keepdims=True)
+        cut = np.arange(size + 1)
+        first = np.argmax(optimal, axis=1)
+        # The optimal range runs on while the valid cuts stay optimal.
+        breaks = valid & ~optimal & (cut > first[:, None])
+        stop = np.where(breaks.any(axis=1), np.argmax(breaks, axis=1), size + 1)
+        in_run = optimal & (cut < stop[:, None])
+        last = size - np.argmax(in_run[:, ::-1], axis=1)
+        padded = np.hstack([np.full((n_blocks, 1), -np.inf), xs, np.full((n_blocks, 1), np.inf)])
+        left = padded[np.arange(n_blocks), first]  # x just below the range (or -inf)
+        right = padded[np.arange(n_blocks), last + 1]  # x at its top (or +inf)
+        with np.errstate(invalid="ignore", over="ignore"):
+            middle = 0.5 * left + 0.5 * right
+        middle = np.where((middle > left) & (middle <= right), middle, right)
+        thresholds = np.where(
+            np.isneginf(left),
+            right,
+            np.where(np.isposinf(right), np.nextafter(left, np.inf), middle),
+        )
+        return np.sort(thresholds)
+
+    @staticmethod
+    def vote_fraction(teachers: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Fraction of teachers voting 1: ``#{t <= x} / T`` by binary search."""
+        return np.searchsorted(teachers, points, side="right") / teachers.size
+
+    @staticmethod
+    def candidates(
+        labelled: np.ndarray, labels: np.ndarray, unlabelled: np.ndarray
+    ) -> LabelBoostCandidates:
+        """The ``l + 1`` dichotomies on the ``l`` distinct values and their errors on Shat."""
+        values, rank = np.unique(np.concatenate([labelled, unlabelled]), return_inverse=True)
+        rank_labelled, rank_unlabelled = rank[: labelled.size], rank[labelled.size :]
+        ones = np.bincount(rank_labelled, weights=labels, minlength=values.size)
+        zeros = np.bincount(rank_labelled, weights=1 - labels, minlength=values.size)
+        ones_before = np.concatenate([[0.0], np.cumsum(ones)])
+        zeros_before = np.concatenate([[0.0], np.cumsum(zeros)])
+        errors = ones_before + (zeros_before[-1] - zeros_before)  # k: first k values labelled 0
+
+        def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
+            return (rank_labelled >= k).astype(np.int8), (rank_unlabelled >= k).astype(np.int8)
+
+        return LabelBoostCandidates(errors=np.rint(errors), labels_of=labels_of)
+
+    def _prior(self) -> tuple[float, float]:
+        """``(loc, scale)`` of the Cauchy prior in prepared units (negated if decreasing)."""
+        loc, scale = self.prior_loc, self.prior_scale
+        if not (
+            isinstance(loc, (int, float, np.floating, np.integer))
+            and isinstance(scale, (int, float, np.floating, np.integer))
+            and math.isfinite(loc)
+            and math.isfinite(scale)
+            and scale > 0
+        ):
+            raise InvalidParameterError(
+                "The 'prior_loc' and 'prior_scale' parameters of ThresholdClass must be finite "
+                f"reals with prior_scale > 0. Got prior_loc={loc!r}, prior_scale={scale!r}."
+            )
+        return (float(loc) if self.direction == "increasing" else -float(loc)), float(scale)
+
+    def prior_candidates(self, points: np.ndarray, labels: np.ndarray) -> LabelBoostCandidates:
+        """Every threshold, weighted by the public prior, grouped by its labelling of the points.
+
+        The ``l + 1`` intervals between the ``l`` distinct prepared values
+        partition the line; candidate ``k`` is every ``t`` in ``(v_{k-1}, v_k]``
+        (it labels the first ``k`` values 0), with ``log_prior[k]`` the log of
+        the prior's mass on that interval, computed without cancellation
+        (``arctan b - arctan a = atan2(b - a, 1 + a b)``). The masses sum to one
+        for any points, so the exponential mechanism over them is the one over
+        the fixed class with a fixed base measure (McSherry & Talwar 2007).
+
+        Parameters
+        ----------
+        points : ndarray of shape (n,)
+            Prepared values.
+        labels : ndarray of shape (n,)
+            0/1 labels of the points (all of them score).
+
+        Returns
+        -------
+        LabelBoostCandidates
+            With ``log_prior`` set; ``labels_of(k)`` returns the labels of the
+            points twice (scored and relabelled are the same points).
+        """
+        loc, scale = self._prior()
+        values, rank = np.unique(np.asarray(points, dtype=float), return_inverse=True)
+        labels = np.asarray(labels, dtype=float)
+        ones = np.bincount(rank, weights=labels, minlength=values.size)
+        zeros = np.bincount(rank, weights=1 - labels, minlength=values.size)
+        ones_before = np.concatenate([[0.0], np.cumsum(ones)])
+        zeros_before = np.concatenate([[0.0], np.cumsum(zeros)])
+        errors = ones_before + (zeros_before[-1] - zeros_before)
+        z = (values - loc) / scale
+        lower = np.concatenate([[-np.inf], z])
+        upper = np.concatenate([z, [np.inf]])
+        gap = np.concatenate([[np.inf], np.diff(values) / scale, [np.inf]])
+        with np.errstate(invalid="ignore", over="ignore"):
+            angle = np.arctan2(gap, 1.0 + lower * upper)  # arctan(upper) - arctan(lower)
+        angle[0] = np.arctan2(1.0, -upper[0])  # arctan(upper) + pi/2
+        angle[-1] = np.arctan2(1.0, lower[-1])  # pi/2 - arctan(lower)
+        if values.size == 0:
+            angle = np.array([np.pi])
+        with np.errstate(divide="ignore"):
+            log_prior = np.log(angle) - math.log(math.pi)
+
+        def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
+            relabelled = (rank >= k).astype(np.int8)
+            return relabelled, relabelled
+
+        return LabelBoostCandidates(errors=np.rint(errors), labels_of=labels_of, log_prior=log_prior)
+
+
+class FiniteHypothesisClass:
+    """A finite class of binary hypotheses, as a prediction matrix or as callables.
+
+    Parameters
+    ----------
+    predictions : array-like of shape (n_hypotheses, n_domain), default=None
+        ``predictions[k, x]`` in {0, 1} is hypothesis ``k``'s label on domain
+        point ``x``; queries and training rows are then integer indices in
+        ``[0, n_domain)`` (shape (n,) or (n, 1)).
+    hypotheses : list of callable, default=None
+        ``h(X)`` returns one label in {0, 1} per row of ``X`` (2-D). Exactly one
+        of ``predictions`` and ``hypotheses`` must be given.
+
+    Notes
+    -----
+    Label 1 means ``classes_[1]``. ERM takes the lowest-index minimiser; LabelBoost
+    de-duplicates the hypotheses' label vectors on the points (duplicate
+    hypotheses add no weight).
+    """
+
+    def __init__(
+        self,
+        predictions: MatrixLike | None = None,
+        hypotheses: list[Any] | None = None,
+    ) -> None:
+        self.predictions = predictions
+        self.hypotheses = hypotheses
+
+    def __repr__(self) -> str:
+        if self.predictions is not None:
+            return f"FiniteHypothesisClass(predictions=<{np.shape(self.predictions)} matrix>)"
+        count = len(self.hypotheses) if self.hypotheses is not None else 0
+        return f"FiniteHypothesisClass(hypotheses=<{count} callables>)"
+
+    def _matrix(self) -> np.ndarray | None:
+        if (self.predictions is None) == (self.hypotheses is None):
+            raise InvalidParameterError(
+                "FiniteHypothesisClass needs exactly one of predictions and hypotheses."
+            )
+        if self.predictions is None:
+            if not self.hypotheses or not all(callable(h) for h in self.hypotheses):
+                raise InvalidParameterError(
+                    "The 'hypotheses' parameter of FiniteHypothesisClass must be a non-empty "
+                    "list of callables h(X) -> labels in {0, 1}."
+                )
+            return None
+        matrix = np.asarray(self.predictions)
+        if matrix.ndim != 2 or matrix.size == 0 or not np.isin(matrix, (0, 1)).all():
+            raise InvalidParameterError(
+                "The 'predictions' parameter of FiniteHypothesisClass must be a non-empty 2-D "
+                "matrix of 0/1 labels (hypotheses x domain)."
+            )
+        return matrix.astype(np.int8)
+
+    def _callables(self) -> list[Any]:
+        if self.hypotheses is None:
+            raise ValueError("FiniteHypothesisClass was given a prediction matrix, not callables.")
+        return list(self.hypotheses)
+
+    @property
+    def n_hypotheses(self) -> int:
+        """Number ``K`` of hypotheses."""
+        matrix = self._matrix()
+        return len(self._callables()) if matrix is None else matrix.shape[0]
+
+    def default_vc_dim(self) -> int:
+        """``max(1, floor(log2 K))``: a valid upper bound on the VC dimension of K hypotheses."""
+        return max(1, int(math.floor(math.log2(self.n_hypotheses))))
+
+    def prepare(self, X: MatrixLike) -> np.ndarray:
+        """Validated points: domain indices (matrix form) or finite 2-D rows (callables)."""
+        from sklearn.utils.validation import check_array
+
+        matrix = self._matrix()
+        if matrix is None:
+            return check_array(X, dtype=np.float64, ensure_all_finite=True)
+        X = np.asarray(X)
+        if X.ndim == 2 and X.shape[1] != 1:
+            raise ValueError(
+                f"a prediction-matrix class takes one domain index per row, got shape {X.shape}."
+            )
+        x = check_array(X.reshape(-1, 1), dtype=np.float64, ensure_all_finite=True).ravel()
+        if not (np.all(x == np.round(x)) and np.all((x >= 0) & (x < matrix.shape[1]))):
+            raise ValueError(f"X must hold integer domain indices in [0, {matrix.shape[1]}).")
+        return x.astype(np.intp)
+
+    def labels_on(self, points: np.ndarray) -> np.ndarray:
+        """Labels of every hypothesis on the points, shape (K, n_points), int8."""
+        matrix = self._matrix()
+        if matrix is not None:
+            return matrix[:, points]
+        rows = [np.asarray(h(points)).ravel() for h in self._callables()]
+        labels = np.vstack(rows)
+        if labels.shape[1] != len(points) or not np.isin(labels, (0, 1)).all():
+            raise ValueError("every hypothesis must return one label in {0, 1} per row.")
+        return labels.astype(np.int8)
+
+    def erm(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Multiplicity of each hypothesis among the blocks' ERM choices (lowest index on ties).
+
+        Parameters
+        ----------
+        points : ndarray of shape (n_teachers, teacher_size[, n_features])
+            Prepared points, one block per row.
+        labels : ndarray of shape (n_teachers, teacher_size)
+            0/1 labels.
+
+        Returns
+        -------
+        ndarray of shape (n_hypotheses,) of int
+            How many teachers chose each hypothesis (the compact form).
+        """
+        n_blocks, size = labels.shape
+        flat = points.reshape((n_blocks * size,) + points.shape[2:])
+        predicted = self.labels_on(flat).reshape(-1, n_blocks, size)
+        errors = (predicted != labels[None].astype(np.int8)).sum(axis=2)
+        return np.bincount(np.argmin(errors, axis=0), minlength=predicted.shape[0])
+
+    def vote_fraction(self, teachers: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Fraction of teachers voting 1 (weighted by multiplicity)."""
+        chosen = np.flatnonzero(teachers)
+        matrix = self._matrix()
+        if matrix is not None:
+            return (teachers[chosen] @ matrix[chosen][:, points]) / teachers.sum()
+        return (teachers[chosen] @ self.labels_on(points)[chosen]) / teachers.sum()
+
+    def candidates(
+        self, labelled: np.ndarray, labels: np.ndarray, unlabelled: np.ndarray
+    ) -> LabelBoostCandidates:
+        """The distinct dichotomies on the distinct points of Shat and Dhat, scored on Shat."""
+        every = np.concatenate([labelled, unlabelled])
+        points, rank = np.unique(every, axis=0, return_inverse=True)
+        rank = rank.ravel()
+        rank_labelled, rank_unlabelled = rank[: len(labelled)], rank[len(labelled) :]
+        on_points = self.labels_on(points)
+        packed = np.packbits(on_points.astype(np.uint8), axis=1)
+        _, first = np.unique(packed, axis=0, return_index=True)
+        dichotomies = on_points[np.sort(first)].astype(np.int64)
+        ones = np.bincount(rank_labelled, weights=labels, minlength=len(points))
+        zeros = np.bincount(rank_labelled, weights=1 - labels, minlength=len(points))
+        errors = ones.sum() - dichotomies @ ones + dichotomies @ zeros
+
+        def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
+            row = dichotomies[k].astype(np.int8)
+            return row[rank_labelled], row[rank_unlabelled]
+
+        return LabelBoostCandidates(errors=np.rint(errors), labels_of=labels_of)
+
+    def prior_candidates(self, points: np.ndarray, labels: np.ndarray) -> LabelBoostCandidates:
+        """Every hypothesis of the class, equally weighted (no merging of equal labellings).
+
+        The candidate set is the fixed class with the uniform prior
+        (``log_prior = -ln K``), so the exponential mechanism over it does not
+        depend on which points are in the pool (McSherry & Talwar 2007).
+
+        Parameters
+        ----------
+        points : ndarray
+            Prepared points.
+        labels : ndarray of shape (n,)
+            0/1 labels of the points.
+
+        Returns
+        -------
+        LabelBoostCandidates
+            One candidate per hypothesis; ``labels_of(k)`` returns hypothesis
+            ``k``'s labels on the points twice.
+        """
+        on_points = self.labels_on(points).astype(np.int64)
+        labels = np.asarray(labels, dtype=np.int64)
+        errors = (on_points != labels[None, :]).sum(axis=1).astype(float)
+        log_prior = np.full(on_points.shape[0], -math.log(on_points.shape[0]))
+
+        def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
+            row = on_points[k].astype(np.int8)
+            return row, row
+
+        return LabelBoostCandidates(errors=errors, labels_of=labels_of, log_prior=log_prior)

@@ -1,0 +1,150 @@
+"""The hypothesis-class protocol and the finite classes of skprivpred.hypotheses.
+
+Every class (the exponential-mechanism learner's finite families, the PPM
+candidate class and the everlasting classes) conforms to one protocol; the
+finite families' mistake counts equal brute force and their released
+hypotheses predict as their index says.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.tree import DecisionTreeClassifier
+
+from skprivpred import InvalidParameterError
+from skprivpred.hypotheses import (
+    THRESHOLD_DIRECTIONS,
+    ConjunctionClass,
+    FiniteHypothesisClass,
+    GridThresholdClass,
+    HypothesisClass,
+    HypothesisList,
+    ThresholdClass,
+    build_candidates,
+)
+
+CLASSES = np.array(["no", "yes"])
+
+
+def _every_class():
+    rng = np.random.default_rng(0)
+    X_public = rng.normal(size=(6, 2))
+    tree = DecisionTreeClassifier(max_depth=1).fit(rng.normal(size=(20, 2)), np.arange(20) % 2)
+    return [
+        ConjunctionClass(3),
+        GridThresholdClass.from_grid([0.0, 1.0, 2.0], n_features=2, direction="both"),
+        HypothesisList([tree, lambda X: np.zeros(len(X), dtype=int)]),
+        build_candidates(X_public, "exact", rng=np.random.default_rng(0)),
+        ThresholdClass(),
+        FiniteHypothesisClass(predictions=np.eye(4, dtype=int)),
+    ]
+
+
+@pytest.mark.parametrize("family", _every_class(), ids=lambda f: type(f).__name__)
+def test_every_class_follows_the_protocol(family):
+    assert isinstance(family, HypothesisClass)
+    size = family.n_hypotheses
+    assert size is None or (isinstance(size, int) and size >= 1)
+    vc = family.default_vc_dim()
+    assert isinstance(vc, int) and vc >= 1
+    if size is not None:
+        assert vc <= max(1, math.floor(math.log2(size)))
+
+
+def test_a_class_without_the_members_does_not_conform():
+    assert not isinstance(object(), HypothesisClass)
+    assert THRESHOLD_DIRECTIONS == ("increasing", "decreasing")
+
+
+# -- finite families: mistakes against brute force, releases -----------------------------------
+def _brute_mistakes(family, X, y, classes):
+    out = []
+    for index in range(family.n_hypotheses):
+        _, released = family.release(index, classes)
+        out.append(int(np.sum(released.predict(family.prepare(X)) != y)))
+    return np.array(out)
+
+
+def test_conjunction_mistakes_and_releases_agree():
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 2, size=(200, 4))
+    y = CLASSES[rng.integers(0, 2, size=200)]
+    family = ConjunctionClass(4)
+    np.testing.assert_array_equal(
+        family.mistakes(X, y, CLASSES), _brute_mistakes(family, X, y, CLASSES)
+    )
+    attributes, _ = family.release(0b1010, CLASSES)
+    np.testing.assert_array_equal(attributes["selected_features_"], [1, 3])
+    assert family.default_vc_dim() == 4
+
+
+@pytest.mark.parametrize("direction", ["increasing", "decreasing", "both"])
+def test_grid_threshold_mistakes_and_releases_agree(direction):
+    rng = np.random.default_rng(2)
+    grid = np.linspace(-1.0, 1.0, 9)
+    X = np.column_stack([rng.choice(grid, 150), rng.normal(size=150)])  # ties and outliers
+    y = CLASSES[rng.integers(0, 2, size=150)]
+    family = GridThresholdClass.from_grid(grid, n_features=2, direction=direction)
+    n_directions = 2 if direction == "both" else 1
+    assert family.n_hypotheses == 2 * grid.size * n_directions
+    np.testing.assert_array_equal(
+        family.mistakes(X, y, CLASSES), _brute_mistakes(family, X, y, CLASSES)
+    )
+
+
+def test_grid_threshold_directions_mean_what_they_say():
+    family = GridThresholdClass.from_grid([0.5], n_features=1, direction="both")
+    X = np.array([[0.4], [0.5], [0.6]])
+    increasing = family.release(0, CLASSES)
+    decreasing = family.release(1, CLASSES)
+    assert increasing[0]["direction_"] == "increasing"
+    assert decreasing[0]["direction_"] == "decreasing"
+    np.testing.assert_array_equal(increasing[1].predict(X), ["no", "yes", "yes"])  # x >= t
+    np.testing.assert_array_equal(decreasing[1].predict(X), ["yes", "no", "no"])  # x < t
+    assert family.default_vc_dim() == 1  # two hypotheses: log2(2) = 1
+
+
+@pytest.mark.parametrize(
+    "grid, n_features, error, match",
+    [
+        (None, 1, ValueError, "grid=None"),
+        ([0.5, 0.5], 1, ValueError, "duplicate"),
+        ([[0.5]], 2, ValueError, "per-feature grids"),
+        (np.zeros((1, 2, 2)), 1, ValueError, "3 dimensions"),
+        ([np.inf], 1, ValueError, "finite"),
+        ([["a"], ["b"]], 2, TypeError, "real numbers"),
+    ],
+)
+def test_bad_grids(grid, n_features, error, match):
+    with pytest.raises(error, match=match):
+        GridThresholdClass.from_grid(grid, n_features, "both")
+
+
+def test_hypothesis_list_checks_its_members_and_counts_mistakes():
+    X = np.array([[0.0], [1.0], [2.0]])
+    y = np.array([0, 1, 1])
+    family = HypothesisList([lambda X: (X[:, 0] > 0.5).astype(int), lambda X: np.ones(len(X))])
+    np.testing.assert_array_equal(family.mistakes(X, y, np.array([0, 1])), [0, 1])
+    attributes, released = family.release(1, np.array([0, 1]))
+    assert attributes["selected_index_"] == 1
+    np.testing.assert_array_equal(released.predict(X), [1, 1, 1])
+    for bad, match in [
+        ("abc", "must be a list"),
+        ([], "at least one"),
+        ([3], r"experts\[0\]"),
+        ([LogisticRegression()], r"experts\[0\].*not fitted.*FrozenEstimator"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=match):
+            HypothesisList(bad, "experts")
+    wrong_shape = HypothesisList([lambda X: np.zeros((len(X), 2))])
+    with pytest.raises(ValueError, match=r"hypotheses\[0\] must return one label per row"):
+        wrong_shape.mistakes(X, y, np.array([0, 1]))
+
+
+def test_conjunctions_refuse_non_binary_rows_and_too_many_features():
+    with pytest.raises(ValueError, match="needs binary X.*Binarizer"):
+        ConjunctionClass(2).prepare(np.array([[0, 2]]))
+    with pytest.raises(ValueError, match="at most 62"):
+        ConjunctionClass(63)
