@@ -222,6 +222,138 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
+#: Readable names of the benchmarked estimators (command-line key -> label for
+#: tables, legends and titles). Keys not listed are shown as they are.
+LABELS = {
+    "sa-lr": "Subsample-aggregate (LR teachers)",
+    "sa-hgb": "Subsample-aggregate (boosted-tree teachers)",
+    "avg-lr": "Subsample averaging (LR teachers)",
+    "avg-ridge": "Subsample averaging (ridge teachers)",
+    "erm-lr": "Stable ERM (logistic)",
+    "psgd-lr": "Averaged projected SGD (logistic)",
+    "erm-ridge": "Stable ERM (squared loss)",
+    "psgd-ridge": "Averaged projected SGD (squared loss)",
+    "dp-lr": "diffprivlib LogisticRegression",
+    "dp-nb": "diffprivlib GaussianNB",
+    "dp-rf": "diffprivlib RandomForestClassifier",
+    "lr": "LogisticRegression (non-private)",
+    "nb": "GaussianNB (non-private)",
+    "rf": "RandomForestClassifier (non-private)",
+}
+
+
+def label(key: str) -> str:
+    """The readable name of an estimator key (the key itself if it has none)."""
+    return LABELS.get(key, key)
+
+
+def crossings(
+    x: Sequence[float], y: Sequence[float], level: float, *, log_x: bool = True
+) -> list[dict[str, Any]]:
+    """Where the curve ``(x, y)`` crosses the horizontal line ``y = level``.
+
+    The curve is read as piecewise linear between its points (in ``log x`` if
+    ``log_x``). A point exactly on the line counts once.
+
+    Parameters
+    ----------
+    x : sequence of float
+        Increasing abscissae (for example the number of queries answered).
+    y : sequence of float
+        The curve's values at ``x``.
+    level : float
+        The flat line (for example the accuracy of a privately trained model).
+
+    Returns
+    -------
+    list of dict
+        One ``{"x": crossing abscissa, "direction": "down" | "up"}`` per
+        crossing, in order of ``x``: ``"down"`` when the curve goes from at or
+        above ``level`` to below it, ``"up"`` the other way.
+    """
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float) - level
+    if xs.shape != ys.shape or xs.ndim != 1:
+        raise ValueError("x and y must be 1-D sequences of the same length.")
+    if np.any(np.diff(xs) <= 0):
+        raise ValueError("x must be strictly increasing.")
+    t = np.log(xs) if log_x else xs
+    out = []
+    for i in range(len(xs) - 1):
+        a, b = ys[i], ys[i + 1]
+        if (a >= 0) == (b >= 0):
+            continue
+        frac = a / (a - b)
+        at = t[i] + frac * (t[i + 1] - t[i])
+        out.append(
+            {"x": float(np.exp(at) if log_x else at), "direction": "down" if a >= 0 else "up"}
+        )
+    return out
+
+
+def last_at_or_above(x: Sequence[float], y: Sequence[float], level: float) -> float | None:
+    """The largest grid ``x`` whose ``y`` is still >= ``level`` (``None`` if none is)."""
+    ok = [float(xi) for xi, yi in zip(x, y) if yi >= level]
+    return max(ok) if ok else None
+
+
+def judge_difference(
+    ci: Sequence[float], want: str, resolution: float, *, strict: bool = True
+) -> str:
+    """Judge one claimed ordering of a paired difference ``a - b`` at a figure's resolution.
+
+    Parameters
+    ----------
+    ci : (mean, low, high)
+        The mean difference and its 95% interval.
+    want : {">", "<", "~", "<="}
+        What the claim says: a above b, a below b, no visible difference, a not
+        visibly above b.
+    resolution : float
+        The smallest difference the figure behind the claim can show (about a
+        tenth of its tick spacing). A smaller one is a *tie*: it neither
+        confirms nor contradicts an ordering, and it is what "~" and "<=" claim.
+    strict : bool, default=True
+        Outside the tie band, ask for the interval to exclude 0; otherwise the
+        sign of the mean decides.
+
+    Returns
+    -------
+    {"yes", "tie", "no"}
+    """
+    mean, lo, hi = (float(v) for v in ci)
+    tie = abs(mean) < resolution
+    if want == "~":
+        return "yes" if tie else "no"
+    if want == "<=":
+        return "yes" if tie or mean < 0 or (strict and lo <= 0) else "no"
+    if want not in (">", "<"):
+        raise ValueError(f"want must be one of '>', '<', '~', '<=', got {want!r}.")
+    if tie:
+        return "tie"
+    if strict:
+        return "yes" if (lo > 0 if want == ">" else hi < 0) else "no"
+    return "yes" if (mean > 0 if want == ">" else mean < 0) else "no"
+
+
+def claim_verdict(points: Sequence[str]) -> str:
+    """The verdict of a claim from the judgements of its points ("yes", "tie", "no")."""
+    points = list(points)
+    if not points:
+        return "n/a"
+    if "no" in points:
+        return "NOT REPRODUCED"
+    ties = points.count("tie")
+    if ties == 0:
+        return "REPRODUCED"
+    if ties == len(points):
+        return "TIED AT THE FIGURE'S RESOLUTION"
+    return (
+        f"REPRODUCED WHERE RESOLVED ({ties} of {len(points)} points tied at the "
+        "figure's resolution)"
+    )
+
+
 def verdict(passed: bool | None) -> str:
     """``PASS``, ``MISS`` or ``n/a`` (not measured)."""
     if passed is None:

@@ -10,7 +10,8 @@ data) of those answers is averaged over seeds (``random_state=seed``) and
 reported as mean ± standard deviation, next to the score of the non-private
 *baseline*: the same base pipeline fitted once on all training rows.
 
-Private estimators (``--estimators``; see :data:`ESTIMATORS`):
+Private estimators (``--estimators``; see :data:`ESTIMATORS`; tables, plots
+and targets show them by readable name, ``_common.LABELS``):
 
 ``sa-lr``
     :class:`~skprivpred.SubsampleAggregateClassifier` with logistic-regression
@@ -55,7 +56,10 @@ with more OpenMP threads on a loaded 2-core machine.
 
 Outputs, in ``--out`` (default ``benchmarks/results/``): ``run_results.json``
 (configuration, environment, every run, the summary and the targets) and one
-``score_vs_epsilon_<dataset>.png`` per data set.
+``score_vs_epsilon_<dataset>.png`` per data set: one line per distinct
+non-private baseline (estimators with the same base pipeline share it), the
+legend outside the axes. Progress is shown per stage (data set x estimator):
+fits differ in cost by 100x, so no single ETA over all of them is given.
 
 Usage
 -----
@@ -91,6 +95,7 @@ from _common import (
     Dataset,
     environment,
     format_table,
+    label,
     load_dataset,
     timed,
     verdict,
@@ -190,9 +195,9 @@ def subsample_average(
 def subsample_average_regression(
     base: BaseEstimator, epsilon: float, seed: int, n_jobs: int, data: Dataset
 ) -> SubsampleAverageRegressor:
-    """Subsample averaging of clipped regression outputs, 10 teachers, public ``y_range``."""
+    """Subsample averaging of clipped regression outputs, 10 teachers, public ``y_bounds``."""
     return SubsampleAverageRegressor(
-        base, epsilon=epsilon, y_range=data.y_range, n_jobs=n_jobs, random_state=seed
+        base, epsilon=epsilon, y_bounds=data.y_range, n_jobs=n_jobs, random_state=seed
     )
 
 
@@ -223,7 +228,7 @@ def _linear_bounds(data: Dataset) -> dict:
 def _centred_target(
     model: BaseEstimator, y_range: tuple[float, float]
 ) -> TransformedTargetRegressor:
-    """Fit on ``(y - centre) / half_width`` of the public range (``y_bound=1``).
+    """Fit on ``(y - centre) / half_width`` of the public range (``y_bounds=(-1, 1)``).
 
     Answers are in y units.
     """
@@ -255,7 +260,7 @@ def averaged_psgd(base, epsilon: float, seed: int, n_jobs: int, data: Dataset) -
 def stable_erm_regression(base, epsilon: float, seed: int, n_jobs: int, data: Dataset):
     """Squared-loss ERM, ``lam`` from Cor 4.11, on the public design and centred target."""
     model = StableERMRegressor(
-        epsilon=epsilon, y_bound=1.0, random_state=seed, **_linear_bounds(data)
+        epsilon=epsilon, y_bounds=(-1.0, 1.0), random_state=seed, **_linear_bounds(data)
     )
     return _centred_target(model, data.y_range)
 
@@ -263,9 +268,27 @@ def stable_erm_regression(base, epsilon: float, seed: int, n_jobs: int, data: Da
 def averaged_psgd_regression(base, epsilon: float, seed: int, n_jobs: int, data: Dataset):
     """Averaged projected SGD (squared loss) on the public design and centred target."""
     model = AveragedPSGDRegressor(
-        epsilon=epsilon, y_bound=1.0, random_state=seed, **_linear_bounds(data)
+        epsilon=epsilon, y_bounds=(-1.0, 1.0), random_state=seed, **_linear_bounds(data)
     )
     return _centred_target(model, data.y_range)
+
+
+#: Readable name of each non-private baseline (the base pipeline fitted on all rows).
+#: Estimators with the same base share one baseline: it is fitted and drawn once.
+BASELINE_NAMES: dict[Callable, str] = {
+    logistic_pipeline: "LogisticRegression, one-hot + scaling (non-private)",
+    boosting_classifier: "HistGradientBoosting (non-private)",
+    ridge_pipeline: "Ridge, scaling (non-private)",
+    public_logistic: "LogisticRegression, public design (non-private)",
+    public_ridge: "Ridge, public design (non-private)",
+}
+
+
+def baseline_name(make_base: Callable) -> str:
+    """Readable name of a base pipeline's non-private baseline."""
+    return BASELINE_NAMES.get(
+        make_base, f"{getattr(make_base, '__name__', make_base)} (non-private)"
+    )
 
 
 @dataclass(frozen=True)
@@ -443,36 +466,59 @@ def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dic
         Sizes and split of each data set.
     """
     tasks = {name: DATASET_TASKS[name] for name in config.datasets}
-    n_pairs = sum(
-        ESTIMATORS[e].task == tasks[d] for d in config.datasets for e in config.estimators
-    )
-    n_configs = len(config.seeds) * (len(config.epsilons) + 1)
-    progress = tqdm(total=n_pairs * n_configs, unit="fit", dynamic_ncols=True)
+    stages = [
+        (d, e) for d in config.datasets for e in config.estimators if ESTIMATORS[e].task == tasks[d]
+    ]
     runs, baselines, datasets = [], [], {}
-    progress.set_description("starting workers")
+    fitted_baselines: dict[tuple, dict] = {}  # one fit per (data set, base pipeline, seed)
+    # Fits of different estimators and epsilons differ in cost by 100x, so no global
+    # ETA: one bar counts the stages (data set x estimator), one the fits of a stage.
+    stage_bar = tqdm(
+        total=len(stages),
+        unit="stage",
+        dynamic_ncols=True,
+        position=0,
+        bar_format="{desc} stage {n_fmt}/{total_fmt} [{elapsed}]",
+    )
+    stage_bar.set_description("starting workers")
     warm_up_workers(config.n_jobs)
-    for dataset_name in config.datasets:
-        progress.set_description(f"loading {dataset_name}")
-        data = _capped(load_dataset(dataset_name), config.max_test_rows)
-        datasets[dataset_name] = {**data.summary(), "trivial_score": trivial_score(data)}
-        for estimator_name in config.estimators:
-            spec = ESTIMATORS[estimator_name]
-            if spec.task != data.task:
-                continue
-            key = {"dataset": dataset_name, "estimator": estimator_name}
+    loaded: dict[str, Dataset] = {}
+    for dataset_name, estimator_name in stages:
+        if dataset_name not in loaded:
+            stage_bar.set_description(f"loading {dataset_name}")
+            data = loaded[dataset_name] = _capped(load_dataset(dataset_name), config.max_test_rows)
+            datasets[dataset_name] = {**data.summary(), "trivial_score": trivial_score(data)}
+        data = loaded[dataset_name]
+        spec = ESTIMATORS[estimator_name]
+        stage_bar.set_description(f"{dataset_name}: {label(estimator_name)}")
+        key = {"dataset": dataset_name, "estimator": estimator_name}
+        start = time.perf_counter()
+        fits = tqdm(
+            total=len(config.seeds) * (len(config.epsilons) + 1),
+            unit="fit",
+            dynamic_ncols=True,
+            position=1,
+            leave=False,
+        )
+        for seed in config.seeds:
+            fits.set_description(f"baseline seed={seed}")
+            cache_key = (dataset_name, spec.make_base, seed)
+            if cache_key not in fitted_baselines:
+                fitted_baselines[cache_key] = run_baseline(spec, data, seed)
+            baselines.append({**key, "seed": seed, **fitted_baselines[cache_key]})
+            fits.update()
+        for epsilon in config.epsilons:
             for seed in config.seeds:
-                progress.set_description(f"{dataset_name} {estimator_name} baseline seed={seed}")
-                baselines.append({**key, "seed": seed, **run_baseline(spec, data, seed)})
-                progress.update()
-            for epsilon in config.epsilons:
-                for seed in config.seeds:
-                    progress.set_description(
-                        f"{dataset_name} {estimator_name} eps={epsilon:g} seed={seed}"
-                    )
-                    record = run_private(spec, data, epsilon, seed, config.n_jobs)
-                    runs.append({**key, "epsilon": epsilon, "seed": seed, **record})
-                    progress.update()
-    progress.close()
+                fits.set_description(f"eps={epsilon:g} seed={seed}")
+                record = run_private(spec, data, epsilon, seed, config.n_jobs)
+                runs.append({**key, "epsilon": epsilon, "seed": seed, **record})
+                fits.update()
+        fits.close()
+        stage_bar.write(
+            f"[{time.perf_counter() - start:6.1f} s] {dataset_name}: {label(estimator_name)}"
+        )
+        stage_bar.update()
+    stage_bar.close()
     return runs, baselines, datasets
 
 
@@ -499,6 +545,8 @@ def summarize(runs: list[dict], baselines: list[dict], datasets: dict) -> list[d
             {
                 "dataset": dataset,
                 "estimator": estimator,
+                "label": label(estimator),
+                "baseline": baseline_name(ESTIMATORS[estimator].make_base),
                 "epsilon": epsilon,
                 "n_teachers": n_teachers[0] if len(n_teachers) == 1 else n_teachers,
                 "n_seeds": len(group),
@@ -534,6 +582,7 @@ def check_targets(summary: list[dict]) -> list[dict]:
                 "accuracy_mean": accuracy,
                 "passed": None if accuracy is None else accuracy >= target.min_accuracy,
                 "best_estimator": None if best is None else best["estimator"],
+                "best_label": None if best is None else label(best["estimator"]),
                 "best_accuracy_mean": best_accuracy,
                 "best_passed": None if best is None else best_accuracy >= target.min_accuracy,
             }
@@ -563,7 +612,7 @@ def summary_table(summary: list[dict]) -> str:
     rows = [
         [
             s["dataset"],
-            s["estimator"],
+            label(s["estimator"]),
             f"{s['epsilon']:g}",
             _n_teachers_text(s["n_teachers"]),
             f"{s['metric']} {s['score_mean']:.4f} ± {s['score_sd']:.4f}",
@@ -597,68 +646,93 @@ def targets_text(results: list[dict], note: str = "") -> str:
     for r in results:
         measured = "not run" if r["accuracy_mean"] is None else f"{r['accuracy_mean']:.4f}"
         line = (
-            f"  {verdict(r['passed']):4}  {r['dataset']:6} {r['estimator']:7} "
+            f"  {verdict(r['passed']):4}  {r['dataset']:6} {label(r['estimator'])} "
             f"epsilon={r['epsilon']:<4g} accuracy {measured} (target >= {r['min_accuracy']:.2f})"
         )
         if r["best_estimator"] is not None and r["best_estimator"] != r["estimator"]:
             line += (
-                f"; best estimator there: {r['best_estimator']} "
+                f"; best estimator there: {label(r['best_estimator'])} "
                 f"{r['best_accuracy_mean']:.4f} {verdict(r['best_passed'])}"
             )
         lines.append(line)
     return "\n".join(lines)
 
 
+#: Line styles of the baselines: each distinct baseline gets its own, so two that
+#: land on the same value still show as two patterns (their values are in the legend).
+BASELINE_STYLES = ("--", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 3)), (0, (2, 2)))
+
+
 def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
-    """Accuracy against epsilon (log scale), mean ± sd, one dashed baseline per estimator."""
+    """Score against epsilon (log scale), mean ± sd, one line per distinct baseline.
+
+    The legend sits to the right of the axes, outside the data.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(10.5, 4.8))
     rows = [s for s in summary if s["dataset"] == dataset]
     estimators = list(dict.fromkeys(s["estimator"] for s in rows))
     for k, estimator in enumerate(estimators):
         own = sorted((s for s in rows if s["estimator"] == estimator), key=lambda s: s["epsilon"])
-        color = f"C{k}"
         ax.errorbar(
             [s["epsilon"] for s in own],
             [s["score_mean"] for s in own],
             yerr=[s["score_sd"] for s in own],
-            marker="o",
+            marker="os^vDP"[k % 6],
             capsize=3,
-            color=color,
-            label=f"{estimator} (private)",
+            color=f"C{k}",
+            label=label(estimator),
         )
+    baselines: dict[str, list[float]] = {}
+    for s in rows:  # one line per distinct baseline, whichever estimators share it
+        baselines.setdefault(s["baseline"], [s["baseline_score_mean"]])
+    metric = rows[0]["metric"]
+    for j, (name, (score,)) in enumerate(baselines.items()):
+        # The first baseline is a wide pale band, the others thin patterns on top of it:
+        # baselines with (nearly) the same score stay visible as band + pattern.
         ax.axhline(
-            own[0]["baseline_score_mean"],
-            linestyle="--",
-            color=color,
-            label=f"{estimator} baseline (non-private)",
+            score,
+            linestyle="-" if j == 0 else BASELINE_STYLES[(j - 1) % len(BASELINE_STYLES)],
+            linewidth=5 if j == 0 else 1.6,
+            alpha=0.3 if j == 0 else 1.0,
+            color=("black", "black", "tab:brown", "tab:olive", "tab:cyan")[j % 5],
+            label=f"{name}: {score:.3f}" if metric != "rmse" else f"{name}: {score:.1f}",
         )
     trivial = rows[0]["trivial_score"]
     ax.axhline(
         trivial,
         linestyle=":",
         linewidth=2,
-        color="black",
-        label="constant (training mean)" if rows[0]["metric"] == "rmse" else "majority class",
+        color="grey",
+        label=("constant (training mean)" if metric == "rmse" else "majority class")
+        + (f": {trivial:.1f}" if metric == "rmse" else f": {trivial:.3f}"),
     )
     epsilons = sorted({s["epsilon"] for s in rows})
     ax.set_xscale("log")
     ax.set_xticks(epsilons)
     ax.set_xticklabels([f"{e:g}" for e in epsilons])
+    ax.minorticks_off()
     ax.set_xlabel("per-query epsilon")
-    metric = rows[0]["metric"]
     ax.set_ylabel(f"test {metric}" + (" (lower is better)" if metric == "rmse" else ""))
     n_seeds = max(s["n_seeds"] for s in rows)
-    ax.set_title(f"{dataset}: {metric} of private predictions (mean ± sd, {n_seeds} seeds)")
+    seeds = f"{n_seeds} seed" + ("s" if n_seeds > 1 else "")
+    ax.set_title(f"{dataset}: {metric} of private predictions (mean ± sd over {seeds})")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(
+        fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        title="private (markers) / non-private (lines)",
+        title_fontsize="small",
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
 
