@@ -8,10 +8,12 @@ query, the next phase's teachers trained on the phase's queries with their
 released answers) answers a stream of at least 10^5 queries drawn i.i.d. from
 the population, on two tasks:
 
-* **thresholds**: ``x`` uniform on ``[0, 1]``, ``y = 1[x >= 0.3]``; ``T`` and the
-  training size come from :func:`~skprivpred.everlasting.practical_plan` for
-  ``lambda`` rows per teacher; the teacher is ``LogisticRegression`` on the
-  fixed public feature ``10 (x - 0.5)``.
+* **thresholds**: ``x`` uniform on ``[0, 1]``, ``y = 1[x >= 0.3]``; the
+  training size comes from :func:`~skprivpred.everlasting.practical_plan` for
+  ``lambda`` rows per teacher (41 630 rows at ``lambda = 10``), the teachers
+  and phases from the predictor's default sizing rule
+  (:func:`~skprivpred.everlasting.practical_schedule`); the teacher is
+  ``LogisticRegression`` on the fixed public feature ``10 (x - 0.5)``.
 * **adult**: UCI Adult, published split; the private training set is
   ``adult.data``, the queries are rows of ``adult.test`` drawn with
   replacement; the teacher is ``LogisticRegression`` on the data-independent
@@ -34,13 +36,29 @@ Budgets: ``(epsilon, delta) = (2, 1e-6)`` on thresholds and ``(4, 1e-6)`` on
 Adult by default (``--epsilon-thresholds``, ``--epsilon-adult``). At
 ``epsilon = 1`` the sizing rule asks 16 101 teachers and 161 010 training rows
 for 10 rows per teacher (minutes of teacher fits per phase on this machine);
-on Adult, ``epsilon < 4`` leaves fewer than 17 rows per teacher (by the sizing
-rule of ``practical_plan``, tasks that need hundreds of rows per teacher need
-``epsilon >= 4``).
+on Adult, ``epsilon < 4`` leaves fewer than 17 rows per teacher at constant
+phases, 12 with the default growth (by the sizing rule, tasks that need
+hundreds of rows per teacher need ``epsilon >= 4``).
 No setting was chosen by looking at the test split.
 
 Outputs: a table, ``everlasting_results.json`` and ``everlasting_phases.png``
 (accuracy per phase, with the two references) in ``--out``.
+
+Per-phase mode
+--------------
+``--per-phase`` runs the predictor alone, with its default parameters (the
+sizing rule of :func:`~skprivpred.everlasting.practical_schedule`: phases
+growing by ``phase_growth = 2``, teachers and phase lengths from ``(epsilon,
+delta, n)``), on streams that span ``--phases`` (default 3) whole phases: the
+1-D thresholds stream, each pool relabelled
+through :class:`~skprivpred.hypotheses.ThresholdClass` on its public feature
+(``--no-relabel`` turns that off), and the Adult stream (no class to relabel
+through). It prints accuracy and the rate of answers ``1`` per phase, next to
+the majority label, checks the targets (Adult: no phase more than 0.005
+below phase 1, the whole stream at least 2 points above the majority label;
+thresholds: accuracy per phase does not decrease) and writes
+``everlasting_per_phase.json``. ``--growth 1 --no-relabel`` is the constant
+schedule of version 0.1.
 
 Usage
 -----
@@ -48,6 +66,8 @@ From the repository root::
 
     .venv/bin/python benchmarks/everlasting.py            # ~3 min on 2 loaded cores
     .venv/bin/python benchmarks/everlasting.py --quick    # smaller, for a smoke test
+    .venv/bin/python benchmarks/everlasting.py --per-phase                # ~3 min
+    .venv/bin/python benchmarks/everlasting.py --per-phase --growth 1 --no-relabel
 """
 
 from __future__ import annotations
@@ -58,6 +78,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, write_json
@@ -68,7 +89,13 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from skprivpred.aggregate import SubsampleAggregateClassifier
-from skprivpred.everlasting import PrivateEverlastingClassifier, practical_plan
+from skprivpred.everlasting import (
+    PRACTICAL_GROWTH,
+    PrivateEverlastingClassifier,
+    practical_plan,
+    practical_schedule,
+)
+from skprivpred.hypotheses import ThresholdClass
 
 CLASSES = [0, 1]
 DELTA = 1e-6
@@ -120,10 +147,10 @@ def threshold_features(x: np.ndarray) -> np.ndarray:
 def thresholds_task(
     epsilon: float, teacher_size: int, n_phases: int, min_queries: int, seed: int
 ) -> StreamTask:
-    """Synthetic 1-D thresholds sized by ``practical_plan``; the stream spans whole phases.
+    """Synthetic 1-D thresholds, ``lambda T`` training rows by ``practical_plan``.
 
-    The phase length is the training size ``lambda T``; the stream has at least
-    ``n_phases`` phases and ``min_queries`` queries.
+    The stream has at least ``min_queries`` queries and ``n_phases`` times the
+    training size; the predictor sizes its teachers and phases by its default rule.
     """
     plan = practical_plan(epsilon, DELTA, teacher_size)
     n_train = plan["n_samples"]
@@ -138,7 +165,7 @@ def thresholds_task(
         (x_stream >= THRESHOLD).astype(int),
         logistic,
         epsilon,
-        plan["n_teachers"],
+        None,
     )
 
 
@@ -159,6 +186,144 @@ def adult_task(epsilon: float, n_queries: int, seed: int) -> StreamTask:
     )
 
 
+def phase_stream_tasks(args: argparse.Namespace) -> list[tuple[StreamTask, Any]]:
+    """The two streams of ``--per-phase``, with the predictor's default sizing rule.
+
+    Each stream spans ``--phases`` whole phases of the public schedule
+    (:func:`~skprivpred.everlasting.practical_schedule`); the thresholds task
+    relabels each pool through the threshold class on its one public feature
+    (unless ``--no-relabel``); Adult has no class to relabel through.
+    """
+    growth = PRACTICAL_GROWTH if args.growth is None else args.growth
+    relabel = not args.no_relabel
+    tasks: list[tuple[StreamTask, Any]] = []
+    if "thresholds" in args.tasks:
+        eps = args.epsilon_thresholds
+        n_train = practical_plan(eps, DELTA, args.teacher_size)["n_samples"]
+        schedule = practical_schedule(
+            eps, DELTA, n_train, phase_growth=growth, relabel=relabel, phases=args.phases
+        )
+        n_stream = sum(p["phase_length"] for p in schedule)
+        rng = np.random.default_rng(args.seed)
+        x_train, x_stream = rng.random(n_train), rng.random(n_stream)
+        task = StreamTask(
+            "thresholds",
+            threshold_features(x_train),
+            (x_train >= THRESHOLD).astype(int),
+            threshold_features(x_stream),
+            (x_stream >= THRESHOLD).astype(int),
+            logistic,
+            eps,
+            None,
+        )
+        tasks.append((task, ThresholdClass() if relabel else None))
+    if "adult" in args.tasks:
+        eps = args.epsilon_adult
+        n_train = len(load_dataset("adult").y_train)
+        schedule = practical_schedule(eps, DELTA, n_train, phase_growth=growth, phases=args.phases)
+        tasks.append((adult_task(eps, sum(p["phase_length"] for p in schedule), args.seed), None))
+    return tasks
+
+
+def check_targets(name: str, result: dict) -> list[str]:
+    """The targets of the per-phase mode, on the complete phases."""
+    phases = [p for p in result["everlasting"]["phases"] if p["complete"]]
+    accuracy = [p["accuracy"] for p in phases]
+    if name == "adult":
+        majority = result["majority_label_rate"]
+        whole = result["everlasting"]["accuracy"]
+        worst_drop = accuracy[0] - min(accuracy)
+        return [
+            f"adult: largest drop below phase 1 = {worst_drop:.4f} (target <= 0.005): "
+            + ("met" if worst_drop <= 0.005 else "NOT met"),
+            f"adult: whole stream - majority = {whole - majority:+.4f} (target >= +0.02): "
+            + ("met" if whole - majority >= 0.02 else "NOT met"),
+        ]
+    steps = np.diff(accuracy)
+    return [
+        f"{name}: per-phase accuracy {' -> '.join(f'{a:.4f}' for a in accuracy)} "
+        + ("does not decrease: met" if np.all(steps >= 0) else "decreases: NOT met")
+    ]
+
+
+def run_per_phase(args: argparse.Namespace) -> int:
+    """``--per-phase``: per-phase accuracy of the default predictor on both streams."""
+    start = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {}
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for task, hclass in phase_stream_tasks(args):
+            everlasting = run_everlasting(
+                task, args.seed, phase_growth=args.growth, hypothesis_class=hclass
+            )
+            rate = float(np.mean(task.y_stream))
+            results[task.name] = {
+                "n_train": int(len(task.y_train)),
+                "n_queries": int(len(task.y_stream)),
+                "epsilon": task.epsilon,
+                "delta": DELTA,
+                "relabel": hclass is not None,
+                "everlasting": everlasting,
+                "majority_label_rate": max(rate, 1.0 - rate),
+                "positive_rate": rate,
+            }
+    wall = time.perf_counter() - start
+    rows = []
+    for name, result in results.items():
+        ever = result["everlasting"]
+        for p in ever["phases"]:
+            rows.append(
+                [
+                    name,
+                    p["phase"] if p["complete"] else f"{p['phase']} (part)",
+                    p["n_teachers"],
+                    p["teacher_size"],
+                    p["queries"],
+                    f"{p['accuracy']:.4f}",
+                    f"{p['answered_positive']:.3f}",
+                ]
+            )
+        rows.append(
+            [name, "whole stream", "", "", result["n_queries"], f"{ever['accuracy']:.4f}", ""]
+        )
+        rows.append(
+            [
+                name,
+                "majority label",
+                "",
+                "",
+                "",
+                f"{result['majority_label_rate']:.4f}",
+                f"{result['positive_rate']:.3f}",
+            ]
+        )
+    print(
+        format_table(
+            rows,
+            ["task", "phase", "teachers", "rows/teacher", "queries", "accuracy", "answered 1"],
+        )
+    )
+    for name, result in results.items():
+        ever = result["everlasting"]
+        print(
+            f"{name}: eps = {result['epsilon']:g}, delta = {DELTA:g}, {result['n_train']} "
+            f"training rows, phase growth {ever['phase_growth']:g}, relabelling "
+            + ("through the threshold class" if result["relabel"] else "off")
+        )
+        for line in check_targets(name, result):
+            print("  " + line)
+    payload = {
+        "benchmark": "everlasting predictor per phase (benchmarks/everlasting.py --per-phase)",
+        "environment": environment(),
+        "arguments": {k: v for k, v in vars(args).items() if k != "out"},
+        "results": results,
+        "wall_seconds": wall,
+    }
+    path = write_json(args.out / "everlasting_per_phase.json", payload)
+    print(f"\nWall time {wall:.0f} s. Wrote: {path}")
+    return 0
+
+
 def answer_stream(clf, X: np.ndarray, desc: str) -> np.ndarray:
     """Answer ``X`` row by row in order, in chunks, with a progress bar."""
     answers = []
@@ -167,13 +332,25 @@ def answer_stream(clf, X: np.ndarray, desc: str) -> np.ndarray:
     return np.concatenate(answers)
 
 
-def run_everlasting(task: StreamTask, seed: int) -> dict:
-    """The practical everlasting predictor on the task's stream; accuracy per phase."""
+def run_everlasting(
+    task: StreamTask,
+    seed: int,
+    *,
+    phase_growth: float | None = None,
+    hypothesis_class: object = None,
+) -> dict:
+    """The practical everlasting predictor on the task's stream; accuracy per phase.
+
+    ``phase_growth=None`` keeps the predictor's default; the phases are cut
+    where the predictor's public schedule (``phase_schedule_``) puts them.
+    """
     clf = PrivateEverlastingClassifier(
         task.make_teacher(),
         epsilon=task.epsilon,
         delta=DELTA,
         n_teachers=task.n_teachers,
+        phase_growth=PRACTICAL_GROWTH if phase_growth is None else phase_growth,
+        hypothesis_class=hypothesis_class,
         random_state=seed,
         classes=CLASSES,
     )
@@ -181,21 +358,33 @@ def run_everlasting(task: StreamTask, seed: int) -> dict:
     clf.fit(task.X_train, task.y_train)
     answers = answer_stream(clf, task.X_stream, f"{task.name}: everlasting")
     correct = answers == task.y_stream
-    phase_length = clf.phase_schedule_[0]["phase_length"]
-    phase_of = np.arange(len(correct)) // phase_length
-    phases = [
-        {
-            "phase": int(p) + 1,
-            "queries": int(np.sum(phase_of == p)),
-            "accuracy": float(np.mean(correct[phase_of == p])),
-        }
-        for p in np.unique(phase_of)
-    ]
+    schedule = clf.phase_schedule_
+    phases: list[dict[str, Any]] = []
+    first = 0
+    for params in schedule:
+        last = min(len(correct), first + params["phase_length"])
+        if last <= first:
+            break
+        phases.append(
+            {
+                "phase": int(params["phase"]),
+                "queries": last - first,
+                "complete": last - first == params["phase_length"],
+                "n_teachers": int(params["n_teachers"]),
+                "teacher_size": int(params["teacher_size"]),
+                "phase_length": int(params["phase_length"]),
+                "accuracy": float(np.mean(correct[first:last])),
+                "answered_positive": float(np.mean(answers[first:last] == CLASSES[1])),
+            }
+        )
+        first = last
     return {
         "n_teachers": int(clf.n_teachers_),
-        "teacher_size": int(clf.phase_schedule_[0]["teacher_size"]),
-        "phase_length": int(phase_length),
-        "noise_sigma": float(clf.noise_sigma_),
+        "teacher_size": int(schedule[0]["teacher_size"]),
+        "phase_length": int(schedule[0]["phase_length"]),
+        "phase_growth": float(clf.phase_growth),
+        "relabel_epsilon": clf.relabel_epsilon_,
+        "noise_sigma": clf.noise_sigma_,
         "privacy_guarantee": [clf.privacy_guarantee_.epsilon, clf.privacy_guarantee_.delta],
         "privacy_scope": str(clf.privacy_guarantee_),
         "phases": phases,
@@ -234,9 +423,9 @@ def run_non_private(task: StreamTask) -> float:
     return float(np.mean(model.predict(task.X_stream) == task.y_stream))
 
 
-def run_task(task: StreamTask, seed: int) -> dict:
+def run_task(task: StreamTask, seed: int, phase_growth: float | None = None) -> dict:
     """Everything measured on one task."""
-    everlasting = run_everlasting(task, seed)
+    everlasting = run_everlasting(task, seed, phase_growth=phase_growth)
     return {
         "n_train": int(len(task.y_train)),
         "n_queries": int(len(task.y_stream)),
@@ -254,7 +443,14 @@ def phase_rows(name: str, result: dict) -> list[list]:
     ever = result["everlasting"]
     eps, delta = result["epsilon"], result["delta"]
     rows = [
-        [name, f"everlasting, phase {p['phase']}", p["queries"], f"{p['accuracy']:.4f}", "", ""]
+        [
+            name,
+            f"everlasting, phase {p['phase']}" + ("" if p["complete"] else " (part)"),
+            p["queries"],
+            f"{p['accuracy']:.4f}",
+            "",
+            "",
+        ]
         for p in ever["phases"]
     ]
     rows.append(
@@ -359,7 +555,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=10,
         help="rows per teacher on the thresholds task (lambda)",
     )
-    parser.add_argument("--phases", type=int, default=5, help="phases of the thresholds stream")
+    parser.add_argument(
+        "--phases",
+        type=int,
+        default=None,
+        help="phases of the thresholds stream (5), or of both streams with --per-phase (3)",
+    )
     parser.add_argument(
         "--queries", type=int, default=100_000, help="at least this many queries per stream"
     )
@@ -368,6 +569,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--quick", action="store_true", help="small sizes and 10^4 queries, for a smoke test"
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--per-phase",
+        action="store_true",
+        help="per-phase accuracy of the default predictor on both streams (whole phases)",
+    )
+    parser.add_argument(
+        "--growth",
+        type=float,
+        default=None,
+        help="phase_growth of the predictor (default: its default; 1 = constant phases)",
+    )
+    parser.add_argument(
+        "--no-relabel",
+        action="store_true",
+        help="--per-phase: do not relabel the thresholds stream through the class",
+    )
     return parser.parse_args(argv)
 
 
@@ -384,6 +601,10 @@ def build_task(name: str, args: argparse.Namespace) -> StreamTask:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the tasks, print the table, write the JSON and the plot."""
     args = parse_args(argv)
+    if args.per_phase:
+        args.phases = 2 if args.quick else (args.phases or 3)
+        return run_per_phase(args)
+    args.phases = args.phases or 5
     if args.quick:
         args.queries, args.phases = 10_000, 2
     start = time.perf_counter()
@@ -391,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for name in args.tasks:
-            results[name] = run_task(build_task(name, args), args.seed)
+            results[name] = run_task(build_task(name, args), args.seed, args.growth)
     wall = time.perf_counter() - start
 
     rows = [row for name, result in results.items() for row in phase_rows(name, result)]

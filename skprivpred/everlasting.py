@@ -17,8 +17,10 @@ Two public estimators share one stream engine (:class:`_EverlastingStream`):
   guarantee.
 - :class:`PrivateEverlastingClassifier`, a practical variant (not in the
   paper): any scikit-learn teacher, an independent Gaussian noisy vote per
-  query, and the next phase trained on the released answers, private in the
-  paper's sense (Definition 3.4, the game of Figure 1).
+  query, and the next phase trained on the released answers (relabelled
+  through the task's class when one is given), in phases that grow as the
+  paper's do, private in the paper's sense (Definition 3.4, the game of
+  Figure 1); :func:`practical_schedule` gives its public sizes.
 
 Every parameter formula of Algorithm GenericBBL lives in this module's
 "formulas" section, once; the estimators, :func:`genericbbl_plan` and the tests
@@ -36,6 +38,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from scipy.special import log_softmax
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import get_tags
@@ -94,6 +97,7 @@ __all__ = [
     "PrivateEverlastingClassifier",
     "genericbbl_plan",
     "practical_plan",
+    "practical_schedule",
 ]
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -140,8 +144,6 @@ PRACTICAL_Z = 3.0
 #: Default growth of the practical predictor's phases: ``R_{i+1} = ceil(g R_i)``
 #: (the paper's phases grow about 11-fold, Section 5; see :func:`practical_schedule`).
 PRACTICAL_GROWTH = 2.0
-#: Default length of the first phase, as a multiple of the number of training rows.
-PRACTICAL_FIRST_PHASE = 1.0
 #: Share of a later phase's zCDP budget that pays for relabelling its pool through
 #: the hypothesis class (bounded-range exponential mechanism, ``epsilon_r^2 / 8``).
 RELABEL_RHO_SHARE = 0.1
@@ -718,10 +720,11 @@ def practical_schedule(
     answers ``R_i`` queries with Gaussian vote noise ``sigma_i = sqrt(R_i / (2
     rho_i))``:
 
-    - ``R_1 = phase_length``, default ``ceil(PRACTICAL_FIRST_PHASE * n)``;
-      ``R_{i+1} = ceil(g R_i)`` with ``g = phase_growth`` (phases grow
-      geometrically, as the paper's do: Naor, Nissim, Stemmer & Yan 2023,
-      Section 5, ``|S_{i+1}| = lambda_{i+1} T_{i+1}``);
+    - ``R_1 = phase_length``, default ``ceil(g n)``, and ``R_{i+1} = ceil(g
+      R_i)`` with ``g = phase_growth``: every phase answers ``g`` times as many
+      queries as its pool holds rows, so phases grow geometrically, as the
+      paper's do (Naor, Nissim, Stemmer & Yan 2023, Section 5: ``|S_{i+1}| =
+      lambda_{i+1} T_{i+1}`` with ``lambda_{i+1} = 2 lambda_i`` roughly);
     - ``T_1 = n_teachers``, default ``ceil(z sigma_1 / margin)`` (the noise is
       ``margin / z`` of the teachers, the rule of :func:`practical_plan`), at
       most ``n``; ``T_i = min(N_i, ceil(T_1 sigma_i / sigma_1))`` keeps that
@@ -730,8 +733,12 @@ def practical_schedule(
       phases have ``rho_i = (1 - RELABEL_RHO_SHARE) rho``.
 
     Because ``sigma_i`` grows like ``sqrt(R_i)`` while the pool grows like
-    ``R_{i-1}``, rows per teacher grow like ``sqrt(g)`` per phase: later
-    teachers see more rows, which is what keeps later phases from drifting.
+    ``R_i`` itself, rows per teacher grow by ``sqrt(g rho_{i+1} / rho_i)`` from
+    phase to phase (``sqrt(g)`` from phase 2 on): ``lambda_1 = (margin / z)
+    sqrt(2 rho n / g)``, then more rows for every later teacher, which is
+    what keeps a teacher's bias from compounding over the phases. The price
+    is phase 1: at ``g = 1`` (constant phases, the rule of version 0.1) its
+    teachers get ``sqrt(g)`` times more rows, and the later ones no more.
 
     Parameters
     ----------
@@ -758,8 +765,10 @@ def practical_schedule(
 
     Examples
     --------
-    >>> [p["teacher_size"] for p in practical_schedule(4.0, 1e-6, 32561, phases=3)]
-    [17, 24, 34]
+    >>> [p["teacher_size"] for p in practical_schedule(4.0, 1e-6, 32561, phases=4)]
+    [12, 17, 24, 34]
+    >>> [p["teacher_size"] for p in practical_schedule(4.0, 1e-6, 32561, phase_growth=1.0)]
+    [17, 17, 17, 17]
     """
     validate_parameter_constraints(
         {
@@ -804,7 +813,7 @@ def _practical_phases(
     rho = zcdp_rho(epsilon, delta)
     later_rho = (1.0 - RELABEL_RHO_SHARE) * rho if relabel else rho
     r_eps = relabel_epsilon(epsilon, delta) if relabel else None
-    length = phase_length if phase_length is not None else ceil_int(PRACTICAL_FIRST_PHASE * n_samples)
+    length = phase_length if phase_length is not None else ceil_int(growth * n_samples)
     sigma_1 = gaussian_vote_sigma(length, rho)
     first_teachers = n_teachers
     if first_teachers is None:
@@ -832,18 +841,6 @@ def _practical_phases(
             )
         )
     return listed
-
-
-def default_n_teachers(n_samples: int, epsilon: float, delta: float) -> int:
-    """Teachers for ``n_samples`` rows by the sizing rule of :func:`practical_plan`.
-
-    Solves ``T >= z^2 (n / T) / (2 rho margin^2)`` for ``T``:
-    ``T = ceil(z sqrt(n / (2 rho)) / margin)`` with the default margin and z,
-    capped at ``n`` (one row per teacher).
-    """
-    rho = zcdp_rho(epsilon, delta)
-    wanted = ceil_int(PRACTICAL_Z * math.sqrt(n_samples / (2.0 * rho)) / PRACTICAL_MARGIN)
-    return max(1, min(wanted, n_samples))
 
 
 def practical_bt_privacy(epsilon: float, delta: float, top_budget: int) -> tuple[float, float]:
@@ -946,8 +943,6 @@ def relabel_law(
 
 def _relabel_proba(found: Any, epsilon: float) -> np.ndarray:
     """``prior * exp(-epsilon * errors / 2)``, normalised in log space."""
-    from scipy.special import log_softmax
-
     return np.exp(log_softmax(found.log_prior - 0.5 * epsilon * found.errors))
 
 
@@ -1721,61 +1716,103 @@ class GenericBBLClassifier(_EverlastingStream):
 class PrivateEverlastingClassifier(_EverlastingStream):
     """Practical private everlasting prediction with any scikit-learn classifier.
 
-    Phase 1 trains ``n_teachers`` clones of ``estimator`` on disjoint random
-    blocks of the training set. Each query row is answered on its own by a
-    noisy teacher vote: with ``v`` the number of teachers voting ``classes_[1]``,
-    the answer is ``classes_[1]`` iff ``v + N(0, sigma^2) >= T / 2``, drawn
-    exactly with probability ``Phi((v - T/2) / sigma)`` (one uniform per row; the
-    vote never leaves the estimator). A phase lasts ``phase_length`` queries,
-    a public constant; then the next phase's teachers are trained, on disjoint
-    random blocks of that phase's queries, labelled with the answers that were
-    released. This is not the paper's algorithm (no LabelBoost, no
-    BetweenThresholds by default): it keeps the paper's privacy notion at a
+    Phase 1 trains ``T_1`` clones of ``estimator`` on disjoint random blocks of
+    the training set. Each query row is answered on its own by a noisy teacher
+    vote: with ``v`` the number of teachers voting ``classes_[1]``, the answer
+    is ``classes_[1]`` iff ``v + N(0, sigma_i^2) >= T_i / 2``, drawn exactly
+    with probability ``Phi((v - T_i/2) / sigma_i)`` (one uniform per row; the
+    vote never leaves the estimator). Phase ``i`` lasts ``R_i`` queries; then
+    the next phase's ``T_{i+1}`` teachers are trained, on disjoint random
+    blocks of phase ``i``'s queries, labelled with the answers that were
+    released or, with a ``hypothesis_class``, with those answers relabelled
+    through the class. The schedule (``T_i``, ``R_i``, ``sigma_i``) is public
+    and fixed at ``fit`` from ``(epsilon, delta, n)`` and the parameters
+    (:func:`practical_schedule`): phases grow by ``phase_growth``, as the
+    paper's do, so that later teachers get more rows. This is not the paper's
+    algorithm (Gaussian votes instead of BetweenThresholds, no
+    privacy-amplifying sub-samples): it keeps the paper's privacy notion at a
     practical size and gives up its accuracy theorem.
+
+    **The paper's remedies against drift.** Each phase learns from the answers
+    of the one before, so a teacher's bias compounds over the phases
+    (measured: on Adult, small logistic-regression teachers answer the
+    majority label ever more often). GenericBBL (Section 5) counters this in
+    two ways, both built in here. (1) *Growing phases*: ``R_i = g N_i``
+    (``N_1 = n``, ``N_{i+1} = R_i``) with ``T_i`` keeping the noise a fixed
+    fraction of the teachers, so rows per teacher grow by ``sqrt(g)`` per
+    phase (the paper doubles ``lambda_i`` as ``alpha_i`` halves, so the
+    errors of successive phases sum to at most ``alpha``, Claim E.1).
+    (2) *Relabelling through the class* (the LabelBoost step, Appendix C.1):
+    when the task's concept class is known and can be enumerated exactly
+    (:class:`~skprivpred.hypotheses.ThresholdClass`,
+    :class:`~skprivpred.hypotheses.FiniteHypothesisClass`), each finished
+    phase's pool is relabelled by one hypothesis of the class drawn by the
+    exponential mechanism scored on the released answers
+    (:func:`relabel_through_class`), so the next teachers learn a labelling
+    the class realises. Relabelling removes label noise, not bias: growth is
+    what keeps the bias from compounding.
 
     **Privacy guarantee.** Neighbouring inputs differ by substitution of one
     training row or of one query, in the privacy game of the paper's Figure 1
-    (adaptive queries; every answer is seen except the one to the differing
-    query). For every training row and every query, the whole unbounded stream
-    of answers is ``(epsilon, delta)``-DP. Proof: with ``rho = (sqrt(ln(1/delta)
-    + epsilon) - sqrt(ln(1/delta)))^2`` and ``sigma = sqrt(R / (2 rho))``, each
-    answer is the Gaussian mechanism on a vote count of sensitivity 1 (the
-    partition is data-independent, so one changed row changes one teacher and
-    moves ``v`` by at most 1), hence ``rho / R``-zCDP; the ``R`` answers of a
-    phase, to adaptively chosen queries, compose to ``rho``-zCDP, which implies
-    ``(epsilon, delta)``-DP (Bun & Steinke 2016, Proposition 1.6, Lemma 1.7,
-    Proposition 1.3; the conversions are in :mod:`skprivpred.accounting`). A
-    *training row* reaches only
-    phase 1's teachers; everything after phase 1 is computed from phase 1's
-    released answers and the adversary's own queries, so it is post-processing.
-    A *query* of phase ``i`` reaches its own answer (hidden from the adversary
-    in the game), and, through the pool of phase ``i + 1`` where it appears
-    with that answer as its label, one teacher of phase ``i + 1``: the ``R``
-    answers of phase ``i + 1`` are ``(epsilon, delta)``-DP in it, and all later
-    phases are post-processing of those answers and the adversary's queries.
-    The noise of each answer is independent and no state depends on the answer
-    values, so the other answers of its own phase have the same law in both
+    (Definition 3.4: adaptive queries; every answer is seen except the one to
+    the differing query). For every training row and every query, the whole
+    unbounded stream of answers is ``(epsilon, delta)``-DP, with
+    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2`` (``rho``-zCDP
+    implies ``(epsilon, delta)``-DP: Bun & Steinke 2016, Proposition 1.3).
+    Per phase, exactly: phase ``i``'s answers use ``sigma_i = sqrt(R_i / (2
+    rho_i))``; each is the Gaussian mechanism on a vote count of sensitivity 1
+    (the partition is data-independent, so one changed pool row changes one
+    teacher and moves ``v`` by at most 1), hence ``rho_i / R_i``-zCDP, and the
+    ``R_i`` answers of the phase, to adaptively chosen queries, compose to
+    ``rho_i``-zCDP (Proposition 1.6, Lemma 1.7). Each phase has its own
+    ``R_i`` and ``sigma_i``, so growing phases change nothing in this
+    accounting: it is done per phase, and every individual reaches one
+    phase's teachers only. A *training row* reaches only phase 1's teachers
+    (``rho_1 = rho``); everything after phase 1 is computed from phase 1's
+    released answers and the adversary's own queries: post-processing. A
+    *query* of phase ``i`` reaches its own answer (hidden from the adversary
+    in the game) and the pool of phase ``i + 1``. Without relabelling it
+    changes one row of that pool, hence one teacher: the ``R_{i+1}`` answers
+    are ``rho``-zCDP in it (``rho_{i+1} = rho``). With relabelling, the pool
+    first goes through the exponential mechanism over the fixed class with a
+    fixed public prior, at ``epsilon_r = sqrt(8 s rho)`` (``s =``
+    :data:`RELABEL_RHO_SHARE`; mistakes have sensitivity 1):
+    ``epsilon_r``-DP with bounded range, hence ``epsilon_r^2 / 8 = s rho``-zCDP
+    (McSherry & Talwar 2007; Cesar & Rogers 2021); given the drawn
+    hypothesis, the two relabelled pools differ in one row, so phase ``i +
+    1``'s answers, at ``rho_{i+1} = (1 - s) rho``, add ``(1 - s) rho`` by
+    adaptive composition: ``rho`` in total. All later phases are
+    post-processing of those answers and the adversary's queries. The noise
+    of each answer is independent and no state depends on the answer values,
+    so the other answers of a query's own phase have the same law in both
     worlds (the within-phase gap of :class:`GenericBBLClassifier`'s proof
-    does not arise); the phase length is public, so nothing leaks through
-    timing of the schedule. Every individual pays ``(epsilon, delta)`` once,
-    for an unbounded run: phases never compose for one individual because each
-    phase is fed fresh queries.
+    does not arise); the schedule is public, so nothing leaks through its
+    timing. Every individual pays ``(epsilon, delta)`` once, for an unbounded
+    run: phases never compose for one individual because each phase is fed
+    fresh queries. The paper's own LabelBoost draws among the *dichotomies*
+    of the pool, a candidate set that changes with the pool's points, and
+    pays ``+3`` in epsilon for it (Lemma C.1), which only its
+    privacy-amplifying sub-samples make affordable; the fixed class with a
+    public prior avoids that cost.
 
     With ``aggregator="between_thresholds"`` each phase instead runs MultiBT
     (thresholds ``1/2 -+ threshold_gap/2``, ``top_budget`` TOPs, instances at
     the ``(eps', delta')`` whose composition is ``(epsilon, delta)``, and the gap
-    condition checked): the guarantee holds for training rows and for queries
-    across phases, but, as in GenericBBL, not for a query's effect on its own
-    phase's BT state (the TOP count and the halt). The
-    predictor halts at the ``top_budget``-th TOP of a phase.
+    condition checked for the phase's ``T_i``): the guarantee holds for
+    training rows and for queries across phases, but, as in GenericBBL, not
+    for a query's effect on its own phase's BT state (the TOP count and the
+    halt). The predictor halts at the ``top_budget``-th TOP of a phase.
+    Relabelling is offered with the Gaussian vote only.
 
-    **Lost:** the everlasting PAC guarantee and the VC-based sizing. Nothing
-    projects the pools back onto a concept class, so errors can compound from
-    phase to phase when the teachers are under-provisioned (measured on 1-D
-    thresholds with ``lambda = 20`` rows per teacher: ``T = 32000`` keeps 0.7%
-    error per phase, ``T = 8000`` drifts from 4.5% to 11.9%). Size ``T``
-    with :func:`practical_plan`. Utility assumes i.i.d. queries: queries become
-    training data, so an adversary can poison accuracy (never privacy).
+    **Lost:** the everlasting PAC guarantee and the VC-based sizing. Errors
+    can still compound when the teachers are under-provisioned: measured on
+    1-D thresholds with 10 rows per teacher and constant phases
+    (``phase_growth=1``), ``T = 32000`` keeps 0.7% error per phase, ``T =
+    8000`` drifts from 4.5% to 11.9%; on Adult at ``(4, 1e-6)`` with 32 561
+    training rows, teachers of 12-24 rows answer the majority label from
+    phase 2 on, with or without growth (see the user guide). Utility assumes
+    i.i.d. queries: queries become training data, so an adversary can poison
+    accuracy (never privacy).
 
     **Accountant.** An attached ``accountant`` is charged for every answered
     row, before any noise is drawn, at the per-query guarantee
@@ -1785,7 +1822,10 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     R)`` with ``rho / R`` as the row's zCDP parameter (any row of one
     teacher's block, a training row in phase 1 or a labelled query later, is
     protected at this level by each answer). For ``"between_thresholds"`` it
-    is one instance's ``(eps', delta')`` (Lemma C.3). A refused charge raises
+    is one instance's ``(eps', delta')`` (Lemma C.3). A call that crosses
+    phases is charged at the largest per-row guarantee of the phases it
+    reaches (phase ``i``'s is ``rho / R_i``, relabelling included: it is
+    spread over the ``R_i`` answers it precedes). A refused charge raises
     :class:`~skprivpred.exceptions.BudgetExhaustedError` and changes nothing.
     The per-row charges add up to more than ``privacy_guarantee_`` (the
     whole stream's guarantee); they make the answers count against a budget
@@ -1814,12 +1854,29 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         Privacy parameter, in (0, 1): the library's default wherever a
         mechanism needs ``delta > 0``, as the Gaussian vote does.
     n_teachers : int, default=None
-        ``T``, the same in every phase. ``None``: ``ceil(3 sqrt(n / (2 rho)) / 0.4)``
-        for ``n`` training rows, the sizing rule of :func:`practical_plan`
-        (``n`` is public under substitution), at most ``n``.
+        ``T_1``, phase 1's teachers; later phases have ``T_i = min(N_i,
+        ceil(T_1 sigma_i / sigma_1))`` (the same noise-to-teachers ratio).
+        ``None``: ``ceil(3 sigma_1 / 0.4)``, the noise is 0.4/3 of the
+        teachers (the sizing rule of :func:`practical_plan`; ``n`` is public
+        under substitution), at most ``n``. See :func:`practical_schedule`.
     phase_length : int, default=None
-        ``R``, queries per phase, >= ``n_teachers``. ``None``:
-        ``floor(n / T) * T``, exactly enough examples for the next phase.
+        ``R_1``, queries of phase 1, >= ``n_teachers``; later phases have
+        ``R_{i+1} = ceil(phase_growth * R_i)``. ``None``: ``ceil(phase_growth *
+        n)``.
+    phase_growth : float, default=2.0
+        ``g >= 1``: each phase answers ``g`` times as many queries as the one
+        before (and as its pool holds rows), so rows per teacher grow by about
+        ``sqrt(g)`` per phase. ``1.0`` is the constant schedule of version 0.1
+        (more rows per teacher in phase 1, never more later).
+    hypothesis_class : "thresholds", ThresholdClass, FiniteHypothesisClass or None, default=None
+        The task's concept class, public, for relabelling each finished
+        phase's pool through it before the next phase is trained (see above;
+        ``"thresholds"`` is ``ThresholdClass()``: one feature, increasing,
+        Cauchy prior at 0 with scale 1; pass a ``ThresholdClass`` with the
+        feature's public scale otherwise). ``None``: the next phase trains on
+        the released answers as they are, the only choice when the class
+        cannot be enumerated (most scikit-learn learners). Needs
+        ``aggregator="gaussian"``.
     aggregator : {"gaussian", "between_thresholds"}, default="gaussian"
         The per-query mechanism.
     top_budget : int, default=None
@@ -1848,13 +1905,18 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     n_features_in_ : int
         Number of features seen during ``fit``.
     n_teachers_ : int
-        ``T``.
+        ``T_1`` (every phase's sizes: ``phase_schedule_``).
     noise_sigma_ : float or None
-        Standard deviation of the vote noise (Gaussian aggregator).
+        Standard deviation of phase 1's vote noise (Gaussian aggregator).
+    relabel_epsilon_ : float or None
+        ``epsilon_r`` of the relabelling draw (``None`` without a
+        ``hypothesis_class``).
     privacy_guarantee_ : PrivacyGuarantee
         ``(epsilon, delta)`` (and, for the Gaussian vote, ``rho``) for each
         training row and each query over the whole unbounded stream;
-        ``details`` holds the per-query guarantee charged to an accountant
+        ``details`` holds ``phase_growth``, phase 1's per-query guarantee
+        charged to an accountant, with relabelling ``relabel_epsilon``,
+        ``relabel_rho`` and ``later_phase_rho`` (the two add up to ``rho``),
         and, for ``"between_thresholds"``, the within-phase caveat.
     phase_, queries_in_phase_, phase_schedule_, status_
         The stream's position, the sizes of each phase started so far and
@@ -1868,13 +1930,15 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((4000, 1)); y = (X[:, 0] >= 0.3).astype(int)
     >>> clf = PrivateEverlastingClassifier(
-    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, n_teachers=200,
+    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, hypothesis_class="thresholds",
     ...     classes=[0, 1], random_state=0,
     ... ).fit(X, y)
-    >>> clf.predict(rng.random((6000, 1))).shape  # crosses a phase boundary
-    (6000,)
-    >>> clf.phase_
-    2
+    >>> [(p["n_teachers"], p["phase_length"]) for p in clf.phase_schedule_]
+    [(942, 8000)]
+    >>> clf.predict(rng.random((9000, 1))).shape  # crosses a phase boundary
+    (9000,)
+    >>> [(p["n_teachers"], p["pool_size"], p["phase_length"]) for p in clf.phase_schedule_]
+    [(942, 4000, 8000), (1405, 8000, 16000)]
     """
 
     _parameter_constraints: dict = {
@@ -1953,10 +2017,10 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                 f"aggregator={self.aggregator!r}."
             )
 
-    def _phases_up_to(self, phase: int) -> list[PracticalPhase]:
-        """The public schedule's first ``phase`` phases (Gaussian sizes; BT filled per phase)."""
+    def _phase_params(self, phase: int) -> PracticalPhase:
+        """Sizes of ``phase`` in the public schedule (BetweenThresholds filled in if used)."""
         sizing = self._sizing
-        listed = _practical_phases(
+        params = _practical_phases(
             sizing["epsilon"],
             sizing["delta"],
             sizing["n_samples"],
@@ -1965,27 +2029,19 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             sizing["phase_growth"],
             sizing["relabel"],
             phase,
-        )
+        )[-1]
         if self.aggregator == "gaussian":
-            return listed
-        bt_listed = []
-        for params in listed:
-            top_budget, eps_prime, delta_prime = self._bt_parameters(params.n_teachers)
-            bt_listed.append(
-                replace(
-                    params,
-                    noise_sigma=None,
-                    rho=None,
-                    top_budget=top_budget,
-                    threshold_gap=float(self.threshold_gap),
-                    bt_epsilon=eps_prime,
-                    bt_delta=delta_prime,
-                )
-            )
-        return bt_listed
-
-    def _phase_params(self, phase: int) -> PracticalPhase:
-        return self._phases_up_to(phase)[-1]
+            return params
+        top_budget, eps_prime, delta_prime = self._bt_parameters(params.n_teachers)
+        return replace(
+            params,
+            noise_sigma=None,
+            rho=None,
+            top_budget=top_budget,
+            threshold_gap=float(self.threshold_gap),
+            bt_epsilon=eps_prime,
+            bt_delta=delta_prime,
+        )
 
     def _sizing_for(self, n_samples: int) -> dict:
         """The public inputs of the schedule, checked against ``n_samples``."""
@@ -2169,13 +2225,13 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         params = state["params"]
         left = n_rows - (params.phase_length - state["queries_in_phase"])
         reached = [params]
-        if left > 0 and self.accountant is not None:
-            listed = self._phases_up_to(params.phase + 64)[params.phase :]
-            for later in listed:
-                reached.append(later)
-                left -= later.phase_length
-                if left <= 0:
-                    break
+        while left > 0 and self.accountant is not None:
+            try:
+                later = self._phase_params(reached[-1].phase + 1)
+            except PrivacyParameterError:  # that phase cannot start: the stream halts before it
+                break
+            reached.append(later)
+            left -= later.phase_length
         guarantees = [self._per_query(p) for p in reached]
         epsilon = max(g[0] for g in guarantees)
         delta = max(g[1] for g in guarantees)
@@ -2226,14 +2282,12 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             raise RuntimeError("the phase pool does not match the public schedule.")
         if self._hclass is not None:
             assert params.relabel_epsilon is not None
-            labels = relabel_through_class(
-                self._hclass,
-                self._hclass.prepare(X_pool),
-                labels,
-                params.relabel_epsilon,
-                self._query_stream.rng,
-            )
+            labels = self._relabel(self._hclass.prepare(X_pool), labels, params.relabel_epsilon)
         self._start_phase(params, X_pool, labels)
+
+    def _relabel(self, points: np.ndarray, labels: np.ndarray, epsilon: float) -> np.ndarray:
+        """Relabel the pool through the class: one exponential-mechanism draw (query stream)."""
+        return relabel_through_class(self._hclass, points, labels, epsilon, self._query_stream.rng)
 
     # -- queries ----------------------------------------------------------------------------
     def _prepare_queries(self, X: MatrixLike) -> MatrixLike:

@@ -775,25 +775,51 @@ def _hull_halfspaces(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return -equations[:, :k], equations[:, k]
 
 
+def _covariance_powers(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``C^(-1/2)`` and ``C^(1/2)`` of the public points' covariance ``C`` (Aff coordinates)."""
+    cov = Z.T @ Z / Z.shape[0]  # Z is centred: the origin is the mean of the points
+    eigval, eigvec = np.linalg.eigh(cov)
+    root = np.sqrt(np.maximum(eigval, eigval.max() * 1e-12))
+    return (eigvec / root) @ eigvec.T, (eigvec * root) @ eigvec.T
+
+
 def _sampled_halfspaces(
     Z: np.ndarray, pool_size: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Supporting halfspaces of the public points in random whitened directions."""
-    k = Z.shape[1]
-    cov = Z.T @ Z / Z.shape[0]
-    eigval, eigvec = np.linalg.eigh(cov)
-    eigval = np.maximum(eigval, eigval.max() * 1e-12)
-    whiten = (eigvec / np.sqrt(eigval)) @ eigvec.T
-    u = rng.standard_normal((pool_size, k))
-    u /= np.linalg.norm(u, axis=1, keepdims=True)
-    directions = u @ whiten  # (M, k): u . (W z) = (W u) . z, W symmetric
+    """``pool_size`` halfspaces of Algorithm 1's family, drawn from public points only.
+
+    ``ceil(pool_size / 2)`` hyperplanes, each through one public point drawn
+    uniformly (a one-point subset of Algorithm 1, step 3) with a random normal
+    (the "arbitrary" hyperplane of step 5); both orientations of each are kept
+    (step 5's ``h`` and its opposite ``h_-``). The first half of the normals is
+    isotropic after whitening by the public covariance ``C`` (``N(0, C^-1)``:
+    affine-equivariant, independent of the units of the features); the second
+    half is ``N(0, C)``, along the directions in which the public points spread
+    (common one-hot categories rather than rare ones). Order: the ``h`` of every
+    hyperplane, then every ``h_-`` (the last ``h_-`` is dropped when
+    ``pool_size`` is odd).
+    """
+    n_points, k = Z.shape
+    n_planes = (pool_size + 1) // 2
+    whiten, spread = _covariance_powers(Z)
+    u = rng.standard_normal((n_planes, k))
+    half = n_planes // 2  # (W u) . z = u . (W z): W symmetric
+    directions = np.concatenate([u[:half] @ whiten, u[half:] @ spread])
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-    top = np.full(pool_size, -np.inf)
-    step = max(1, _BLOCK // max(pool_size, 1))
-    for start in range(0, Z.shape[0], step):
-        top = np.maximum(top, (Z[start : start + step] @ directions.T).max(axis=0))
-    # {z : d . z <= top}, written as {z : (-d) . z >= -top}; it contains every public point.
-    return -directions, -top
+    through = rng.integers(0, n_points, size=n_planes)
+    offsets = np.einsum("hk,hk->h", directions, Z[through])
+    normals = np.concatenate([directions, -directions])[:pool_size]
+    return normals, np.concatenate([offsets, -offsets])[:pool_size]
+
+
+def _sampled_window_sizes(pool_size: int, j_max: int, rng: np.random.Generator) -> np.ndarray:
+    """Halfspaces per pool member: ``j`` in ``1..j_max`` with probability proportional to ``2^-j``.
+
+    Each halfspace through a public point leaves out part of the public points,
+    so intersections of many are small regions; small ``j`` are drawn more often.
+    """
+    weights = 0.5 ** np.arange(1, j_max + 1)
+    return rng.choice(np.arange(1, j_max + 1), size=pool_size, p=weights / weights.sum())
 
 
 def build_candidates(
@@ -822,6 +848,12 @@ def build_candidates(
     Returns
     -------
     CandidateFamily
+        A function of ``X_public``, the parameters and ``rng`` only. For
+        ``"sample"``: ``pool_size`` halfspaces of Algorithm 1's family
+        (hyperplanes through one public point each, random normals, both
+        orientations) and the number of them each pool member intersects
+        (``window_sizes``, in ``1..j_max`` with probability proportional to
+        ``2^-j``).
 
     Raises
     ------
@@ -892,8 +924,9 @@ def build_candidates(
                 f"up to {j_max}), more than max_candidates={max_candidates}. Use "
                 "candidates='sample', lower max_halfspaces, or raise max_candidates."
             )
-    windows = rng.integers(1, j_max + 1, size=pool_size)
-    return family("sample", _sampled_halfspaces(Z, pool_size, rng), pool_size + 2, windows)
+    halfspaces = _sampled_halfspaces(Z, pool_size, rng)
+    windows = _sampled_window_sizes(pool_size, j_max, rng)
+    return family("sample", halfspaces, pool_size + 2, windows)
 
 
 # -- mistake counts and the mechanism (NOT private: they read private rows) ----------------------
@@ -908,6 +941,29 @@ def _packed(bits: np.ndarray) -> np.ndarray:
 
 def _popcount(words: np.ndarray) -> np.ndarray:
     return np.bitwise_count(words).sum(axis=-1, dtype=np.int64)
+
+
+def _sampled_inside_counts(family: CandidateFamily, Z: np.ndarray) -> np.ndarray:
+    """For each pool member, how many rows of ``Z`` (Aff coordinates) lie in its region.
+
+    One matrix product over all pool halfspaces per block of rows; member ``i``
+    is inside when halfspaces ``i, ..., i + window_sizes[i] - 1`` (modulo the
+    pool size) all are.
+    """
+    A, b, slack = family.normals, family.offsets, family.slack
+    windows = family.window_sizes
+    assert windows is not None
+    m = A.shape[0]
+    longer = [(t, np.flatnonzero(windows > t)) for t in range(1, int(windows.max(initial=1)))]
+    counts = np.zeros(m, dtype=np.int64)
+    step = max(1, _BLOCK // max(m, 1))
+    for lo in range(0, Z.shape[0], step):
+        halfspace_inside = Z[lo : lo + step] @ A.T >= b - slack  # (rows, m)
+        inside = halfspace_inside.copy() if longer else halfspace_inside
+        for t, members in longer:
+            inside[:, members] &= halfspace_inside[:, (members + t) % m]
+        counts += np.count_nonzero(inside, axis=0)
+    return counts
 
 
 def mistake_counts(
@@ -945,22 +1001,9 @@ def mistake_counts(
         return mistakes
     A, b, slack = family.normals, family.offsets, family.slack
     if family.strategy == "sample":
-        windows = family.window_sizes
-        assert windows is not None  # always set for the "sample" strategy
-        ext = np.concatenate([np.arange(m), np.arange(family.j_max - 1) % m])
-        good = np.zeros(m, dtype=np.int64)
-        bad = np.zeros(m, dtype=np.int64)
-        step = max(1, _BLOCK // (m + family.j_max))
-        starts = np.arange(m)
-        for lo in range(0, Z.shape[0], step):
-            outside = (Z[lo : lo + step] @ A.T < b - slack)[:, ext].astype(np.int32)
-            cum = np.concatenate(
-                [np.zeros((outside.shape[0], 1), np.int32), np.cumsum(outside, axis=1)], axis=1
-            )
-            inside = (cum[:, starts + windows] - cum[:, starts]) == 0
-            w = want_aff[lo : lo + step]
-            good += inside[w].sum(axis=0)
-            bad += inside[~w].sum(axis=0)
+        assert family.window_sizes is not None  # always set for the "sample" strategy
+        good = _sampled_inside_counts(family, Z[want_aff])
+        bad = _sampled_inside_counts(family, Z[~want_aff])
         mistakes[2:] = n_want - good + bad
         return mistakes
     inside = np.empty((Z.shape[0], m), dtype=bool)
@@ -1230,7 +1273,9 @@ class ThresholdClass:
             relabelled = (rank >= k).astype(np.int8)
             return relabelled, relabelled
 
-        return LabelBoostCandidates(errors=np.rint(errors), labels_of=labels_of, log_prior=log_prior)
+        return LabelBoostCandidates(
+            errors=np.rint(errors), labels_of=labels_of, log_prior=log_prior
+        )
 
 
 class FiniteHypothesisClass:

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, chisquare, norm
+from scipy.stats import binomtest, cauchy, chisquare, norm
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -28,6 +28,9 @@ from skprivpred.everlasting import (
     label_boost,
     labelboost_law,
     practical_plan,
+    practical_schedule,
+    relabel_law,
+    relabel_through_class,
 )
 from skprivpred.exceptions import (
     BudgetExhaustedError,
@@ -459,7 +462,8 @@ def test_decreasing_direction_and_class_labels():
 
 # -- the practical predictor ------------------------------------------------------------------
 def _practical(n_teachers, **kwargs):
-    params = dict(n_teachers=n_teachers, random_state=0, classes=(0, 1))
+    """Constant phases (``phase_growth=1``) unless a test asks for growth."""
+    params = dict(n_teachers=n_teachers, random_state=0, classes=(0, 1), phase_growth=1.0)
     params.update(kwargs)
     return PrivateEverlastingClassifier(MidpointThreshold(), **params)
 
@@ -472,7 +476,7 @@ def test_gaussian_vote_exact_law():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         clf = PrivateEverlastingClassifier(
-            DecisionTreeClassifier(), n_teachers=T, random_state=1, classes=(0, 1)
+            DecisionTreeClassifier(), n_teachers=T, phase_length=T, random_state=1, classes=(0, 1)
         ).fit(X, y)
     sigma = math.sqrt(T / (2 * zcdp_rho(1.0, 1e-6)))
     assert clf.noise_sigma_ == pytest.approx(sigma)
@@ -519,7 +523,12 @@ def test_next_phase_trains_on_released_answers():
     x = rng.random((1000, 1))
     RecordingMidpoint.log = []
     clf = PrivateEverlastingClassifier(
-        RecordingMidpoint(), epsilon=4.0, n_teachers=100, random_state=2, classes=(0, 1)
+        RecordingMidpoint(),
+        epsilon=4.0,
+        n_teachers=100,
+        phase_growth=1.0,
+        random_state=2,
+        classes=(0, 1),
     )
     clf.fit(x, (x[:, 0] >= THRESHOLD).astype(int))
     fitted_in_phase_1 = len(RecordingMidpoint.log)
@@ -577,6 +586,253 @@ def test_between_thresholds_aggregator():
     with pytest.raises(PredictorHaltedError):
         clf.predict(np.full((20_000, 1), THRESHOLD))  # teachers split: TOPs until the halt
     assert clf._tops_used() == 6 and clf.status_ == "halted"
+
+
+# -- growing phases and relabelling through the class -----------------------------------------
+def _schedule_by_hand(eps, delta, n, growth, relabel, phases):
+    """The practical schedule written out again: R_1 = ceil(g n), R_{i+1} = ceil(g R_i),
+    T_1 = ceil(3 sigma_1 / 0.4), T_i = min(N_i, ceil(T_1 sigma_i / sigma_1))."""
+    rho = zcdp_rho(eps, delta)
+    length = math.ceil(growth * n)
+    sigma_1 = math.sqrt(length / (2 * rho))
+    first = min(n, math.ceil(3 * sigma_1 / 0.4))
+    rows, pool = [], n
+    for i in range(phases):
+        if i:
+            pool, length = length, math.ceil(growth * length)
+        phase_rho = 0.9 * rho if (i and relabel) else rho
+        sigma = math.sqrt(length / (2 * phase_rho))
+        teachers = first if i == 0 else min(pool, math.ceil(first * sigma / sigma_1))
+        rows.append((pool, teachers, pool // teachers, length, sigma, phase_rho))
+    return rows
+
+
+@pytest.mark.parametrize("relabel", [False, True])
+def test_practical_schedule_formulas(relabel):
+    listed = practical_schedule(4.0, 1e-6, 32561, relabel=relabel, phases=5)
+    expected = _schedule_by_hand(4.0, 1e-6, 32561, 2.0, relabel, 5)
+    for row, (pool, teachers, size, length, sigma, rho) in zip(listed, expected, strict=True):
+        assert (row["pool_size"], row["n_teachers"], row["teacher_size"]) == (pool, teachers, size)
+        assert row["phase_length"] == length
+        assert row["noise_sigma"] == pytest.approx(sigma, rel=1e-12)
+        assert row["rho"] == pytest.approx(rho, rel=1e-12)
+    sizes = [row["teacher_size"] for row in listed]
+    assert sizes == sorted(sizes) and sizes[-1] >= 2 * sizes[1]  # rows per teacher grow
+    assert [row["pool_size"] for row in listed[1:]] == [row["phase_length"] for row in listed[:-1]]
+    rho = zcdp_rho(4.0, 1e-6)
+    for row in listed[1:]:
+        if relabel:  # the relabelling draw and the phase's votes compose to rho exactly
+            assert row["relabel_epsilon"] == pytest.approx(math.sqrt(0.8 * rho))
+            assert row["rho"] + row["relabel_epsilon"] ** 2 / 8 == pytest.approx(rho, rel=1e-12)
+        else:
+            assert row["relabel_epsilon"] is None
+    assert listed[0]["relabel_epsilon"] is None
+    # phase_growth=1 is the constant schedule of version 0.1: T = ceil(3 sqrt(n / (2 rho)) / 0.4)
+    constant = practical_schedule(4.0, 1e-6, 32561, phase_growth=1.0, phases=3)
+    assert {(r["n_teachers"], r["teacher_size"], r["phase_length"]) for r in constant} == {
+        (1900, 17, 32561)
+    }
+    with pytest.raises(InvalidParameterError, match="'phase_growth' parameter"):
+        practical_schedule(4.0, 1e-6, 100, phase_growth=0.5)
+
+
+def test_growing_schedule_is_data_independent():
+    rng = np.random.default_rng(30)
+    schedules = []
+    for threshold in (0.2, 0.7):
+        x = rng.random((300, 1))
+        clf = _practical(30, epsilon=2.0, phase_growth=2.0)
+        clf.fit(x, (x[:, 0] >= threshold).astype(int))
+        clf.predict(rng.random((600 + 1200 + 5, 1)))
+        schedules.append(clf.phase_schedule_)
+    assert schedules[0] == schedules[1] and len(schedules[0]) == 3
+    assert schedules[0] == tuple(practical_schedule(2.0, 1e-6, 300, n_teachers=30, phases=3))
+
+
+@pytest.mark.parametrize("hypothesis_class", [None, "thresholds"])
+def test_growing_phases_exact_law_in_phase_two(hypothesis_class):
+    rng = np.random.default_rng(31)
+    x = rng.random((300, 1))
+    clf = _practical(30, epsilon=2.0, phase_growth=2.0, hypothesis_class=hypothesis_class).fit(
+        x, (x[:, 0] >= THRESHOLD).astype(int)
+    )
+    first = clf.phase_schedule_[0]
+    assert (first["phase_length"], first["n_teachers"]) == (600, 30)
+    clf.predict(rng.random((600, 1)))
+    assert (clf.phase_, clf.queries_in_phase_) == (2, 0)
+    second = clf.phase_schedule_[1]
+    rho = zcdp_rho(2.0, 1e-6) * (0.9 if hypothesis_class else 1.0)
+    sigma = math.sqrt(1200 / (2 * rho))
+    teachers = min(600, math.ceil(30 * sigma / first["noise_sigma"]))
+    assert (second["pool_size"], second["phase_length"], second["n_teachers"]) == (
+        600,
+        1200,
+        teachers,
+    )
+    assert second["noise_sigma"] == pytest.approx(sigma, rel=1e-12)
+    probe = np.linspace(0, 1, 41).reshape(-1, 1)
+    votes = clf._vote_counts(probe)  # non-private diagnostic
+    assert votes.max() <= teachers
+    np.testing.assert_allclose(
+        clf._output_distribution(probe)[:, 1], norm.cdf((votes - teachers / 2) / sigma)
+    )
+
+
+def test_growing_phases_charge_each_row_at_its_phase():
+    rng = np.random.default_rng(32)
+    x = rng.random((400, 1))
+    accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
+    clf = _practical(20, epsilon=2.0, phase_growth=2.0, accountant=accountant)
+    clf.fit(x, (x[:, 0] >= THRESHOLD).astype(int))
+    rho = zcdp_rho(2.0, 1e-6)
+    clf.predict(rng.random((800, 1)))  # exactly phase 1 (R_1 = 800)
+    spent = accountant.spent()[0]
+    assert spent == pytest.approx(800 * eps_of_rho(rho / 800, 1e-6 / 800))
+    clf.predict(rng.random((100, 1)))  # phase 2 (R_2 = 1600)
+    assert accountant.spent()[0] - spent == pytest.approx(100 * eps_of_rho(rho / 1600, 1e-6 / 1600))
+    crossing = _practical(
+        20,
+        epsilon=2.0,
+        phase_growth=2.0,
+        accountant=PrivacyAccountant(delta=0.5, ledger=":memory:"),
+    ).fit(x, (x[:, 0] >= THRESHOLD).astype(int))
+    crossing.predict(rng.random((900, 1)))  # a call reaching two phases: the larger charge
+    assert crossing.accountant.spent()[0] == pytest.approx(900 * eps_of_rho(rho / 800, 1e-6 / 800))
+
+
+def test_threshold_prior_candidates_are_the_prior_masses():
+    hclass = ThresholdClass(prior_loc=0.5, prior_scale=0.2)
+    points = np.array([0.3, 0.1, 0.3, 0.9, 0.45])
+    labels = np.array([1, 0, 0, 1, 1])
+    found = hclass.prior_candidates(points, labels)
+    values = np.unique(points)
+    masses = np.diff(cauchy.cdf(np.r_[-np.inf, values, np.inf], loc=0.5, scale=0.2))
+    np.testing.assert_allclose(np.exp(found.log_prior), masses, rtol=1e-12)
+    for k in range(values.size + 1):  # candidate k labels the first k distinct values 0
+        predicted = np.searchsorted(values, points) >= k
+        assert found.errors[k] == np.sum(predicted != labels)
+        np.testing.assert_array_equal(found.labels_of(k)[0], predicted)
+    # one more point splits one interval: the masses still sum to one
+    more = hclass.prior_candidates(np.r_[points, 0.3 + 1e-9], np.r_[labels, 0])
+    assert np.exp(more.log_prior).sum() == pytest.approx(1.0, abs=1e-12)
+    # far out and close together: no cancellation (arctan b - arctan a = atan2(b - a, 1 + ab))
+    far = ThresholdClass().prior_candidates(np.array([1e6, 1e6 + 1.0]), np.array([0, 1]))
+    assert np.exp(far.log_prior[1]) == pytest.approx(1 / (math.pi * (1e12 + 1e6)), rel=1e-6)
+    # decreasing: the prior is on t in the units of x
+    down = ThresholdClass("decreasing", prior_loc=0.5, prior_scale=0.2)
+    prepared = down.prepare(points)
+    flipped = np.diff(cauchy.cdf(np.r_[-np.inf, np.unique(prepared), np.inf], loc=-0.5, scale=0.2))
+    np.testing.assert_allclose(
+        np.exp(down.prior_candidates(prepared, labels).log_prior), flipped, rtol=1e-12
+    )
+    for bad in (0.0, -1.0, np.inf):
+        with pytest.raises(InvalidParameterError, match="prior_scale"):
+            ThresholdClass(prior_scale=bad).prior_candidates(points, labels)
+
+
+def test_relabel_law_sampling_and_monotone_output():
+    hclass = ThresholdClass()
+    points = np.array([-1.0, -0.2, 0.1, 0.4, 1.5, 0.1])
+    labels = np.array([0, 1, 0, 1, 1, 1])
+    epsilon = 1.5
+    errors, proba = relabel_law(hclass, points, labels, epsilon)
+    values = np.unique(points)
+    prior = np.diff(cauchy.cdf(np.r_[-np.inf, values, np.inf]))
+    expected = prior * np.exp(-epsilon * errors / 2)
+    np.testing.assert_allclose(proba, expected / expected.sum(), rtol=1e-12)
+    rng = np.random.default_rng(33)
+    n = 20_000
+    counts = np.zeros(errors.size, dtype=int)
+    for _ in range(n):
+        new = relabel_through_class(hclass, points, labels, epsilon, rng)
+        order = np.argsort(points, kind="stable")
+        assert np.all(np.diff(new[order]) >= 0)  # realised by one increasing threshold
+        counts[np.sum(values < points[new == 1].min()) if new.any() else values.size] += 1
+    assert chisquare(counts, n * proba).pvalue > P_FALSE_ALARM
+    # the prior matters: LabelBoost's equal weights per dichotomy are a different law
+    equal = np.exp(-epsilon * errors / 2) / np.exp(-epsilon * errors / 2).sum()
+    assert chisquare(counts, n * equal).pvalue < P_FALSE_ALARM
+
+
+def test_relabel_finite_class_weighs_every_hypothesis():
+    matrix = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1], [0, 0, 0, 1]])
+    hclass = FiniteHypothesisClass(predictions=matrix)
+    points, labels = np.array([0, 2, 1]), np.array([0, 1, 1])
+    errors, proba = relabel_law(hclass, points, labels, 2.0)
+    np.testing.assert_array_equal(errors, (matrix[:, points] != labels).sum(axis=1))
+    np.testing.assert_allclose(proba, np.exp(-errors) / np.exp(-errors).sum(), rtol=1e-12)
+    assert proba[0] == proba[1]  # duplicate hypotheses keep their weight: the class is fixed
+    rng = np.random.default_rng(34)
+    for _ in range(50):
+        new = relabel_through_class(hclass, points, labels, 2.0, rng)
+        assert any(np.array_equal(new, row[points]) for row in matrix)
+
+
+def test_next_phase_trains_on_relabelled_answers():
+    """With a hypothesis class, phase 2's pool is phase 1's queries labelled by one threshold."""
+    rng = np.random.default_rng(35)
+    x = rng.random((1000, 1))
+    RecordingMidpoint.log = []
+    clf = PrivateEverlastingClassifier(
+        RecordingMidpoint(),
+        epsilon=4.0,
+        n_teachers=100,
+        phase_growth=1.0,
+        hypothesis_class="thresholds",
+        random_state=2,
+        classes=(0, 1),
+    )
+    clf.fit(x, (x[:, 0] >= THRESHOLD).astype(int))
+    assert clf.relabel_epsilon_ == pytest.approx(math.sqrt(0.8 * zcdp_rho(4.0, 1e-6)))
+    assert clf.privacy_guarantee_.details["relabel_epsilon"] == clf.relabel_epsilon_
+    fitted_in_phase_1 = len(RecordingMidpoint.log)
+    q = rng.random((1500, 1))
+    clf.predict(q)
+    assert clf.phase_ == 2
+    phase2 = RecordingMidpoint.log[fitted_in_phase_1:]
+    seen_x = np.concatenate([entry[0] for entry in phase2])
+    seen_y = np.concatenate([entry[1] for entry in phase2])
+    assert np.isin(seen_x, q[:1000, 0]).all() and np.unique(seen_x).size == seen_x.size
+    assert seen_x[seen_y == 0].max() < seen_x[seen_y == 1].min()  # one threshold labels them
+    assert "McSherry & Talwar" in clf.privacy_guarantee_.theorem
+
+
+def test_growing_relabelled_phases_do_not_drift():
+    """Thresholds at eps = 4 with midpoint teachers: with growing, relabelled phases the
+    error falls from phase to phase (more rows per teacher, labels realised by the class)."""
+    rng = np.random.default_rng(36)
+    x = rng.random((3000, 1))
+    clf = PrivateEverlastingClassifier(
+        MidpointThreshold(),
+        epsilon=4.0,
+        hypothesis_class="thresholds",
+        random_state=3,
+        classes=(0, 1),
+    ).fit(x, (x[:, 0] >= THRESHOLD).astype(int))
+    errors = []
+    for params in practical_schedule(4.0, 1e-6, 3000, relabel=True, phases=3):
+        q = rng.random((params["phase_length"], 1))
+        errors.append(np.mean(clf.predict(q) != (q[:, 0] >= THRESHOLD)))
+    assert clf.phase_ == 4
+    # measured: 4.8%, 2.9%, 1.8% (rows per teacher 3, 4, 6)
+    assert errors[0] <= 0.06 and errors[0] > errors[1] > errors[2], errors
+
+
+def test_relabelling_errors():
+    rng = np.random.default_rng(37)
+    X = rng.random((200, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    with pytest.raises(InvalidParameterError, match="needs aggregator='gaussian'"):
+        _practical(10, hypothesis_class="thresholds", aggregator="between_thresholds").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'hypothesis_class' parameter"):
+        _practical(10, hypothesis_class="intervals").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'phase_growth' parameter"):
+        _practical(10, phase_growth=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="one feature"):
+        _practical(10, hypothesis_class="thresholds").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="prior_scale"):
+        _practical(10, hypothesis_class=ThresholdClass(prior_scale=0.0)).fit(X[:, :1], y)
+    assert not hasattr(_practical(10), "relabel_epsilon_")
 
 
 # -- scikit-learn integration ---------------------------------------------------------------
@@ -742,7 +998,7 @@ def test_dataframe_queries_cross_a_phase_boundary():
     )
     # epsilon = 50 keeps the noise (sigma = 5 votes) small enough for 100 teachers
     clf = PrivateEverlastingClassifier(
-        teacher, epsilon=50.0, n_teachers=100, random_state=0, classes=(0, 1)
+        teacher, epsilon=50.0, n_teachers=100, phase_growth=1.0, random_state=0, classes=(0, 1)
     )
     clf.fit(frame, y)
     assert list(clf.feature_names_in_) == ["x", "noise"]
@@ -762,6 +1018,7 @@ def test_a_phase_may_mix_dataframe_and_array_queries():
         DecisionTreeClassifier(max_depth=1),
         epsilon=50.0,
         n_teachers=4,
+        phase_growth=1.0,
         random_state=0,
         classes=(0, 1),
     ).fit(frame, y)

@@ -42,9 +42,17 @@ import pytest
 from scipy.stats import beta, binom, norm
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from skprivpred.accounting import zcdp_rho
 from skprivpred.audit import clopper_pearson
-from skprivpred.everlasting import GenericBBLClassifier, PrivateEverlastingClassifier
+from skprivpred.everlasting import (
+    GenericBBLClassifier,
+    PrivateEverlastingClassifier,
+    relabel_epsilon,
+    relabel_law,
+    relabel_through_class,
+)
 from skprivpred.exceptions import InsufficientSampleError, PredictorHaltedError
+from skprivpred.hypotheses import FiniteHypothesisClass
 
 #: Terminal symbol of a view: the predictor halted (observable: part of the view in Figure 1).
 HALT = -1
@@ -576,8 +584,8 @@ QUERY_EVENTS = [
 QUERY_EVENT_NAMES = ["phase-2 ones >= 3", "phase-2 ones >= 4", "phase-2 ones <= 6"]
 
 
-def _query_audit(cls) -> GameAudit:
-    make = _practical(cls, **QUERY_GAME)
+def _query_audit(cls, **params) -> GameAudit:
+    make = _practical(cls, **QUERY_GAME, **params)
 
     def play(b, seed):
         return play_game(
@@ -591,6 +599,70 @@ def test_query_audit_passes_and_flags_too_little_noise():
     audit = _query_audit(PrivateEverlastingClassifier)
     assert not audit.refutes(EPSILON), audit
     broken = _query_audit(_NoiseDividedBy20)
+    assert broken.refutes(EPSILON), broken
+
+
+def test_query_audit_with_relabelling_passes():
+    """The same game with the pool relabelled through the threshold class before phase 2.
+
+    (The broken variants are flagged by the game above, with growing phases, and by the
+    relabelling audit below: on this ten-row pool the relabelling draw at ``epsilon_r =
+    0.12`` is itself so noisy that it hides most of what 20 times too little vote noise
+    reveals.)
+    """
+    audit = _query_audit(PrivateEverlastingClassifier, hypothesis_class="thresholds")
+    assert not audit.refutes(EPSILON), audit
+
+
+# -- PrivateEverlastingClassifier: the relabelling step on its own ---------------------------
+#: Two hypotheses that disagree everywhere: h0 = 1 and h1 = 0 on the domain {0, 1, 2}.
+TWO_HYPOTHESES = FiniteHypothesisClass(predictions=np.array([[1, 1, 1], [0, 0, 0]]))
+RELABEL_EPSILON = relabel_epsilon(EPSILON, DELTA)
+RELABEL_DRAWS = 2000
+#: Neighbouring pools: 20 rows labelled 1 at point 0 and 20 labelled 0 at point 1 (a tie
+#: between h0 and h1), and one row that is (2, 1) in world 0 and (2, 0) in world 1.
+RELABEL_POINTS = np.r_[np.zeros(20, dtype=int), np.ones(20, dtype=int), [2]]
+RELABEL_LABELS = (np.r_[np.ones(20), np.zeros(20), [1.0]], np.r_[np.ones(20), np.zeros(20), [0.0]])
+
+
+def _relabel_by_erm(hclass, points, labels, epsilon, rng):
+    """BROKEN ON PURPOSE: the best hypothesis of the class, without noise (a plain projection)."""
+    found = hclass.prior_candidates(points, labels)
+    return found.labels_of(int(np.argmin(found.errors)))[0].astype(np.intp)
+
+
+def _relabel_audit(relabel) -> GameAudit:
+    """The view is the relabelled pool; the tie makes the differing row decide."""
+
+    def play(b, seed):
+        rng = np.random.default_rng(seed)
+        return tuple(
+            relabel(TWO_HYPOTHESES, RELABEL_POINTS, RELABEL_LABELS[b], RELABEL_EPSILON, rng)
+        )
+
+    return audit_game(
+        play, [lambda view: view[0] == 1], ["h0 chosen"], n_games=RELABEL_DRAWS, delta=0.0
+    )
+
+
+def test_relabelling_meets_its_epsilon_exactly():
+    # Exact law in both worlds (the non-private diagnostic): the largest log-ratio over the
+    # outcomes is at most epsilon_r (here epsilon_r / 2: the tie is broken by one mistake).
+    laws = [
+        relabel_law(TWO_HYPOTHESES, RELABEL_POINTS, y, RELABEL_EPSILON)[1] for y in RELABEL_LABELS
+    ]
+    worst = np.max(np.abs(np.log(laws[0]) - np.log(laws[1])))
+    assert worst == pytest.approx(RELABEL_EPSILON / 2, rel=1e-12)
+    assert worst <= RELABEL_EPSILON
+    # and its zCDP cost is the share of rho left over by the later phases' votes
+    assert RELABEL_EPSILON**2 / 8 == pytest.approx(0.1 * zcdp_rho(EPSILON, DELTA), rel=1e-12)
+
+
+def test_relabelling_audit_passes_and_flags_a_noiseless_projection():
+    audit = _relabel_audit(relabel_through_class)
+    assert not audit.refutes(RELABEL_EPSILON), audit
+    broken = _relabel_audit(_relabel_by_erm)
+    assert broken.counts[:, 0].tolist() == [RELABEL_DRAWS, 0]  # h0 in world 0, h1 in world 1
     assert broken.refutes(EPSILON), broken
 
 
@@ -626,8 +698,9 @@ class _FitErrorsReachTheCaller(PrivateEverlastingClassifier):
 
 RAISED = -2  # a view that ended in an exception other than a halt
 #: Two teachers, so that a phase-2 block holds ten answers of both labels and is fitted
-#: (a block with one label gets a constant teacher without a fit).
-FIT_GAME = {"n_teachers": 2, "phase_length": 20}
+#: (a block with one label gets a constant teacher without a fit); constant phases, so that
+#: phase 2 has two teachers too.
+FIT_GAME = {"n_teachers": 2, "phase_length": 20, "phase_growth": 1.0}
 
 
 def _fragile(cls):
