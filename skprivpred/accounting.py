@@ -596,7 +596,7 @@ class PrivacyAccountant:
             raise InvalidParameterError(
                 "composition='advanced' needs delta_prime in (0, 1), got None."
             )
-        if composition == "advanced" and delta_prime >= self.delta:
+        if composition == "advanced" and float(cast(float, delta_prime)) >= self.delta:
             raise InvalidParameterError(
                 f"delta_prime must be smaller than the delta budget, got "
                 f"delta_prime={delta_prime!r} and delta={self.delta!r}."
