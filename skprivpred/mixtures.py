@@ -178,16 +178,27 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
       with every public row carrying** ``public_class``; under label noise or
       public rows of both labels every non-empty region contains all public
       points. Feasible for d <= 3.
-    - ``"sample"``: a pool of ``pool_size`` hypotheses drawn from public data
-      only. Each uses 1..``j_max`` (uniform) halfspaces supporting the public
-      points in random directions (isotropic after whitening by the public
-      points' covariance); pool member ``i`` intersects pool halfspaces ``i,
-      ..., i + j_i - 1``. **What it keeps:** exact ``epsilon``-DP, and with
-      probability ``1 - beta`` an empirical error at most the pool's best plus
+    - ``"sample"``: a pool of ``pool_size`` hypotheses of the paper's class,
+      drawn from the public rows and the public stream only (for a given
+      stream the pool is the same whatever the private rows; its size is
+      public). Halfspaces come
+      from Algorithm 1's family: ``ceil(pool_size / 2)`` hyperplanes, each
+      through one public point drawn uniformly, with a random normal (half of
+      them isotropic after whitening by the public points' covariance, half
+      along the directions in which the public points spread), each in **both
+      orientations**. Pool member ``i`` intersects pool halfspaces ``i, ...,
+      i + j_i - 1`` with ``j_i`` in ``1..j_max``, drawn with probability
+      proportional to ``2^-j`` (one halfspace about half of the time). **What it
+      keeps:** exact ``epsilon``-DP, and with probability ``1 - beta`` an
+      empirical error at most the pool's best plus
       ``em_excess_bound(pool_size + 2, n, epsilon, beta)``. **What it loses:**
-      any link to the best halfspace (Lemma 4.5 and both theorems); every
-      region contains all public points; utility in high dimension can be
-      near chance.
+      Lemma 4.5 and both theorems (the pool is a random part of ``G``, and
+      hyperplanes through several public points are not drawn). On MAGIC and
+      Adult at ``epsilon = 1`` it is within a few points of non-private
+      logistic regression (``benchmarks/ppm.py``). Earlier releases drew only
+      halfspaces supporting all the public points for this strategy, so every
+      region held every public point and the mechanism chose a near-constant
+      classifier: a weakness of that construction, not of the paper's family.
     - ``"auto"``: ``"exact"`` if its class fits in ``max_candidates`` (tried only
       when the public points have at most ``max_candidates`` subsets and the
       class would have at most ``100 * max_candidates`` hypotheses in general
@@ -219,6 +230,8 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         Largest ``|G|`` that ``"exact"`` or ``"hull"`` agree to enumerate.
     pool_size : int, default=10_000
         Number of sampled hypotheses ``M`` for ``"sample"`` (``|G| = M + 2``).
+        Public, like the pool itself; the fit's time and the accuracy grow
+        with it (20 000 on MAGIC: a few seconds).
     max_halfspaces : int or None, default=None
         ``j_max``; ``None`` means ``k`` (Helly's theorem inside the affine hull).
         A smaller cap is faster and weakens Lemma 4.5.
@@ -231,8 +244,8 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         changes nothing.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds two independent streams (``SeedSequence.spawn``): a public one
-        (random normals, the sample pool) and the mechanism's. ``None`` (OS
-        entropy) in deployment.
+        (random normals, the ``"sample"`` pool; it never sees private rows) and
+        the mechanism's. ``None`` (OS entropy) in deployment.
 
     Attributes
     ----------

@@ -37,6 +37,7 @@ def _every_class():
         GridThresholdClass.from_grid([0.0, 1.0, 2.0], n_features=2, direction="both"),
         HypothesisList([tree, lambda X: np.zeros(len(X), dtype=int)]),
         build_candidates(X_public, "exact", rng=np.random.default_rng(0)),
+        build_candidates(X_public, "sample", pool_size=20, rng=np.random.default_rng(0)),
         ThresholdClass(),
         FiniteHypothesisClass(predictions=np.eye(4, dtype=int)),
     ]
@@ -148,3 +149,33 @@ def test_conjunctions_refuse_non_binary_rows_and_too_many_features():
         ConjunctionClass(2).prepare(np.array([[0, 2]]))
     with pytest.raises(ValueError, match="at most 62"):
         ConjunctionClass(63)
+
+
+# -- the PPM candidate class: the "sample" pool (Bassily, Moran & Nandi 2020, Algorithm 1) -------
+def test_sampled_pool_holds_hyperplanes_through_public_points_in_both_orientations():
+    rng = np.random.default_rng(3)
+    X_public = rng.normal(size=(300, 5)) @ rng.normal(size=(5, 5)) + 4.0
+    family = build_candidates(X_public, "sample", pool_size=1001, rng=np.random.default_rng(1))
+    assert family.strategy == "sample" and family.size == 1003
+    A, b = family.normals, family.offsets
+    assert A.shape == (1001, 5)
+    np.testing.assert_allclose(np.linalg.norm(A, axis=1), 1.0)
+    # Both orientations: halfspaces i and i + 501 share a hyperplane (an odd pool keeps one
+    # orientation of the last hyperplane).
+    np.testing.assert_array_equal(A[501:], -A[:500])
+    np.testing.assert_array_equal(b[501:], -b[:500])
+    # Each boundary passes through a public point (a one-point subset of Algorithm 1).
+    Z, _ = family.to_affine(X_public)
+    residual = np.abs(Z @ A.T - b)
+    assert np.all(residual.min(axis=0) < 1e-9 * family.scale)
+    # Unlike supporting halfspaces, the boundaries cut the public points.
+    inside = (Z @ A.T >= b - family.slack).mean(axis=0)
+    assert np.mean(inside < 0.99) > 0.9
+    # Members intersect 1..j_max halfspaces, mostly one.
+    windows = family.window_sizes
+    assert windows is not None
+    assert windows.min() >= 1 and windows.max() <= family.j_max == 5
+    assert 0.4 < np.mean(windows == 1) < 0.65
+    np.testing.assert_array_equal(
+        family.members(2 + 1000), (1000 + np.arange(windows[1000])) % 1001
+    )

@@ -35,6 +35,7 @@ from skprivpred import (
     PrivacyWarning,
     PrivateHalfspacePPMClassifier,
 )
+from skprivpred._base import spawn_streams
 from skprivpred.audit import clopper_pearson
 from skprivpred.hypotheses import (
     CandidateFamily,
@@ -73,6 +74,13 @@ class _DoubledPPM(PrivateHalfspacePPMClassifier):
 
     def _log_selection_law(self, mistakes, epsilon):
         return fewest_mistakes_log_proba(mistakes, 2 * epsilon)
+
+
+class _PoolFromAllRowsPPM(PrivateHalfspacePPMClassifier):
+    """Broken on purpose: the candidate pool is drawn from all rows, private ones included."""
+
+    def _family(self, X, status, public_rng):
+        return super()._family(X, np.ones_like(status), public_rng)
 
 
 # -- data -----------------------------------------------------------------------------------------
@@ -147,6 +155,7 @@ def brute_force_mistakes(family, X, y, public_label=0):
         (2, "hull", 12, 10),
         (3, "hull", 12, 6),
         (2, "sample", 10, 10),
+        (4, "sample", 12, 12),
     ],
 )
 def test_mistake_counts_equal_brute_force(d, strategy, n_pub, n_priv):
@@ -197,7 +206,13 @@ def _max_log_ratio(estimator, X, y, is_public, n_pairs, seed):
 @pytest.mark.parametrize("epsilon", [0.1, 0.7, 2.0])
 @pytest.mark.parametrize(
     "d, strategy, n_pub, n_priv",
-    [(1, "exact", 12, 12), (2, "exact", 8, 14), (2, "hull", 14, 14), (2, "sample", 14, 14)],
+    [
+        (1, "exact", 12, 12),
+        (2, "exact", 8, 14),
+        (2, "hull", 14, 14),
+        (2, "sample", 14, 14),
+        (4, "sample", 14, 14),
+    ],
 )
 def test_log_ratio_between_neighbours_at_most_epsilon(epsilon, d, strategy, n_pub, n_priv):
     X, y, is_public = small_mixture(n_pub, n_priv, d, seed=11)
@@ -297,6 +312,132 @@ def test_refit_audit_passes_and_flags_epsilon_per_mistake():
     expected = np.array([law[o] for o in outcomes]) * n_fits
     assert chisquare(counts, expected).pvalue > P_FALSE_ALARM
 
+    broken_bound, _, _ = _audit_lower_bound(*run(_DoubledPPM, 100_000), n_fits)
+    assert broken_bound > epsilon
+
+
+# -- the "sample" pool: public rows and the fit stream only, exact law, audit ----------------------
+def _pool(family):
+    return (
+        family.strategy,
+        family.origin,
+        family.basis,
+        family.scale,
+        family.normals,
+        family.offsets,
+        family.window_sizes,
+    )
+
+
+def _same_pool(a, b):
+    return all(
+        x == y if isinstance(x, str | float) else np.array_equal(x, y)
+        for x, y in zip(_pool(a), _pool(b), strict=True)
+    )
+
+
+def test_sampled_pool_is_a_function_of_the_public_rows_and_the_fit_stream_only():
+    X, y, is_public = mixture(400, 4, seed=12)
+    rng = np.random.default_rng(0)
+    clf = PPM(epsilon=1.0, candidates="sample", pool_size=300, random_state=7)
+    _, family = clf._selection_log_proba(X, y, is_public)
+    # The same pool from the public rows and the fit stream alone, with no private row at all.
+    fit_stream, _ = spawn_streams(7)
+    alone = build_candidates(X[is_public], "sample", pool_size=300, rng=fit_stream)
+    assert _same_pool(family, alone)
+    # Every private row replaced (features and labels): identical pool.
+    private = ~is_public
+    X2, y2 = X.copy(), y.copy()
+    X2[private] = rng.normal(scale=5.0, size=(private.sum(), 4))
+    y2[private] = rng.integers(0, 2, size=private.sum())
+    for X_other, y_other in [(X2, y2), *neighbours(X, y, is_public, rng, 6)]:
+        _, other = clf._selection_log_proba(X_other, y_other, is_public)
+        assert _same_pool(family, other)
+    # The released boundaries are pool halfspaces, through public points.
+    fitted = clone(clf).fit(X2, y2, is_public=is_public)
+    pool_w = family.normals @ family.basis.T
+    for w in fitted.halfspaces_:
+        assert np.min(np.abs(pool_w - w[1:]).sum(axis=1)) < 1e-12
+    # The same check catches a pool that looks at private rows.
+    broken = _PoolFromAllRowsPPM(epsilon=1.0, candidates="sample", pool_size=300, random_state=7)
+    _, leaky = broken._selection_log_proba(X, y, is_public)
+    _, leaky2 = broken._selection_log_proba(X2, y2, is_public)
+    assert not _same_pool(leaky, leaky2)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_sampled_selection_follows_the_exact_law(epsilon):
+    X, y, is_public = small_mixture(15, 15, 3, seed=5)
+    clf = PPM(epsilon=epsilon, candidates="sample", pool_size=400, random_state=2)
+    log_p, family = clf._selection_log_proba(X, y, is_public)
+    assert family.strategy == "sample" and family.size == 402
+    brute = brute_force_mistakes(family, X, y)
+    np.testing.assert_allclose(log_p, fewest_mistakes_log_proba(brute, epsilon), atol=1e-12)
+    np.testing.assert_allclose(np.exp(log_p).sum(), 1.0)
+    # Released hypotheses are members of their seed's pool: their mistakes are its counts.
+    for seed in range(10):
+        clf.set_params(random_state=seed)
+        _, pool = clf._selection_log_proba(X, y, is_public)
+        clf.fit(X, y, is_public=is_public)
+        assert clf.candidates_used_ == "sample"
+        assert int(np.sum(clf.predict(X) != y)) in set(mistake_counts(pool, X, y).tolist())
+    # Neighbours: same pool, log-ratio at most epsilon and near-tight.
+    clf.set_params(random_state=2)
+    worst = _max_log_ratio(clf, X, y, is_public, n_pairs=30, seed=3)
+    assert 0.5 * epsilon <= worst <= epsilon + 1e-9
+
+
+def _sampled_audit_pair():
+    """d = 2, 5 public and 5 private rows; one private row replaced (features and label).
+
+    Chosen (by a search over random pairs with the exact law averaged over
+    pools) so that the broken variant's log-ratio exceeds epsilon on an outcome
+    with enough mass to be seen. The outcome of a fit is its prediction at the
+    replaced row's two positions (post-processing of the released model).
+    """
+    X = np.array(
+        [
+            [-0.17, -1.41],
+            [-1.33, 0.41],
+            [0.39, -0.24],
+            [-1.17, -1.44],
+            [-0.33, -1.46],
+            [0.9, 1.15],
+            [2.83, 0.88],
+            [-0.59, -0.87],
+            [-3.45, -0.59],
+            [-0.18, 0.97],
+        ]
+    )
+    is_public = np.arange(10) < 5
+    y = np.where(is_public, 0, 1)
+    X2, y2 = X.copy(), y.copy()
+    X2[9], y2[9] = [0.61, 0.59], 0
+    queries = np.vstack([X[9], X2[9]])
+    return (X, y, is_public), (X2, y2, is_public), queries
+
+
+def test_refit_audit_of_the_sampled_pool_passes_and_flags_epsilon_per_mistake():
+    data, neighbour, queries = _sampled_audit_pair()
+    epsilon, n_fits = 1.5, 3000
+
+    def counts(cls, dataset, first_seed):
+        X, y, is_public = dataset
+        return [
+            tuple(
+                cls(epsilon=epsilon, candidates="sample", pool_size=200, random_state=s)
+                .fit(X, y, is_public=is_public)
+                .predict(queries)
+                .tolist()
+            )
+            for s in range(first_seed, first_seed + n_fits)
+        ]
+
+    def run(cls, offset):
+        return counts(cls, data, offset), counts(cls, neighbour, offset + n_fits)
+
+    bound, _, _ = _audit_lower_bound(*run(PPM, 0), n_fits)
+    assert bound <= epsilon
     broken_bound, _, _ = _audit_lower_bound(*run(_DoubledPPM, 100_000), n_fits)
     assert broken_bound > epsilon
 
@@ -537,6 +678,26 @@ def test_sample_strategy_and_auto_choice_in_higher_dimension():
     assert clf.n_candidates_ == 2002
     assert clf.halfspaces_.shape[0] <= 5
     assert clf.score(X, y) > 0.8
+
+
+def test_sample_strategy_learns_an_agnostic_mixture():
+    """Label noise puts public points on the private side (the paper's agnostic setting).
+
+    Every region that contains all public points then misclassifies the private
+    side: halfspaces supporting the public points alone (an earlier pool) scored
+    about 0.52 here. The pool's hyperplanes through public points, in both
+    orientations, cut the public points and find the private side.
+    """
+    d, n = 6, 3000
+    X, y, _ = mixture(n, d, seed=30)
+    flip = np.random.default_rng(31).random(n) < 0.1
+    y = np.where(flip, 1 - y, y)
+    X_test, y_test, _ = mixture(20000, d, seed=30)  # same hyperplane, clean labels
+    for seed in range(3):
+        clf = PPM(epsilon=1.0, classes=[0, 1], pool_size=2000, random_state=seed)
+        clf.fit(X, y, is_public=y == 0)
+        assert clf.candidates_used_ == "sample"
+        assert clf.score(X_test, y_test) > 0.8
 
 
 def test_accountant_is_charged_once_before_the_draw():
