@@ -9,7 +9,7 @@ unit norm; 30,000 training rows, the published test split. For each epsilon in
 {0.5, 1, 2, 5} and 5 seeds: ``DPValidatedLogisticRegression`` with its defaults
 (intercept included, the paper's lambda grid), the same without intercept (the
 behaviour before the intercept was added), and a fixed-lambda objective
-perturbation (``lambdas=(0.01,)`` with 99% of epsilon for training), next to the
+perturbation (``lam_grid=(0.01,)`` with 99% of epsilon for training), next to the
 majority class. Targets (defaults, mean over seeds): epsilon = 5 >= 0.82,
 epsilon = 2 >= 0.80.
 
@@ -39,7 +39,7 @@ TARGETS = {5.0: 0.82, 2.0: 0.80}
 VARIANTS = {
     "defaults (intercept)": {},
     "no intercept (before)": {"fit_intercept": False},
-    "fixed lambda=0.01, objective": {"lambdas": (0.01,), "epsilon_split": 0.99},
+    "fixed lam=0.01, objective": {"lam_grid": (0.01,), "epsilon_split": 0.99},
 }
 
 

@@ -4,12 +4,11 @@ from .accounting import PrivacyAccountant, PrivacyGuarantee
 from .aggregate import SubsampleAggregateClassifier
 from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
 from .everlasting import (
-    FiniteHypothesisClass,
     GenericBBLClassifier,
     PrivateEverlastingClassifier,
-    ThresholdClass,
     genericbbl_plan,
     practical_plan,
+    practical_schedule,
 )
 from .exceptions import (
     BudgetExhaustedError,
@@ -24,16 +23,20 @@ from .exceptions import (
     PrivacyWarning,
 )
 from .finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
+from .hypotheses import FiniteHypothesisClass, ThresholdClass
 from .linear import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
     StableERMClassifier,
     StableERMRegressor,
 )
-from .mixtures import PrivateHalfspacePPM
-from .model_selection import PrivateGridSearchCV
-from .validation import DPValidatedHistogram, DPValidatedLogisticRegression
-from .walk import ExpProjectedWalk
+from .mixtures import PrivateHalfspacePPMClassifier
+from .model_selection import (
+    DPValidatedHistogramDensity,
+    DPValidatedLogisticRegression,
+    PrivateGridSearchCV,
+)
+from .walk import ExpProjectedWalkClassifier
 
 __version__ = "0.1.0.dev0"
 
@@ -58,9 +61,9 @@ __all__ = [
     "AveragedPSGDRegressor",
     "BudgetExhaustedError",
     "ConvergenceError",
-    "DPValidatedHistogram",
+    "DPValidatedHistogramDensity",
     "DPValidatedLogisticRegression",
-    "ExpProjectedWalk",
+    "ExpProjectedWalkClassifier",
     "ExponentialMechanismClassifier",
     "FiniteHypothesisClass",
     "GenericBBLClassifier",
@@ -77,7 +80,7 @@ __all__ = [
     "PrivateEverlastingClassifier",
     "PrivateExpertsClassifier",
     "PrivateGridSearchCV",
-    "PrivateHalfspacePPM",
+    "PrivateHalfspacePPMClassifier",
     "StableERMClassifier",
     "StableERMRegressor",
     "SubsampleAggregateClassifier",
@@ -86,6 +89,7 @@ __all__ = [
     "ThresholdClass",
     "genericbbl_plan",
     "practical_plan",
+    "practical_schedule",
     "show_versions",
     "__version__",
 ]

@@ -69,10 +69,7 @@ from .exceptions import (
     PrivacyParameterError,
     PrivacyWarning,
 )
-
-# FiniteHypothesisClass: imported by skprivpred/__init__.py from here until it imports
-# both classes from .hypotheses.
-from .hypotheses import FiniteHypothesisClass, ThresholdClass  # noqa: F401
+from .hypotheses import ThresholdClass
 from .mechanisms import (
     BT_BELOW,
     LOG_BASE,

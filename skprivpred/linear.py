@@ -20,8 +20,9 @@ Notation: ``X`` (as a number) is the norm bound of the *augmented* rows
 ``x~ = (clip(x, X0), c)``: raw features clipped to the public
 ``feature_norm_bound`` ``X0``, then the constant intercept feature ``c``
 appended, so ``X = sqrt(X0^2 + c^2)``; ``L`` is the Lipschitz constant of the
-loss in the prediction (spec-000 §5.0). The formula helpers here are pure
-functions of public quantities, pinned by the tests.
+loss in the prediction (the paper's ``L_l``; the paper's ``L_f`` is ``X``). The
+formula helpers here are pure functions of public quantities, pinned by the
+tests; the losses and solvers live in :mod:`skprivpred._optim`.
 """
 
 from __future__ import annotations
@@ -30,30 +31,30 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import (
-    PrivatePredictorMixin,
-    check_accountant,
-    check_epsilon,
-    check_noise,
-    check_positive_finite,
-    check_positive_int,
-    reject_fit_params,
-    resolve_binary_classes,
+from ._base import PrivatePredictorMixin, reject_fit_params, resolve_binary_classes
+from ._optim import (
+    _augmented_rows,
+    _averaged_psgd,
+    _certified_erm,
+    _huber,
+    _huberized_hinge,
+    _logistic,
+    _Loss,
+    _squared,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant
-from .exceptions import ConvergenceError
+from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .exceptions import ConvergenceError, InvalidParameterError
 from .mechanisms import (
     DEFAULT_GRID_STEPS,
     discrete_gaussian_sigma,
@@ -63,6 +64,12 @@ from .mechanisms import (
     laplace_positive_proba,
     sample_categorical,
 )
+from .utils._param_validation import (
+    Bounds,
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 
 __all__ = [
     "AveragedPSGDClassifier",
@@ -70,7 +77,8 @@ __all__ = [
     "ConvergenceError",
     "StableERMClassifier",
     "StableERMRegressor",
-    "erm_auto_lambda",
+    "erm_auto_lam",
+    "erm_radius",
     "erm_sensitivity",
     "psgd_sensitivity",
     "psgd_step_size",
@@ -90,10 +98,14 @@ _DEFAULT_RELATIVE_TOL = 1e-4
 # samplers away from a zero scale.
 _SMALLEST_SENSITIVITY = np.finfo(float).tiny
 
-# The certificate of the ball-constrained solver needs an upper bound on the
-# curvature of the objective; the numerical top eigenvalue gets this margin.
-_CURVATURE_MARGIN = 1e-6
-_MAX_FEATURES_FOR_EIGENVALUE = 2000
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+_COUNT = Interval(Integral, 1, None, closed="left")
+
+
+def _check_args(caller: str, constraints: dict, **values: Any) -> None:
+    """Check a formula's arguments against declared constraints (names the argument)."""
+    validate_parameter_constraints(constraints, values, caller_name=caller)
 
 
 # -- formulas (public quantities only) -------------------------------------------------
@@ -102,7 +114,9 @@ def _query_norm(query_norm, norm_bound: float):
         return norm_bound
     query_norm = np.asarray(query_norm, dtype=float)
     if not np.all(np.isfinite(query_norm) & (query_norm >= 0)):
-        raise ValueError("query_norm must be finite and >= 0.")
+        raise InvalidParameterError(
+            f"query_norm must hold finite numbers >= 0, got {query_norm!r}."
+        )
     return query_norm if query_norm.ndim else float(query_norm)
 
 
@@ -143,20 +157,30 @@ def erm_sensitivity(
 
     Examples
     --------
+    >>> from skprivpred.linear import erm_sensitivity
     >>> round(erm_sensitivity(1000, 0.01, 1.0, 1.0), 12)
     0.4
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    lam = check_positive_finite(lam, "lam")
-    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
-    norm_bound = check_positive_finite(norm_bound, "norm_bound")
-    if isinstance(solver_tol, bool) or not isinstance(solver_tol, Real) or not solver_tol >= 0:
-        raise ValueError(f"solver_tol must be a real number >= 0, got {solver_tol!r}.")
+    _check_args(
+        "erm_sensitivity",
+        {
+            "n_samples": [_COUNT],
+            "lam": [_POSITIVE],
+            "loss_lipschitz": [_POSITIVE],
+            "norm_bound": [_POSITIVE],
+            "solver_tol": [_NON_NEGATIVE],
+        },
+        n_samples=n_samples,
+        lam=lam,
+        loss_lipschitz=loss_lipschitz,
+        norm_bound=norm_bound,
+        solver_tol=solver_tol,
+    )
     per_norm = 4.0 * loss_lipschitz * norm_bound / (lam * n_samples) + 2.0 * float(solver_tol)
     return per_norm * _query_norm(query_norm, norm_bound)
 
 
-def erm_auto_lambda(
+def erm_auto_lam(
     n_samples: int, epsilon: float, radius: float, loss_lipschitz: float, norm_bound: float
 ) -> float:
     """Regularization that balances ridge bias and noise (Corollary 4.11).
@@ -185,16 +209,65 @@ def erm_auto_lambda(
 
     Examples
     --------
-    >>> round(erm_auto_lambda(1000, 1.0, 1.0, 1.0, 1.0), 7)
+    >>> from skprivpred.linear import erm_auto_lam
+    >>> round(erm_auto_lam(1000, 1.0, 1.0, 1.0, 1.0), 7)
     0.0894427
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    radius = check_positive_finite(radius, "radius")
-    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
-    norm_bound = check_positive_finite(norm_bound, "norm_bound")
+    _check_args(
+        "erm_auto_lam",
+        {
+            "n_samples": [_COUNT],
+            "epsilon": [_POSITIVE],
+            "radius": [_POSITIVE],
+            "loss_lipschitz": [_POSITIVE],
+            "norm_bound": [_POSITIVE],
+        },
+        n_samples=n_samples,
+        epsilon=epsilon,
+        radius=radius,
+        loss_lipschitz=loss_lipschitz,
+        norm_bound=norm_bound,
+    )
     effective_n = n_samples * epsilon / (1.0 + epsilon)
     return 2.0 * norm_bound * loss_lipschitz / (radius * math.sqrt(effective_n))
+
+
+def erm_radius(lam: float, zero_loss: float) -> float:
+    """Radius ``sqrt(2 loss(0) / lam)`` that holds every regularised minimiser.
+
+    For a non-negative loss, the minimiser ``w*`` of ``F(w) = mean loss +
+    (lam / 2) ||w||^2`` satisfies ``(lam / 2) ||w*||^2 <= F(w*) <= F(0) <=
+    sup_y loss(0, y)``, on every data set: a data-independent radius, so the
+    ball constraint ``||w|| <= R`` with this ``R`` is never active and the
+    Lipschitz constants on the ball hold for every model ERM returns.
+
+    Parameters
+    ----------
+    lam : float
+        Regularization strength, > 0.
+    zero_loss : float
+        ``sup_y loss(0, y)``: ``ln 2`` for the logistic loss, ``B^2 / 2`` for
+        the squared loss with targets in ``[-B, B]``; > 0.
+
+    Returns
+    -------
+    float
+        The radius ``R``.
+
+    Examples
+    --------
+    >>> import math
+    >>> from skprivpred.linear import erm_radius
+    >>> round(erm_radius(0.01, math.log(2)), 4)
+    11.7741
+    """
+    _check_args(
+        "erm_radius",
+        {"lam": [_POSITIVE], "zero_loss": [_POSITIVE]},
+        lam=lam,
+        zero_loss=zero_loss,
+    )
+    return math.sqrt(2.0 * zero_loss / lam)
 
 
 def psgd_step_size(
@@ -223,13 +296,23 @@ def psgd_step_size(
 
     Examples
     --------
+    >>> from skprivpred.linear import psgd_step_size
     >>> psgd_step_size(10_000, 1.0, 1.0, 1.0)
     0.01
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    radius = check_positive_finite(radius, "radius")
-    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
-    norm_bound = check_positive_finite(norm_bound, "norm_bound")
+    _check_args(
+        "psgd_step_size",
+        {
+            "n_samples": [_COUNT],
+            "radius": [_POSITIVE],
+            "loss_lipschitz": [_POSITIVE],
+            "norm_bound": [_POSITIVE],
+        },
+        n_samples=n_samples,
+        radius=radius,
+        loss_lipschitz=loss_lipschitz,
+        norm_bound=norm_bound,
+    )
     return radius / (norm_bound * loss_lipschitz * math.sqrt(n_samples))
 
 
@@ -244,8 +327,9 @@ def psgd_sensitivity(
     1-expansive for smooth convex losses with ``eta <= 2 / sigma``, never
     increase the gap; each epoch visits the differing row once. The paper
     prints ``R X / sqrt(n)``, half of ``2 eta L X`` at its step size; a
-    two-point data set attains ``2 eta L X`` (spec-000 §5.6), so noise
-    calibrated to the printed rate gives only about ``2 epsilon``.
+    two-point data set attains ``2 eta L X`` (the paper's constant is corrected
+    here), so noise calibrated to the printed rate gives only about
+    ``2 epsilon``.
 
     Parameters
     ----------
@@ -267,306 +351,36 @@ def psgd_sensitivity(
 
     Examples
     --------
+    >>> from skprivpred.linear import psgd_sensitivity
     >>> psgd_sensitivity(0.01, 1.0, 1.0)
     0.02
     """
-    eta = check_positive_finite(eta, "eta")
-    loss_lipschitz = check_positive_finite(loss_lipschitz, "loss_lipschitz")
-    norm_bound = check_positive_finite(norm_bound, "norm_bound")
-    n_epochs = check_positive_int(n_epochs, "n_epochs")
-    return 2.0 * eta * loss_lipschitz * norm_bound * n_epochs * _query_norm(query_norm, norm_bound)
-
-
-# -- losses (spec-000 §5.0) ------------------------------------------------------------
-@dataclass(frozen=True)
-class _Loss:
-    """A loss of the prediction ``a`` and target ``y``, with its public constants.
-
-    ``lipschitz`` bounds ``|d loss / da|`` over every prediction a model in the
-    ball can make; ``smoothness`` bounds ``d^2 loss / da^2``. ``slope`` is
-    vectorised, ``scalar_slope`` is the same derivative on Python floats (for
-    the sequential SGD pass).
-    """
-
-    name: str
-    lipschitz: float
-    smoothness: float
-    value: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    slope: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    scalar_slope: Callable[[float, float], float]
-
-
-def _logistic_scalar_slope(a: float, y: float) -> float:
-    margin = y * a
-    if margin >= 0:
-        tail = math.exp(-margin)
-        return -y * tail / (1.0 + tail)
-    return -y / (1.0 + math.exp(margin))
-
-
-def _logistic() -> _Loss:
-    """``ln(1 + exp(-y a))`` with ``y`` in {-1, +1}: ``L = 1``, ``sigma = 1/4``."""
-    return _Loss(
-        "logistic",
-        lipschitz=1.0,
-        smoothness=0.25,
-        value=lambda a, y: np.logaddexp(0.0, -y * a),
-        slope=lambda a, y: -y * expit(-y * a),
-        scalar_slope=_logistic_scalar_slope,
-    )
-
-
-def _huberized_hinge(h: float) -> _Loss:
-    """Hinge smoothed over a width ``h``: ``L = 1``, ``sigma = 1/h``.
-
-    With the margin ``z = y a``: 0 for ``z >= 1``, ``(1 - z)^2 / (2h)`` for
-    ``1 - h < z < 1`` and ``1 - z - h/2`` below.
-    """
-
-    def value(a, y):
-        z = y * a
-        quadratic = (1.0 - z) ** 2 / (2.0 * h)
-        return np.where(z >= 1.0, 0.0, np.where(z > 1.0 - h, quadratic, 1.0 - z - h / 2.0))
-
-    return _Loss(
-        "huberized_hinge",
-        lipschitz=1.0,
-        smoothness=1.0 / h,
-        value=value,
-        slope=lambda a, y: -y * np.clip((1.0 - y * a) / h, 0.0, 1.0),
-        scalar_slope=lambda a, y: -y * min(max((1.0 - y * a) / h, 0.0), 1.0),
-    )
-
-
-def _squared(radius: float, norm_bound: float, y_bound: float) -> _Loss:
-    """``(a - y)^2 / 2``: ``L = R X + Y`` on the ball (``|a| <= R X``, ``|y| <= Y``); ``sigma = 1``.
-
-    The slope ``a - y`` is not bounded off the ball; every model this module
-    uses lies in it.
-    """
-    return _Loss(
-        "squared",
-        lipschitz=radius * norm_bound + y_bound,
-        smoothness=1.0,
-        value=lambda a, y: 0.5 * (a - y) ** 2,
-        slope=lambda a, y: a - y,
-        scalar_slope=lambda a, y: a - y,
-    )
-
-
-def _huber(h: float) -> _Loss:
-    """Huber loss of the residual ``u = a - y`` with threshold ``h``: ``L = h``, ``sigma = 1``."""
-
-    def value(a, y):
-        u = np.abs(a - y)
-        return np.where(u <= h, 0.5 * u**2, h * u - 0.5 * h**2)
-
-    return _Loss(
-        "huber",
-        lipschitz=h,
-        smoothness=1.0,
-        value=value,
-        slope=lambda a, y: np.clip(a - y, -h, h),
-        scalar_slope=lambda a, y: min(max(a - y, -h), h),
-    )
-
-
-# -- rows: clipping to the public bound and the intercept feature -------------------------
-def _augmented_rows(X: np.ndarray, feature_norm_bound: float, intercept_scaling: float | None):
-    """Rows clipped to ``feature_norm_bound``, with the constant ``intercept_scaling`` appended.
-
-    Returns the augmented rows and their norms ``||x~||`` (a public function
-    of the query for query rows).
-    """
-    norms = np.linalg.norm(X, axis=1)
-    clipped = X * (feature_norm_bound / np.maximum(norms, feature_norm_bound))[:, None]
-    clipped_norms = np.minimum(norms, feature_norm_bound)
-    if intercept_scaling is None:
-        return clipped, clipped_norms
-    column = np.full((X.shape[0], 1), intercept_scaling)
-    return np.hstack([clipped, column]), np.hypot(clipped_norms, intercept_scaling)
-
-
-def _project_to_ball(w: np.ndarray, radius: float | None) -> np.ndarray:
-    if radius is None:
-        return w
-    norm_w = np.linalg.norm(w)
-    return w if norm_w <= radius else w * (radius / norm_w)
-
-
-# -- Algorithm D: certified regularized ERM ----------------------------------------------
-class _RegularizedObjective:
-    """``F(w) = mean loss(<w, x~_i>, y_i) + (lam / 2) ||w||^2`` and its gradient."""
-
-    def __init__(self, features: np.ndarray, targets: np.ndarray, loss: _Loss, lam: float) -> None:
-        self.features = features
-        self.targets = targets
-        self.loss = loss
-        self.lam = lam
-
-    def value_and_gradient(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        scores = self.features @ w
-        n_samples = self.targets.shape[0]
-        mean_loss = float(np.mean(self.loss.value(scores, self.targets)))
-        value = mean_loss + 0.5 * self.lam * float(w @ w)
-        slopes = self.loss.slope(scores, self.targets)
-        gradient = self.features.T @ slopes / n_samples + self.lam * w
-        return value, gradient
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        scores = self.features @ w
-        return (
-            self.features.T @ self.loss.slope(scores, self.targets) / self.targets.shape[0]
-            + self.lam * w
-        )
-
-    def smoothness(self) -> float:
-        """An upper bound on the largest eigenvalue of the Hessian of ``F``."""
-        n_samples, n_features = self.features.shape
-        trace = float(np.einsum("ij,ij->", self.features, self.features)) / n_samples
-        top = trace
-        if n_features <= _MAX_FEATURES_FOR_EIGENVALUE:
-            gram = self.features.T @ self.features / n_samples
-            largest = float(np.linalg.eigvalsh(gram)[-1])
-            top = min(trace, largest * (1.0 + _CURVATURE_MARGIN))
-        return self.loss.smoothness * top + self.lam
-
-
-def _lbfgs(
-    objective: _RegularizedObjective, start: np.ndarray, tol: float, max_iter: int
-) -> np.ndarray:
-    """Unconstrained L-BFGS, run until the gradient certifies ``||w - w*|| <= tol / 2``."""
-    n_features = start.shape[0]
-    result = minimize(
-        objective.value_and_gradient,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        options={
-            "maxiter": max_iter,
-            "maxfun": 2 * max_iter + 20,
-            "ftol": 0.0,
-            # sup-norm target such that ||grad||_2 / lam <= tol / 2
-            "gtol": 0.5 * objective.lam * tol / math.sqrt(n_features),
+    _check_args(
+        "psgd_sensitivity",
+        {
+            "eta": [_POSITIVE],
+            "loss_lipschitz": [_POSITIVE],
+            "norm_bound": [_POSITIVE],
+            "n_epochs": [_COUNT],
         },
+        eta=eta,
+        loss_lipschitz=loss_lipschitz,
+        norm_bound=norm_bound,
+        n_epochs=n_epochs,
     )
-    return np.asarray(result.x, dtype=float)
-
-
-def _accelerated_projected_gradient(
-    objective: _RegularizedObjective, start: np.ndarray, radius: float, tol: float, max_iter: int
-) -> np.ndarray | None:
-    """Accelerated projected gradient on the ball with a certificate, or None.
-
-    With ``M`` at least the curvature of ``F`` and ``w+ = P(y - grad F(y) / M)``,
-    the gradient mapping ``G = M (y - w+)`` bounds the distance of ``y`` to the
-    constrained minimiser: ``||y - w*|| <= 2 ||G|| / lam`` (Nesterov 2004,
-    Theorem 2.2.7 with ``x = w*``). Projecting ``y`` onto the ball only brings
-    it closer to ``w*``.
-    """
-    lam = objective.lam
-    curvature = objective.smoothness()
-    ratio = math.sqrt(lam / curvature)
-    momentum = (1.0 - ratio) / (1.0 + ratio)
-    previous = current = _project_to_ball(start, radius)
-    for _ in range(max_iter):
-        gradient = objective.gradient(current)
-        stepped = _project_to_ball(current - gradient / curvature, radius)
-        if 2.0 * curvature * np.linalg.norm(current - stepped) / lam <= tol:
-            return _project_to_ball(current, radius)
-        current, previous = stepped + momentum * (stepped - previous), stepped
-    return None
-
-
-def _certified_erm(
-    features: np.ndarray,
-    targets: np.ndarray,
-    loss: _Loss,
-    lam: float,
-    radius: float | None,
-    tol: float,
-    max_iter: int,
-) -> np.ndarray:
-    """Coefficients within ``tol`` of the exact minimiser of ``F`` over ``||w|| <= radius``.
-
-    1. L-BFGS without the constraint. Strong convexity bounds the distance to
-       the unconstrained minimiser by ``||grad F(w)|| / lam``; when that ball
-       lies inside ``||w|| <= radius`` the two minimisers coincide.
-    2. Otherwise accelerated projected gradient on the ball, with the
-       gradient-mapping certificate.
-
-    Raises
-    ------
-    ConvergenceError
-        When neither certificate holds within ``max_iter`` iterations.
-    """
-    objective = _RegularizedObjective(features, targets, loss, lam)
-    w = _lbfgs(objective, np.zeros(features.shape[1]), tol, max_iter)
-    distance = float(np.linalg.norm(objective.gradient(w))) / lam
-    if distance <= tol and (radius is None or np.linalg.norm(w) + distance <= radius):
-        return w
-    if radius is not None:
-        projected = _accelerated_projected_gradient(objective, w, radius, tol, max_iter)
-        if projected is not None:
-            return projected
-    raise ConvergenceError(
-        f"the solver could not certify that the coefficients are within opt_tol={tol:.3g} of "
-        f"the exact minimiser in max_iter={max_iter} iterations; no model was fitted. "
-        "Increase max_iter, or opt_tol (it adds 2 * opt_tol * ||x~|| to the sensitivity)."
-    )
-
-
-# -- Algorithm E: averaged projected SGD ------------------------------------------------------
-class _PSGDResult(NamedTuple):
-    average: np.ndarray
-    largest_iterate_norm: float
-
-
-def _averaged_psgd(
-    features: np.ndarray,
-    targets: np.ndarray,
-    loss: _Loss,
-    eta: float,
-    radius: float,
-    orders: list[np.ndarray],
-) -> _PSGDResult:
-    """Projected SGD from ``w_0 = 0`` over ``orders`` (one index array per epoch).
-
-    ``w_t = P_R(w_{t-1} - eta * loss'(<w_{t-1}, x~>, y) x~)``; returns the
-    average of ``w_0 .. w_{T-1}`` (the iterates at which gradients were taken;
-    spec-000 erratum 7) and the largest iterate norm (a test diagnostic).
-    """
-    w = np.zeros(features.shape[1])
-    total = np.zeros_like(w)
-    squared_radius = radius * radius
-    slope = loss.scalar_slope
-    target_list = targets.tolist()
-    largest = 0.0
-    n_steps = 0
-    for order in orders:
-        for i in order.tolist():
-            row = features[i]
-            total += w
-            step = eta * slope(float(row @ w), target_list[i])
-            if step:
-                w -= step * row
-                squared_norm = float(w @ w)
-                if squared_norm > squared_radius:
-                    w *= radius / math.sqrt(squared_norm)
-                    squared_norm = float(w @ w)
-                largest = max(largest, squared_norm)
-        n_steps += len(order)
-    return _PSGDResult(total / n_steps, math.sqrt(largest))
+    return 2.0 * eta * loss_lipschitz * norm_bound * n_epochs * _query_norm(query_norm, norm_bound)
 
 
 # -- noise: how a fitted model's scores are released -------------------------------------------
 @dataclass(frozen=True)
 class _ScoreRelease:
-    """The public recipe for releasing scores, fixed at fit.
+    """The public recipe for releasing scores, fixed at fit (the noisy predictor of Lemma 4.5).
 
-    ``gamma(x) = per_unit_norm * ||x~||``. Labels are drawn from the closed
-    form of ``P(score + noise >= 0)`` with one uniform per row; real values
-    get integer noise on a public grid.
+    Not a mechanism of its own: it binds the per-query sensitivity
+    ``gamma(x) = per_unit_norm * ||x~||`` of a fitted model to the mechanisms
+    of :mod:`skprivpred.mechanisms`. Labels are drawn from the closed form of
+    ``P(score + noise >= 0)`` with one uniform per row; real values get
+    integer noise on a public grid.
     """
 
     epsilon: float
@@ -606,15 +420,15 @@ class _ScoreRelease:
 # -- the shared estimator machinery ------------------------------------------------------------
 @dataclass(frozen=True)
 class _Bounds:
-    """Validated public parameters shared by the four estimators."""
+    """Resolved public parameters shared by the four estimators."""
 
     epsilon: float
     delta: float
     noise: str
     feature_norm_bound: float
-    radius: float | None
     intercept_scaling: float | None
     huber_delta: float
+    y_bounds: tuple[float, float] | None = None
 
     @property
     def norm_bound(self) -> float:
@@ -623,41 +437,66 @@ class _Bounds:
             return self.feature_norm_bound
         return math.hypot(self.feature_norm_bound, self.intercept_scaling)
 
+    @property
+    def y_centre(self) -> float:
+        """Public centre ``(lo + hi) / 2`` of the target interval (0 without one)."""
+        return 0.0 if self.y_bounds is None else 0.5 * (self.y_bounds[0] + self.y_bounds[1])
+
+    @property
+    def y_half_width(self) -> float | None:
+        """``B = (hi - lo) / 2``: centred targets lie in ``[-B, B]`` (``None`` without bounds)."""
+        return None if self.y_bounds is None else 0.5 * (self.y_bounds[1] - self.y_bounds[0])
+
 
 class _FittedCoef(NamedTuple):
     coef: np.ndarray
     per_unit_norm: float  # gamma(x) / ||x~||
-    public: dict  # resolved public attributes (lambda_ or eta_)
-    guarantee: dict  # extra entries of privacy_guarantee_
+    public: dict  # resolved public attributes (lam_, radius_, tol_ or eta_)
+    details: dict  # extra public entries of privacy_guarantee_.details
 
 
-def _optional_positive(value, name: str) -> float | None:
-    return None if value is None else check_positive_finite(value, name)
-
-
-def _required_positive(value, name: str, meaning: str) -> float:
-    if value is None:
-        raise ValueError(
-            f"{name} is required: pass {meaning}, chosen without looking at the training data."
-        )
-    return check_positive_finite(value, name)
-
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}.")
-    return bool(value)
+_SHARED_CONSTRAINTS: dict = {
+    "epsilon": [_POSITIVE],
+    "feature_norm_bound": [_POSITIVE],
+    "fit_intercept": ["boolean"],
+    "intercept_scaling": [_POSITIVE],
+    "huber_delta": [_POSITIVE],
+    "noise": [StrOptions({"laplace", "gaussian"})],
+    "delta": [Interval(Real, 0, 1, closed="left")],
+    "accountant": [PrivacyAccountant, None],
+    "random_state": ["random_state"],
+}
+_ERM_CONSTRAINTS: dict = {
+    "lam": [_POSITIVE, StrOptions({"auto"})],
+    "radius": [_POSITIVE, None],
+    "tol": [_POSITIVE, None],
+    "max_iter": [_COUNT],
+}
+_PSGD_CONSTRAINTS: dict = {
+    "eta": [_POSITIVE, StrOptions({"auto"})],
+    "n_epochs": [_COUNT],
+    "shuffle": ["boolean"],
+    "radius": [_POSITIVE],
+}
+_CLASSIFIER_CONSTRAINTS: dict = {
+    "loss": [StrOptions({"logistic", "huberized_hinge"})],
+    "classes": ["array-like", None],
+}
+_REGRESSOR_CONSTRAINTS: dict = {
+    "loss": [StrOptions({"squared", "huber"})],
+    "y_bounds": [Bounds(), None],
+    "clip_output": ["boolean"],
+}
 
 
 class _PrivateLinearModel(PrivatePredictorMixin):
     """Fit and query plumbing shared by the four estimators.
 
-    Subclasses provide ``_allowed_losses``, ``_encode_targets(y)`` (targets for
-    the loss; the classifier also sets ``classes_``), ``_make_loss(bounds)`` and
-    ``_fit_coef(features, targets, loss, bounds, fit_rng)``.
+    Subclasses provide ``_encode_targets(y, bounds)`` (targets for the loss;
+    the classifier also sets ``classes_``), ``_make_loss(bounds, radius)`` and
+    ``_fit_coef(features, targets, bounds, fit_rng)``.
     """
 
-    _allowed_losses: tuple[str, ...] = ()
     _theorem = ""
 
     # Constructor parameters of the subclasses, stored unchanged (declared for
@@ -672,57 +511,54 @@ class _PrivateLinearModel(PrivatePredictorMixin):
     radius: Any
     huber_delta: Any
     lam: Any
-    opt_tol: Any
+    tol: Any
     max_iter: Any
     n_epochs: Any
     shuffle: Any
     eta: Any
-    y_bound: Any
+    y_bounds: Any
     clip_output: Any
     classes: Any
     # Set in fit.
     classes_: np.ndarray
     _coef: np.ndarray
     _score_release: _ScoreRelease
-    _output_bound: Any
+    _output_bounds: Any
+    _y_centre: float
 
     # Provided by the subclasses (see the class docstring).
-    _make_loss: Callable[[_Bounds], _Loss]
-    _encode_targets: Callable[[np.ndarray], np.ndarray]
+    _make_loss: Callable[[_Bounds, float], _Loss]
+    _encode_targets: Callable[[np.ndarray, _Bounds], np.ndarray]
     _fit_coef: Callable[..., _FittedCoef]
 
-    def _check_bounds(self) -> _Bounds:
-        epsilon = check_epsilon(self.epsilon)
-        delta = check_noise(self.noise, self.delta)
-        check_accountant(self.accountant)
-        if self.loss not in self._allowed_losses:
-            allowed = ", ".join(repr(name) for name in self._allowed_losses)
-            raise ValueError(f"loss must be one of {allowed}, got {self.loss!r}.")
-        fit_intercept = _check_bool(self.fit_intercept, "fit_intercept")
-        intercept_scaling = check_positive_finite(self.intercept_scaling, "intercept_scaling")
-        return _Bounds(
-            epsilon=epsilon,
-            delta=delta,
-            noise=self.noise,
-            feature_norm_bound=_required_positive(
-                self.feature_norm_bound,
-                "feature_norm_bound",
-                "a public bound on the Euclidean norm of the feature rows (rows above it are "
-                "clipped to it)",
-            ),
-            radius=_optional_positive(self.radius, "radius"),
-            intercept_scaling=intercept_scaling if fit_intercept else None,
-            huber_delta=check_positive_finite(self.huber_delta, "huber_delta"),
-        )
-
-    @staticmethod
-    def _require_radius(bounds: _Bounds, reason: str) -> float:
-        if bounds.radius is None:
-            raise ValueError(
-                f"radius is required {reason}: pass a public bound R on the norm of the "
-                "coefficient vector, chosen without looking at the training data."
+    def _check_params(self) -> _Bounds:
+        """Cross-parameter rules (after ``_validate_params``); the resolved public bounds."""
+        if self.noise == "laplace" and self.delta != 0:
+            raise InvalidParameterError(
+                f"delta must be 0 with noise='laplace' (pure epsilon-DP), got {self.delta!r}; "
+                "use noise='gaussian' for (epsilon, delta)-DP."
             )
-        return bounds.radius
+        if self.noise == "gaussian" and self.delta == 0:
+            raise InvalidParameterError(
+                "delta must be in (0, 1) with noise='gaussian', got 0; use noise='laplace' for "
+                "pure epsilon-DP."
+            )
+        y_bounds = getattr(self, "y_bounds", None)
+        if self.loss == "squared" and y_bounds is None:
+            raise InvalidParameterError(
+                "y_bounds is required with loss='squared' (its Lipschitz constant is R X + B, "
+                "B = (hi - lo) / 2): pass the public range (lo, hi) of the target, for example "
+                "its documented range, chosen without looking at the training data."
+            )
+        return _Bounds(
+            epsilon=float(self.epsilon),
+            delta=float(self.delta),
+            noise=self.noise,
+            feature_norm_bound=float(self.feature_norm_bound),
+            intercept_scaling=float(self.intercept_scaling) if self.fit_intercept else None,
+            huber_delta=float(self.huber_delta),
+            y_bounds=None if y_bounds is None else (float(y_bounds[0]), float(y_bounds[1])),
+        )
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit the linear model on all training rows; releases nothing.
@@ -743,9 +579,9 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         self : object
             The fitted estimator.
         """
+        self._validate_params()
+        bounds = self._check_params()
         reject_fit_params(self, fit_params)
-        bounds = self._check_bounds()
-        loss = self._make_loss(bounds)
         with self._unchanged_on_error():
             X, y = validate_data(
                 self,
@@ -757,10 +593,10 @@ class _PrivateLinearModel(PrivatePredictorMixin):
                 y_numeric=not isinstance(self, ClassifierMixin),
             )
             y = column_or_1d(y, warn=True)  # validate_data refused NaN and infinity in y
-            targets = self._encode_targets(y)
+            targets = self._encode_targets(y, bounds)
             features, _ = _augmented_rows(X, bounds.feature_norm_bound, bounds.intercept_scaling)
             fit_rng = self._start_streams()
-            fitted = self._fit_coef(features, targets, loss, bounds, fit_rng)
+            fitted = self._fit_coef(features, targets, bounds, fit_rng)
             self._set_fitted(bounds, fitted)
         return self
 
@@ -785,15 +621,18 @@ class _PrivateLinearModel(PrivatePredictorMixin):
             setattr(self, name, value)
         self.sensitivity_ = release.reference_sensitivity
         self.noise_scale_ = release.noise_scale(release.reference_sensitivity)
-        self.privacy_guarantee_ = {
-            "epsilon": bounds.epsilon,
-            "delta": bounds.delta,
-            "neighbouring": "replace-one",
-            "unit": "per query row and query method call",
-            "theorem": self._theorem,
-            "noise": bounds.noise,
-            **fitted.guarantee,
-        }
+        self.privacy_guarantee_ = PrivacyGuarantee(
+            epsilon=bounds.epsilon,
+            delta=bounds.delta,
+            unit="each answered query row, per query method call",
+            theorem=self._theorem,
+            details={
+                "noise": bounds.noise,
+                "sensitivity": self.sensitivity_,
+                "noise_scale": self.noise_scale_,
+                **fitted.details,
+            },
+        )
 
     # -- queries ------------------------------------------------------------------
     def _query_rows(self, X) -> tuple[np.ndarray, np.ndarray]:
@@ -834,60 +673,92 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         return tags
 
 
+def _auto_radius(loss_at: Callable[[float], _Loss], bounds: _Bounds, n_samples: int) -> float:
+    """The radius at which ``erm_radius(erm_auto_lam(R), loss(0))`` is ``R`` again.
+
+    With ``lam(R) = 2 X L(R) / (R s)`` (Corollary 4.11, ``s = sqrt(n epsilon /
+    (1 + epsilon))``) and ``R = sqrt(2 l0 / lam)``, ``R L(R) = l0 s / X``. The
+    Lipschitz constant is ``L(R) = a R + b`` (``a = X``, ``b = B`` for the
+    squared loss; ``a = 0`` otherwise), so ``R`` is the positive root of
+    ``a R^2 + b R - l0 s / X``.
+    """
+    X = bounds.norm_bound
+    s = math.sqrt(n_samples * bounds.epsilon / (1.0 + bounds.epsilon))
+    at_zero, at_one = loss_at(0.0), loss_at(1.0)
+    a, b = at_one.lipschitz - at_zero.lipschitz, at_zero.lipschitz
+    c = at_zero.zero_loss * s / X
+    if a == 0.0:
+        return c / b
+    return (-b + math.sqrt(b * b + 4.0 * a * c)) / (2.0 * a)
+
+
 class _StableERM(_PrivateLinearModel):
-    """Algorithm D: regularized ERM on all rows with a certified solver."""
+    """Regularized ERM on all rows with a certified solver (Theorem 4.9)."""
 
     _theorem = (
-        "Dwork & Feldman 2018, Lemma 4.5 with the stability of Theorem 4.9 "
-        "(gamma = (4 L X / (lam n) + 2 tau) ||x~||, Laplace scale gamma / epsilon)"
+        "Dwork & Feldman (2018), Lemma 4.5 with the stability of Theorem 4.9 "
+        "(gamma = (4 L X / (lam n) + 2 tol) ||x~||, Laplace scale gamma / epsilon)"
     )
 
-    def _fit_coef(self, features, targets, loss, bounds: _Bounds, fit_rng) -> _FittedCoef:
+    def _resolve_radius_and_lam(self, bounds: _Bounds, n_samples: int):
+        """``(radius, lam, loss)``: the given values, else their data-independent defaults."""
+
+        def loss_at(radius: float) -> _Loss:
+            return self._make_loss(bounds, radius)
+
+        zero_loss = loss_at(1.0).zero_loss  # does not depend on the radius
+        radius = None if self.radius is None else float(self.radius)
+        if isinstance(self.lam, str):  # "auto": Corollary 4.11
+            if radius is None:
+                if not math.isfinite(zero_loss):
+                    raise InvalidParameterError(
+                        "radius is required with lam='auto' and an unbounded loss at the zero "
+                        "model (loss='huber' without y_bounds): pass a public bound R on the "
+                        "norm of the coefficients, pass y_bounds, or pass a numeric lam."
+                    )
+                radius = _auto_radius(loss_at, bounds, n_samples)
+            loss = loss_at(radius)
+            lam = erm_auto_lam(n_samples, bounds.epsilon, radius, loss.lipschitz, bounds.norm_bound)
+            return radius, lam, loss
+        lam = float(self.lam)
+        if radius is None and math.isfinite(zero_loss):
+            radius = erm_radius(lam, zero_loss)
+        # Only the squared loss's constant depends on the radius, and it always has one here.
+        return radius, lam, loss_at(radius if radius is not None else math.inf)
+
+    def _fit_coef(self, features, targets, bounds: _Bounds, fit_rng) -> _FittedCoef:
         n_samples = targets.shape[0]
         norm_bound = bounds.norm_bound
-        if isinstance(self.lam, str) and self.lam == "auto":
-            radius = self._require_radius(bounds, "with lam='auto' (Corollary 4.11)")
-            lam = erm_auto_lambda(n_samples, bounds.epsilon, radius, loss.lipschitz, norm_bound)
-        elif isinstance(self.lam, str):
-            raise ValueError(f"lam must be 'auto' or a number > 0, got {self.lam!r}.")
-        else:
-            lam = check_positive_finite(self.lam, "lam")
+        radius, lam, loss = self._resolve_radius_and_lam(bounds, n_samples)
         exact_stability = erm_sensitivity(
             n_samples, lam, loss.lipschitz, norm_bound, query_norm=1.0
         )
-        tol = (
-            _DEFAULT_RELATIVE_TOL * exact_stability
-            if self.opt_tol is None
-            else check_positive_finite(self.opt_tol, "opt_tol")
-        )
-        max_iter = check_positive_int(self.max_iter, "max_iter")
-        coef = _certified_erm(features, targets, loss, lam, bounds.radius, tol, max_iter)
+        tol = _DEFAULT_RELATIVE_TOL * exact_stability if self.tol is None else float(self.tol)
+        coef = _certified_erm(features, targets, loss, lam, radius, tol, self.max_iter)
         per_unit_norm = erm_sensitivity(
             n_samples, lam, loss.lipschitz, norm_bound, query_norm=1.0, solver_tol=tol
         )
-        return _FittedCoef(coef, per_unit_norm, {"lambda_": lam}, {"solver_accuracy": tol})
+        public = {"lam_": lam, "radius_": radius, "tol_": tol}
+        return _FittedCoef(coef, per_unit_norm, public, {"lam": lam, "solver_accuracy": tol})
 
 
 class _AveragedPSGD(_PrivateLinearModel):
-    """Algorithm E: averaged projected SGD in a data-independent order."""
+    """Averaged projected SGD in a data-independent order (Theorem 4.12)."""
 
     _theorem = (
-        "Dwork & Feldman 2018, Lemma 4.5 with the stability of Theorem 4.12, corrected "
+        "Dwork & Feldman (2018), Lemma 4.5 with the stability of Theorem 4.12, corrected "
         "(gamma = 2 eta L X ||x~|| n_epochs, twice the printed rate)"
     )
 
-    def _fit_coef(self, features, targets, loss, bounds: _Bounds, fit_rng) -> _FittedCoef:
+    def _fit_coef(self, features, targets, bounds: _Bounds, fit_rng) -> _FittedCoef:
         n_samples = targets.shape[0]
         norm_bound = bounds.norm_bound
-        radius = self._require_radius(bounds, "for projected SGD")
-        n_epochs = check_positive_int(self.n_epochs, "n_epochs")
-        shuffle = _check_bool(self.shuffle, "shuffle")
-        if isinstance(self.eta, str) and self.eta == "auto":
+        radius = float(self.radius)
+        loss = self._make_loss(bounds, radius)
+        if isinstance(self.eta, str):  # "auto": Theorem 4.12
             eta = psgd_step_size(n_samples, radius, loss.lipschitz, norm_bound)
-        elif isinstance(self.eta, str):
-            raise ValueError(f"eta must be 'auto' or a number > 0, got {self.eta!r}.")
         else:
-            eta = check_positive_finite(self.eta, "eta")
+            eta = float(self.eta)
         largest_stable_step = 2.0 / (loss.smoothness * norm_bound**2)
         if eta > largest_stable_step:
             warnings.warn(
@@ -899,14 +770,14 @@ class _AveragedPSGD(_PrivateLinearModel):
             )
             eta = largest_stable_step
         orders = [
-            fit_rng.permutation(n_samples) if shuffle else np.arange(n_samples)
-            for _ in range(n_epochs)
+            fit_rng.permutation(n_samples) if self.shuffle else np.arange(n_samples)
+            for _ in range(self.n_epochs)
         ]
         result = _averaged_psgd(features, targets, loss, eta, radius, orders)
         per_unit_norm = psgd_sensitivity(
-            eta, loss.lipschitz, norm_bound, query_norm=1.0, n_epochs=n_epochs
+            eta, loss.lipschitz, norm_bound, query_norm=1.0, n_epochs=self.n_epochs
         )
-        return _FittedCoef(result.average, per_unit_norm, {"eta_": eta}, {})
+        return _FittedCoef(result.average, per_unit_norm, {"eta_": eta}, {"eta": eta})
 
 
 if TYPE_CHECKING:  # the query mixins are always combined with a _PrivateLinearModel
@@ -918,12 +789,12 @@ else:
 class _LinearClassifierQueries(_QueriesBase):
     """Binary labels: the sign of the noisy score, its value, and its logistic transform."""
 
-    _allowed_losses: tuple[str, ...] = ("logistic", "huberized_hinge")
+    _parameter_constraints: dict = {**_SHARED_CONSTRAINTS, **_CLASSIFIER_CONSTRAINTS}
 
-    def _make_loss(self, bounds: _Bounds) -> _Loss:
+    def _make_loss(self, bounds: _Bounds, radius: float) -> _Loss:
         return _logistic() if self.loss == "logistic" else _huberized_hinge(bounds.huber_delta)
 
-    def _encode_targets(self, y: np.ndarray) -> np.ndarray:
+    def _encode_targets(self, y: np.ndarray, bounds: _Bounds) -> np.ndarray:
         check_classification_targets(y)
         classes = resolve_binary_classes(
             self.classes,
@@ -1015,39 +886,40 @@ class _LinearClassifierQueries(_QueriesBase):
 
 
 class _LinearRegressorQueries(_QueriesBase):
-    """Real values: the noisy score, on a public grid, optionally clipped to ``y_bound``."""
+    """Real values: the noisy score, on a public grid, optionally clipped to ``y_bounds``.
 
-    _allowed_losses: tuple[str, ...] = ("squared", "huber")
+    With ``y_bounds = (lo, hi)`` the targets are clipped to ``[lo, hi]`` and
+    centred on the public ``c = (lo + hi) / 2``: the model fits ``y - c``, whose
+    range ``[-B, B]`` has ``B = (hi - lo) / 2`` (the width ``hi - lo`` plays the
+    role of ``2 B``), and every answer is ``c`` plus the noisy score. Adding a
+    public constant is post-processing, so the guarantee is that of the
+    centred problem; for ``(-B, B)`` nothing changes.
+    """
 
-    def _make_loss(self, bounds: _Bounds) -> _Loss:
-        y_bound = _optional_positive(self.y_bound, "y_bound")
-        _check_bool(self.clip_output, "clip_output")
+    _parameter_constraints: dict = {**_SHARED_CONSTRAINTS, **_REGRESSOR_CONSTRAINTS}
+
+    def _make_loss(self, bounds: _Bounds, radius: float) -> _Loss:
         if self.loss == "huber":
-            return _huber(bounds.huber_delta)
-        radius = self._require_radius(
-            bounds, "with loss='squared' (its Lipschitz constant is R X + Y)"
-        )
-        if y_bound is None:
-            raise ValueError(
-                "y_bound is required with loss='squared' (its Lipschitz constant is R X + Y): "
-                "pass a public bound Y on |y|, chosen without looking at the training data."
-            )
-        return _squared(radius, bounds.norm_bound, y_bound)
+            return _huber(bounds.huber_delta, bounds.y_half_width)
+        assert bounds.y_half_width is not None  # _check_params requires y_bounds
+        return _squared(radius, bounds.norm_bound, bounds.y_half_width)
 
-    def _encode_targets(self, y: np.ndarray) -> np.ndarray:
-        """Targets clipped to ``[-y_bound, y_bound]``; fixes the answers' clipping at fit."""
+    def _encode_targets(self, y: np.ndarray, bounds: _Bounds) -> np.ndarray:
+        """Targets clipped to ``y_bounds`` and centred; fixes the answers' offset and clipping."""
         y = y.astype(np.float64)
-        self._output_bound = (
-            None if self.y_bound is None or not self.clip_output else float(self.y_bound)
-        )
-        return y if self.y_bound is None else np.clip(y, -self.y_bound, self.y_bound)
+        self._y_centre = bounds.y_centre
+        self._output_bounds = bounds.y_bounds if self.clip_output else None
+        if bounds.y_bounds is None:
+            return y
+        return np.clip(y, *bounds.y_bounds) - bounds.y_centre
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """One private value per row: ``<w, x~>`` plus noise on a public grid.
 
         Each row is one query, answered with fresh noise and charged before any
-        noise is drawn; with ``clip_output=True`` and ``y_bound`` set, the value
-        is clipped to ``[-y_bound, y_bound]`` (post-processing).
+        noise is drawn; the public centre of ``y_bounds`` is added and, with
+        ``clip_output=True``, the value is clipped to ``y_bounds``
+        (post-processing).
 
         Parameters
         ----------
@@ -1059,9 +931,9 @@ class _LinearRegressorQueries(_QueriesBase):
         ndarray of shape (n_queries,)
             The private predictions.
         """
-        noisy = self._noisy_scores(X)
-        bound = self._output_bound
-        return noisy if bound is None else np.clip(noisy, -bound, bound)
+        noisy = self._noisy_scores(X) + self._y_centre
+        bounds = self._output_bounds
+        return noisy if bounds is None else np.clip(noisy, *bounds)
 
 
 # -- the estimators ---------------------------------------------------------------------
@@ -1072,11 +944,11 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
     ``mean loss(<w, x~_i>, y_i) + (lam / 2) ||w||^2`` over ``||w|| <= radius``,
     where ``x~`` is the row clipped to ``feature_norm_bound`` with the
     intercept feature appended. The solver *certifies* that its coefficients
-    are within ``opt_tol`` of the exact minimiser (else :class:`ConvergenceError`).
+    are within ``tol`` of the exact minimiser (else :class:`ConvergenceError`).
     Strong convexity makes every prediction uniformly stable: replacing one
     training row moves ``<w, x~>`` by at most
 
-    ``gamma(x) = (4 L X / (lam n) + 2 opt_tol) ||x~||``
+    ``gamma(x) = (4 L X / (lam n) + 2 tol) ||x~||``
 
     (``L``: Lipschitz constant of the loss, 1 for both losses; ``X``: norm bound
     of the augmented rows, ``sqrt(feature_norm_bound^2 + intercept_scaling^2)``).
@@ -1122,15 +994,25 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         1-Lipschitz.
     lam : float or "auto", default="auto"
         Regularization strength (``LogisticRegression(C)`` corresponds to
-        ``lam = 1 / (C n)``). ``"auto"``: Corollary 4.11, needs ``radius``.
-    feature_norm_bound : float
-        Public bound ``X0`` on the Euclidean norm of a feature row; required.
-        Training and query rows above it are scaled down to it. Choose it from
-        the data's documented ranges or a fixed preprocessing, never from the
-        training rows.
+        ``lam = 1 / (C n)``). ``"auto"``: Corollary 4.11,
+        ``lam = 2 X L / (R sqrt(n epsilon / (1 + epsilon)))``.
+    feature_norm_bound : float, default=1.0
+        Public bound ``X0`` on the Euclidean norm of a feature row. Training and
+        query rows above it are scaled down to it (privacy holds whatever the
+        rows; only accuracy suffers from clipping). Choose it from the data's
+        documented ranges or a fixed preprocessing, never from the training
+        rows: for example scale the features by fixed public constants (or a
+        :class:`~sklearn.preprocessing.Normalizer`) so that rows have norm at
+        most 1 and keep the default.
     radius : float, default=None
-        Public bound ``R`` on ``||w||`` (the ball the minimiser is sought in).
-        ``None``: no constraint (only with a numeric ``lam``).
+        Public bound ``R`` on ``||w||`` (the ball the minimiser is sought in,
+        and the comparator ball of Corollary 4.11). ``None``: the
+        data-independent ``sqrt(2 loss(0) / lam)`` (:func:`erm_radius`), which
+        holds every regularised minimiser, so the constraint is inactive; with
+        ``lam="auto"`` the radius at which ``lam`` of Corollary 4.11 and that
+        radius agree (for the logistic loss ``R = ln(2) sqrt(n epsilon / (1 +
+        epsilon)) / X``). Pass a smaller value when a public prior bounds the
+        coefficients (for example from a model fitted on public data).
     fit_intercept : bool, default=True
         Append the constant feature ``intercept_scaling``; its coefficient is
         penalized and constrained like the others.
@@ -1138,7 +1020,7 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         Value ``c`` of the intercept feature, > 0.
     huber_delta : float, default=1.0
         Smoothing width of ``loss="huberized_hinge"``, > 0.
-    opt_tol : float, default=None
+    tol : float, default=None
         Certified bound ``tau`` on the distance between the fitted and the exact
         coefficients; ``None``: ``1e-4 * 4 L X / (lam n)``.
     max_iter : int, default=10000
@@ -1164,8 +1046,12 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
     ----------
     classes_ : ndarray of shape (2,)
         The public label set.
-    lambda_ : float
+    lam_ : float
         The regularization strength used.
+    radius_ : float or None
+        The coefficient radius used (``None``: unconstrained).
+    tol_ : float
+        The certified solver accuracy ``tau`` used.
     sensitivity_ : float
         ``gamma`` at a query of norm ``X`` (the largest after clipping).
     noise_scale_ : float
@@ -1175,9 +1061,10 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
-    privacy_guarantee_ : dict
-        ``epsilon``, ``delta``, ``neighbouring``, ``unit``, ``theorem``,
-        ``noise`` and ``solver_accuracy`` (``tau``).
+    privacy_guarantee_ : PrivacyGuarantee
+        The per-row guarantee; ``details`` holds the noise family, the
+        sensitivity, the noise scale, ``lam`` and ``solver_accuracy``
+        (``tau``).
     queries_answered_ : int
         Query rows answered since ``fit``.
 
@@ -1190,7 +1077,9 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
     -----
     The coefficients are secret (``_coef``): a pickled estimator must be
     protected like the training data. Model selection on the private data
-    (``GridSearchCV``) is not private; use ``lam="auto"`` and public bounds.
+    (``GridSearchCV``) is not private; use ``lam="auto"`` and public bounds,
+    or :class:`~skprivpred.DPValidatedLogisticRegression` for a privately
+    validated regulariser.
 
     References
     ----------
@@ -1204,9 +1093,15 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
     >>> X, y = make_classification(n_samples=2000, random_state=0)
     >>> clf = StableERMClassifier(feature_norm_bound=5.0, radius=10.0, classes=[0, 1],
     ...                           random_state=0).fit(X, y)
-    >>> round(clf.lambda_, 5), clf.predict(X[:3]).shape
+    >>> round(clf.lam_, 5), clf.predict(X[:3]).shape
     (0.03225, (3,))
     """
+
+    _parameter_constraints: dict = {
+        **_SHARED_CONSTRAINTS,
+        **_ERM_CONSTRAINTS,
+        **_CLASSIFIER_CONSTRAINTS,
+    }
 
     def __init__(
         self,
@@ -1214,12 +1109,12 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         epsilon: float = 1.0,
         loss: str = "logistic",
         lam: float | str = "auto",
-        feature_norm_bound: float | None = None,
+        feature_norm_bound: float = 1.0,
         radius: float | None = None,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
         huber_delta: float = 1.0,
-        opt_tol: float | None = None,
+        tol: float | None = None,
         max_iter: int = 10_000,
         noise: str = "laplace",
         delta: float = 0.0,
@@ -1235,7 +1130,7 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.huber_delta = huber_delta
-        self.opt_tol = opt_tol
+        self.tol = tol
         self.max_iter = max_iter
         self.noise = noise
         self.delta = delta
@@ -1250,21 +1145,23 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
     Fits one linear model on all training rows by minimising
     ``mean loss(<w, x~_i>, y_i) + (lam / 2) ||w||^2`` over ``||w|| <= radius``
     (rows clipped to ``feature_norm_bound``, intercept feature appended,
-    targets clipped to ``[-y_bound, y_bound]``) with a solver that certifies it
-    is within ``opt_tol`` of the exact minimiser (else
-    :class:`ConvergenceError`). Replacing one training row moves the prediction
-    by at most
+    targets clipped to ``y_bounds = (lo, hi)`` and centred on ``(lo + hi) / 2``)
+    with a solver that certifies it is within ``tol`` of the exact minimiser
+    (else :class:`ConvergenceError`). Replacing one training row moves the
+    prediction by at most
 
-    ``gamma(x) = (4 L X / (lam n) + 2 opt_tol) ||x~||``,
+    ``gamma(x) = (4 L X / (lam n) + 2 tol) ||x~||``,
 
-    with ``L = radius * X + y_bound`` for the squared loss (the largest residual
-    a model in the ball can make) and ``L = huber_delta`` for the Huber loss.
+    with ``L = radius * X + (hi - lo) / 2`` for the squared loss (the largest
+    residual a model in the ball can make on a centred target) and ``L =
+    huber_delta`` for the Huber loss.
     ``predict`` releases ``<w, x~>`` plus integer noise on a public grid (step
     ``gamma(x) / 1000``; discrete Laplace of scale about
     ``gamma(x)/epsilon``, or exactly calibrated discrete Gaussian): exact,
     immune to the floating-point attack on naive Laplace sampling, and 0.1%
-    wider than continuous noise. With ``clip_output=True`` the answer is then
-    clipped to ``[-y_bound, y_bound]`` (post-processing).
+    wider than continuous noise, plus the public centre of ``y_bounds``. With
+    ``clip_output=True`` the answer is then clipped to ``y_bounds``
+    (post-processing).
 
     **Privacy guarantee.** Replace-one neighbours (same ``n``, one row
     replaced). Each row passed to ``predict`` or ``score`` is one query,
@@ -1278,8 +1175,8 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
 
     **Accuracy.** With ``lam="auto"`` (Corollary 4.11) the expected excess loss
     is at most ``4 R X L / sqrt(n epsilon / (1 + epsilon))``, independent of the
-    number of features; the squared loss's ``L`` grows with ``R`` and ``Y``, so
-    centre and scale ``y`` with public constants (for example a
+    number of features; the squared loss's ``L`` grows with ``R`` and the width
+    of ``y_bounds``, so scale ``y`` with public constants (for example a
     ``TransformedTargetRegressor`` with fixed functions).
 
     Parameters
@@ -1287,30 +1184,39 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
     epsilon : float, default=1.0
         Privacy parameter of each answered row, > 0.
     loss : {"squared", "huber"}, default="squared"
-        ``(a - y)^2 / 2`` (needs ``radius`` and ``y_bound``) or the Huber loss
-        with threshold ``huber_delta``.
+        ``(a - y)^2 / 2`` (needs ``y_bounds``) or the Huber loss with
+        threshold ``huber_delta``.
     lam : float or "auto", default="auto"
         Regularization strength (``Ridge(alpha)`` corresponds to
-        ``lam = alpha / n`` up to the intercept). ``"auto"``: Corollary 4.11,
-        needs ``radius``.
-    feature_norm_bound : float
-        Public bound ``X0`` on the Euclidean norm of a feature row; required.
-        Rows above it are scaled down to it.
+        ``lam = alpha / n`` up to the intercept). ``"auto"``: Corollary 4.11.
+    feature_norm_bound : float, default=1.0
+        Public bound ``X0`` on the Euclidean norm of a feature row; rows above
+        it are scaled down to it. Choose it from documented ranges or a fixed
+        public preprocessing (for example scale the rows to norm at most 1 and
+        keep the default), never from the training rows.
     radius : float, default=None
-        Public bound ``R`` on ``||w||``. ``None``: no constraint (Huber loss
-        with a numeric ``lam`` only).
-    y_bound : float, default=None
-        Public bound ``Y`` on ``|y|``: training targets are clipped to
-        ``[-Y, Y]``; required for the squared loss.
+        Public bound ``R`` on ``||w||``. ``None``: the data-independent
+        ``sqrt(2 loss(0) / lam)`` (:func:`erm_radius`; ``loss(0) = B^2 / 2``
+        for the squared loss), with ``lam="auto"`` the radius at which it and
+        Corollary 4.11's ``lam`` agree; unconstrained for the Huber loss
+        without ``y_bounds`` and a numeric ``lam`` (with ``lam="auto"`` that
+        case needs ``radius``).
+    y_bounds : tuple of (float, float), default=None
+        Public range ``(lo, hi)`` of the target, ``lo < hi``: training targets
+        are clipped to it and centred on ``(lo + hi) / 2``; required for the
+        squared loss. Take it from the target's documented range (a
+        percentage, a price cap), never from the training targets; a wide
+        range costs accuracy (``L`` grows with ``hi - lo``), a narrow one
+        clips.
     clip_output : bool, default=True
-        Clip the answers to ``[-y_bound, y_bound]`` (when ``y_bound`` is set).
+        Clip the answers to ``y_bounds`` (when set).
     fit_intercept : bool, default=True
         Append the constant feature ``intercept_scaling`` (penalized).
     intercept_scaling : float, default=1.0
         Value ``c`` of the intercept feature, > 0.
     huber_delta : float, default=1.0
         Threshold of the Huber loss, > 0.
-    opt_tol : float, default=None
+    tol : float, default=None
         Certified solver accuracy ``tau``; ``None``: ``1e-4 * 4 L X / (lam n)``.
     max_iter : int, default=10000
         Iteration cap of each solver phase.
@@ -1326,8 +1232,12 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
 
     Attributes
     ----------
-    lambda_ : float
+    lam_ : float
         The regularization strength used.
+    radius_ : float or None
+        The coefficient radius used (``None``: unconstrained).
+    tol_ : float
+        The certified solver accuracy ``tau`` used.
     sensitivity_ : float
         ``gamma`` at a query of norm ``X``.
     noise_scale_ : float
@@ -1336,8 +1246,8 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
-    privacy_guarantee_ : dict
-        The per-row guarantee, with the solver accuracy ``tau``.
+    privacy_guarantee_ : PrivacyGuarantee
+        The per-row guarantee; ``details`` holds the solver accuracy ``tau``.
     queries_answered_ : int
         Query rows answered since ``fit``.
 
@@ -1357,11 +1267,17 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
     >>> from sklearn.datasets import make_regression
     >>> from skprivpred import StableERMRegressor
     >>> X, y = make_regression(n_samples=2000, n_features=5, noise=1.0, random_state=0)
-    >>> reg = StableERMRegressor(feature_norm_bound=5.0, radius=200.0, y_bound=400.0,
+    >>> reg = StableERMRegressor(feature_norm_bound=5.0, radius=200.0, y_bounds=(-400.0, 400.0),
     ...                          lam=1.0, random_state=0).fit(X, y)
     >>> reg.predict(X[:3]).shape
     (3,)
     """
+
+    _parameter_constraints: dict = {
+        **_SHARED_CONSTRAINTS,
+        **_ERM_CONSTRAINTS,
+        **_REGRESSOR_CONSTRAINTS,
+    }
 
     def __init__(
         self,
@@ -1369,14 +1285,14 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         epsilon: float = 1.0,
         loss: str = "squared",
         lam: float | str = "auto",
-        feature_norm_bound: float | None = None,
+        feature_norm_bound: float = 1.0,
         radius: float | None = None,
-        y_bound: float | None = None,
+        y_bounds: tuple[float, float] | None = None,
         clip_output: bool = True,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
         huber_delta: float = 1.0,
-        opt_tol: float | None = None,
+        tol: float | None = None,
         max_iter: int = 10_000,
         noise: str = "laplace",
         delta: float = 0.0,
@@ -1388,12 +1304,12 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         self.lam = lam
         self.feature_norm_bound = feature_norm_bound
         self.radius = radius
-        self.y_bound = y_bound
+        self.y_bounds = y_bounds
         self.clip_output = clip_output
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.huber_delta = huber_delta
-        self.opt_tol = opt_tol
+        self.tol = tol
         self.max_iter = max_iter
         self.noise = noise
         self.delta = delta
@@ -1429,9 +1345,10 @@ class AveragedPSGDClassifier(
     the stability of Theorem 4.12. **Corrected constants:** Theorem 4.12 prints
     the stability ``R X / sqrt(n)``; the proof's argument gives ``2 eta L X``
     (``2 R X / sqrt(n)`` at the theorem's step size) and a two-point data set
-    attains it (spec-000 §5.6), so noise calibrated to the printed rate would
-    give only about ``2 epsilon``. The Laplace scale is ``gamma / epsilon``; the
-    update is a descent step ``w - eta grad`` (printed with ``+``).
+    attains it, so noise calibrated to the printed rate would give only about
+    ``2 epsilon`` (the paper's constant is corrected here). The Laplace scale
+    is ``gamma / epsilon``; the update is a descent step ``w - eta grad``
+    (printed with ``+``).
 
     **Accuracy.** With ``eta="auto"`` (``R / (X L sqrt(n))``) the expected excess
     loss is at most ``2 R X L / sqrt(n) + 4 sigma R^2 X^2 / (n epsilon^2)``
@@ -1451,10 +1368,17 @@ class AveragedPSGDClassifier(
     shuffle : bool, default=True
         Draw a fresh random order per epoch from the fit stream (never from the
         data); ``False`` keeps the row order.
-    feature_norm_bound : float
-        Public bound ``X0`` on the Euclidean norm of a feature row; required.
-    radius : float
-        Public radius ``R`` of the coefficient ball; required.
+    feature_norm_bound : float, default=1.0
+        Public bound ``X0`` on the Euclidean norm of a feature row; rows above
+        it are scaled down to it. Choose it from documented ranges or a fixed
+        public preprocessing (rows scaled to norm at most 1 suit the default),
+        never from the training rows.
+    radius : float, default=1.0
+        Public radius ``R`` of the coefficient ball (the projection set and the
+        comparator of Theorem 4.12). Unregularised SGD has no data-independent
+        radius of its own: choose ``R`` as a public prior bound on a good
+        model's coefficients (logits up to ``R X``), for example from a model
+        fitted on public data; ``eta="auto"`` and ``gamma`` grow with it.
     fit_intercept : bool, default=True
         Append the constant feature ``intercept_scaling``.
     intercept_scaling : float, default=1.0
@@ -1488,8 +1412,9 @@ class AveragedPSGDClassifier(
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
-    privacy_guarantee_ : dict
-        The per-row guarantee.
+    privacy_guarantee_ : PrivacyGuarantee
+        The per-row guarantee; ``details`` holds the noise family, the
+        sensitivity, the noise scale and ``eta``.
     queries_answered_ : int
         Query rows answered since ``fit``.
 
@@ -1513,6 +1438,12 @@ class AveragedPSGDClassifier(
     (0.02193, 1.14018)
     """
 
+    _parameter_constraints: dict = {
+        **_SHARED_CONSTRAINTS,
+        **_PSGD_CONSTRAINTS,
+        **_CLASSIFIER_CONSTRAINTS,
+    }
+
     def __init__(
         self,
         *,
@@ -1521,8 +1452,8 @@ class AveragedPSGDClassifier(
         eta: float | str = "auto",
         n_epochs: int = 1,
         shuffle: bool = True,
-        feature_norm_bound: float | None = None,
-        radius: float | None = None,
+        feature_norm_bound: float = 1.0,
+        radius: float = 1.0,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
         huber_delta: float = 1.0,
@@ -1554,24 +1485,27 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
 
     ``n_epochs`` passes of projected SGD (rows clipped to
     ``feature_norm_bound``, intercept feature appended, targets clipped to
-    ``[-y_bound, y_bound]``) in a data-independent order with the constant step
+    ``y_bounds = (lo, hi)`` and centred) in a data-independent order with the
+    constant step
     ``eta``, projecting onto ``||w|| <= radius``; the model is the average of
     the iterates. Replacing one training row moves the prediction by at most
 
     ``gamma(x) = 2 eta L X ||x~|| n_epochs``,
 
-    with ``L = radius * X + y_bound`` for the squared loss and
+    with ``L = radius * X + (hi - lo) / 2`` for the squared loss and
     ``L = huber_delta`` for the Huber loss. ``predict`` releases ``<w, x~>``
-    plus integer noise on a public grid (step ``gamma(x) / 1000``), clipped
-    to ``[-y_bound, y_bound]`` when ``clip_output=True``.
+    plus integer noise on a public grid (step ``gamma(x) / 1000``), plus the
+    public centre ``(lo + hi) / 2``, clipped to ``y_bounds`` when
+    ``clip_output=True``.
 
     **Privacy guarantee.** Replace-one neighbours. Each row passed to
     ``predict`` or ``score`` is one query, answered with fresh noise,
     ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise): Lemma 4.5 with
     the stability of Theorem 4.12 (Dwork & Feldman 2018). **Corrected
     constants:** the stability is ``2 eta L X ||x~||`` per epoch, twice the
-    printed ``R X / sqrt(n)`` (attained by a two-point data set, spec-000
-    §5.6); Laplace scale ``gamma / epsilon``; descent update ``w - eta grad``.
+    printed ``R X / sqrt(n)`` (attained by a two-point data set; the paper's
+    constant is corrected here); Laplace scale ``gamma / epsilon``; descent
+    update ``w - eta grad``.
 
     **Accuracy.** With ``eta="auto"`` the expected excess loss is at most
     ``2 R X L / sqrt(n) + 4 R^2 X^2 / (n epsilon^2)`` (Corollary 4.13, corrected;
@@ -1582,7 +1516,7 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
     epsilon : float, default=1.0
         Privacy parameter of each answered row, > 0.
     loss : {"squared", "huber"}, default="squared"
-        ``(a - y)^2 / 2`` (needs ``y_bound``) or the Huber loss with threshold
+        ``(a - y)^2 / 2`` (needs ``y_bounds``) or the Huber loss with threshold
         ``huber_delta``.
     eta : float or "auto", default="auto"
         Step size; ``"auto"``: ``R / (X L sqrt(n))``. Capped at ``2 / X^2`` with a
@@ -1591,15 +1525,21 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         Passes over the data; ``gamma`` grows linearly with it.
     shuffle : bool, default=True
         Draw a fresh random order per epoch from the fit stream.
-    feature_norm_bound : float
-        Public bound ``X0`` on the Euclidean norm of a feature row; required.
-    radius : float
-        Public radius ``R`` of the coefficient ball; required.
-    y_bound : float, default=None
-        Public bound ``Y`` on ``|y|`` (targets clipped); required for the squared
-        loss.
+    feature_norm_bound : float, default=1.0
+        Public bound ``X0`` on the Euclidean norm of a feature row; rows above
+        it are scaled down to it. Choose it from documented ranges or a fixed
+        public preprocessing, never from the training rows.
+    radius : float, default=1.0
+        Public radius ``R`` of the coefficient ball. Unregularised SGD has no
+        data-independent radius of its own: choose ``R`` as a public prior
+        bound on a good model's coefficients (for example from a model fitted
+        on public data, on targets scaled by public constants).
+    y_bounds : tuple of (float, float), default=None
+        Public range ``(lo, hi)`` of the target (clipped to it, centred on its
+        midpoint); required for the squared loss. Take it from the target's
+        documented range, never from the training targets.
     clip_output : bool, default=True
-        Clip the answers to ``[-y_bound, y_bound]`` (when ``y_bound`` is set).
+        Clip the answers to ``y_bounds`` (when set).
     fit_intercept : bool, default=True
         Append the constant feature ``intercept_scaling``.
     intercept_scaling : float, default=1.0
@@ -1627,8 +1567,9 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
-    privacy_guarantee_ : dict
-        The per-row guarantee.
+    privacy_guarantee_ : PrivacyGuarantee
+        The per-row guarantee; ``details`` holds the noise family, the
+        sensitivity, the noise scale and ``eta``.
     queries_answered_ : int
         Query rows answered since ``fit``.
 
@@ -1646,11 +1587,17 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
     >>> from sklearn.datasets import make_regression
     >>> from skprivpred import AveragedPSGDRegressor
     >>> X, y = make_regression(n_samples=2000, n_features=5, random_state=0)
-    >>> reg = AveragedPSGDRegressor(feature_norm_bound=5.0, radius=50.0, y_bound=300.0,
-    ...                             random_state=0).fit(X / 50, y / 50)
+    >>> reg = AveragedPSGDRegressor(feature_norm_bound=5.0, radius=50.0,
+    ...                             y_bounds=(-300.0, 300.0), random_state=0).fit(X / 50, y / 50)
     >>> reg.predict(X[:3] / 50).shape
     (3,)
     """
+
+    _parameter_constraints: dict = {
+        **_SHARED_CONSTRAINTS,
+        **_PSGD_CONSTRAINTS,
+        **_REGRESSOR_CONSTRAINTS,
+    }
 
     def __init__(
         self,
@@ -1660,9 +1607,9 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         eta: float | str = "auto",
         n_epochs: int = 1,
         shuffle: bool = True,
-        feature_norm_bound: float | None = None,
-        radius: float | None = None,
-        y_bound: float | None = None,
+        feature_norm_bound: float = 1.0,
+        radius: float = 1.0,
+        y_bounds: tuple[float, float] | None = None,
         clip_output: bool = True,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
@@ -1679,7 +1626,7 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         self.shuffle = shuffle
         self.feature_norm_bound = feature_norm_bound
         self.radius = radius
-        self.y_bound = y_bound
+        self.y_bounds = y_bounds
         self.clip_output = clip_output
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling

@@ -15,15 +15,15 @@ from sklearn.model_selection import cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from skprivpred import BudgetExhaustedError, PrivacyAccountant, PrivacyWarning
+from skprivpred import (
+    BudgetExhaustedError,
+    InvalidParameterError,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    PrivacyWarning,
+)
 from skprivpred._base import spawn_streams
-from skprivpred.audit import audit_epsilon
-from skprivpred.linear import (
-    AveragedPSGDClassifier,
-    AveragedPSGDRegressor,
-    ConvergenceError,
-    StableERMClassifier,
-    StableERMRegressor,
+from skprivpred._optim import (
     _augmented_rows,
     _averaged_psgd,
     _huber,
@@ -32,7 +32,16 @@ from skprivpred.linear import (
     _project_to_ball,
     _RegularizedObjective,
     _squared,
-    erm_auto_lambda,
+)
+from skprivpred.audit import audit_epsilon
+from skprivpred.linear import (
+    AveragedPSGDClassifier,
+    AveragedPSGDRegressor,
+    ConvergenceError,
+    StableERMClassifier,
+    StableERMRegressor,
+    erm_auto_lam,
+    erm_radius,
     erm_sensitivity,
     psgd_sensitivity,
     psgd_step_size,
@@ -52,7 +61,7 @@ ALL = CLASSIFIERS + REGRESSORS
 def _make(cls, **params):
     """An estimator with public bounds suited to the synthetic data below."""
     base = {"feature_norm_bound": 3.0, "radius": 5.0, "random_state": 0}
-    base.update({"classes": [0, 1]} if cls in CLASSIFIERS else {"y_bound": 5.0})
+    base.update({"classes": [0, 1]} if cls in CLASSIFIERS else {"y_bounds": (-5.0, 5.0)})
     base.update(params)
     return cls(**base)
 
@@ -82,10 +91,10 @@ def _rng_state(est):
     return copy.deepcopy(est._query_stream.rng.bit_generator.state)
 
 
-# -- pinned constants (spec-000 §5.9) ---------------------------------------------------
+# -- pinned constants (Dwork & Feldman 2018, Theorems 4.9 and 4.12, Corollary 4.11) -------
 def test_pinned_formula_constants():
     assert erm_sensitivity(1000, 0.01, 1.0, 1.0) == pytest.approx(0.4, rel=1e-12)
-    lam = erm_auto_lambda(1000, 1.0, 1.0, 1.0, 1.0)
+    lam = erm_auto_lam(1000, 1.0, 1.0, 1.0, 1.0)
     assert lam == pytest.approx(0.0894427, abs=5e-8)
     assert erm_sensitivity(1000, lam, 1.0, 1.0) == pytest.approx(0.0447214, abs=5e-8)
     eta = psgd_step_size(10_000, 1.0, 1.0, 1.0)
@@ -119,12 +128,12 @@ def test_estimators_report_the_pinned_constants():
         "random_state": 0,
     }
     fixed = StableERMClassifier(lam=0.01, **common).fit(X, y)
-    tau = fixed.privacy_guarantee_["solver_accuracy"]
+    tau = fixed.privacy_guarantee_.details["solver_accuracy"]
     assert tau == pytest.approx(1e-4 * 0.4)
     assert fixed.sensitivity_ == pytest.approx(0.4 + 2 * tau, rel=1e-12)
     assert fixed.noise_scale_ == pytest.approx(fixed.sensitivity_)  # epsilon = 1
     auto = StableERMClassifier(radius=1.0, **common).fit(X, y)
-    assert auto.lambda_ == pytest.approx(0.0894427, abs=5e-8)
+    assert auto.lam_ == pytest.approx(0.0894427, abs=5e-8)
     assert auto.sensitivity_ == pytest.approx(0.0447214 * (1 + 2e-4), abs=5e-8)
 
     X = rng.normal(size=(10_000, 3))
@@ -139,7 +148,7 @@ def test_intercept_feature_enters_the_norm_bound():
     X, y = _data(StableERMClassifier, n=200)
     clf = _make(StableERMClassifier, lam=0.1, intercept_scaling=4.0).fit(X, y)  # X = 5
     assert clf.sensitivity_ == pytest.approx(
-        erm_sensitivity(200, 0.1, 1.0, 5.0, solver_tol=clf.privacy_guarantee_["solver_accuracy"])
+        erm_sensitivity(200, 0.1, 1.0, 5.0, solver_tol=clf.tol_)
     )
     sens = clf._query_sensitivity(np.zeros((1, 4)))  # ||x~|| = c = 4
     assert sens[0] == pytest.approx(clf.sensitivity_ * 4.0 / 5.0)
@@ -150,10 +159,10 @@ def test_gaussian_noise_scale_uses_the_analytic_calibration():
     reg = _make(StableERMRegressor, noise="gaussian", delta=1e-5, epsilon=2.0).fit(X, y)
     expected = gaussian_sigma(reg.sensitivity_, 2.0, 1e-5, method="analytic")
     assert reg.noise_scale_ == pytest.approx(expected)
-    assert reg.privacy_guarantee_["delta"] == 1e-5
+    assert reg.privacy_guarantee_.delta == 1e-5
 
 
-# -- the loss table (spec-000 §5.0) ---------------------------------------------------------
+# -- the loss table (Lipschitz constant and smoothness in the prediction) ----------------------
 LOSSES = [
     (_logistic(), np.array([-1.0, 1.0])),
     (_huberized_hinge(0.5), np.array([-1.0, 1.0])),
@@ -179,7 +188,7 @@ def test_loss_slope_lipschitz_and_smoothness(loss, targets):
 
 # -- sensitivity is real: replace-one neighbours never move a prediction by more than gamma ------
 def _neighbours(cls, X, y, rng, n_random=20):
-    """Random replacements and the adversarial ones of spec-000 §5.9."""
+    """Random replacements and adversarial ones (extreme rows, flipped labels)."""
     n, d = X.shape
     classifier = cls in CLASSIFIERS
     flip = (lambda v: 1 - v) if classifier else (lambda v: -v)
@@ -253,7 +262,8 @@ def _erm_tight_neighbours(n=200, target=5.0):
 
 
 def _psgd_counterexample(n=400):
-    """spec-000 §5.6: d = 2, first record e1 with y = +1 or -1, all others e2 with y = 0."""
+    """The two-point data set attaining 2 eta L X (Theorem 4.12 corrected): d = 2, first record
+    e1 with y = +1 or -1, all others e2 with y = 0."""
     X = np.tile([0.0, 1.0], (n, 1))
     X[0] = [1.0, 0.0]
     y = np.zeros(n)
@@ -326,8 +336,8 @@ def test_real_release_with_gaussian_noise_is_discrete_gaussian(cls):
     assert _ks_pvalue(released - raw, stats.norm(scale=sigma).cdf) > P_FALSE_ALARM
 
 
-def test_regressor_output_is_clipped_to_y_bound():
-    est = _fitted(StableERMRegressor, epsilon=0.05, y_bound=2.0)
+def test_regressor_output_is_clipped_to_y_bounds():
+    est = _fitted(StableERMRegressor, epsilon=0.05, y_bounds=(-2.0, 2.0))
     answers = est.predict(np.repeat([[1.0, 1.0, 1.0, 1.0]], 2000, axis=0))
     assert answers.min() >= -2.0 and answers.max() <= 2.0
     assert np.any(answers == 2.0) and np.any(answers == -2.0)
@@ -416,7 +426,7 @@ def test_max_iter_one_raises_convergence_error_and_changes_nothing():
 )
 def test_certified_accuracy_holds_against_a_reference_solution(loss, radius, cls):
     X, y = _data(cls, n=150, d=3)
-    est = _make(cls, loss=loss, radius=radius, lam=0.02, opt_tol=1e-3).fit(X, y)
+    est = _make(cls, loss=loss, radius=radius, lam=0.02, tol=1e-3).fit(X, y)
     features, _ = _augmented_rows(X, 3.0, 1.0)
     targets = np.where(y == 1, 1.0, -1.0) if cls in CLASSIFIERS else np.clip(y, -5.0, 5.0)
     loss_object = {
@@ -647,11 +657,13 @@ def test_only_data_independent_public_attributes(cls):
     est = _make(cls).fit(X, y)
     public = {k for k in vars(est) if not k.startswith("_")} - set(est.get_params())
     expected = {"sensitivity_", "noise_scale_", "privacy_guarantee_", "n_features_in_"}
-    expected |= {"lambda_"} if "ERM" in cls.__name__ else {"eta_"}
+    expected |= {"lam_", "radius_", "tol_"} if "ERM" in cls.__name__ else {"eta_"}
     expected |= {"classes_"} if cls in CLASSIFIERS else set()
     assert public == expected
     assert not hasattr(est, "coef_") and not hasattr(est, "intercept_")
-    assert est.privacy_guarantee_["neighbouring"] == "replace-one"
+    assert isinstance(est.privacy_guarantee_, PrivacyGuarantee)
+    assert est.privacy_guarantee_.neighbouring == "replace-one"
+    assert "Dwork & Feldman (2018)" in est.privacy_guarantee_.theorem
 
 
 def test_string_labels_and_classes_warning():
@@ -713,45 +725,49 @@ def test_excess_loss_is_within_the_dimension_free_bound(cls, d):
 
 
 # -- bad input: clear errors naming the parameter, nothing changed ---------------------------------
+# Parameter errors are InvalidParameterError (a ValueError and a TypeError); the message names
+# the parameter.
 COMMON_BAD = [
-    ({"epsilon": 0.0}, ValueError, "epsilon"),
-    ({"epsilon": "1"}, TypeError, "epsilon"),
-    ({"feature_norm_bound": None}, ValueError, "feature_norm_bound is required"),
-    ({"feature_norm_bound": 0.0}, ValueError, "feature_norm_bound"),
-    ({"feature_norm_bound": -1.0}, ValueError, "feature_norm_bound"),
-    ({"feature_norm_bound": np.inf}, ValueError, "feature_norm_bound"),
-    ({"feature_norm_bound": np.nan}, ValueError, "feature_norm_bound"),
-    ({"radius": 0.0}, ValueError, "radius"),
-    ({"radius": -2.0}, ValueError, "radius"),
-    ({"intercept_scaling": 0.0}, ValueError, "intercept_scaling"),
-    ({"fit_intercept": "yes"}, TypeError, "fit_intercept"),
-    ({"huber_delta": 0.0}, ValueError, "huber_delta"),
-    ({"loss": "hinge"}, ValueError, "loss"),
-    ({"noise": "uniform"}, ValueError, "noise"),
-    ({"delta": 1e-5}, ValueError, "delta"),
-    ({"noise": "gaussian", "delta": 0.0}, ValueError, "delta"),
-    ({"accountant": 3}, TypeError, "accountant"),
+    ({"epsilon": 0.0}, InvalidParameterError, "'epsilon' parameter"),
+    ({"epsilon": "1"}, InvalidParameterError, "'epsilon' parameter"),
+    ({"feature_norm_bound": None}, InvalidParameterError, "'feature_norm_bound' parameter"),
+    ({"feature_norm_bound": 0.0}, InvalidParameterError, "feature_norm_bound"),
+    ({"feature_norm_bound": -1.0}, InvalidParameterError, "feature_norm_bound"),
+    ({"feature_norm_bound": np.inf}, InvalidParameterError, "feature_norm_bound"),
+    ({"feature_norm_bound": np.nan}, InvalidParameterError, "feature_norm_bound"),
+    ({"radius": 0.0}, InvalidParameterError, "radius"),
+    ({"radius": -2.0}, InvalidParameterError, "radius"),
+    ({"intercept_scaling": 0.0}, InvalidParameterError, "intercept_scaling"),
+    ({"fit_intercept": "yes"}, InvalidParameterError, "fit_intercept"),
+    ({"huber_delta": 0.0}, InvalidParameterError, "huber_delta"),
+    ({"loss": "hinge"}, InvalidParameterError, "loss"),
+    ({"noise": "uniform"}, InvalidParameterError, "noise"),
+    ({"delta": 1e-5}, InvalidParameterError, "delta must be 0 with noise='laplace'"),
+    ({"noise": "gaussian", "delta": 0.0}, InvalidParameterError, "delta must be in \\(0, 1\\)"),
+    ({"accountant": 3}, InvalidParameterError, "accountant"),
 ]
 ERM_BAD = [
-    ({"lam": "big"}, ValueError, "lam"),
-    ({"lam": 0.0}, ValueError, "lam"),
-    ({"lam": "auto", "radius": None}, ValueError, "radius is required"),
-    ({"opt_tol": 0.0}, ValueError, "opt_tol"),
-    ({"max_iter": 0}, ValueError, "max_iter"),
+    ({"lam": "big"}, InvalidParameterError, "'lam' parameter"),
+    ({"lam": 0.0}, InvalidParameterError, "lam"),
+    ({"loss": "huber", "y_bounds": None, "radius": None}, InvalidParameterError, "radius is req"),
+    ({"tol": 0.0}, InvalidParameterError, "'tol' parameter"),
+    ({"max_iter": 0}, InvalidParameterError, "max_iter"),
 ]
 PSGD_BAD = [
-    ({"radius": None}, ValueError, "radius is required"),
-    ({"eta": "fast"}, ValueError, "eta"),
-    ({"eta": -0.1}, ValueError, "eta"),
-    ({"n_epochs": 0}, ValueError, "n_epochs"),
-    ({"n_epochs": 1.5}, TypeError, "n_epochs"),
-    ({"shuffle": "no"}, TypeError, "shuffle"),
+    ({"radius": None}, InvalidParameterError, "'radius' parameter"),
+    ({"eta": "fast"}, InvalidParameterError, "eta"),
+    ({"eta": -0.1}, InvalidParameterError, "eta"),
+    ({"n_epochs": 0}, InvalidParameterError, "n_epochs"),
+    ({"n_epochs": 1.5}, InvalidParameterError, "n_epochs"),
+    ({"shuffle": "no"}, InvalidParameterError, "shuffle"),
 ]
 REGRESSOR_BAD = [
-    ({"y_bound": 0.0}, ValueError, "y_bound"),
-    ({"y_bound": -1.0}, ValueError, "y_bound"),
-    ({"y_bound": None}, ValueError, "y_bound is required"),
-    ({"clip_output": 1}, TypeError, "clip_output"),
+    ({"y_bounds": (1.0, 1.0)}, InvalidParameterError, "'y_bounds' parameter"),
+    ({"y_bounds": (2.0, -1.0)}, InvalidParameterError, "y_bounds"),
+    ({"y_bounds": 5.0}, InvalidParameterError, "y_bounds"),
+    ({"y_bounds": (-np.inf, 1.0)}, InvalidParameterError, "y_bounds"),
+    ({"y_bounds": None}, InvalidParameterError, "y_bounds is required"),
+    ({"clip_output": 1}, InvalidParameterError, "clip_output"),
 ]
 CLASSIFIER_BAD = [
     ({"classes": [0]}, ValueError, "classes"),
@@ -765,6 +781,8 @@ def _bad_cases():
         cases = COMMON_BAD + (ERM_BAD if "ERM" in cls.__name__ else PSGD_BAD)
         cases = cases + (CLASSIFIER_BAD if cls in CLASSIFIERS else REGRESSOR_BAD)
         for params, error, match in cases:
+            if "ERM" in cls.__name__ and cls in CLASSIFIERS and "y_bounds" in params:
+                continue
             yield pytest.param(cls, params, error, match, id=f"{cls.__name__}-{params}")
 
 
@@ -824,14 +842,68 @@ def test_bad_data_is_refused(cls):
         assert proba.shape == (7, 2) and np.allclose(proba.sum(axis=1), 1.0)
 
 
-def test_regressor_huber_needs_no_y_bound_and_radius_none_is_unconstrained():
+def test_regressor_huber_needs_no_y_bounds_and_radius_none_is_unconstrained():
     X, y = _data(StableERMRegressor)
     reg = StableERMRegressor(loss="huber", lam=0.1, feature_norm_bound=3.0, random_state=0)
     reg.fit(X, y)
     assert np.abs(reg.predict(X[:200])).max() > 0  # no clipping configured
-    with pytest.raises(ValueError, match="radius is required"):
-        StableERMRegressor(loss="squared", lam=0.1, y_bound=5.0, feature_norm_bound=3.0).fit(X, y)
+    assert reg.radius_ is None  # the Huber loss is unbounded at the zero model without y_bounds
+    squared = StableERMRegressor(lam=0.1, y_bounds=(-5.0, 5.0), feature_norm_bound=3.0)
+    assert squared.fit(X, y).radius_ == pytest.approx(erm_radius(0.1, 12.5))  # loss(0) = B^2/2
     assert is_classifier(StableERMClassifier()) and not is_classifier(reg)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         AveragedPSGDRegressor(loss="huber", feature_norm_bound=3.0, radius=5.0).fit(X, y)
+
+
+# -- data-independent defaults and the target interval -------------------------------------------
+def test_stable_erm_fits_with_its_defaults_and_a_theory_radius():
+    X, y = _data(StableERMClassifier, n=400)
+    with pytest.warns(PrivacyWarning, match="classes"):
+        clf = StableERMClassifier().fit(X, y)  # feature_norm_bound=1, radius from the theory
+    n, s = 400, np.sqrt(400 * 1.0 / 2.0)
+    x_bound = np.hypot(1.0, 1.0)
+    # lam="auto" and radius=None: the fixed point R L = loss(0) s / X of Corollary 4.11
+    # and R = sqrt(2 loss(0) / lam), with L = 1 and loss(0) = ln 2.
+    assert clf.radius_ == pytest.approx(np.log(2.0) * s / x_bound)
+    assert clf.lam_ == pytest.approx(erm_auto_lam(n, 1.0, clf.radius_, 1.0, x_bound))
+    assert clf.radius_ == pytest.approx(erm_radius(clf.lam_, np.log(2.0)))
+    fixed = _make(StableERMClassifier, radius=None, lam=0.05).fit(X, y)
+    assert fixed.radius_ == pytest.approx(erm_radius(0.05, np.log(2.0)))
+    assert np.linalg.norm(fixed._coef) <= fixed.radius_  # the constraint is never active
+
+
+def test_squared_loss_auto_radius_solves_its_quadratic():
+    X, y = _data(StableERMRegressor, n=300)
+    reg = _make(StableERMRegressor, radius=None, y_bounds=(-2.0, 6.0)).fit(X, y)
+    x_bound, b = np.hypot(3.0, 1.0), 4.0  # B = (hi - lo) / 2
+    s = np.sqrt(300 * 0.5)
+    # R (R X + B) = loss(0) s / X with loss(0) = B^2 / 2.
+    r = reg.radius_
+    assert r * (r * x_bound + b) == pytest.approx(0.5 * b**2 * s / x_bound)
+    assert reg.lam_ == pytest.approx(erm_auto_lam(300, 1.0, r, r * x_bound + b, x_bound))
+
+
+@pytest.mark.parametrize("cls", REGRESSORS, ids=lambda c: c.__name__)
+def test_y_bounds_interval_is_the_centred_symmetric_problem(cls):
+    """``(lo, hi)`` fits ``y - c`` on ``(-B, B)`` and answers ``c + noisy score``."""
+    X, y = _data(cls, n=300)
+    lo, hi = 1.0, 9.0
+    centre, half = 5.0, 4.0
+    shifted = _make(cls, y_bounds=(lo, hi)).fit(X, y + 4.0)
+    centred = _make(cls, y_bounds=(-half, half)).fit(X, y + 4.0 - centre)
+    np.testing.assert_allclose(shifted._coef, centred._coef)
+    assert shifted.sensitivity_ == pytest.approx(centred.sensitivity_)
+    # The sensitivity is that of the symmetric problem with B = (hi - lo) / 2: the squared
+    # loss's Lipschitz constant is R X + B (unchanged for (-B, B)).
+    x_bound = np.hypot(3.0, 1.0)
+    if cls is StableERMRegressor:
+        expected = erm_sensitivity(
+            300, shifted.lam_, 5.0 * x_bound + half, x_bound, solver_tol=shifted.tol_
+        )
+    else:
+        expected = psgd_sensitivity(shifted.eta_, 5.0 * x_bound + half, x_bound)
+    assert shifted.sensitivity_ == pytest.approx(expected)
+    answers = shifted.predict(np.repeat(X[:1], 3000, axis=0))
+    assert answers.min() >= lo and answers.max() <= hi
+    assert abs(np.median(answers) - (shifted._raw_score(X[:1])[0] + centre)) < 0.5

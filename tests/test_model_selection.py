@@ -33,7 +33,10 @@ from sklearn.svm import SVC
 
 from skprivpred import (
     BudgetExhaustedError,
+    InvalidParameterError,
     PrivacyAccountant,
+    PrivacyGuarantee,
+    PrivacyWarning,
     PrivateGridSearchCV,
     SubsampleAggregateClassifier,
 )
@@ -74,12 +77,12 @@ def search_of(grid, **params):
 
 def scores_and_split(search, X, y, seed=0):
     """The candidates' scores for fixed randomness (NOT PRIVATE: a test diagnostic)."""
-    checked = search._checked()
+    candidates = search._check_params()
     rng = np.random.default_rng(seed)
-    split = search._split(y.shape[0], checked["validation_size"], rng)
-    r = search._public_teachers(checked["candidates"], split[0].size)
+    split = search._split(y.shape[0], search.validation_size, rng)
+    r = search._public_teachers(candidates, split[0].size)
     beta = max(1 / min(r), 1 / split[1].size)
-    return search._scores(X, y, checked["candidates"], split, r, rng), split, beta
+    return search._scores(X, y, candidates, split, r, rng), split, beta
 
 
 # -- sensitivity ----------------------------------------------------------------------------------
@@ -204,6 +207,10 @@ def test_the_selection_is_charged_once_before_any_fit_and_refusal_changes_nothin
     history = acc.history()
     assert list(history["estimator"]) == ["PrivateGridSearchCV"]
     assert history["rho"].iloc[0] == pytest.approx(1.0 / 8)  # bounded range: eps^2 / 8
+    guarantee = search.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert (guarantee.epsilon, guarantee.delta, guarantee.rho) == (1.0, 0.0, 1.0 / 8)
+    assert "Chaudhuri & Vinterbo (2013), Theorem 1" in guarantee.theorem
     assert search.best_estimator_.accountant is acc
     search.predict(X[:5])
     assert acc.queries_answered == 6  # the selection, then five answered rows
@@ -235,7 +242,9 @@ def test_no_attribute_warning_or_log_holds_a_score(caplog):
         search.fit(X, y)
     assert not caught  # max_iter=1 makes every teacher warn: the warnings are silenced
     assert not caplog.records
-    public = {k: v for k, v in vars(search).items() if k != "best_estimator_"}
+    public = {
+        k: v for k, v in vars(search).items() if k != "best_estimator_" and not k.startswith("_")
+    }
     text = repr(public)
     for score in scores:
         assert repr(float(score)) not in text and f"{score:.4f}" not in text
@@ -246,6 +255,7 @@ def test_no_attribute_warning_or_log_holds_a_score(caplog):
         "n_teachers_",
         "selection_sensitivity_",
         "privacy_guarantee_",
+        "n_features_in_",
     }
     assert not hasattr(search, "cv_results_")
 
@@ -267,7 +277,7 @@ def test_grid_keys_that_set_the_privacy_contract_are_refused(key):
     X, y = all_ones(60)
     acc = PrivacyAccountant(epsilon=5.0)
     search = search_of({key: [None]}, accountant=acc)
-    with pytest.raises(ValueError, match=f"may not search {key}"):
+    with pytest.raises(InvalidParameterError, match=f"may not search {key}"):
         search.fit(X, y)
     assert acc.queries_answered == 0
 
@@ -275,14 +285,16 @@ def test_grid_keys_that_set_the_privacy_contract_are_refused(key):
 @pytest.mark.parametrize(
     "params, error, match",
     [
-        ({"selection_epsilon": 0.0}, ValueError, "selection_epsilon"),
-        ({"selection_epsilon": "1"}, TypeError, "selection_epsilon"),
-        ({"validation_size": 1.0}, ValueError, "validation_size"),
-        ({"selection": "argmax"}, ValueError, "selection must be"),
-        ({"refit": "yes"}, TypeError, "refit"),
-        ({"accountant": object()}, TypeError, "accountant"),
-        ({"param_grid": {"n_teachers": 3}}, TypeError, "param_grid"),
-        ({"param_grid": {"no_such_parameter": [1]}}, ValueError, "no_such_parameter"),
+        ({"selection_epsilon": 0.0}, InvalidParameterError, "'selection_epsilon' parameter"),
+        ({"selection_epsilon": "1"}, InvalidParameterError, "selection_epsilon"),
+        ({"validation_size": 1.0}, InvalidParameterError, "validation_size"),
+        ({"selection": "argmax"}, InvalidParameterError, "'selection' parameter"),
+        ({"refit": "yes"}, InvalidParameterError, "refit"),
+        ({"accountant": object()}, InvalidParameterError, "accountant"),
+        ({"n_jobs": 1.5}, InvalidParameterError, "n_jobs"),
+        ({"param_grid": {"n_teachers": 3}}, InvalidParameterError, "param_grid"),
+        ({"param_grid": "n_teachers"}, InvalidParameterError, "param_grid"),
+        ({"param_grid": {"no_such_parameter": [1]}}, InvalidParameterError, "no_such_parameter"),
         ({"param_grid": {"n_teachers": [100]}}, ValueError, "more than the 48 rows"),
     ],
 )
@@ -298,9 +310,9 @@ def test_bad_parameters_are_refused_with_nothing_charged(params, error, match):
 
 def test_other_estimators_sample_weight_and_private_label_sets_are_refused():
     X, y = all_ones(60)
-    with pytest.raises(TypeError, match="must be a SubsampleAggregateClassifier"):
+    with pytest.raises(InvalidParameterError, match="'estimator' parameter"):
         PrivateGridSearchCV(LogisticRegression(), {"C": [1.0]}).fit(X, y)
-    with pytest.raises(ValueError, match="classes is None"):
+    with pytest.raises(ValueError, match="only one class"):  # classes=None and one label in y
         PrivateGridSearchCV(SubsampleAggregateClassifier(), {"n_teachers": [2]}).fit(X, y)
     with pytest.raises(TypeError, match="sample_weight"):
         search_of({"n_teachers": [2]}).fit(X, y, sample_weight=np.ones(60))
@@ -328,3 +340,16 @@ def test_clone_get_params_pickle_and_a_pipeline_step():
     restored = pickle.loads(pickle.dumps(fitted))
     assert restored.predict(X[:3]).shape == (3,)
     assert not hasattr(PrivateGridSearchCV(search.estimator, {"n_teachers": [2]}), "predict")
+
+
+def test_classes_none_reads_the_label_set_with_a_privacy_warning():
+    X, y = all_ones(60)
+    y[::2] = 0
+    search = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(ZeroIfAnyZero()), {"n_teachers": [2, 3]}, random_state=0
+    )
+    with pytest.warns(PrivacyWarning, match="classes=None"):
+        search.fit(X, y)
+    assert search.estimator.classes is None  # the template is left unchanged
+    np.testing.assert_array_equal(search.classes_, [0, 1])
+    np.testing.assert_array_equal(search.best_estimator_.classes, [0, 1])

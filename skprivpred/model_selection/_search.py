@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import (
-    check_accountant,
-    check_epsilon,
-    check_open_unit_interval,
-    reject_fit_params,
-    spawn_streams,
-    unchanged_on_error,
-)
-from ._teachers import take_rows
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant
-from .aggregate import SubsampleAggregateClassifier
-from .mechanisms import exponential_mechanism_proba, sample_categorical
-from .validation import noisy_max_proba
+from .._base import PrivatePredictorMixin, keep_frame, reject_fit_params, resolve_classes
+from .._teachers import take_rows
+from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ..accounting import PrivacyAccountant, PrivacyGuarantee
+from ..aggregate import SubsampleAggregateClassifier
+from ..exceptions import InvalidParameterError
+from ..mechanisms import exponential_mechanism_proba, noisy_max_proba, sample_categorical
+from ..utils._param_validation import Interval, StrOptions
 
 __all__ = ["PrivateGridSearchCV"]
 
@@ -57,7 +52,9 @@ def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teache
     return float(np.mean(votes[np.arange(valid_index.size), valid_index]) / n_teachers)
 
 
-class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+class PrivateGridSearchCV(
+    PrivatePredictorMixin, MetaEstimatorMixin, ClassifierMixin, BaseEstimator
+):
     """Grid search over a subsample-and-aggregate classifier with a private selection.
 
     A :class:`~sklearn.model_selection.GridSearchCV` on private data is not
@@ -91,7 +88,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     it of ``epsilon``-DP mechanisms is ``epsilon``-DP (Chaudhuri & Vinterbo
     2013, Theorem 1; McSherry & Talwar 2007 for the exponential mechanism).
     The exponential mechanism is ``selection_epsilon``-bounded-range, hence
-    ``selection_epsilon^2 / 8``-zCDP, which a zCDP accountant is told. The
+    ``selection_epsilon^2 / 8``-zCDP (Cesar & Rogers 2021), which a zCDP
+    accountant is told. The
     chosen setting is then refitted on all rows with fresh randomness (never
     the candidate's teachers, which were picked *because* of their score), and
     its answers are charged per row as usual: the total is the selection's
@@ -106,8 +104,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : SubsampleAggregateClassifier
-        The template; its ``classes`` must be set (the number of teachers
-        depends on the label set, which must be public).
+        The template. Set its ``classes``: the number of teachers depends on
+        the label set, which must be public. ``classes=None`` reads the label
+        set from ``y`` with a :class:`~skprivpred.PrivacyWarning` (the labels
+        present are information about the data).
     param_grid : dict or list of dict
         As for :class:`~sklearn.model_selection.ParameterGrid`. Keys that set
         the privacy contract (``epsilon``, ``total_epsilon``, ``total_delta``,
@@ -145,9 +145,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         The public number of teachers of each candidate (on the training part).
     selection_sensitivity_ : float
         ``beta``.
-    privacy_guarantee_ : dict
-        ``epsilon``, ``delta``, ``neighbouring``, ``unit`` and ``theorem`` of the
-        selection.
+    privacy_guarantee_ : PrivacyGuarantee
+        The guarantee of the selection (with ``rho`` for the exponential
+        mechanism); ``details`` holds the selection rule and ``beta``.
     classes_ : ndarray
         The public label set (of ``best_estimator_``).
 
@@ -163,7 +163,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     References
     ----------
     K. Chaudhuri and S. A. Vinterbo. A Stability-based Validation Procedure for
-    Differentially Private Machine Learning. NIPS 2013, Theorem 1.
+    Differentially Private Machine Learning. NeurIPS 2013, Theorem 1.
     F. McSherry and K. Talwar. Mechanism Design via Differential Privacy.
     FOCS 2007.
 
@@ -183,6 +183,18 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     >>> search.predict(X[:3]).shape  # private answers of the refitted choice
     (3,)
     """
+
+    _parameter_constraints: dict = {
+        "estimator": [SubsampleAggregateClassifier],
+        "param_grid": [dict, list],
+        "selection_epsilon": [Interval(Real, 0, None, closed="neither")],
+        "validation_size": [Interval(Real, 0, 1, closed="neither")],
+        "selection": [StrOptions({"exponential", "noisy_max"})],
+        "refit": ["boolean"],
+        "accountant": [PrivacyAccountant, None],
+        "random_state": ["random_state"],
+        "n_jobs": [Integral, None],
+    }
 
     def __init__(
         self,
@@ -208,26 +220,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     # -- validation ---------------------------------------------------------------------------
-    def _checked(self) -> dict:
-        if not isinstance(self.estimator, SubsampleAggregateClassifier):
-            raise TypeError(
-                "estimator must be a SubsampleAggregateClassifier (the subsample-and-aggregate "
-                f"family, whose score has a public sensitivity), got "
-                f"{type(self.estimator).__name__}."
-            )
-        if self.estimator.classes is None:
-            raise ValueError(
-                "estimator.classes is None: the number of teachers depends on the label set, "
-                "which must be public for the selection's sensitivity to be; pass classes=..."
-            )
+    def _check_params(self) -> list[dict]:
+        """Cross-parameter rules (after ``_validate_params``): the candidates of the grid."""
         try:
             candidates = list(ParameterGrid(self.param_grid))
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"param_grid is not a valid grid: {exc}") from None
+            raise InvalidParameterError(f"param_grid is not a valid grid: {exc}") from None
         for candidate in candidates:
             forbidden = sorted(FORBIDDEN_KEYS & set(candidate))
             if forbidden:
-                raise ValueError(
+                raise InvalidParameterError(
                     f"param_grid may not search {', '.join(forbidden)}: these set the privacy "
                     "contract (the budget, the horizon, the accountant, the randomness, the "
                     "label set), which must be fixed before the data are looked at."
@@ -235,27 +237,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         valid = self.estimator.get_params()
         unknown = sorted({k for c in candidates for k in c} - set(valid))
         if unknown:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"param_grid names parameters that {type(self.estimator).__name__} does not "
                 f"have: {', '.join(unknown)}."
             )
-        if self.selection not in ("exponential", "noisy_max"):
-            raise ValueError(
-                f"selection must be 'exponential' or 'noisy_max', got {self.selection!r}."
-            )
-        if not isinstance(self.refit, bool):
-            raise TypeError(f"refit must be True or False, got {self.refit!r}.")
-        if self.n_jobs is not None and (
-            isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, Integral)
-        ):
-            raise TypeError(f"n_jobs must be an integer or None, got {self.n_jobs!r}.")
-        accountant = self.accountant if self.accountant is not None else self.estimator.accountant
-        return {
-            "candidates": candidates,
-            "epsilon": check_epsilon(self.selection_epsilon, "selection_epsilon"),
-            "validation_size": check_open_unit_interval(self.validation_size, "validation_size"),
-            "accountant": check_accountant(accountant),
-        }
+        return candidates
+
+    def _charged_accountant(self) -> PrivacyAccountant | None:
+        """The accountant the selection charges: ``accountant``, else the template's."""
+        return self.accountant if self.accountant is not None else self.estimator.accountant
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
@@ -274,44 +264,71 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         -------
         self : PrivateGridSearchCV
         """
+        self._validate_params()
+        candidates = self._check_params()
         reject_fit_params(self, fit_params)
-        checked = self._checked()
-        with unchanged_on_error(self):
-            y = np.asarray(y)
-            if y.ndim != 1 or y.shape[0] != _n_rows(X):
-                raise ValueError("y must be 1-D with one label per row of X.")
-            fit_rng, release_rng = spawn_streams(self.random_state)
-            split = self._split(y.shape[0], checked["validation_size"], fit_rng)
-            n_teachers = self._public_teachers(checked["candidates"], split[0].size)
+        epsilon = float(self.selection_epsilon)
+        # The exponential mechanism is epsilon-bounded-range: epsilon^2 / 8-zCDP.
+        rho = epsilon**2 / 8.0 if self.selection == "exponential" else None
+        with self._unchanged_on_error():
+            X_checked, y = validate_data(
+                self,
+                X,
+                y,
+                reset=True,
+                accept_sparse=["csr", "csc"],
+                dtype=None,
+                ensure_all_finite=True,
+            )
+            X = keep_frame(X, X_checked)  # the teachers get a DataFrame as it was
+            y = column_or_1d(y, warn=True)
+            if hasattr(X, "tocsr"):
+                X = X.tocsr()  # row indexing
+            template = self.estimator
+            if template.classes is None:  # read from y, with the PrivacyWarning
+                classes = resolve_classes(None, y, type(self).__name__)
+                template = clone(template).set_params(classes=classes)
+            fit_rng = self._start_streams()
+            split = self._split(y.shape[0], float(self.validation_size), fit_rng)
+            n_teachers = self._public_teachers(candidates, split[0].size, template)
             beta = max(1.0 / min(n_teachers), 1.0 / split[1].size)
-            self._charge(checked, beta)  # before any candidate sees the data
-            scores = self._scores(X, y, checked["candidates"], split, n_teachers, fit_rng)
-            index = self._select(scores, checked["epsilon"], beta, release_rng)
-            del scores  # never stored
+
+            def release(release_rng) -> int:
+                """Score every candidate and select one: charged before any candidate is fitted."""
+                scores = self._scores(X, y, candidates, split, n_teachers, fit_rng, template)
+                return self._select(scores, epsilon, beta, release_rng)  # scores never stored
+
+            index = self._release_model(epsilon, release, rho=rho)
             self.best_index_ = index
-            self.best_params_ = dict(checked["candidates"][index])
-            self.n_candidates_ = len(checked["candidates"])
+            self.best_params_ = dict(candidates[index])
+            self.n_candidates_ = len(candidates)
             self.n_teachers_ = n_teachers
             self.selection_sensitivity_ = beta
-            self.privacy_guarantee_ = {
-                "epsilon": checked["epsilon"],
-                "delta": 0.0,
-                "neighbouring": "replace-one",
-                "unit": "the selected index (best_params_), once per fit; the answers of "
-                "best_estimator_ are charged per row, and add up with it",
-                "theorem": "exponential mechanism (McSherry & Talwar 2007) or report-noisy-max "
-                "over mean teacher accuracy, stable with sensitivity max(1/r_min, 1/m) "
-                "(Chaudhuri & Vinterbo 2013, Theorem 1)",
-            }
+            if self.selection == "exponential":
+                rule = "the exponential mechanism (McSherry & Talwar 2007)"
+            else:
+                rule = "report-noisy-max (Chaudhuri & Vinterbo 2013, Algorithm 1)"
+            self.privacy_guarantee_ = PrivacyGuarantee(
+                epsilon=epsilon,
+                delta=0.0,
+                rho=rho,
+                unit="the selected index (best_params_), once per fit; the answers of "
+                "best_estimator_ are charged per row and add up with it",
+                theorem=f"Chaudhuri & Vinterbo (2013), Theorem 1, with {rule} over mean teacher "
+                "accuracy, of sensitivity max(1 / r_min, 1 / m)",
+                details={
+                    "selection": self.selection,
+                    "selection_sensitivity": beta,
+                    "n_candidates": len(candidates),
+                },
+            )
             if self.refit:
-                best = clone(self.estimator).set_params(**self.best_params_)
-                if checked["accountant"] is not None:
-                    best.set_params(accountant=checked["accountant"])
+                best = clone(template).set_params(**self.best_params_)
+                accountant = self._charged_accountant()
+                if accountant is not None:
+                    best.set_params(accountant=accountant)
                 self.best_estimator_ = best.fit(X, y)
                 self.classes_ = best.classes_
-                self.n_features_in_ = best.n_features_in_
-                if hasattr(best, "feature_names_in_"):
-                    self.feature_names_in_ = best.feature_names_in_
         return self
 
     @staticmethod
@@ -326,11 +343,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         order = rng.permutation(n_samples)
         return np.sort(order[m:]), np.sort(order[:m])
 
-    def _public_teachers(self, candidates: list[dict], n_train: int) -> list[int]:
-        n_classes = np.unique(np.asarray(self.estimator.classes)).size
+    def _public_teachers(self, candidates: list[dict], n_train: int, template=None) -> list[int]:
+        template = self.estimator if template is None else template
+        n_classes = np.unique(np.asarray(template.classes)).size
         counts = [
-            clone(self.estimator).set_params(**c).n_teachers_for(n_train, n_classes)
-            for c in candidates
+            clone(template).set_params(**c).n_teachers_for(n_train, n_classes) for c in candidates
         ]
         too_many = [r for r in counts if r > n_train]
         if too_many:
@@ -340,18 +357,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
         return counts
 
-    def _charge(self, checked: dict, beta: float) -> None:
-        accountant = checked["accountant"]
-        if accountant is None:
-            return
-        epsilon = checked["epsilon"]
-        rho = epsilon**2 / 8.0 if self.selection == "exponential" else None
-        accountant.charge(1, epsilon, rho=rho, source=type(self).__name__)
-
-    def _scores(self, X, y, candidates, split, n_teachers, rng) -> np.ndarray:
+    def _scores(self, X, y, candidates, split, n_teachers, rng, template=None) -> np.ndarray:
         """Every candidate's score. NOT PRIVATE: used inside ``fit`` only (and in tests)."""
         train, valid = split
-        classes = np.unique(np.asarray(self.estimator.classes))
+        template = self.estimator if template is None else template
+        classes = np.unique(np.asarray(template.classes))
         y_valid = y[valid]
         if not np.all(np.isin(y_valid, classes)):
             raise ValueError("y holds labels outside estimator.classes.")
@@ -361,7 +371,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             len(candidates)
         )
         fitted = [
-            clone(self.estimator).set_params(**c, accountant=None, random_state=seed)
+            clone(template).set_params(**c, accountant=None, random_state=seed)
             for c, seed in zip(candidates, seeds)
         ]
         scores = Parallel(n_jobs=self.n_jobs)(
@@ -402,9 +412,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
+        if isinstance(self.estimator, SubsampleAggregateClassifier):
+            tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
         return tags
-
-
-def _n_rows(X) -> int:
-    return int(X.shape[0]) if hasattr(X, "shape") else len(X)

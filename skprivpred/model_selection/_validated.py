@@ -1,7 +1,7 @@
-"""Private hyper-parameter validation by stability (Chaudhuri & Vinterbo, NIPS 2013).
+"""Private hyper-parameter validation by stability (Chaudhuri & Vinterbo, NeurIPS 2013).
 
-Choosing a hyper-parameter (a regulariser ``lambda``, a bin width) on private data
-is itself a release. The paper's procedure (Algorithms 1 and 2, spec-004 §1):
+Choosing a hyper-parameter (a regulariser ``lam``, a bin count) on private data
+is itself a release. The paper's procedure (Algorithms 1 and 2):
 
 1. split the private data into disjoint parts ``T`` (``n`` rows) and ``V``
    (``m`` rows) by a data-independent random permutation;
@@ -12,7 +12,8 @@ is itself a release. The paper's procedure (Algorithms 1 and 2, spec-004 §1):
    replacing one row of ``T`` moves ``q`` by at most ``beta1 / n`` and one row of
    ``V`` by at most ``beta2 / m``;
 4. release only ``argmax_i q_i + 2 beta Z_i`` with ``Z_i ~ Exp(mean 1 / epsilon_2)``
-   and ``beta = max(beta1 / n, beta2 / m)`` (Theorem 1: ``(epsilon_2, delta)``-DP);
+   and ``beta = max(beta1 / n, beta2 / m)`` (Theorem 1: ``(epsilon_2, delta)``-DP;
+   :func:`skprivpred.mechanisms.noisy_max_sample`);
 5. retrain the chosen parameter on ``T`` with **fresh** noise and release that
    model (Theorem 2: ``(epsilon_1 + epsilon_2, delta)``-DP in total).
 
@@ -22,13 +23,13 @@ only the utility gap ``2 beta log(k / delta0) / epsilon_2`` (Theorem 3) does.
 
 Two instantiations are implemented:
 
-- :class:`DPValidatedLogisticRegression` — objective perturbation (with the
-  Chaudhuri–Monteleoni–Sarwate correction that makes it exactly
-  ``epsilon_1``-DP) or output perturbation, over a public grid of ``lambda``,
-  with the ramp loss as score (Theorem 4; ``beta1 = 2 / lambda_min``,
+- :class:`DPValidatedLogisticRegression` -- objective perturbation (with the
+  Chaudhuri-Monteleoni-Sarwate correction that makes it exactly
+  ``epsilon_1``-DP) or output perturbation, over a public grid of ``lam``,
+  with the ramp loss as score (Theorem 4; ``beta1 = 2 / lam_min``,
   ``beta2 = 1``, pure DP).
-- :class:`DPValidatedHistogram` — the private histogram density estimator with
-  bin-width selection by the L2 criterion (Theorem 6).
+- :class:`DPValidatedHistogramDensity` -- the private histogram density
+  estimator with bin-count selection by the L2 criterion (Theorem 6).
 
 These estimators release a *model* (like
 :class:`~skprivpred.ExponentialMechanismClassifier`): their predictions are free,
@@ -39,128 +40,102 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, DensityMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import (
-    check_accountant,
-    check_epsilon,
-    check_open_unit_interval,
-    check_positive_int,
-    reject_fit_params,
-    resolve_binary_classes,
-    spawn_streams,
-    unchanged_on_error,
+from .._base import PrivatePredictorMixin, reject_fit_params, resolve_binary_classes
+from .._optim import _augmented_rows, _certified_logistic
+from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ..accounting import PrivacyAccountant, PrivacyGuarantee
+from ..exceptions import InvalidParameterError
+from ..mechanisms import (
+    discrete_laplace_noise,
+    exponential_mechanism_proba,
+    noisy_max_proba,
+    noisy_max_sample,
+    sample_categorical,
+    sample_unit_laplace_vector,
+    snap_coefficients,
 )
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant
-from .exceptions import ConvergenceError
-from .linear import (
-    _augmented_rows,
-    _lbfgs,
-    _logistic,
-    _RegularizedObjective,
+from ..utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
 )
-from .mechanisms import discrete_laplace_noise, exponential_mechanism_proba, sample_categorical
 
 __all__ = [
-    "PAPER_LAMBDAS",
-    "DPValidatedHistogram",
+    "PAPER_LAM_GRID",
+    "DPValidatedHistogramDensity",
     "DPValidatedLogisticRegression",
     "coefficient_noise_scale",
     "histogram_stability_constants",
     "logistic_stability_constants",
-    "noisy_max_proba",
-    "noisy_max_sample",
     "objective_perturbation_budget",
-    "snap_coefficients",
+    "validation_score",
 ]
 
-#: The paper's grid (spec-004 §4.3): 0.001 + 0.111 j, j = 0..9.
-PAPER_LAMBDAS = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889, 1.0)
+#: The paper's grid of regularisation strengths (Section 5): 0.001 + 0.111 j, j = 0..9.
+PAPER_LAM_GRID = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889, 1.0)
 
 #: Curvature bound c of the logistic loss (|l''| <= 1/4), used by objective perturbation.
 LOGISTIC_SMOOTHNESS = 0.25
 
 # Validation scores q(w, V) = -mean g(w; x, y): name -> (sup g, sup_x,y g(0; x, y)).
-# Every g here is 1-Lipschitz in w for ||x|| <= 1 (spec-004 §2.5).
+# Every g here is 1-Lipschitz in w for ||x|| <= 1 (Chaudhuri & Vinterbo 2013, Theorem 4).
 _SCORES = {"ramp": (1.0, 1.0), "hinge": (math.inf, 1.0), "logistic": (math.inf, math.log(2.0))}
-_REFUSED_SCORES = ("zero_one", "accuracy", "error", "errors", "0/1")
-_MECHANISMS = ("objective", "output")
-_SELECTIONS = ("noisy_max", "exponential")
 
-
-# -- selection: report noisy max with one-sided exponential noise ---------------------------
-def _check_scores(scores) -> np.ndarray:
-    scores = np.asarray(scores, dtype=float)
-    if scores.ndim != 1 or scores.size < 1 or not np.all(np.isfinite(scores)):
-        raise ValueError("scores must be a non-empty 1-D array of finite numbers.")
-    return scores
-
-
-def noisy_max_sample(scores, epsilon: float, sensitivity: float, rng: np.random.Generator) -> int:
-    """Algorithm 1's selection: ``argmax_i scores_i + 2 sensitivity Z_i``, ``Z_i ~ Exp(1/epsilon)``.
-
-    ``(epsilon, 0)``-DP when every score moves by at most ``sensitivity``
-    between neighbours, in any directions (hence the factor 2). Only the index
-    is released, and it is drawn from its exact law (:func:`noisy_max_proba`)
-    by inverse CDF with one uniform: no noisy float is ever formed, so the
-    sampler is not open to floating-point attacks (DESIGN §1.8).
-    """
-    return _select(scores, epsilon, sensitivity, "noisy_max", rng)
-
-
-def noisy_max_proba(scores, epsilon: float, sensitivity: float) -> np.ndarray:
-    """Exact law of :func:`noisy_max_sample`.
-
-    With ``s = 2 sensitivity / epsilon`` (the mean of the noise), ``a_j =
-    exp((q_j - q_max) / s)`` and the substitution ``v = exp(-(t - q_max) / s)``,
-
-    ``P(i) = a_i * integral_0^1 prod_{j != i} (1 - a_j v) dv``,
-
-    the integral of a polynomial of degree ``k - 1``, computed exactly by
-    Gauss–Legendre quadrature with ``k`` nodes. Every factor lies in [0, 1], so
-    the evaluation is stable for any score gap.
-    """
-    scores = _check_scores(scores)
-    epsilon = check_epsilon(epsilon)
-    sensitivity = check_epsilon(sensitivity, "sensitivity")
-    scale = 2.0 * sensitivity / epsilon
-    a = np.exp((scores - scores.max()) / scale)
-    k = scores.size
-    nodes, weights = np.polynomial.legendre.leggauss(max(k, 1))
-    v = 0.5 * (nodes + 1.0)
-    weights = 0.5 * weights
-    factors = 1.0 - np.outer(v, a)  # (nodes, k)
-    proba = np.empty(k)
-    for i in range(k):
-        proba[i] = a[i] * np.sum(weights * np.prod(np.delete(factors, i, axis=1), axis=1))
-    return proba / proba.sum()
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_FRACTION = Interval(Real, 0, 1, closed="neither")
+_COUNT = Interval(Integral, 1, None, closed="left")
 
 
 # -- regularized logistic regression: CMS objective / output perturbation --------------------
 def objective_perturbation_budget(
     epsilon: float, n_samples: int, lam: float, smoothness: float = LOGISTIC_SMOOTHNESS
 ) -> tuple[float, float]:
-    """Effective budget and extra regulariser of corrected objective perturbation (CMS, Alg. 2).
+    """Effective budget and extra regulariser of corrected objective perturbation.
 
+    Chaudhuri, Monteleoni & Sarwate (2011), Algorithm 2:
     ``epsilon_p = epsilon - 2 log(1 + c / (n lam))``; if that is not positive,
-    ``Delta = c / (n (exp(epsilon / 4) - 1)) - lam`` and ``epsilon_p = epsilon / 2``
-    (spec-004 §2.3). The noise ``b`` then has density ``∝ exp(-(epsilon_p / 2) ||b||)``
+    ``Delta = c / (n (exp(epsilon / 4) - 1)) - lam`` and ``epsilon_p = epsilon / 2``.
+    The noise ``b`` then has density proportional to ``exp(-(epsilon_p / 2) ||b||)``
     and the objective gains ``(Delta / 2) ||w||^2``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Training budget, > 0.
+    n_samples : int
+        Number of training rows ``n``.
+    lam : float
+        Regularization strength, > 0.
+    smoothness : float, default=0.25
+        Curvature bound ``c`` of the loss (1/4 for the logistic loss).
 
     Returns
     -------
     epsilon_p, delta_reg : float
+        The effective budget of the noise and the extra regulariser ``Delta``.
+
+    Examples
+    --------
+    >>> from skprivpred.model_selection import objective_perturbation_budget
+    >>> eps_p, extra = objective_perturbation_budget(1.0, 1000, 0.01)
+    >>> round(eps_p, 4), extra
+    (0.9506, 0.0)
     """
-    epsilon = check_epsilon(epsilon)
-    lam = check_epsilon(lam, "lam")
+    validate_parameter_constraints(
+        {"epsilon": [_POSITIVE], "n_samples": [_COUNT], "lam": [_POSITIVE]},
+        {"epsilon": epsilon, "n_samples": n_samples, "lam": lam},
+        caller_name="objective_perturbation_budget",
+    )
     correction = 2.0 * math.log1p(smoothness / (n_samples * lam))
     epsilon_p = epsilon - correction
     if epsilon_p > 0:
@@ -169,64 +144,19 @@ def objective_perturbation_budget(
     return epsilon / 2.0, max(extra, 0.0)
 
 
-def sample_unit_laplace_vector(n_features: int, rng: np.random.Generator) -> np.ndarray:
-    """A draw ``R`` of density ``∝ exp(-||r||)``: norm ``Gamma(d, 1)``, uniform direction."""
-    direction = rng.standard_normal(n_features)
-    direction /= np.linalg.norm(direction)
-    return rng.gamma(shape=n_features, scale=1.0) * direction
-
-
-class _PerturbedObjective(_RegularizedObjective):
-    """``mean loss + (lam / 2) ||w||^2 + <b, w> / n`` (objective perturbation)."""
-
-    def __init__(self, features, targets, loss, lam, linear) -> None:
-        super().__init__(features, targets, loss, lam)
-        self.linear = linear / targets.shape[0]
-
-    def value_and_gradient(self, w):
-        value, gradient = super().value_and_gradient(w)
-        return value + float(self.linear @ w), gradient + self.linear
-
-    def gradient(self, w):
-        return super().gradient(w) + self.linear
-
-
-def _solve(X, y, lam, linear, tol, max_iter) -> np.ndarray:
-    """Minimiser of the (perturbed) logistic objective, certified within ``tol``.
-
-    L-BFGS, then Newton steps until strong convexity certifies
-    ``||w - w*|| <= ||grad|| / lam <= tol``.
-    """
-    objective = _PerturbedObjective(X, y, _logistic(), lam, linear)
-    w = _lbfgs(objective, np.zeros(X.shape[1]), tol, max_iter)
-    for _ in range(50):
-        gradient = objective.gradient(w)
-        if np.linalg.norm(gradient) / lam <= tol:
-            return w
-        p = expit(y * (X @ w))
-        curvature = p * (1.0 - p)
-        hessian = (X.T * curvature) @ X / X.shape[0] + lam * np.eye(X.shape[1])
-        w = w - np.linalg.solve(hessian, gradient)
-    if np.linalg.norm(objective.gradient(w)) / lam <= tol:
-        return w
-    raise ConvergenceError(
-        f"the logistic solver could not certify that the coefficients are within tol={tol:.3g} "
-        "of the exact minimiser; no model was fitted. Increase tol or max_iter."
-    )
-
-
 def _fit_with_noise(X, y, lam, epsilon, mechanism, R, tol=1e-9, max_iter=1000):
-    """The deterministic trainer ``F(T, lam, epsilon, R)`` of spec-004 §1.1.
+    """The deterministic trainer ``F(T, lam, epsilon, R)`` (Chaudhuri & Vinterbo 2013, Sec. 3).
 
     ``X`` has rows in the unit ball, ``y`` in {-1, +1}, ``R`` a draw of
-    :func:`sample_unit_laplace_vector`. Returns ``(w, epsilon_p, extra_reg)``.
+    :func:`~skprivpred.mechanisms.sample_unit_laplace_vector`. Returns
+    ``(w, epsilon_p, extra_reg)``.
     """
     n = X.shape[0]
     if mechanism == "output":
-        w = _solve(X, y, lam, np.zeros(X.shape[1]), tol, max_iter)
+        w = _certified_logistic(X, y, lam, np.zeros(X.shape[1]), tol, max_iter)
         return w + (2.0 / (lam * epsilon * n)) * R, epsilon, 0.0
     epsilon_p, extra = objective_perturbation_budget(epsilon, n, lam)
-    w = _solve(X, y, lam + extra, (2.0 / epsilon_p) * R, tol, max_iter)
+    w = _certified_logistic(X, y, lam + extra, (2.0 / epsilon_p) * R, tol, max_iter)
     return w, epsilon_p, extra
 
 
@@ -238,28 +168,9 @@ def coefficient_noise_scale(
     For output perturbation (``epsilon_p = epsilon``, ``Delta = 0``) it is the
     scale of the added vector; for objective perturbation, that of ``b / (n (lam
     + Delta))``, the perturbation of the minimiser to first order. A public
-    quantity: it depends only on ``n``, ``lambda`` and the budget.
+    quantity: it depends only on ``n``, ``lam`` and the budget.
     """
     return 2.0 / (epsilon_p * n_samples * (lam + extra_reg))
-
-
-def snap_coefficients(w: np.ndarray, noise_scale: float) -> tuple[np.ndarray, float]:
-    """Round ``w`` to the public grid ``Lambda Z^d``, ``Lambda`` the least power of 2 >= the scale.
-
-    The resolution of Mironov's snapping mechanism (CCS 2012): the released
-    coefficients carry no low-order floating-point bits, where attacks on
-    continuous noise samplers live. Rounding is post-processing, so the
-    real-arithmetic guarantee is unchanged; it costs at most ``Lambda / 2 <=
-    noise_scale`` per coordinate, below the noise already there.
-
-    Returns
-    -------
-    snapped : ndarray
-    grid : float
-        ``Lambda``.
-    """
-    grid = 2.0 ** math.ceil(math.log2(noise_scale))
-    return np.round(np.asarray(w, dtype=float) / grid) * grid, grid
 
 
 def validation_score(w, X, y, score: str = "ramp") -> float:
@@ -275,7 +186,7 @@ def validation_score(w, X, y, score: str = "ramp") -> float:
 
 
 def logistic_stability_constants(
-    lambdas,
+    lam_grid,
     n_train: int,
     n_validation: int,
     n_features: int,
@@ -284,24 +195,25 @@ def logistic_stability_constants(
     mechanism: str = "objective",
     delta: float = 0.0,
 ) -> tuple[float, float, float]:
-    """``(beta1, beta2, beta)`` of Theorem 4 with the corrected ``beta2`` (spec-004 §2.6).
+    """``(beta1, beta2, beta)`` of Chaudhuri & Vinterbo (2013), Theorem 4, ``beta2`` corrected.
 
-    - ``beta1 = 2 L / lambda_min`` (``L = 1``) for every noise draw;
-    - ``beta2 = min(g*, g0 + L W)``, ``W = max_lambda (1 / lambda)(1 + 2 d log(d k / delta) /
-      (epsilon_p(lambda) n))``: the noise norm bound ``d log(d k / delta)`` holds with
-      probability ``1 - delta / k`` per candidate (CMS Lemma 4); the factor 2 and the offset
-      ``g0 = sup g(0; x, y)`` correct the paper's derivation. For the ramp score
-      ``g* = 1`` and ``beta2 = 1`` for every draw (``delta`` unused);
+    - ``beta1 = 2 L / lam_min`` (``L = 1``) for every noise draw;
+    - ``beta2 = min(g*, g0 + L W)``, ``W = max_lam (1 / lam)(1 + 2 d log(d k / delta) /
+      (epsilon_p(lam) n))``: the noise norm bound ``d log(d k / delta)`` holds with
+      probability ``1 - delta / k`` per candidate (Chaudhuri, Monteleoni & Sarwate 2011,
+      Lemma 4); the factor 2 and the offset ``g0 = sup g(0; x, y)`` correct the paper's
+      derivation. For the ramp score ``g* = 1`` and ``beta2 = 1`` for every draw
+      (``delta`` unused);
     - ``beta = max(beta1 / n, beta2 / m)``.
     """
-    lambdas = np.asarray(lambdas, dtype=float)
+    lambdas = np.asarray(lam_grid, dtype=float)
     g_star, g_zero = _SCORES[score]
     beta1 = 2.0 / float(lambdas.min())
     if math.isfinite(g_star):
         beta2 = g_star  # g0 + W >= 1 = g* for the ramp
     else:
         if not delta > 0:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"validation_score={score!r} is unbounded: a delta in (0, 1) is required."
             )
         k, d = lambdas.size, n_features
@@ -317,32 +229,30 @@ def logistic_stability_constants(
     return beta1, beta2, max(beta1 / n_train, beta2 / n_validation)
 
 
-# -- shared parameter checks ----------------------------------------------------------------------
-def _check_grid(values, name: str, *, integer: bool = False) -> np.ndarray:
+def _positive_grid(values, name: str, *, integer: bool = False) -> np.ndarray:
+    """A public grid as a non-empty 1-D float array of finite values > 0 (integers if asked)."""
     try:
         grid = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 1-D sequence of numbers, got {values!r}.") from None
-    if grid.ndim != 1 or grid.size < 1:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence, got {values!r}.")
-    if not np.all(np.isfinite(grid) & (grid > 0)):
-        raise ValueError(f"every value of {name} must be finite and > 0, got {values!r}.")
-    if integer and not np.all(grid == np.round(grid)):
-        raise ValueError(f"{name} must hold integers >= 1, got {values!r}.")
+        grid = np.empty(0)
+    if (
+        grid.ndim != 1
+        or grid.size < 1
+        or not np.all(np.isfinite(grid) & (grid > 0))
+        or (integer and not np.all(grid == np.round(grid)))
+    ):
+        kind = "integers >= 1" if integer else "finite numbers > 0"
+        raise InvalidParameterError(
+            f"{name} must be a non-empty 1-D sequence of {kind}, got {values!r}."
+        )
     return grid
-
-
-def _check_choice(value, name: str, allowed) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}.")
-    return value
 
 
 def _split(n_rows: int, validation_size: float, rng: np.random.Generator):
     """Disjoint (train, validation) index sets from a data-independent permutation."""
     m = int(round(validation_size * n_rows))
     if m < 1 or n_rows - m < 1:
-        raise ValueError(
+        raise InvalidParameterError(
             f"validation_size={validation_size!r} on n_samples = {n_rows} leaves an empty "
             "training or validation part; both need at least one row."
         )
@@ -351,23 +261,27 @@ def _split(n_rows: int, validation_size: float, rng: np.random.Generator):
 
 
 def _select(scores, epsilon, sensitivity, selection, rng) -> int:
-    """The selected index, drawn from the exact law of the chosen selection rule."""
+    """The selected index, drawn from the exact law of the chosen selection rule.
+
+    ``"noisy_max"``: report-noisy-max (Chaudhuri & Vinterbo 2013, Algorithm 1);
+    ``"exponential"``: the exponential mechanism (McSherry & Talwar 2007).
+    """
     law_of = exponential_mechanism_proba if selection == "exponential" else noisy_max_proba
     law = law_of(scores, epsilon, sensitivity)
     return int(sample_categorical(law[None, :], rng)[0])
 
 
-class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
-    """Differentially private logistic regression with a privately validated ``lambda``.
+class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
+    """Differentially private logistic regression with a privately validated ``lam``.
 
     Chaudhuri & Vinterbo's Algorithm 2 with the paper's experimental choices
-    (spec-004 §2 and §4.1). ``fit`` splits the data into a training part ``T``
+    (Sections 4 and 5). ``fit`` splits the data into a training part ``T``
     and a validation part ``V`` by a random permutation (never by looking at the
-    data), trains one private L2-regularised logistic regression per ``lambda``
+    data), trains one private L2-regularised logistic regression per ``lam``
     of the public grid on all of ``T`` with the training budget
     ``epsilon_train_``, scores each on ``V`` with the ramp loss, selects an index
     by report-noisy-max (one-sided exponential noise of scale
-    ``2 beta / epsilon_select_``) and **retrains** the chosen ``lambda`` on ``T``
+    ``2 beta / epsilon_select_``) and **retrains** the chosen ``lam`` on ``T``
     with fresh noise. That last model is **the released object**: its
     coefficients are public, and ``predict``, ``predict_proba``,
     ``decision_function`` and ``score`` are free, deterministic post-processing
@@ -386,25 +300,26 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
     With an ``accountant`` attached, ``fit`` charges it ``(epsilon,
     delta_spent_)`` once, before any noise is drawn.
 
-    Training: rows are mapped into the unit ball by the public ``norm_bound``
-    (a row with ``||x|| > norm_bound`` is rescaled to norm ``norm_bound`` — a
-    per-row map, so it costs no privacy — then every row is divided by
-    ``norm_bound``). With ``fit_intercept`` (the default) the public constant
-    ``intercept_scaling`` is appended to every row first, and the features are
-    clipped so that the augmented row meets ``norm_bound``: the sensitivity,
+    Training: rows are mapped into the unit ball by the public
+    ``feature_norm_bound`` (a row with ``||x|| > feature_norm_bound`` is
+    rescaled to that norm -- a per-row map, so it costs no privacy -- then every
+    row is divided by ``feature_norm_bound``). With ``fit_intercept`` (the
+    default) the public constant ``intercept_scaling`` is appended to every row
+    first, and the features are clipped so that the augmented row meets
+    ``feature_norm_bound``: the sensitivity,
     the selection and the CMS correction all follow the augmented rows, and
     the constant's coefficient is the intercept. Labels become ±1. Each
-    candidate minimises ``(lambda / 2) ||w||^2 + mean log(1 + exp(-y w.x))``:
+    candidate minimises ``(lam / 2) ||w||^2 + mean log(1 + exp(-y w.x))``:
 
     - ``mechanism="objective"``: plus ``<b, w> / n`` with ``b`` of density
       ``∝ exp(-(epsilon_p / 2) ||b||)`` (norm ``Gamma(d, 2 / epsilon_p)``,
       uniform direction), where ``epsilon_p = epsilon_train - 2 log(1 + 1 /
-      (4 n lambda))``; if that is not positive, the extra regulariser
-      ``Delta = 1 / (4 n (exp(epsilon_train / 4) - 1)) - lambda`` is added and
+      (4 n lam))``; if that is not positive, the extra regulariser
+      ``Delta = 1 / (4 n (exp(epsilon_train / 4) - 1)) - lam`` is added and
       ``epsilon_p = epsilon_train / 2`` (Chaudhuri, Monteleoni & Sarwate 2011,
       Algorithm 2; the paper's printed version is not ``epsilon_train``-DP).
     - ``mechanism="output"``: the exact minimiser plus a vector of norm
-      ``Gamma(d, 2 / (lambda epsilon_train n))`` and uniform direction.
+      ``Gamma(d, 2 / (lam epsilon_train n))`` and uniform direction.
 
     The privacy proofs assume the exact minimiser; the solver certifies a
     distance of at most ``tol`` to it (strong convexity), and ``2 tol`` is
@@ -416,7 +331,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
     perturbation is a change of variables on ``R^d``, so its noise must have a
     density. It is drawn in double precision, and the released coefficients
     are rounded to the public grid ``coef_grid_`` (the smallest power of two
-    at least the noise scale ``2 / (epsilon_p n (lambda + Delta))``, the
+    at least the noise scale ``2 / (epsilon_p n (lam + Delta))``, the
     resolution of Mironov's snapping mechanism), so they carry none of the
     low-order bits that floating-point attacks read. Rounding is
     post-processing and leaves the guarantee intact; the guarantee itself is
@@ -429,35 +344,42 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         Total privacy parameter of ``fit`` (training plus selection), > 0.
     epsilon_split : float, default=0.5
         Fraction of ``epsilon`` for training, in (0, 1); the paper uses 0.5.
-    lambdas : sequence of float, default=PAPER_LAMBDAS
-        Public grid of regularisation strengths, each > 0. Fix it without
-        looking at the data. The selection noise is driven by
-        ``beta1 = 2 / min(lambdas)``: a very small ``lambda`` in the grid makes
-        the choice noisy (close to uniform at ``epsilon <= 1`` on ~10^4 rows
-        with the paper's ``0.001``).
+    lam_grid : sequence of float, default=PAPER_LAM_GRID
+        Public grid of regularisation strengths, each > 0 (the paper's ten
+        values ``0.001 + 0.111 j``). Fix it without looking at the data. The
+        selection noise is driven by ``beta1 = 2 / min(lam_grid)``: a very
+        small ``lam`` in the grid makes the choice noisy (close to uniform at
+        ``epsilon <= 1`` on ~10^4 rows with the paper's ``0.001``).
     mechanism : {"objective", "output"}, default="objective"
         Objective perturbation (the paper's experiments) or output perturbation.
     validation_score : {"ramp", "hinge", "logistic"}, default="ramp"
-        Minus the mean validation loss. Error counts (0/1 loss) are refused:
-        they are not Lipschitz in ``w``, so no stability constant exists.
-        ``"hinge"`` and ``"logistic"`` are unbounded and need ``delta``.
+        Minus the mean validation loss. Error counts (0/1 loss) are not
+        offered: they are not Lipschitz in ``w``, so no stability constant
+        exists. ``"hinge"`` and ``"logistic"`` are unbounded and need
+        ``delta > 0``.
     validation_size : float, default=1/9
         Fraction of rows in ``V`` (the paper's ``|V| : |T| = 1 : 8``), in (0, 1).
-    delta : float or None, default=None
-        Total ``delta`` of the selection, in (0, 1). Unused by the ramp score
-        (pure DP); required for unbounded scores.
+    delta : float, default=0.0
+        Total ``delta`` of the selection, in [0, 1). The ramp score is pure DP
+        and ignores it (``delta_spent_ = 0``); the unbounded scores need it in
+        (0, 1) (their stability holds with probability ``1 - delta``), for
+        example ``1e-6``.
     selection : {"noisy_max", "exponential"}, default="noisy_max"
         The paper's report-noisy-max, or the exponential mechanism with
         weights ``exp(epsilon_select q / (2 beta))``.
-    norm_bound : float, default=1.0
+    feature_norm_bound : float, default=1.0
         Public bound on the Euclidean norm of a row, the intercept's constant
-        included; larger rows are clipped.
+        included; larger rows are clipped. Choose it from documented ranges or
+        a fixed public preprocessing (for example rows scaled to norm at most
+        1 by public constants), never from the training rows.
     fit_intercept : bool, default=True
         Append the public constant ``intercept_scaling`` to every row (its
-        coefficient is the intercept). The augmented row meets ``norm_bound``:
-        features are clipped to ``sqrt(norm_bound^2 - intercept_scaling^2)``.
+        coefficient is the intercept). The augmented row meets
+        ``feature_norm_bound``: features are clipped to
+        ``sqrt(feature_norm_bound^2 - intercept_scaling^2)``.
     intercept_scaling : float, default=None
-        The constant, in ``(0, norm_bound)``; ``None`` means ``norm_bound / 2``.
+        The constant, in ``(0, feature_norm_bound)``; ``None`` means
+        ``feature_norm_bound / 2``.
     classes : array-like of shape (2,), default=None
         The public label set, positive label second. ``None`` reads it from
         ``y`` and emits a :class:`~skprivpred.PrivacyWarning`.
@@ -484,11 +406,12 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         The released intercept (zero with ``fit_intercept=False``).
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
-    lambdas_ : ndarray of shape (k,)
+    lam_grid_ : ndarray of shape (k,)
         The validated grid.
     best_index_ : int
-        Index of the selected ``lambda`` (the output of the selection).
-    best_lambda_ : float
+        Index of the selected ``lam`` (the output of the selection).
+    best_lam_ : float
+        The selected regularisation strength.
     n_train_, n_validation_ : int
         Sizes of ``T`` and ``V``.
     epsilon_train_, epsilon_select_, epsilon_spent_ : float
@@ -502,25 +425,27 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         ``epsilon_p`` of the final fit (``epsilon_train_`` for output perturbation).
     extra_reg_ : float
         ``Delta`` of the final fit (0 unless the correction branch fired).
-    privacy_guarantee_ : dict
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(epsilon, delta_spent_)`` for the released model, once per fit;
+        ``details`` holds the split of the budget and the stability constants.
 
     Notes
     -----
     :class:`~sklearn.model_selection.GridSearchCV` over a private estimator is
     not private: every fit spends the budget again and the choice uses exact
-    scores. This estimator is the private alternative for ``lambda``.
+    scores. This estimator is the private alternative for ``lam``.
 
     References
     ----------
     K. Chaudhuri and S. Vinterbo. A Stability-based Validation Procedure for
-    Differentially Private Machine Learning. NIPS 2013. K. Chaudhuri, C.
+    Differentially Private Machine Learning. NeurIPS 2013. K. Chaudhuri, C.
     Monteleoni and A. Sarwate. Differentially Private Empirical Risk
     Minimization. JMLR 2011.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from skprivpred.validation import DPValidatedLogisticRegression
+    >>> from skprivpred.model_selection import DPValidatedLogisticRegression
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(5000, 3)) / 3
     >>> y = (X[:, 0] + 0.2 * rng.normal(size=5000) > 0).astype(int)
@@ -529,18 +454,37 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
     2.0
     """
 
+    _parameter_constraints: dict = {
+        "epsilon": [_POSITIVE],
+        "epsilon_split": [_FRACTION],
+        "lam_grid": ["array-like"],
+        "mechanism": [StrOptions({"objective", "output"})],
+        "validation_score": [StrOptions(set(_SCORES))],
+        "validation_size": [_FRACTION],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "selection": [StrOptions({"noisy_max", "exponential"})],
+        "feature_norm_bound": [_POSITIVE],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [_POSITIVE, None],
+        "classes": ["array-like", None],
+        "tol": [_POSITIVE],
+        "max_iter": [_COUNT],
+        "accountant": [PrivacyAccountant, None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(
         self,
         *,
         epsilon: float = 1.0,
         epsilon_split: float = 0.5,
-        lambdas: Sequence[float] = PAPER_LAMBDAS,
+        lam_grid: Sequence[float] = PAPER_LAM_GRID,
         mechanism: str = "objective",
         validation_score: str = "ramp",
         validation_size: float = 1 / 9,
-        delta: float | None = None,
+        delta: float = 0.0,
         selection: str = "noisy_max",
-        norm_bound: float = 1.0,
+        feature_norm_bound: float = 1.0,
         fit_intercept: bool = True,
         intercept_scaling: float | None = None,
         classes: VectorLike | None = None,
@@ -551,13 +495,13 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
     ) -> None:
         self.epsilon = epsilon
         self.epsilon_split = epsilon_split
-        self.lambdas = lambdas
+        self.lam_grid = lam_grid
         self.mechanism = mechanism
         self.validation_score = validation_score
         self.validation_size = validation_size
         self.delta = delta
         self.selection = selection
-        self.norm_bound = norm_bound
+        self.feature_norm_bound = feature_norm_bound
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.classes = classes
@@ -573,61 +517,46 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
 
     # -- validation ------------------------------------------------------------------------
     def _check_params(self) -> dict:
-        epsilon = check_epsilon(self.epsilon)
-        split = check_open_unit_interval(self.epsilon_split, "epsilon_split")
-        lambdas = _check_grid(self.lambdas, "lambdas")
-        _check_choice(self.mechanism, "mechanism", _MECHANISMS)
-        if self.validation_score in _REFUSED_SCORES:
-            raise ValueError(
-                f"validation_score={self.validation_score!r} is refused: error counts are not "
-                "Lipschitz in the coefficients, so they have no stability constant; use 'ramp'."
-            )
-        score = _check_choice(self.validation_score, "validation_score", tuple(_SCORES))
-        validation_size = check_open_unit_interval(self.validation_size, "validation_size")
-        _check_choice(self.selection, "selection", _SELECTIONS)
-        if score == "ramp":
-            if self.delta is not None:
-                check_open_unit_interval(self.delta, "delta")
-            delta = 0.0
-        elif self.delta is None:
-            raise ValueError(
+        """Cross-parameter rules (after ``_validate_params``); the resolved values."""
+        epsilon, split = float(self.epsilon), float(self.epsilon_split)
+        lam_grid = _positive_grid(self.lam_grid, "lam_grid")
+        score = self.validation_score
+        if math.isfinite(_SCORES[score][0]):
+            delta = 0.0  # the ramp score is stable for every noise draw: pure DP
+        elif self.delta == 0:
+            raise InvalidParameterError(
                 f"validation_score={score!r} is unbounded, so its stability holds only with "
-                "probability 1 - delta: pass delta in (0, 1)."
+                "probability 1 - delta: pass delta in (0, 1), for example 1e-6."
             )
         else:
-            delta = check_open_unit_interval(self.delta, "delta")
-        norm_bound = check_epsilon(self.norm_bound, "norm_bound")
-        if not isinstance(self.fit_intercept, bool):
-            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}.")
+            delta = float(self.delta)
+        norm_bound = float(self.feature_norm_bound)
         if self.fit_intercept and self.intercept_scaling is not None:
-            scaling = check_epsilon(self.intercept_scaling, "intercept_scaling")
-            if scaling >= norm_bound:
-                raise ValueError(
-                    f"intercept_scaling must be below norm_bound={norm_bound!r} (the constant "
-                    f"counts towards the norm of every row), got {scaling!r}."
+            if self.intercept_scaling >= norm_bound:
+                raise InvalidParameterError(
+                    f"intercept_scaling must be below feature_norm_bound={norm_bound!r} (the "
+                    f"constant counts towards the norm of every row), got "
+                    f"{self.intercept_scaling!r}."
                 )
-        tol = check_epsilon(self.tol, "tol")
-        check_positive_int(self.max_iter, "max_iter")
-        check_accountant(self.accountant)
         return dict(
             epsilon=epsilon,
             epsilon_train=split * epsilon,
             epsilon_select=(1.0 - split) * epsilon,
-            lambdas=lambdas,
+            lam_grid=lam_grid,
             score=score,
-            validation_size=validation_size,
+            validation_size=float(self.validation_size),
             delta=delta,
             norm_bound=norm_bound,
-            tol=tol,
+            tol=float(self.tol),
         )
 
     def _rows(self, X, *, reset: bool, y=None):
-        """Rows clipped so that the augmented row ``[x, c]`` meets ``norm_bound`` (not scaled)."""
+        """Rows clipped so that the augmented row ``[x, c]`` meets the bound (not scaled)."""
         if y is None:
             X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=True)
         else:
             X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, ensure_all_finite=True)
-        bound, constant = float(self.norm_bound), self._constant()
+        bound, constant = float(self.feature_norm_bound), self._constant()
         feature_bound = bound if constant is None else math.sqrt(bound**2 - constant**2)
         augmented, _ = _augmented_rows(X, feature_bound, constant)
         return augmented, y
@@ -636,12 +565,12 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         """The public constant column (``None`` without an intercept)."""
         if not self.fit_intercept:
             return None
-        bound = float(self.norm_bound)
+        bound = float(self.feature_norm_bound)
         return bound / 2.0 if self.intercept_scaling is None else float(self.intercept_scaling)
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
-        """Validate ``lambda`` privately, then release a freshly trained model.
+        """Validate ``lam`` privately, then release a freshly trained model.
 
         Parameters
         ----------
@@ -656,21 +585,22 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         -------
         self : DPValidatedLogisticRegression
         """
-        reject_fit_params(self, fit_params)
+        self._validate_params()
         params = self._check_params()
-        with unchanged_on_error(self):
+        reject_fit_params(self, fit_params)
+        with self._unchanged_on_error():
             X, y = self._rows(X, reset=True, y=y)
             X = X / params["norm_bound"]  # into the unit ball: the augmented rows, divided
             y = column_or_1d(y, warn=True)
             check_classification_targets(y)
             classes = resolve_binary_classes(self.classes, y, type(self).__name__)
             signs = np.where(y == classes[1], 1.0, -1.0)
-            fit_rng, release_rng = spawn_streams(self.random_state)
+            fit_rng = self._start_streams()
             train, valid = _split(X.shape[0], params["validation_size"], fit_rng)
             n, m, d = train.size, valid.size, X.shape[1]
-            lambdas = params["lambdas"]
+            lam_grid = params["lam_grid"]
             beta1, beta2, _ = logistic_stability_constants(
-                lambdas,
+                lam_grid,
                 n,
                 m,
                 d,
@@ -680,19 +610,24 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
                 params["delta"],
             )
             beta = max(beta1 / n + 2.0 * params["tol"], beta2 / m)
-            if self.accountant is not None:
-                self.accountant.charge(1, params["epsilon"], params["delta"])
-            select_rng, final_rng, *candidate_rngs = release_rng.spawn(lambdas.size + 2)
             XT, yT, XV, yV = X[train], signs[train], X[valid], signs[valid]
-            scores = np.empty(lambdas.size)
-            for i, lam in enumerate(lambdas):
-                w = self._train(XT, yT, lam, params, candidate_rngs[i])[0]
-                scores[i] = validation_score(w, XV, yV, params["score"])
-            index = self._select(scores, params["epsilon_select"], beta, select_rng)
-            del scores  # never stored
-            w, epsilon_p, extra = self._train(XT, yT, lambdas[index], params, final_rng)
+
+            def release(release_rng):
+                """Train every candidate, select one, retrain it: the one release of fit."""
+                select_rng, final_rng, *candidate_rngs = release_rng.spawn(lam_grid.size + 2)
+                scores = np.empty(lam_grid.size)
+                for i, lam in enumerate(lam_grid):
+                    w = self._train(XT, yT, lam, params, candidate_rngs[i])[0]
+                    scores[i] = validation_score(w, XV, yV, params["score"])
+                index = self._select(scores, params["epsilon_select"], beta, select_rng)
+                del scores  # never stored
+                return index, self._train(XT, yT, lam_grid[index], params, final_rng)
+
+            index, (w, epsilon_p, extra) = self._release_model(
+                params["epsilon"], release, delta=params["delta"]
+            )
             w, grid = snap_coefficients(
-                w, coefficient_noise_scale(n, lambdas[index], epsilon_p, extra)
+                w, coefficient_noise_scale(n, lam_grid[index], epsilon_p, extra)
             )
             w = w / params["norm_bound"]  # on the scale of the (augmented) raw rows
             constant = self._constant()
@@ -702,9 +637,9 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
                 self.coef_, self.intercept_ = w[None, :-1], np.array([w[-1] * constant])
             self.coef_grid_ = grid / params["norm_bound"]
             self.classes_ = classes
-            self.lambdas_ = lambdas
+            self.lam_grid_ = lam_grid
             self.best_index_ = int(index)
-            self.best_lambda_ = float(lambdas[index])
+            self.best_lam_ = float(lam_grid[index])
             self.n_train_, self.n_validation_ = int(n), int(m)
             self.epsilon_train_ = params["epsilon_train"]
             self.epsilon_select_ = params["epsilon_select"]
@@ -714,15 +649,23 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
             self.selection_sensitivity_ = beta
             self.epsilon_effective_ = epsilon_p
             self.extra_reg_ = extra
-            self.privacy_guarantee_ = {
-                "epsilon": params["epsilon"],
-                "delta": params["delta"],
-                "neighbouring": "replace-one",
-                "unit": "per fit: the selected index and the released model (predictions are "
-                "free post-processing)",
-                "theorem": "Chaudhuri & Vinterbo 2013, Theorems 1, 2 and 4 (stability-based "
-                "validation) with CMS 2011 objective/output perturbation",
-            }
+            perturbation = "Algorithm 2" if self.mechanism == "objective" else "Algorithm 1"
+            self.privacy_guarantee_ = PrivacyGuarantee(
+                epsilon=params["epsilon"],
+                delta=params["delta"],
+                unit="the released model (the selected lam and the retrained coefficients), "
+                "once per fit; predictions are free post-processing",
+                theorem="Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 4, with Chaudhuri, "
+                f"Monteleoni & Sarwate (2011), {perturbation} ({self.mechanism} perturbation)",
+                details={
+                    "epsilon_train": params["epsilon_train"],
+                    "epsilon_select": params["epsilon_select"],
+                    "selection": self.selection,
+                    "selection_sensitivity": beta,
+                    "beta1": beta1,
+                    "beta2": beta2,
+                },
+            )
         return self
 
     def _train(self, X, y, lam, params, rng):
@@ -759,7 +702,7 @@ class DPValidatedLogisticRegression(ClassifierMixin, BaseEstimator):
         return self.classes_[positive.astype(int)]
 
 
-# -- histogram density estimation with bin-width selection (spec-004 §3) -------------------------
+# -- histogram density estimation with bin-count selection (Chaudhuri & Vinterbo 2013, Sec. 4.2) --
 def histogram_stability_constants(
     n_bins_grid,
     n_train: int,
@@ -768,7 +711,7 @@ def histogram_stability_constants(
     delta: float,
     n_features: int = 1,
 ) -> tuple[float, float, float]:
-    """``(beta1, beta2, beta)`` of Theorem 6 (spec-004 §3.3).
+    """``(beta1, beta2, beta)`` of Chaudhuri & Vinterbo (2013), Theorem 6.
 
     ``h_min = 1 / max(n_bins_grid)^n_features`` is the smallest cell volume in
     the unit cube; ``nu = 2 ln(4k / delta) / (n epsilon sqrt(h_min))``, ``beta1 =
@@ -800,7 +743,7 @@ def histogram_stability_constants(
 def _cell_index(u: np.ndarray, n_bins: int) -> np.ndarray:
     """Flat cell of points in ``[0, 1]^d`` on ``n_bins`` bins per axis.
 
-    Bins are ``[(i-1)h, ih)``, the last one closed at 1 (spec-004 §3.1).
+    Bins are ``[(i-1)h, ih)``, the last one closed at 1 (the paper's Algorithm 5).
     """
     per_axis = np.minimum((u * n_bins).astype(np.int64), n_bins - 1)
     return np.ravel_multi_index(tuple(per_axis.T), (n_bins,) * u.shape[1])
@@ -817,7 +760,7 @@ def _noisy_histogram(u: np.ndarray, n_bins: int, epsilon: float, rng) -> np.ndar
     One count per cell of the product grid (flat order). ``P(Z = z) ∝
     exp(-epsilon |z| / 2)``: exactly ``epsilon``-DP for the count vector, whose
     L1 sensitivity is 2 under replace-one, and every released count is an
-    integer (DESIGN §1.8). Theorem 6's proof needs only the tail bound of Lemma
+    integer, so no noisy float is released. Theorem 6's proof needs only the tail bound of Lemma
     3, ``P(sum of s noise terms <= -theta t sqrt(s)) <= 4 exp(-theta)`` for
     scale ``t``; it is a Chernoff bound at ``u = 1 / (t sqrt(s))``, and the
     discrete law's moment generating function ``1 / (1 - sinh^2(u / 2) /
@@ -845,11 +788,11 @@ def _l2_score(heights: np.ndarray, z: np.ndarray, n_bins: int) -> float:
     return float(-np.mean(heights**2) + 2.0 * np.mean(heights[_cell_index(z, n_bins)]))
 
 
-class DPValidatedHistogram(BaseEstimator):
+class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstimator):
     """Differentially private histogram density with a privately validated bin count.
 
-    Chaudhuri & Vinterbo's second instantiation (Algorithm 5 with Theorem 6,
-    spec-004 §3). Rows in the public box ``bounds`` (values outside are clipped
+    Chaudhuri & Vinterbo's second instantiation (Algorithm 5 with Theorem 6).
+    Rows in the public box ``bounds`` (values outside are clipped
     into it) are split into ``T`` and ``V`` by a random permutation. For each
     bin count ``b`` of the public grid, the box is cut into ``b`` equal bins per
     feature (``b^d`` cells of volume ``h = b^-d`` after mapping the box to the
@@ -898,10 +841,13 @@ class DPValidatedHistogram(BaseEstimator):
         (never estimated from the data).
     validation_size : float, default=0.2
         Fraction of rows in ``V``, in (0, 1).
-    delta : float, default=0.01
-        Total ``delta``, in (0, 1).
+    delta : float, default=1e-6
+        Total ``delta``, in (0, 1): the mechanism needs ``delta > 0`` (the
+        training stability holds with probability ``1 - delta / k`` per
+        candidate). A smaller ``delta`` raises the n-condition only through
+        ``ln(4k / delta)``.
     accountant : PrivacyAccountant, default=None
-        Charged ``(epsilon, delta)`` once per ``fit``.
+        Charged ``(epsilon, delta)`` once per ``fit``, before any noise is drawn.
     random_state : int, Generator or None, default=None
         Seeds split and noise; ``None`` in deployment.
 
@@ -922,7 +868,8 @@ class DPValidatedHistogram(BaseEstimator):
     epsilon_train_, epsilon_select_, epsilon_spent_, delta_spent_ : float
     beta1_, beta2_, selection_sensitivity_ : float
     n_features_in_ : int
-    privacy_guarantee_ : dict
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(epsilon, delta)`` for the released histogram, once per fit.
 
     Notes
     -----
@@ -933,12 +880,23 @@ class DPValidatedHistogram(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from skprivpred.validation import DPValidatedHistogram
+    >>> from skprivpred.model_selection import DPValidatedHistogramDensity
     >>> x = np.random.default_rng(0).beta(2, 5, size=(20000, 1))
-    >>> est = DPValidatedHistogram(epsilon=1.0, random_state=0).fit(x)
+    >>> est = DPValidatedHistogramDensity(epsilon=1.0, random_state=0).fit(x)
     >>> est.n_bins_ in (4, 8, 16, 32)
     True
     """
+
+    _parameter_constraints: dict = {
+        "epsilon": [_POSITIVE],
+        "epsilon_split": [_FRACTION],
+        "n_bins_grid": ["array-like"],
+        "bounds": ["array-like"],
+        "validation_size": [_FRACTION],
+        "delta": [_FRACTION],
+        "accountant": [PrivacyAccountant, None],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
@@ -948,7 +906,7 @@ class DPValidatedHistogram(BaseEstimator):
         n_bins_grid: Sequence[int] = (4, 8, 16, 32),
         bounds: ArrayLike = (0.0, 1.0),
         validation_size: float = 0.2,
-        delta: float = 0.01,
+        delta: float = 1e-6,
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
     ) -> None:
@@ -961,22 +919,32 @@ class DPValidatedHistogram(BaseEstimator):
         self.accountant = accountant
         self.random_state = random_state
 
-    def _check_bounds(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(low, high)`` arrays of shape (n_features,) from the public ``bounds``."""
+    def _box(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` arrays of shape (n_features,) from the public ``bounds``.
+
+        The one check of ``bounds`` that needs the number of features (its
+        constraint is checked by ``_validate_params``).
+        """
         try:
             box = np.asarray(self.bounds, dtype=float)
         except (TypeError, ValueError):
-            raise TypeError(f"bounds must hold numbers (low, high), got {self.bounds!r}.") from None
+            box = np.empty(0)
         if box.shape == (2,):
             box = np.tile(box, (n_features, 1))
-        if box.shape != (n_features, 2):
-            raise ValueError(
-                f"bounds must have shape (2,) or (n_features, 2) = ({n_features}, 2), got "
-                f"{self.bounds!r}."
+        if box.shape != (n_features, 2) or not (
+            np.all(np.isfinite(box)) and np.all(box[:, 0] < box[:, 1])
+        ):
+            raise InvalidParameterError(
+                "bounds must be one finite pair (low, high) with low < high, or one such pair "
+                f"per feature (shape ({n_features}, 2)), got {self.bounds!r}."
             )
-        if not (np.all(np.isfinite(box)) and np.all(box[:, 0] < box[:, 1])):
-            raise ValueError(f"bounds must be finite with low < high, got {self.bounds!r}.")
         return box[:, 0], box[:, 1]
+
+    def _check_params(self) -> tuple[np.ndarray, float, float]:
+        """Cross-parameter rules (after ``_validate_params``): the grid and the budget split."""
+        grid = _positive_grid(self.n_bins_grid, "n_bins_grid", integer=True).astype(np.int64)
+        epsilon, split = float(self.epsilon), float(self.epsilon_split)
+        return grid, split * epsilon, (1.0 - split) * epsilon
 
     def fit(self, X: MatrixLike, y: None = None, **fit_params: Any) -> Self:
         """Select the bin count privately and release a freshly built histogram.
@@ -992,39 +960,40 @@ class DPValidatedHistogram(BaseEstimator):
 
         Returns
         -------
-        self : DPValidatedHistogram
+        self : DPValidatedHistogramDensity
         """
+        self._validate_params()
+        grid, eps_train, eps_select = self._check_params()
         reject_fit_params(self, fit_params)
-        epsilon = check_epsilon(self.epsilon)
-        split = check_open_unit_interval(self.epsilon_split, "epsilon_split")
-        grid = _check_grid(self.n_bins_grid, "n_bins_grid", integer=True).astype(np.int64)
-        validation_size = check_open_unit_interval(self.validation_size, "validation_size")
-        delta = check_open_unit_interval(self.delta, "delta")
-        check_accountant(self.accountant)
-        eps_train, eps_select = split * epsilon, (1.0 - split) * epsilon
-        with unchanged_on_error(self):
+        epsilon, delta = float(self.epsilon), float(self.delta)
+        with self._unchanged_on_error():
             X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=True)
-            low, high = self._check_bounds(X.shape[1])
+            low, high = self._box(X.shape[1])
             u = _to_unit_cube(X, low, high)
-            fit_rng, release_rng = spawn_streams(self.random_state)
-            train, valid = _split(u.shape[0], validation_size, fit_rng)
+            fit_rng = self._start_streams()
+            train, valid = _split(u.shape[0], float(self.validation_size), fit_rng)
             beta1, beta2, beta = histogram_stability_constants(
                 grid, train.size, valid.size, eps_train, delta, X.shape[1]
             )
-            if self.accountant is not None:
-                self.accountant.charge(1, epsilon, delta)
-            select_rng, final_rng, *candidate_rngs = release_rng.spawn(grid.size + 2)
             uT, uV = u[train], u[valid]
-            scores = np.array(
-                [
-                    _l2_score(_heights(_noisy_histogram(uT, int(b), eps_train, rng)), uV, int(b))
-                    for b, rng in zip(grid, candidate_rngs)
-                ]
-            )
-            index = self._select(scores, eps_select, beta, select_rng)
-            del scores  # never stored
+
+            def release(release_rng):
+                """Build every candidate, select one, rebuild it: the one release of fit."""
+                select_rng, final_rng, *candidate_rngs = release_rng.spawn(grid.size + 2)
+                scores = np.array(
+                    [
+                        _l2_score(
+                            _heights(_noisy_histogram(uT, int(b), eps_train, rng)), uV, int(b)
+                        )
+                        for b, rng in zip(grid, candidate_rngs)
+                    ]
+                )
+                index = self._select(scores, eps_select, beta, select_rng)
+                del scores  # never stored
+                return index, _noisy_histogram(uT, int(grid[index]), eps_train, final_rng)
+
+            index, noisy = self._release_model(epsilon, release, delta=delta)
             n_bins = int(grid[index])
-            noisy = _noisy_histogram(uT, n_bins, eps_train, final_rng)
             shape = (n_bins,) * X.shape[1]
             self.n_bins_ = n_bins
             self.bin_edges_ = [np.linspace(a, b, n_bins + 1) for a, b in zip(low, high)]
@@ -1036,13 +1005,20 @@ class DPValidatedHistogram(BaseEstimator):
             self.epsilon_train_, self.epsilon_select_ = eps_train, eps_select
             self.epsilon_spent_, self.delta_spent_ = epsilon, delta
             self.beta1_, self.beta2_, self.selection_sensitivity_ = beta1, beta2, beta
-            self.privacy_guarantee_ = {
-                "epsilon": epsilon,
-                "delta": delta,
-                "neighbouring": "replace-one",
-                "unit": "per fit: the selected bin count and the released noisy histogram",
-                "theorem": "Chaudhuri & Vinterbo 2013, Theorems 1, 2 and 6 (Algorithm 5)",
-            }
+            self.privacy_guarantee_ = PrivacyGuarantee(
+                epsilon=epsilon,
+                delta=delta,
+                unit="the released histogram (the selected bin count and its noisy counts), "
+                "once per fit; densities and scores are free post-processing",
+                theorem="Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 6 (Algorithm 5)",
+                details={
+                    "epsilon_train": eps_train,
+                    "epsilon_select": eps_select,
+                    "selection_sensitivity": beta,
+                    "beta1": beta1,
+                    "beta2": beta2,
+                },
+            )
         return self
 
     def _select(self, scores, epsilon_select, sensitivity, rng) -> int:
@@ -1061,7 +1037,7 @@ class DPValidatedHistogram(BaseEstimator):
         """
         check_is_fitted(self, "privacy_guarantee_")
         X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
-        low, high = self._check_bounds(X.shape[1])
+        low, high = self._box(X.shape[1])
         inside = np.all((X >= low) & (X <= high), axis=1)
         cells = _cell_index(_to_unit_cube(X, low, high), self.n_bins_)
         return np.where(inside, self.density_.ravel()[cells], 0.0)

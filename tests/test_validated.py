@@ -11,28 +11,32 @@ from scipy.special import expit, logsumexp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
-from skprivpred import PrivacyAccountant
+from skprivpred import InvalidParameterError, PrivacyAccountant, PrivacyGuarantee
 from skprivpred._base import spawn_streams
 from skprivpred.audit import clopper_pearson
-from skprivpred.mechanisms import discrete_laplace_noise
-from skprivpred.validation import (
-    PAPER_LAMBDAS,
-    DPValidatedHistogram,
+from skprivpred.mechanisms import (
+    discrete_laplace_noise,
+    noisy_max_proba,
+    noisy_max_sample,
+    sample_unit_laplace_vector,
+    snap_coefficients,
+)
+from skprivpred.model_selection import (
+    PAPER_LAM_GRID,
+    DPValidatedHistogramDensity,
     DPValidatedLogisticRegression,
+    coefficient_noise_scale,
+    histogram_stability_constants,
+    logistic_stability_constants,
+    objective_perturbation_budget,
+    validation_score,
+)
+from skprivpred.model_selection._validated import (
     _cell_index,
     _fit_with_noise,
     _heights,
     _l2_score,
     _noisy_histogram,
-    coefficient_noise_scale,
-    histogram_stability_constants,
-    logistic_stability_constants,
-    noisy_max_proba,
-    noisy_max_sample,
-    objective_perturbation_budget,
-    sample_unit_laplace_vector,
-    snap_coefficients,
-    validation_score,
 )
 
 P_FALSE_ALARM = 1e-3
@@ -53,11 +57,11 @@ def _unit_rows(X, bound=1.0):
 
 # == stability constants by formula ================================================================
 def test_ramp_constants_are_two_over_lambda_min_and_one():
-    beta1, beta2, beta = logistic_stability_constants(PAPER_LAMBDAS, 15216, 1902, 10, 0.5)
+    beta1, beta2, beta = logistic_stability_constants(PAPER_LAM_GRID, 15216, 1902, 10, 0.5)
     assert beta1 == pytest.approx(2 / 0.001)
     assert beta2 == 1.0
     assert beta == pytest.approx(max(2000 / 15216, 1 / 1902))
-    assert beta == pytest.approx(0.1314, abs=1e-4)  # spec-004 §4.6, Magic
+    assert beta == pytest.approx(0.1314, abs=1e-4)  # the paper's Magic setting
 
 
 @pytest.mark.parametrize("score, g0", [("hinge", 1.0), ("logistic", math.log(2))])
@@ -88,14 +92,17 @@ def test_estimator_reports_constants_split_and_sensitivity(binary_data):
     assert clf.epsilon_spent_ == 2.0 and clf.delta_spent_ == 0.0
     assert clf.beta1_ == pytest.approx(2000.0) and clf.beta2_ == 1.0
     assert clf.selection_sensitivity_ == pytest.approx(max(2000 / 800 + 2 * clf.tol, 1 / 100))
-    assert clf.best_lambda_ == PAPER_LAMBDAS[clf.best_index_]
-    assert clf.privacy_guarantee_["epsilon"] == 2.0
+    assert clf.best_lam_ == PAPER_LAM_GRID[clf.best_index_]
+    guarantee = clf.privacy_guarantee_
+    assert isinstance(guarantee, PrivacyGuarantee)
+    assert (guarantee.epsilon, guarantee.delta) == (2.0, 0.0)
+    assert "Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 4" in guarantee.theorem
 
 
 def test_budget_does_not_depend_on_grid_size(binary_data):
     X, y = binary_data
-    small = DPV(lambdas=(0.1, 1.0), classes=[0, 1], random_state=0).fit(X, y)
-    large = DPV(lambdas=np.linspace(0.1, 1.0, 50), classes=[0, 1], random_state=0).fit(X, y)
+    small = DPV(lam_grid=(0.1, 1.0), classes=[0, 1], random_state=0).fit(X, y)
+    large = DPV(lam_grid=np.linspace(0.1, 1.0, 50), classes=[0, 1], random_state=0).fit(X, y)
     for attr in (
         "epsilon_train_",
         "epsilon_select_",
@@ -107,7 +114,7 @@ def test_budget_does_not_depend_on_grid_size(binary_data):
     acc = PrivacyAccountant(epsilon=10.0)
     DPV(
         epsilon=1.5,
-        lambdas=np.linspace(0.1, 1.0, 50),
+        lam_grid=np.linspace(0.1, 1.0, 50),
         classes=[0, 1],
         accountant=acc,
         random_state=0,
@@ -207,7 +214,7 @@ def test_noisy_max_law_is_the_law_of_the_argmax_of_exponential_noise():
 def test_cms_correction_values_and_branch():
     n, lam = 15216, 0.001
     correction = 2 * math.log1p(0.25 / (n * lam))
-    assert correction == pytest.approx(0.0326, abs=1e-4)  # spec-004 §4.6
+    assert correction == pytest.approx(0.0326, abs=1e-4)  # the paper's Magic setting
     eps_p, extra = objective_perturbation_budget(0.15, n, lam)
     assert eps_p == pytest.approx(0.15 - correction) and extra == 0.0
     eps_p, extra = objective_perturbation_budget(0.03, n, lam)  # alphaSplit at alpha = 0.3
@@ -269,7 +276,7 @@ def test_released_model_noise_law(mechanism):
     for seed in range(400):
         clf = _Recording(
             epsilon=2.0,
-            lambdas=(lam,),
+            lam_grid=(lam,),
             mechanism=mechanism,
             classes=[0, 1],
             validation_size=0.25,
@@ -298,16 +305,16 @@ def test_released_coefficients_lie_on_the_public_snapping_grid(binary_data, mech
     X, y = binary_data
     clf = _Recording(
         epsilon=1.0,
-        lambdas=(0.05, 0.5),
+        lam_grid=(0.05, 0.5),
         mechanism=mechanism,
         classes=[0, 1],
         random_state=4,
         fit_intercept=False,
     ).fit(X, y)
     n = clf.n_train_
-    scale = coefficient_noise_scale(n, clf.best_lambda_, clf.epsilon_effective_, clf.extra_reg_)
+    scale = coefficient_noise_scale(n, clf.best_lam_, clf.epsilon_effective_, clf.extra_reg_)
     if mechanism == "output":
-        assert scale == pytest.approx(2 / (clf.best_lambda_ * clf.epsilon_train_ * n))
+        assert scale == pytest.approx(2 / (clf.best_lam_ * clf.epsilon_train_ * n))
     grid = clf.coef_grid_  # norm_bound = 1
     assert math.log2(grid) == round(math.log2(grid)) and scale <= grid < 2 * scale
     steps = clf.coef_[0] / grid
@@ -322,14 +329,14 @@ def test_final_model_is_retrained_with_fresh_noise(binary_data):
     X, y = binary_data
     lambdas = (0.05, 0.05, 0.05)  # equal lambdas: only the noise differs between the runs
     clf = _Recording(
-        epsilon=1.0, lambdas=lambdas, classes=[0, 1], random_state=2, fit_intercept=False
+        epsilon=1.0, lam_grid=lambdas, classes=[0, 1], random_state=2, fit_intercept=False
     ).fit(X, y)
     calls = clf._calls
     assert len(calls) == len(lambdas) + 1
     final = calls[-1][1]
     grid = clf.coef_grid_
     np.testing.assert_array_equal(clf.coef_[0], np.round(final / grid) * grid)
-    assert calls[-1][0] == clf.best_lambda_
+    assert calls[-1][0] == clf.best_lam_
     for _, candidate in calls[:-1]:
         assert not np.allclose(candidate, final)
 
@@ -338,7 +345,7 @@ def test_large_epsilon_selects_exact_argmax_and_matches_nonprivate_erm(binary_da
     X, y = binary_data
     lambdas = (0.002, 0.3, 3.0)
     clf = _Recording(
-        epsilon=1e7, lambdas=lambdas, classes=[0, 1], random_state=3, fit_intercept=False
+        epsilon=1e7, lam_grid=lambdas, classes=[0, 1], random_state=3, fit_intercept=False
     ).fit(X, y)
     T = _training_rows(3, len(y), 1 / 9)
     V = np.setdiff1d(np.arange(len(y)), T)
@@ -357,9 +364,9 @@ def test_large_epsilon_selects_exact_argmax_and_matches_nonprivate_erm(binary_da
 
 def test_no_candidate_model_or_score_is_stored(binary_data):
     X, y = binary_data
-    clf = DPV(lambdas=(0.1, 0.2, 0.3, 0.4), classes=[0, 1], random_state=0).fit(X, y)
+    clf = DPV(lam_grid=(0.1, 0.2, 0.3, 0.4), classes=[0, 1], random_state=0).fit(X, y)
     for name, value in vars(clf).items():
-        if name in ("lambdas", "lambdas_"):
+        if name in ("lam_grid", "lam_grid_"):
             continue
         arr = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
         assert arr is None or arr.size % 4 != 0, name  # k = 4 candidates: nothing of that size
@@ -398,7 +405,7 @@ def test_selected_index_audit_passes_and_flags_exact_argmax():
     kwargs = dict(
         epsilon=1000 + alpha2,
         epsilon_split=1000 / (1000 + alpha2),
-        lambdas=(0.01, 0.03),
+        lam_grid=(0.01, 0.03),
         validation_size=0.7,
         classes=[0, 1],
         fit_intercept=False,
@@ -415,21 +422,24 @@ def test_selected_index_audit_passes_and_flags_exact_argmax():
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"lambdas": (0.1, -1.0)}, "lambdas"),
-        ({"lambdas": (0.1, 0.0)}, "lambdas"),
-        ({"lambdas": ()}, "lambdas"),
-        ({"lambdas": (0.1, float("nan"))}, "lambdas"),
+        ({"lam_grid": (0.1, -1.0)}, "lam_grid"),
+        ({"lam_grid": (0.1, 0.0)}, "lam_grid"),
+        ({"lam_grid": ()}, "lam_grid"),
+        ({"lam_grid": (0.1, float("nan"))}, "lam_grid"),
+        ({"lam_grid": 0.1}, "lam_grid"),
         ({"epsilon_split": 0.0}, "epsilon_split"),
         ({"epsilon_split": 1.0}, "epsilon_split"),
         ({"epsilon_split": 1.5}, "epsilon_split"),
         ({"epsilon": -1.0}, "epsilon"),
-        ({"validation_score": "zero_one"}, "Lipschitz"),
+        ({"validation_score": "zero_one"}, "validation_score"),
         ({"validation_score": "hinge"}, "delta"),
         ({"validation_score": "foo"}, "validation_score"),
         ({"mechanism": "gradient"}, "mechanism"),
         ({"selection": "argmax"}, "selection"),
         ({"validation_size": 1.0}, "validation_size"),
-        ({"norm_bound": 0.0}, "norm_bound"),
+        ({"feature_norm_bound": 0.0}, "feature_norm_bound"),
+        ({"delta": 1.0}, "delta"),
+        ({"accountant": "acc"}, "accountant"),
     ],
 )
 def test_bad_parameters_leave_estimator_and_accountant_unchanged(binary_data, params, match):
@@ -438,7 +448,7 @@ def test_bad_parameters_leave_estimator_and_accountant_unchanged(binary_data, pa
     clf = DPV(classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
     before = (clf.coef_.copy(), clf.best_index_, acc.epsilon_spent)
     clf.set_params(**params)
-    with pytest.raises((ValueError, TypeError), match=match):
+    with pytest.raises(InvalidParameterError, match=match):
         clf.fit(X, y)
     assert np.array_equal(clf.coef_, before[0]) and clf.best_index_ == before[1]
     assert acc.epsilon_spent == before[2]
@@ -464,8 +474,8 @@ def test_rows_above_the_norm_bound_are_clipped(binary_data):
     X[0] *= 2.0 / np.linalg.norm(X[0])  # norm 2 = the bound
     big = X.copy()
     big[0] *= 10.0  # norm 20: clipped back to the same row
-    a = DPV(norm_bound=2.0, classes=[0, 1], random_state=4, fit_intercept=False).fit(X, y)
-    b = DPV(norm_bound=2.0, classes=[0, 1], random_state=4, fit_intercept=False).fit(big, y)
+    a = DPV(feature_norm_bound=2.0, classes=[0, 1], random_state=4, fit_intercept=False).fit(X, y)
+    b = DPV(feature_norm_bound=2.0, classes=[0, 1], random_state=4, fit_intercept=False).fit(big, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_allclose(a.decision_function(X[1:5]), X[1:5] @ a.coef_[0])
 
@@ -477,8 +487,8 @@ def test_the_intercept_is_a_public_constant_column_inside_the_norm_bound(binary_
     X[0] *= 5.0 / np.linalg.norm(X[0])  # above the bound: clipped
     clf = _Recording(
         epsilon=1e7,
-        lambdas=(0.002,),
-        norm_bound=2.0,
+        lam_grid=(0.002,),
+        feature_norm_bound=2.0,
         intercept_scaling=1.2,
         classes=[0, 1],
         random_state=3,
@@ -504,9 +514,9 @@ def test_the_intercept_is_a_public_constant_column_inside_the_norm_bound(binary_
         .coef_[0]
     )
     np.testing.assert_allclose(clf._calls[-1][1], exact, atol=1e-4)  # on the rescaled rows
-    for bad, error in (({"intercept_scaling": 2.0}, ValueError), ({"fit_intercept": 1}, TypeError)):
-        with pytest.raises(error, match="intercept"):
-            DPV(norm_bound=2.0, classes=[0, 1], **bad).fit(X, y)
+    for bad in ({"intercept_scaling": 2.0}, {"fit_intercept": 1}):
+        with pytest.raises(InvalidParameterError, match="intercept"):
+            DPV(feature_norm_bound=2.0, classes=[0, 1], **bad).fit(X, y)
 
 
 def test_predictions_are_deterministic_post_processing_and_clone_pickle(binary_data):
@@ -614,7 +624,7 @@ def test_histogram_score_stability_with_the_same_noise(n_features):
 
 def test_histogram_estimator_fit_score_and_attributes():
     x = np.random.default_rng(13).beta(2, 5, size=(20_000, 1)) * 10 - 5
-    est = DPValidatedHistogram(epsilon=1.0, bounds=(-5.0, 5.0), random_state=0).fit(x)
+    est = DPValidatedHistogramDensity(epsilon=1.0, bounds=(-5.0, 5.0), random_state=0).fit(x)
     assert est.n_bins_ == (4, 8, 16, 32)[est.best_index_]
     assert np.sum(est.density_) * est.bin_volume_ == pytest.approx(1.0)
     np.testing.assert_allclose(est.bin_edges_[0], np.linspace(-5, 5, est.n_bins_ + 1))
@@ -623,17 +633,17 @@ def test_histogram_estimator_fit_score_and_attributes():
     np.testing.assert_allclose(np.exp(est.score_samples(x[:20])), est.density(x[:20]))
     manual = -np.sum(est.density_**2) * est.bin_volume_ + 2 * np.mean(est.density(x[:100]))
     assert est.score(x[:100]) == pytest.approx(manual)
-    assert est.epsilon_spent_ == 1.0 and est.delta_spent_ == 0.01
+    assert est.epsilon_spent_ == 1.0 and est.delta_spent_ == 1e-6  # the default delta
     assert est.n_train_ == 16_000 and est.n_validation_ == 4_000
     # the L2 criterion picks more than the coarsest histogram on 20k smooth points at eps = 1
-    big = DPValidatedHistogram(epsilon=50.0, bounds=(-5.0, 5.0), random_state=0).fit(x)
+    big = DPValidatedHistogramDensity(epsilon=50.0, bounds=(-5.0, 5.0), random_state=0).fit(x)
     assert big.n_bins_ >= 16
 
 
 def test_histogram_in_two_dimensions_uses_the_product_grid():
     rng = np.random.default_rng(15)
     x = np.column_stack([rng.beta(2, 5, 30_000), rng.random(30_000) * 4 - 2])
-    est = DPValidatedHistogram(
+    est = DPValidatedHistogramDensity(
         epsilon=2.0, n_bins_grid=(2, 4, 8), bounds=[(0, 1), (-2, 2)], random_state=0
     ).fit(x)
     b = est.n_bins_
@@ -661,21 +671,21 @@ def test_histogram_in_two_dimensions_uses_the_product_grid():
 )
 def test_histogram_bad_parameters(params, match):
     x = np.random.default_rng(14).random((2000, 1))
-    est = DPValidatedHistogram(random_state=0).fit(x)
+    est = DPValidatedHistogramDensity(random_state=0).fit(x)
     counts = est.noisy_counts_.copy()
     est.set_params(**params)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InvalidParameterError, match=match):
         est.fit(x)
     np.testing.assert_array_equal(est.noisy_counts_, counts)
 
 
 def test_histogram_bad_data():
-    with pytest.raises(ValueError, match="bounds must have shape"):
-        DPValidatedHistogram(bounds=[(0, 1), (0, 1), (0, 1)]).fit(np.zeros((100, 2)))
+    with pytest.raises(InvalidParameterError, match="bounds must be"):
+        DPValidatedHistogramDensity(bounds=[(0, 1), (0, 1), (0, 1)]).fit(np.zeros((100, 2)))
     with pytest.raises(ValueError, match="NaN"):
-        DPValidatedHistogram().fit(np.array([[0.1], [np.nan]] * 500))
+        DPValidatedHistogramDensity().fit(np.array([[0.1], [np.nan]] * 500))
     with pytest.raises(ValueError, match="2D array"):
-        DPValidatedHistogram().fit(np.full(500, 0.5))
+        DPValidatedHistogramDensity().fit(np.full(500, 0.5))
 
 
 def test_selected_index_audit_with_a_data_dependent_selection():
@@ -690,7 +700,7 @@ def test_selected_index_audit_with_a_data_dependent_selection():
     kwargs = dict(
         epsilon=1000 + alpha2,
         epsilon_split=1000 / (1000 + alpha2),
-        lambdas=(0.2, 2.0),
+        lam_grid=(0.2, 2.0),
         validation_size=0.25,
         classes=[0, 1],
     )
@@ -730,7 +740,7 @@ def _histogram_release_bound(n_trials):
     for data in (x, x2):
         counts = np.array(
             [
-                DPValidatedHistogram(random_state=seed, **kwargs).fit(data).noisy_counts_
+                DPValidatedHistogramDensity(random_state=seed, **kwargs).fit(data).noisy_counts_
                 for seed in range(n_trials)
             ]
         )
@@ -742,5 +752,7 @@ def _histogram_release_bound(n_trials):
 
 def test_histogram_release_audit_passes_and_flags_sensitivity_one(monkeypatch):
     assert _histogram_release_bound(3000) <= 1.0
-    monkeypatch.setattr("skprivpred.validation._noisy_histogram", _noisy_histogram_sensitivity_one)
+    monkeypatch.setattr(
+        "skprivpred.model_selection._validated._noisy_histogram", _noisy_histogram_sensitivity_one
+    )
     assert _histogram_release_bound(3000) > 1.0
