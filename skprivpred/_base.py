@@ -20,15 +20,14 @@ parameter, the value and what is allowed.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import threading
 import types
 import uuid
 import warnings
-from numbers import Integral, Real
-from typing import Any, Literal, overload
+from numbers import Integral
+from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import column_or_1d
@@ -40,86 +39,12 @@ from .utils._param_validation import validate_parameter_constraints
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
 
 
-def check_positive_finite(value, name: str) -> float:
-    """Validate a finite real number > 0 (``bool`` is refused), naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(
-            f"{name} must be a real number, got {value!r} of type {type(value).__name__}."
-        )
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
-    return value
-
-
-def check_epsilon(value, name: str = "epsilon") -> float:
-    """Validate a privacy parameter: a finite real number > 0."""
-    return check_positive_finite(value, name)
-
-
 def finite_target_column(y) -> np.ndarray:
     """``y`` as a 1-D array, refusing NaN and infinity in numeric targets."""
     y = column_or_1d(y, warn=True)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError("y must not contain NaN or infinity.")
     return y
-
-
-def check_open_unit_interval(value, name: str) -> float:
-    """Validate a real number in the open interval (0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(
-            f"{name} must be a real number, got {value!r} of type {type(value).__name__}."
-        )
-    value = float(value)
-    if not (0.0 < value < 1.0):
-        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}.")
-    return value
-
-
-def check_noise(noise, delta) -> float:
-    """Validate a noise family and its delta: Laplace needs delta = 0, Gaussian 0 < delta < 1.
-
-    Returns
-    -------
-    float
-        The per-release delta.
-    """
-    if noise not in ("laplace", "gaussian"):
-        raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}.")
-    if noise == "laplace":
-        if isinstance(delta, bool) or not isinstance(delta, Real) or delta != 0:
-            raise ValueError(
-                f"delta must be 0 with noise='laplace' (pure epsilon-DP), got {delta!r}."
-            )
-        return 0.0
-    return check_open_unit_interval(delta, "delta")
-
-
-@overload
-def check_positive_int(value: Any, name: str, *, allow_none: Literal[False] = ...) -> int: ...
-@overload
-def check_positive_int(value: Any, name: str, *, allow_none: bool) -> int | None: ...
-def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
-    """Validate an integer >= 1 (``bool`` and floats are refused)."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        allowed = "an integer >= 1" + (" or None" if allow_none else "")
-        raise TypeError(f"{name} must be {allowed}, got {value!r} of type {type(value).__name__}.")
-    if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    return int(value)
-
-
-def check_accountant(accountant) -> PrivacyAccountant | None:
-    """Validate the ``accountant`` parameter: None or a :class:`PrivacyAccountant`."""
-    if accountant is not None and not isinstance(accountant, PrivacyAccountant):
-        raise TypeError(
-            "accountant must be a skprivpred.PrivacyAccountant or None, got "
-            f"{type(accountant).__name__}."
-        )
-    return accountant
 
 
 def reject_fit_params(estimator, fit_params: dict) -> None:

@@ -48,6 +48,7 @@ from .utils._param_validation import (
     Interval,
     Options,
     StrOptions,
+    check_param,
     validate_parameter_constraints,
 )
 
@@ -434,8 +435,7 @@ _POSITIVE_COUNT = Interval(Integral, 1, None, closed="left")
 
 def _checked(caller: str, value, name: str, constraint) -> float:
     """``value`` as a float once it satisfies ``constraint`` (else InvalidParameterError)."""
-    validate_parameter_constraints({name: [constraint]}, {name: value}, caller)
-    return float(value)
+    return float(check_param(value, name, constraint, caller_name=caller))
 
 
 class PrivacyAccountant:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, log_softmax, logsumexp
 from scipy.stats import norm
 
-from ._base import check_open_unit_interval, check_positive_finite, check_positive_int
+from .utils._param_validation import Interval, check_param, validate_parameter_constraints
 
 __all__ = [
     "BetweenThresholds",
@@ -58,6 +58,23 @@ __all__ = [
     "snap_coefficients",
     "soft_majority_proba",
 ]
+
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
+_POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+
+
+def _positive(value: Any, name: str) -> float:
+    return float(check_param(value, name, _POSITIVE))
+
+
+def _in_open_unit(value: Any, name: str) -> float:
+    return float(check_param(value, name, _OPEN_UNIT))
+
+
+def _positive_int(value: Any, name: str) -> int:
+    return int(check_param(value, name, _POSITIVE_INT))
+
 
 # Tolerance used when a real-valued formula is turned into an integer
 # parameter: 39.99999999999999 and 40.00000000000001 both give 40. Changing such
@@ -116,8 +133,8 @@ def pac_n_partitions(alpha: float, epsilon: float, n_classes: int = 2) -> int:
     >>> pac_n_partitions(0.1, 1.0)
     23
     """
-    alpha = check_open_unit_interval(alpha, "alpha")
-    epsilon = check_positive_finite(epsilon, "epsilon")
+    alpha = _in_open_unit(alpha, "alpha")
+    epsilon = _positive(epsilon, "epsilon")
     if isinstance(n_classes, bool) or not isinstance(n_classes, Integral) or n_classes < 2:
         raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}.")
     return max(1, ceil_int(6.0 * math.log(4.0 * (n_classes - 1) / alpha) / epsilon))
@@ -146,8 +163,8 @@ def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
     >>> agnostic_n_partitions(0.1, 1.0)
     20
     """
-    alpha = check_open_unit_interval(alpha, "alpha")
-    epsilon = check_positive_finite(epsilon, "epsilon")
+    alpha = _in_open_unit(alpha, "alpha")
+    epsilon = _positive(epsilon, "epsilon")
     return max(1, ceil_int(2.0 / (alpha * epsilon)))
 
 
@@ -179,7 +196,7 @@ def soft_majority_proba(n_ones: ArrayLike, n_voters: ArrayLike, epsilon: float) 
     >>> float(soft_majority_proba(3, 5, 1.0))  # doctest: +ELLIPSIS
     0.6224593...
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
+    epsilon = _positive(epsilon, "epsilon")
     votes = 2.0 * np.asarray(n_ones, dtype=float) - np.asarray(n_voters, dtype=float)
     return expit(epsilon * votes / 2.0)
 
@@ -208,8 +225,8 @@ def exponential_mechanism_proba(
     ndarray of the same shape as ``scores``
         Probabilities summing to one along the last axis.
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    epsilon = _positive(epsilon, "epsilon")
+    sensitivity = _positive(sensitivity, "sensitivity")
     scores = np.asarray(scores, dtype=float)
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores must be finite.")
@@ -311,7 +328,7 @@ def sample_fewest_mistakes(mistakes: ArrayLike, epsilon: float, rng: np.random.G
     >>> sample_fewest_mistakes([0, 50, 50], 10.0, np.random.default_rng(0))
     0
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
+    epsilon = _positive(epsilon, "epsilon")
     mistakes = np.asarray(mistakes)
     counts = np.bincount(mistakes)
     levels = np.flatnonzero(counts)
@@ -343,7 +360,7 @@ def fewest_mistakes_log_proba(mistakes: ArrayLike, epsilon: float) -> np.ndarray
     >>> np.exp(fewest_mistakes_log_proba([0, 0], 1.0)).tolist()
     [0.5, 0.5]
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
+    epsilon = _positive(epsilon, "epsilon")
     return log_softmax(-0.5 * epsilon * np.asarray(mistakes, dtype=float))
 
 
@@ -362,9 +379,7 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
     float
         The Laplace scale (the paper's proof writes ``epsilon / gamma``: erratum 3).
     """
-    return check_positive_finite(sensitivity, "sensitivity") / check_positive_finite(
-        epsilon, "epsilon"
-    )
+    return _positive(sensitivity, "sensitivity") / _positive(epsilon, "epsilon")
 
 
 def gaussian_sigma(
@@ -392,9 +407,9 @@ def gaussian_sigma(
     float
         The noise standard deviation.
     """
-    sensitivity = check_positive_finite(sensitivity, "sensitivity")
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    delta = check_open_unit_interval(delta, "delta")
+    sensitivity = _positive(sensitivity, "sensitivity")
+    epsilon = _positive(epsilon, "epsilon")
+    delta = _in_open_unit(delta, "delta")
     if method == "classic":
         if epsilon >= 1.0:
             raise ValueError(
@@ -527,7 +542,7 @@ def grid_laplace_release(
     ndarray of float
         The released values, multiples of their grid step.
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
+    epsilon = _positive(epsilon, "epsilon")
     grid, index = _grid_indices(values, sensitivity, steps)
     moved = 1 if l1_axis is None else index.shape[l1_axis]
     noise = discrete_laplace_noise(np.full(index.shape, (steps + moved) / epsilon), rng)
@@ -572,7 +587,7 @@ def discrete_gaussian_noise(
     ndarray of int64
         The noise.
     """
-    sigma = check_positive_finite(sigma, "sigma")
+    sigma = _positive(sigma, "sigma")
     support, log_proba = _discrete_gaussian_table(sigma)
     cdf = np.cumsum(np.exp(log_proba))
     u = rng.random(size)
@@ -601,8 +616,8 @@ def discrete_gaussian_delta(sigma: float, shift: int, epsilon: float) -> float:
     float
         The smallest ``delta`` for which the mechanism is ``(epsilon, delta)``-DP.
     """
-    sigma = check_positive_finite(sigma, "sigma")
-    epsilon = check_positive_finite(epsilon, "epsilon")
+    sigma = _positive(sigma, "sigma")
+    epsilon = _positive(epsilon, "epsilon")
     support, log_proba = _discrete_gaussian_table(sigma)
     shifted = np.full_like(log_proba, -np.inf)
     shifted[shift:] = log_proba[:-shift]  # log P(z - shift)
@@ -631,8 +646,8 @@ def discrete_gaussian_sigma(shift: int, epsilon: float, delta: float) -> float:
     float
         The scale ``sigma`` in integer units.
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    delta = check_open_unit_interval(delta, "delta")
+    epsilon = _positive(epsilon, "epsilon")
+    delta = _in_open_unit(delta, "delta")
     if isinstance(shift, bool) or not isinstance(shift, Integral) or shift < 1:
         raise ValueError(f"shift must be an integer >= 1, got {shift!r}.")
     # Start from the continuous Gaussian's exact calibration, which is very close.
@@ -722,8 +737,8 @@ def noisy_max_proba(scores: ArrayLike, epsilon: float, sensitivity: float) -> np
     >>> noisy_max_proba([0.0, 0.0], epsilon=1.0, sensitivity=1.0).round(3)
     array([0.5, 0.5])
     """
-    epsilon = check_positive_finite(epsilon, "epsilon")
-    sensitivity = check_positive_finite(sensitivity, "sensitivity")
+    epsilon = _positive(epsilon, "epsilon")
+    sensitivity = _positive(sensitivity, "sensitivity")
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 1 or scores.size < 1 or not np.all(np.isfinite(scores)):
         raise ValueError("scores must be a non-empty 1-D array of finite numbers.")
@@ -804,7 +819,7 @@ def sample_unit_laplace_vector(n_features: int, rng: np.random.Generator) -> np.
     >>> sample_unit_laplace_vector(3, np.random.default_rng(0)).shape
     (3,)
     """
-    n_features = check_positive_int(n_features, "n_features")
+    n_features = _positive_int(n_features, "n_features")
     direction = rng.standard_normal(n_features)
     direction /= np.linalg.norm(direction)
     return rng.gamma(shape=n_features, scale=1.0) * direction
@@ -839,7 +854,7 @@ def snap_coefficients(w: ArrayLike, noise_scale: float) -> tuple[np.ndarray, flo
     >>> snap_coefficients([0.3, -1.1], 0.4)
     (array([ 0.5, -1. ]), 0.5)
     """
-    noise_scale = check_positive_finite(noise_scale, "noise_scale")
+    noise_scale = _positive(noise_scale, "noise_scale")
     grid = 2.0 ** math.ceil(math.log2(noise_scale))
     return np.round(np.asarray(w, dtype=float) / grid) * grid, grid
 
@@ -863,7 +878,7 @@ def laplace_clip_bernoulli_proba(v: ArrayLike, b: float) -> np.ndarray:
     ndarray of float
         ``q(v)`` in [0, 1].
     """
-    b = check_positive_finite(b, "b")
+    b = _positive(b, "b")
     v = np.asarray(v, dtype=float)
     tail = -0.5 * b * np.expm1(-1.0 / b)  # (b/2)(1 - e^{-1/b})
     with np.errstate(over="ignore"):
@@ -918,7 +933,7 @@ def gaussian_clip_bernoulli_proba(v: ArrayLike, s: float) -> np.ndarray:
     ndarray of float
         The expected clipped value, in [0, 1].
     """
-    s = check_positive_finite(s, "s")
+    s = _positive(s, "s")
     v = np.asarray(v, dtype=float)
 
     def antiderivative(u):
@@ -968,17 +983,12 @@ def _bt_validate(caller: str, **values: Any) -> None:
     Raises :class:`~skprivpred.InvalidParameterError` (a ``ValueError`` and a
     ``TypeError``) naming the argument, the value and what is allowed.
     """
-    from numbers import Real
-
-    from .utils._param_validation import Interval, validate_parameter_constraints
-
-    positive = Interval(Real, 0, None, closed="neither")
     constraints = {
-        "epsilon": [positive],
-        "sensitivity": [positive],
-        "delta": [Interval(Real, 0, 1, closed="neither")],
-        "n_instances": [Interval(Integral, 1, None, closed="left")],
-        "top_budget": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [_POSITIVE],
+        "sensitivity": [_POSITIVE],
+        "delta": [_OPEN_UNIT],
+        "n_instances": [_POSITIVE_INT],
+        "top_budget": [_POSITIVE_INT],
     }
     validate_parameter_constraints(constraints, values, caller_name=caller)
 

@@ -1,9 +1,13 @@
 """Random streams and validators shared by every private predictor."""
 
+from numbers import Integral, Real
+
 import numpy as np
 import pytest
 
-from skprivpred._base import check_epsilon, check_positive_int, spawn_streams
+from skprivpred import InvalidParameterError
+from skprivpred._base import spawn_streams
+from skprivpred.utils import Interval, StrOptions, check_param, validate_parameter_constraints
 
 
 @pytest.mark.parametrize(
@@ -32,13 +36,41 @@ def test_bad_random_state(bad, error):
 
 
 def test_validators_name_parameter_and_value():
-    with pytest.raises(ValueError, match=r"epsilon must be a finite number > 0, got -2.0"):
-        check_epsilon(-2.0)
-    with pytest.raises(TypeError, match="epsilon"):
-        check_epsilon(True)
-    with pytest.raises(TypeError, match="n_teachers"):
-        check_positive_int(3.0, "n_teachers")
-    assert check_positive_int(None, "n_teachers", allow_none=True) is None
+    positive = Interval(Real, 0, None, closed="neither")
+    with pytest.raises(ValueError, match=r"'epsilon' parameter must be a float in the range"):
+        check_param(-2.0, "epsilon", positive)
+    with pytest.raises(TypeError, match="epsilon.*Got True"):
+        check_param(True, "epsilon", positive)
+    with pytest.raises(InvalidParameterError, match="n_teachers"):
+        check_param(3.0, "n_teachers", Interval(Integral, 1, None, closed="left"))
+    assert check_param(None, "n_teachers", None) is None
+
+
+@pytest.mark.parametrize(
+    "value, constraints",
+    [
+        (float("inf"), [Interval(Real, 0, None, closed="neither")]),
+        (float("nan"), [Interval(Real, 0, 1, closed="both")]),
+        (0, [Interval(Real, 0, 1, closed="neither")]),
+        (1, [Interval(Real, 0, 1, closed="left")]),
+        (True, [Interval(Integral, 0, None, closed="left")]),
+        ("lapalce", [StrOptions({"laplace", "gaussian"})]),
+        (None, [Interval(Real, 0, None, closed="neither")]),
+    ],
+)
+def test_constraints_refuse_what_they_exclude(value, constraints):
+    with pytest.raises(InvalidParameterError, match="The 'p' parameter of Est must be"):
+        validate_parameter_constraints({"p": constraints}, {"p": value}, "Est")
+
+
+def test_constraints_accept_what_they_include():
+    constraints = {
+        "a": [Interval(Real, 0, 1, closed="both")],
+        "b": [StrOptions({"x", "y"}), None],
+        "c": [Interval(Integral, 1, None, closed="left")],
+    }
+    validate_parameter_constraints(constraints, {"a": 1, "b": None, "c": 3}, "Est")
+    validate_parameter_constraints(constraints, {"a": 0.0, "b": "y", "c": 10**12}, "Est")
 
 
 def test_show_versions_prints_the_main_packages(capsys):

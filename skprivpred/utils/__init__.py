@@ -13,6 +13,7 @@ from ._param_validation import (
     Options,
     RealNotInt,
     StrOptions,
+    check_param,
     validate_parameter_constraints,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "Options",
     "RealNotInt",
     "StrOptions",
+    "check_param",
     "expected_failed_checks",
     "validate_parameter_constraints",
 ]

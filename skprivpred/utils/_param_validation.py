@@ -41,6 +41,7 @@ __all__ = [
     "Options",
     "RealNotInt",
     "StrOptions",
+    "check_param",
     "validate_parameter_constraints",
 ]
 
@@ -318,3 +319,52 @@ def validate_parameter_constraints(
             f"The {name!r} parameter of {caller_name} must be {_describe(constraints)}. "
             f"Got {_shown(value)} instead."
         )
+
+
+def check_param(value: Any, name: str, constraint: Any, *, caller_name: str | None = None) -> Any:
+    """Check one argument against one constraint; return it unchanged.
+
+    For the public functions of skprivpred (mechanisms, conversions), which
+    have no ``_parameter_constraints`` of their own.
+
+    Parameters
+    ----------
+    value : object
+        The argument.
+    name : str
+        Its name, used in the message.
+    constraint : constraint declaration
+        As in ``_parameter_constraints`` (an :class:`Interval`, ``None``, a
+        type, ...).
+    caller_name : str, default=None
+        The function's name, used in the message.
+
+    Returns
+    -------
+    object
+        ``value``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``value`` does not satisfy ``constraint``.
+
+    Examples
+    --------
+    >>> from numbers import Real
+    >>> from skprivpred.utils import Interval, check_param
+    >>> check_param(0.5, "epsilon", Interval(Real, 0, None, closed="neither"))
+    0.5
+    >>> check_param(-1, "epsilon", Interval(Real, 0, None, closed="neither"))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    skprivpred.exceptions.InvalidParameterError: The 'epsilon' parameter must be ... Got -1 instead.
+    """
+    constraint = make_constraint(constraint)
+    if not constraint.is_satisfied_by(value):
+        of = f" of {caller_name}" if caller_name else ""
+        raise InvalidParameterError(
+            f"The {name!r} parameter{of} must be {constraint}. Got {_shown(value)} instead."
+        )
+    return value
