@@ -1,4 +1,4 @@
-"""Code health: ruff (lint and format), mypy on the package, annotated public API.
+"""Code health: ruff (lint and format), mypy, annotated public API, no internal citations.
 
 The settings live in ``pyproject.toml`` (``[tool.ruff]``, ``[tool.mypy]``).
 To fix a failure locally, from the repository root::
@@ -7,11 +7,15 @@ To fix a failure locally, from the repository root::
     .venv/bin/mypy
 """
 
+import ast
 import importlib
 import inspect
+import io
+import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -25,6 +29,8 @@ PUBLIC_MODULES = [
     "skprivpred.audit",
     "skprivpred.datasets",
     "skprivpred.mechanisms",
+    "skprivpred.model_selection",
+    "skprivpred.utils",
     "skprivpred.walk",
 ]
 
@@ -103,3 +109,83 @@ def test_public_api_is_annotated():
             if parameter.annotation is inspect.Parameter.empty:
                 missing.append(f"{qualified}: {name}")
     assert not missing, "missing type annotations:\n" + "\n".join(missing)
+
+
+# -- No user-facing text cites the internal design specs ------------------------------------
+# The specs are not shipped: every docstring, message, guarantee and page cites the paper and
+# its result instead (for example "Dwork & Feldman (2018), Theorem 4.1").
+SPEC_CITATION = re.compile(r"\bspec-\d{3}\b|\bspecs?\s*§", re.IGNORECASE)
+PACKAGE = ROOT / "skprivpred"
+
+
+def _spec_citations(text):
+    return sorted({match.group(0) for match in SPEC_CITATION.finditer(text or "")})
+
+
+def _package_modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        yield path, module.removesuffix(".__init__")
+
+
+def _public_objects():
+    """(qualified name, object) for every public module, class, function, method and property."""
+    for _, module_name in _package_modules():
+        if any(part.startswith("_") for part in module_name.split(".")) or (
+            module_name.endswith("__main__")
+        ):
+            continue
+        module = importlib.import_module(module_name)
+        yield module_name, module
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            yield f"{module_name}.{name}", obj
+            if inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    if not attr.startswith("_") or attr == "__init__":
+                        yield f"{module_name}.{name}.{attr}", getattr(member, "fget", member)
+
+
+def test_public_docstrings_cite_papers_not_specs():
+    found, seen = [], set()
+    for name, obj in _public_objects():
+        if id(obj) in seen:  # a re-exported name: report it once
+            continue
+        seen.add(id(obj))
+        if hits := _spec_citations(inspect.getdoc(obj)):
+            found.append(f"{name}: {', '.join(hits)}")
+    assert not found, "docstrings citing an internal spec (cite the paper):\n" + "\n".join(found)
+
+
+def test_package_strings_and_comments_cite_papers_not_specs():
+    """String literals (messages, warnings, guarantees) and comments of skprivpred/**/*.py."""
+    found = []
+    for path, _ in _package_modules():
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for hit in _spec_citations(node.value):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {hit}")
+        tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+        for token in tokens:
+            if token.type == tokenize.COMMENT:
+                for hit in _spec_citations(token.string):
+                    found.append(f"{path.relative_to(ROOT)}:{token.start[0]}: {hit} (comment)")
+    assert not found, "internal spec citations (cite the paper):\n" + "\n".join(found)
+
+
+def test_rendered_docs_cite_papers_not_specs():
+    """The pages (docs/**/*.rst), the example gallery (examples/*.py) and the README."""
+    paths = [
+        *sorted((ROOT / "docs").rglob("*.rst")),
+        *sorted((ROOT / "examples").glob("*.py")),
+        ROOT / "README.md",
+    ]
+    found = []
+    for path in paths:
+        if any(part in {"_build", "generated", "auto_examples"} for part in path.parts):
+            continue  # build output
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for hit in _spec_citations(line):
+                found.append(f"{path.relative_to(ROOT)}:{lineno}: {hit}")
+    assert not found, "pages citing an internal spec (cite the paper):\n" + "\n".join(found)

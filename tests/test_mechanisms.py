@@ -598,9 +598,9 @@ def test_bad_sensitivity_and_noise_scale_are_rejected_by_name(bad):
         laplace_scale(bad, 1.0)
     with pytest.raises(ValueError, match="sensitivity"):
         gaussian_sigma(bad, 0.5, 1e-5)
-    with pytest.raises(ValueError, match="b must"):
+    with pytest.raises(ValueError, match="'b' parameter must"):
         laplace_clip_bernoulli_proba(0.5, bad)
-    with pytest.raises(ValueError, match="s must"):
+    with pytest.raises(ValueError, match="'s' parameter must"):
         gaussian_clip_bernoulli_proba(0.5, bad)
 
 

@@ -173,7 +173,7 @@ def coefficient_noise_scale(
     return 2.0 / (epsilon_p * n_samples * (lam + extra_reg))
 
 
-def validation_score(w, X, y, score: str = "ramp") -> float:
+def validation_score(w: np.ndarray, X: np.ndarray, y: np.ndarray, score: str = "ramp") -> float:
     """``q(w, V) = -mean g(w; x, y)``: ramp ``min(1, max(0, 1 - y w.x))``, hinge or logistic."""
     margin = y * (X @ w)
     if score == "ramp":
@@ -186,7 +186,7 @@ def validation_score(w, X, y, score: str = "ramp") -> float:
 
 
 def logistic_stability_constants(
-    lam_grid,
+    lam_grid: ArrayLike,
     n_train: int,
     n_validation: int,
     n_features: int,
@@ -704,7 +704,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
 
 # -- histogram density estimation with bin-count selection (Chaudhuri & Vinterbo 2013, Sec. 4.2) --
 def histogram_stability_constants(
-    n_bins_grid,
+    n_bins_grid: ArrayLike,
     n_train: int,
     n_validation: int,
     epsilon_train: float,
