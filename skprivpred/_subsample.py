@@ -26,6 +26,27 @@ from .exceptions import InvalidParameterError
 _SPARSE_FORMATS = ["csr", "csc"]
 
 
+def _refuse_non_scalar_entries(X) -> None:
+    """Refuse an object array holding anything but numbers and strings.
+
+    Object arrays stay as they are (strings may be meant for an encoder inside
+    the base estimator), but an entry such as a dict must fail here, for every
+    partition alike: a teacher whose block has a single label is a constant and
+    never calls the base estimator's ``fit``, so leaving the error to the
+    teachers would make it depend on the random partition.
+
+    Raises
+    ------
+    TypeError
+        ``float() argument must be a string or a real number, not ...``.
+    """
+    if isinstance(X, np.ndarray) and X.dtype == object:
+        try:
+            X.astype(np.float64)
+        except ValueError:
+            pass  # strings, for the base estimator to encode
+
+
 class SubsampleMixin(PrivatePredictorMixin):
     """Shared ``fit`` steps and query validation of subsample-and-aggregate estimators.
 
@@ -57,6 +78,7 @@ class SubsampleMixin(PrivatePredictorMixin):
             y_numeric=y_numeric,
         )
         y = finite_target_column(y)
+        _refuse_non_scalar_entries(X_checked)
         return keep_frame(X, X_checked), y
 
     @staticmethod
@@ -101,6 +123,7 @@ class SubsampleMixin(PrivatePredictorMixin):
             dtype=None,
             ensure_all_finite=True,
         )
+        _refuse_non_scalar_entries(X_checked)
         return keep_frame(X, X_checked)
 
     def _teacher_votes(self, X) -> tuple[np.ndarray, list[np.ndarray]]:

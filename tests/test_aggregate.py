@@ -320,6 +320,28 @@ def test_single_class_parts_become_constant_teachers():
     assert clf.predict(X).shape == (40,)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_an_entry_no_teacher_can_read_fails_whatever_the_partition(seed):
+    # Row 0's block may have a single label (a constant teacher that never
+    # calls fit): the error must not depend on that draw.
+    X = np.arange(40, dtype=float).reshape(-1, 1).astype(object)
+    y = np.array([0] * 39 + [1])
+    X[0, 0] = {"foo": "bar"}
+    clf = SubsampleAggregateClassifier(n_teachers=10, classes=[0, 1], random_state=seed)
+    with pytest.raises(TypeError, match="argument must be a string.* number"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "classes_")
+
+
+def test_strings_in_an_object_array_reach_the_encoder():
+    X = np.array([["a"], ["b"]] * 20, dtype=object)
+    y = np.array([0, 1] * 20)
+    base = make_pipeline(OneHotEncoder(), LogisticRegression())
+    clf = SubsampleAggregateClassifier(base, n_teachers=2, epsilon=50, random_state=0)
+    clf.fit(X, y)
+    assert set(clf.predict(X)) <= {0, 1}
+
+
 def test_parallel_fit_equals_sequential(binary_data):
     X, y = binary_data
     base = DecisionTreeClassifier(max_depth=4)
