@@ -106,12 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     search = PrivateGridSearchCV(template(), GRID, n_jobs=args.n_jobs)
-    checked = search._checked()
-    assert [dict(c) for c in checked["candidates"]] == candidates
+    assert [dict(c) for c in search._check_params()] == candidates
     rng = np.random.default_rng(args.seed)
     rep_scores, rep_m = [], []
     for _ in range(args.repetitions):
-        split = search._split(y.size, checked["validation_size"], rng)
+        split = search._split(y.size, search.validation_size, rng)
         r = search._public_teachers(candidates, split[0].size)
         rep_scores.append(search._scores(X, y, candidates, split, r, rng))
         rep_m.append(split[1].size)
@@ -121,11 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         search.set_params(selection=selection)
         keep = np.array([c_fixed is None or c["estimator__C"] == c_fixed for c in candidates])
         sub_acc = acc[keep]
-        r_min = min(c["n_teachers"] for c, k in zip(candidates, keep) if k)
+        r = [c["n_teachers"] for c, k in zip(candidates, keep) if k]
         picks, nonprivate = [], []
         for scores, m in zip(rep_scores, rep_m):
-            beta = max(1.0 / r_min, 1.0 / m)
-            law = search._selection_law(scores[keep], epsilon, beta)
+            law = search._selection_law(scores[keep], epsilon, search._sensitivities(r, m))
             picks.append(float(law @ sub_acc))
             nonprivate.append(float(sub_acc[np.argmax(scores[keep])]))
         best = float(sub_acc.max())

@@ -202,13 +202,26 @@ def soft_majority_proba(n_ones: ArrayLike, n_voters: ArrayLike, epsilon: float) 
 
 
 def exponential_mechanism_proba(
-    scores: ArrayLike, epsilon: float, sensitivity: float = 1.0
+    scores: ArrayLike, epsilon: float, sensitivity: float | ArrayLike = 1.0
 ) -> np.ndarray:
     """Output law of the exponential mechanism, one distribution per row.
 
     ``P(k) = softmax(epsilon * scores / (2 * sensitivity))`` along the last
     axis, normalised in log space (no overflow at ``epsilon = 50`` and scores of
     1000).
+
+    With one sensitivity per candidate, ``Delta_k``, the divisor ``2 *
+    sensitivity`` becomes ``Delta_(1) + Delta_(2)``, the sum of the two largest
+    (``2 Delta`` when they are equal, the classical case): the law is still
+    ``epsilon``-DP and ``epsilon``-bounded-range. Proof: between neighbours
+    every score moves by ``d_k`` with ``|d_k| <= Delta_k``; with ``c`` the
+    weight, the log-ratio of the probabilities of ``k`` is ``-c d_k + log sum_j
+    P(j) exp(c d_j)``, at most ``-c d_k + c max_j d_j``, which is 0 when the
+    maximum is at ``j = k`` and at most ``c (Delta_k + Delta_j)`` otherwise;
+    ``-c d_k`` varies over ``k`` within ``c (Delta_(1) + Delta_(2))`` too. A
+    candidate whose score can move less than the others' is thus told apart
+    more sharply than by the exponential mechanism at the largest sensitivity
+    (McSherry & Talwar 2007).
 
     Parameters
     ----------
@@ -217,26 +230,50 @@ def exponential_mechanism_proba(
         between neighbouring data sets.
     epsilon : float
         Privacy parameter, > 0.
-    sensitivity : float, default=1.0
-        Bound on the change of any score between neighbours, > 0.
+    sensitivity : float or array-like of shape (n_candidates,), default=1.0
+        Bound on the change of any score between neighbours, > 0; or one bound
+        per candidate.
 
     Returns
     -------
     ndarray of the same shape as ``scores``
         Probabilities summing to one along the last axis.
+
+    Examples
+    --------
+    >>> from skprivpred.mechanisms import exponential_mechanism_proba
+    >>> exponential_mechanism_proba([1.0, 0.0], epsilon=1.0, sensitivity=0.5).round(3)
+    array([0.731, 0.269])
+    >>> exponential_mechanism_proba([1.0, 0.0], 1.0, sensitivity=[0.5, 0.1]).round(3)
+    array([0.841, 0.159])
     """
     epsilon = _positive(epsilon, "epsilon")
-    sensitivity = _positive(sensitivity, "sensitivity")
     scores = np.asarray(scores, dtype=float)
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores must be finite.")
-    weight = epsilon / (2.0 * sensitivity)
+    weight = epsilon / _two_largest_sensitivities(sensitivity, scores.shape[-1])
     if scores.shape[-1] == 2:
         # Two candidates: the logistic closed form, each side computed directly
         # so that a probability near 0 keeps its relative precision.
         logit = weight * (scores[..., 1] - scores[..., 0])
         return np.stack([expit(-logit), expit(logit)], axis=-1)
     return np.exp(log_softmax(scores * weight, axis=-1))
+
+
+def _two_largest_sensitivities(sensitivity: float | ArrayLike, n_candidates: int) -> float:
+    """``2 * sensitivity``, or the sum of the two largest of one per candidate."""
+    if np.ndim(sensitivity) == 0:
+        return 2.0 * _positive(sensitivity, "sensitivity")
+    values = np.asarray(sensitivity, dtype=float)
+    if values.shape != (n_candidates,) or not np.all(np.isfinite(values) & (values > 0)):
+        raise ValueError(
+            f"sensitivity must be a positive number or {n_candidates} finite positive "
+            f"numbers, one per candidate; got {sensitivity!r}."
+        )
+    if n_candidates == 1:
+        return 2.0 * float(values[0])
+    top = np.sort(values)[-2:]
+    return float(top[0] + top[1])
 
 
 def sample_categorical(proba: ArrayLike, rng: np.random.Generator) -> np.ndarray:

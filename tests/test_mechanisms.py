@@ -267,6 +267,78 @@ def test_exponential_mechanism_doubled_weight_is_caught(n_classes, n_voters):
     assert max_log_ratio_one_vote_moved(n_classes, n_voters, 2 * epsilon) > epsilon + 0.1
 
 
+def worst_log_ratio_per_candidate_sensitivity(scores, sensitivities, law_of):
+    """Largest |log P(k) - log P'(k)| over every score move at a vertex of the box.
+
+    For a fixed output ``k`` the log-ratio is convex in the move ``d`` (a linear
+    term plus a log-sum-exp), so its maximum over the box ``|d_j| <= Delta_j`` lies
+    at one of the ``2^n`` vertices: checking them all is exhaustive.
+    """
+    base = np.log(law_of(scores))
+    worst = 0.0
+    for signs in itertools.product((-1.0, 1.0), repeat=len(scores)):
+        moved = np.log(law_of(scores + np.asarray(signs) * sensitivities))
+        worst = max(worst, float(np.max(np.abs(moved - base))))
+    return worst
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_per_candidate_sensitivities_keep_epsilon_and_the_bound_is_tight(seed, epsilon):
+    rng = np.random.default_rng(seed)
+    n = 2 + seed % 4
+    scores = rng.uniform(0, 1, size=n)
+    sensitivities = rng.choice([1 / 23, 1 / 100, 1 / 400, 0.2], size=n)
+
+    def law(s):
+        return exponential_mechanism_proba(s, epsilon, sensitivities)
+
+    worst = worst_log_ratio_per_candidate_sensitivity(scores, sensitivities, law)
+    assert worst <= epsilon + 1e-9
+    # Tight: when the most sensitive candidate holds almost all the mass, it rising
+    # and the next most sensitive one falling move the latter by epsilon.
+    leading = np.zeros(n)
+    top_two = np.sort(sensitivities)[-2:].sum()
+    leading[np.argmax(sensitivities)] = 40 * top_two / epsilon  # a lead of e^40
+    tight = worst_log_ratio_per_candidate_sensitivity(leading, sensitivities, law)
+    assert tight == pytest.approx(epsilon, rel=1e-6)
+
+
+def test_per_candidate_law_with_one_sensitivity_is_the_classical_law():
+    scores = np.array([0.3, 0.1, 0.7])
+    np.testing.assert_allclose(
+        exponential_mechanism_proba(scores, 1.5, [0.25, 0.25, 0.25]),
+        exponential_mechanism_proba(scores, 1.5, 0.25),
+        rtol=1e-14,
+    )
+
+
+def test_per_candidate_law_with_the_largest_sensitivity_once_is_caught():
+    # BROKEN ON PURPOSE: dividing by Delta_(1) + Delta_(3) (a smaller, wrong sum)
+    # instead of the two largest: the exhaustive check exceeds epsilon.
+    epsilon, sensitivities = 1.0, np.array([1 / 23, 1 / 100, 1 / 400])
+    broken_divisor = sensitivities[0] + sensitivities[2]
+
+    def broken(s):
+        return np.exp(
+            epsilon * s / broken_divisor - np.logaddexp.reduce(epsilon * s / broken_divisor)
+        )
+
+    leading = np.array([40 * broken_divisor / epsilon, 0.0, 0.0])
+    worst = worst_log_ratio_per_candidate_sensitivity(leading, sensitivities, broken)
+    assert worst > epsilon * 1.1
+    correct = worst_log_ratio_per_candidate_sensitivity(
+        leading, sensitivities, lambda s: exponential_mechanism_proba(s, epsilon, sensitivities)
+    )
+    assert correct <= epsilon + 1e-9
+
+
+@pytest.mark.parametrize("bad", [[0.1, 0.0, 0.1], [0.1, np.inf, 0.1], [0.1, 0.1], [-1, 1, 1]])
+def test_per_candidate_sensitivities_are_checked(bad):
+    with pytest.raises(ValueError, match="one per candidate"):
+        exponential_mechanism_proba([0.0, 1.0, 2.0], 1.0, bad)
+
+
 # --------------------------------------------- sample_categorical / exponential sampling
 def test_sample_categorical_exact_law():
     proba = np.array([0.1, 0.0, 0.25, 0.6, 0.05])

@@ -142,6 +142,32 @@ def test_exact_law_of_the_index_is_within_epsilon_and_beta_1_over_m_breaks_it(se
         assert bool(worst <= epsilon + 1e-12) == within, (sensitivity, worst)
 
 
+def test_per_candidate_sensitivities_keep_the_exact_law_within_epsilon():
+    # r = 3 and r = 12 fragile teachers: a 0 in a training block moves the first score
+    # by 1/3 and the second by 1/12; the law uses both bounds (sum of the two largest).
+    X, y = all_ones(60)
+    search = search_of({"n_teachers": [3, 12], "estimator__fragile": [True]})
+    candidates = search._check_params()
+    rng = np.random.default_rng(0)
+    split = search._split(y.shape[0], search.validation_size, rng)
+    r = search._public_teachers(candidates, split[0].size)
+    sensitivities = search._sensitivities(r, split[1].size)
+    assert np.allclose(sensitivities, [1 / 3, 1 / 12])
+    base, _, _ = scores_and_split(search, X, y)
+    epsilon, worst, worst_too_sharp = 1.0, 0.0, 0.0
+    for row in split[0]:
+        y2 = y.copy()
+        y2[row] = 0
+        other, _, _ = scores_and_split(search, X, y2)
+        p, q = (search._selection_law(s, epsilon, sensitivities) for s in (base, other))
+        worst = max(worst, float(np.max(np.abs(np.log(p) - np.log(q)))))
+        # BROKEN ON PURPOSE: the smaller bound for both candidates.
+        p, q = (search._selection_law(s, epsilon, 1 / 12) for s in (base, other))
+        worst_too_sharp = max(worst_too_sharp, float(np.max(np.abs(np.log(p) - np.log(q)))))
+    assert worst <= epsilon + 1e-12
+    assert worst_too_sharp > epsilon
+
+
 # -- black-box audit -------------------------------------------------------------------------------
 class _BetaOneOverM(PrivateGridSearchCV):
     """BROKEN ON PURPOSE: the sensitivity of a validation row only (beta = 1/m)."""
@@ -154,13 +180,13 @@ class _BetaOneOverM(PrivateGridSearchCV):
 AUDIT_ROWS, AUDIT_VALIDATION = 600, 0.05  # m = 30 validation rows, 570 training rows
 
 
-def audit_index(cls, n_trials: int, epsilon: float = 1.0) -> float:
+def audit_index(cls, n_trials: int, epsilon: float = 1.0, grid=None) -> float:
     """Lower confidence bound on the privacy loss of ``best_index_`` (two neighbours)."""
     X, y = all_ones(AUDIT_ROWS)
     y2 = y.copy()
     y2[0] = 0
     template = SubsampleAggregateClassifier(ZeroIfAnyZero(), classes=[0, 1])
-    grid = {"n_teachers": [2], "estimator__fragile": [True, False]}
+    grid = grid or {"n_teachers": [2], "estimator__fragile": [True, False]}
     counts = []
     for labels in (y, y2):
         picks = np.zeros(2, dtype=int)
@@ -189,6 +215,15 @@ def test_black_box_audit_passes_and_flags_beta_one_over_m():
     # 600 searches per data set put the Clopper-Pearson bound near 1.9.
     assert audit_index(PrivateGridSearchCV, 600) <= 1.0
     assert audit_index(_BetaOneOverM, 600) > 1.0
+
+
+def test_black_box_audit_with_per_candidate_sensitivities():
+    # r = 2 and r = 6 fragile teachers: a 0 in the training part lowers the scores by
+    # 1/2 and 1/6; the law (divisor 1/2 + 1/6) moves P(r = 2) from 1/2 to about 0.384
+    # (log-ratio 0.26), the 1/m variant (divisor 2/30) to about 0.031 (log-ratio 2.8).
+    grid = {"n_teachers": [2, 6], "estimator__fragile": [True]}
+    assert audit_index(PrivateGridSearchCV, 600, grid=grid) <= 1.0
+    assert audit_index(_BetaOneOverM, 600, grid=grid) > 1.0
 
 
 # -- the accountant -------------------------------------------------------------------------------

@@ -284,22 +284,17 @@ def load_adult(
                 for j, feature in enumerate(ADULT_FEATURE_NAMES)
             }
         )
-        frame["income"] = target
-        data, target = frame[ADULT_FEATURE_NAMES], frame["income"]
-
-    if return_X_y:
-        return data, target
     names_text = Path(paths["adult.names"]).read_text(encoding="utf-8")
-    descr = _ADULT_DESCR + "".join(
-        f"    {line}".rstrip() + "\n" for line in names_text.splitlines()
-    )
-    return Bunch(
-        data=data,
-        target=target,
-        frame=frame,
-        feature_names=list(ADULT_FEATURE_NAMES),
-        target_names=np.array(["<=50K", ">50K"]),
-        DESCR=descr,
+    return _result(
+        data,
+        target,
+        frame,
+        feature_names=ADULT_FEATURE_NAMES,
+        target_column="income",
+        target_names=["<=50K", ">50K"],
+        descr=_ADULT_DESCR
+        + "".join(f"    {line}".rstrip() + "\n" for line in names_text.splitlines()),
+        return_X_y=return_X_y,
     )
 
 
@@ -400,18 +395,33 @@ def load_magic(
         import pandas as pd
 
         frame = pd.DataFrame(data, columns=MAGIC_FEATURE_NAMES)
-        frame["class"] = target
-        data, target = frame[MAGIC_FEATURE_NAMES], frame["class"]
+    return _result(
+        data,
+        target,
+        frame,
+        feature_names=MAGIC_FEATURE_NAMES,
+        target_column="class",
+        target_names=["hadron", "gamma"],
+        descr=_MAGIC_DESCR,
+        return_X_y=return_X_y,
+    )
 
+
+def _result(data, target, frame, *, feature_names, target_column, target_names, descr, return_X_y):
+    """What a loader returns: ``(data, target)`` or a Bunch, from the frame if there is one."""
+    feature_names = list(feature_names)
+    if frame is not None:
+        frame[target_column] = target
+        data, target = frame[feature_names], frame[target_column]
     if return_X_y:
         return data, target
     return Bunch(
         data=data,
         target=target,
         frame=frame,
-        feature_names=list(MAGIC_FEATURE_NAMES),
-        target_names=np.array(["hadron", "gamma"]),
-        DESCR=_MAGIC_DESCR,
+        feature_names=feature_names,
+        target_names=np.array(target_names),
+        DESCR=descr,
     )
 
 

@@ -74,15 +74,19 @@ class PrivateGridSearchCV(
     row moves it by at most ``1 / m``. The number of teachers ``r_theta`` is a
     public function of the parameters and ``n`` (the estimator's
     :meth:`~skprivpred.SubsampleAggregateClassifier.n_teachers_for`), so the
-    sensitivity ``beta = max(1 / min_theta r_theta, 1 / m)`` is public. The
-    index is drawn by the exponential mechanism with weight
-    ``exp(selection_epsilon * q_theta / (2 beta))`` (default) or by
-    report-noisy-max with exponential noise of scale
+    sensitivity of each score, ``beta_theta = max(1 / r_theta, 1 / m)``, is
+    public, and so is their maximum ``beta = max(1 / min_theta r_theta, 1 / m)``.
+    The index is drawn by the exponential mechanism with weight
+    ``exp(selection_epsilon * q_theta / (beta_(1) + beta_(2)))``, where
+    ``beta_(1) + beta_(2)`` is the sum of the two largest sensitivities (``2 beta``
+    when two candidates share the smallest ``r``; see
+    :func:`~skprivpred.mechanisms.exponential_mechanism_proba` for the proof)
+    (default), or by report-noisy-max with exponential noise of scale
     ``2 beta / selection_epsilon``, from its exact law by inverse CDF (no noisy
     score is formed).
 
     **Privacy guarantee.** Neighbouring data sets differ in one row
-    (replace-one). For fixed randomness the scores are ``beta``-stable, so the
+    (replace-one). For fixed randomness each score is ``beta_theta``-stable, so the
     selected index is ``(selection_epsilon, 0)``-DP; the randomness of the
     split, partitions and seeds is independent of the data, and a mixture over
     it of ``epsilon``-DP mechanisms is ``epsilon``-DP (Chaudhuri & Vinterbo
@@ -147,7 +151,8 @@ class PrivateGridSearchCV(
         ``beta``.
     privacy_guarantee_ : PrivacyGuarantee
         The guarantee of the selection (with ``rho`` for the exponential
-        mechanism); ``details`` holds the selection rule and ``beta``.
+        mechanism); ``details`` holds the selection rule, ``beta`` and the
+        per-candidate sensitivities.
     classes_ : ndarray
         The public label set (of ``best_estimator_``).
 
@@ -155,7 +160,8 @@ class PrivateGridSearchCV(
     -----
     Private selection pays when the grid is small and the selection budget
     large: with ``beta`` near ``1 / r_min``, scores that differ by less than
-    ``2 beta / selection_epsilon`` are hardly told apart, and the pick of a
+    ``2 beta / selection_epsilon`` are hardly told apart (less when only one
+    candidate has the smallest ``r``), and the pick of a
     large grid at ``selection_epsilon = 1`` is little better than a random one.
     Otherwise the theory default (``alpha`` sets the number of teachers) is
     the better choice: it costs nothing.
@@ -291,12 +297,14 @@ class PrivateGridSearchCV(
             fit_rng = self._start_streams()
             split = self._split(y.shape[0], float(self.validation_size), fit_rng)
             n_teachers = self._public_teachers(candidates, split[0].size, template)
-            beta = max(1.0 / min(n_teachers), 1.0 / split[1].size)
+            sensitivities = self._sensitivities(n_teachers, split[1].size)
+            beta = float(sensitivities.max())
 
             def release(release_rng) -> int:
                 """Score every candidate and select one: charged before any candidate is fitted."""
                 scores = self._scores(X, y, candidates, split, n_teachers, fit_rng, template)
-                return self._select(scores, epsilon, beta, release_rng)  # scores never stored
+                # the scores are never stored
+                return self._select(scores, epsilon, sensitivities, release_rng)
 
             index = self._release_model(epsilon, release, rho=rho)
             self.best_index_ = index
@@ -305,20 +313,27 @@ class PrivateGridSearchCV(
             self.n_teachers_ = n_teachers
             self.selection_sensitivity_ = beta
             if self.selection == "exponential":
-                rule = "the exponential mechanism (McSherry & Talwar 2007)"
+                rule = (
+                    "the exponential mechanism (McSherry & Talwar 2007) with one "
+                    "sensitivity per candidate, max(1 / r, 1 / m)"
+                )
             else:
-                rule = "report-noisy-max (Chaudhuri & Vinterbo 2013, Algorithm 1)"
+                rule = (
+                    "report-noisy-max (Chaudhuri & Vinterbo 2013, Algorithm 1) at the "
+                    "sensitivity max(1 / r_min, 1 / m)"
+                )
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon=epsilon,
                 delta=0.0,
                 rho=rho,
                 unit="the selected index (best_params_), once per fit; the answers of "
                 "best_estimator_ are charged per row and add up with it",
-                theorem=f"Chaudhuri & Vinterbo (2013), Theorem 1, with {rule} over mean teacher "
-                "accuracy, of sensitivity max(1 / r_min, 1 / m)",
+                theorem=f"Chaudhuri & Vinterbo (2013), Theorem 1, with {rule} over mean "
+                "teacher accuracy",
                 details={
                     "selection": self.selection,
                     "selection_sensitivity": beta,
+                    "candidate_sensitivities": sensitivities.tolist(),
                     "n_candidates": len(candidates),
                 },
             )
@@ -357,6 +372,15 @@ class PrivateGridSearchCV(
             )
         return counts
 
+    @staticmethod
+    def _sensitivities(n_teachers: list[int], n_valid: int) -> np.ndarray:
+        """Each candidate's score sensitivity ``max(1 / r, 1 / m)`` (public: r and m are).
+
+        A replaced row lies in the training part (it changes one teacher of each
+        candidate: ``1 / r``) or in the validation part (``1 / m`` for every candidate).
+        """
+        return np.maximum(1.0 / np.asarray(n_teachers, dtype=float), 1.0 / n_valid)
+
     def _scores(self, X, y, candidates, split, n_teachers, rng, template=None) -> np.ndarray:
         """Every candidate's score. NOT PRIVATE: used inside ``fit`` only (and in tests)."""
         train, valid = split
@@ -380,15 +404,21 @@ class PrivateGridSearchCV(
         )
         return np.asarray(scores, dtype=float)
 
-    def _select(self, scores: np.ndarray, epsilon: float, beta: float, rng) -> int:
+    def _select(self, scores: np.ndarray, epsilon: float, sensitivity, rng) -> int:
         """The selected index, drawn from the exact law of the selection rule."""
-        return int(sample_categorical(self._selection_law(scores, epsilon, beta)[None, :], rng)[0])
+        law = self._selection_law(scores, epsilon, sensitivity)
+        return int(sample_categorical(law[None, :], rng)[0])
 
-    def _selection_law(self, scores: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
-        """Exact law of the selected index for these scores (NOT PRIVATE given the scores)."""
+    def _selection_law(self, scores: np.ndarray, epsilon: float, sensitivity) -> np.ndarray:
+        """Exact law of the selected index for these scores (NOT PRIVATE given the scores).
+
+        ``sensitivity`` is one bound for all candidates or one per candidate; the
+        exponential mechanism uses the per-candidate bounds, report-noisy-max their
+        maximum.
+        """
         if self.selection == "exponential":
-            return exponential_mechanism_proba(scores, epsilon, beta)
-        return noisy_max_proba(scores, epsilon, beta)
+            return exponential_mechanism_proba(scores, epsilon, sensitivity)
+        return noisy_max_proba(scores, epsilon, float(np.max(sensitivity)))
 
     # -- the refitted choice ---------------------------------------------------------------------
     def _refitted(self):

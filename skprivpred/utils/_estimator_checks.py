@@ -74,6 +74,49 @@ _LABEL_CHECKS = (
     "check_classifiers_regression_target",
 )
 
+# Checks that compare a classifier's labels with its own scores or probabilities.
+_SEPARATE_RELEASE_CHECKS = (
+    "check_classifiers_classes",
+    "check_classifiers_train",
+    "check_decision_proba_consistency",
+)
+# Checks that fit on fewer rows than the default number of teachers of the subsample-and-
+# aggregate classifier (the others pass with a teacher per row).
+_AGGREGATE_FEW_ROWS_CHECKS = (
+    "check_classifier_data_not_an_array",
+    "check_classifiers_classes",
+    "check_dict_unchanged",
+    "check_dont_overwrite_parameters",
+    "check_estimators_dtypes",
+    "check_estimators_fit_returns_self",
+    "check_estimators_nan_inf",
+    "check_estimators_overwrite_params",
+    "check_f_contiguous_array_estimator",
+    "check_fit2d_1feature",
+    "check_fit2d_predict1d",
+    "check_n_features_in_after_fitting",
+    "check_readonly_memmap_input",
+)
+# The same for the subsample-averaging classifier (fewer teachers by default).
+_AVERAGE_FEW_ROWS_CHECKS = (
+    "check_classifier_data_not_an_array",
+    "check_estimators_nan_inf",
+    "check_fit2d_1feature",
+    "check_n_features_in_after_fitting",
+)
+# Checks that compare two fits of the search (its refitted candidate must be seeded).
+_REFIT_COMPARING_CHECKS = (
+    "check_classifier_data_not_an_array",
+    "check_fit_idempotent",
+    "check_supervised_y_2d",
+)
+# Checks of partial_fit and of fit's rows that the experts learner's horizon refuses.
+_HORIZON_CHECKS = (
+    "check_estimators_partial_fit_n_features",
+    "check_fit_score_takes_y",
+    "check_n_features_in_after_fitting",
+)
+
 # -- Reasons ------------------------------------------------------------------------------
 _FRESH_NOISE_PICKLE = (
     "each answer is a fresh private draw: a pickled copy gets a fresh query stream from OS "
@@ -147,80 +190,48 @@ def _reasons(reason: str, *groups: Iterable[str]) -> dict[str, str]:
     return {check: reason for group in groups for check in group}
 
 
+def _when(condition: bool, reason: str, *groups: Iterable[str]) -> dict[str, str]:
+    """``reason`` for every check of ``groups`` if ``condition`` holds, else nothing."""
+    return _reasons(reason, *groups) if condition else {}
+
+
 def _randomised(estimator: Any) -> dict[str, str]:
     return {"check_estimators_pickle": _FRESH_NOISE_PICKLE}
 
 
 def _randomised_scores(estimator: Any) -> dict[str, str]:
     """A randomised classifier whose decision_function/predict_proba are separate releases."""
-    expected = _randomised(estimator)
-    if hasattr(estimator, "decision_function") or hasattr(estimator, "predict_proba"):
-        expected.update(
-            _reasons(
-                _SEPARATE_RELEASES,
-                (
-                    "check_classifiers_classes",
-                    "check_classifiers_train",
-                    "check_decision_proba_consistency",
-                ),
-            )
-        )
-    return expected
+    scores = hasattr(estimator, "decision_function") or hasattr(estimator, "predict_proba")
+    return {
+        **_randomised(estimator),
+        **_when(scores, _SEPARATE_RELEASES, _SEPARATE_RELEASE_CHECKS),
+    }
+
+
+def _default_teachers(estimator: Any) -> bool:
+    return estimator.get_params().get("n_teachers") is None
 
 
 def _subsample_aggregate(estimator: Any) -> dict[str, str]:
-    expected = _randomised(estimator)
-    if estimator.get_params().get("n_teachers") is None:
-        expected.update(
-            _reasons(
-                _TEACHERS_NEED_ROWS,
-                (
-                    "check_classifier_data_not_an_array",
-                    "check_classifiers_classes",
-                    "check_dict_unchanged",
-                    "check_dont_overwrite_parameters",
-                    "check_estimators_dtypes",
-                    "check_estimators_fit_returns_self",
-                    "check_estimators_nan_inf",
-                    "check_estimators_overwrite_params",
-                    "check_f_contiguous_array_estimator",
-                    "check_fit2d_1feature",
-                    "check_fit2d_predict1d",
-                    "check_n_features_in_after_fitting",
-                    "check_readonly_memmap_input",
-                ),
-            )
-        )
-    return expected
+    return {
+        **_randomised(estimator),
+        **_when(_default_teachers(estimator), _TEACHERS_NEED_ROWS, _AGGREGATE_FEW_ROWS_CHECKS),
+    }
 
 
 def _subsample_average_classifier(estimator: Any) -> dict[str, str]:
-    expected = _randomised_scores(estimator)
-    if estimator.get_params().get("n_teachers") is None:
-        expected.update(
-            _reasons(
-                _TEACHERS_NEED_ROWS,
-                (
-                    "check_classifier_data_not_an_array",
-                    "check_estimators_nan_inf",
-                    "check_fit2d_1feature",
-                    "check_n_features_in_after_fitting",
-                ),
-            )
-        )
-    return expected
+    return {
+        **_randomised_scores(estimator),
+        **_when(_default_teachers(estimator), _TEACHERS_NEED_ROWS, _AVERAGE_FEW_ROWS_CHECKS),
+    }
 
 
 def _needs_y_bounds(estimator: Any) -> dict[str, str]:
     """Regressors whose output range is required (the default squared loss)."""
-    expected = {}
     params = estimator.get_params()
-    if params.get("y_bounds") is None and params.get("loss", "squared") == "squared":
-        expected.update(
-            _reasons(_Y_BOUNDS_REQUIRED, _FIT_CHECKS, _REGRESSOR_FIT_CHECKS, _MESSAGE_CHECKS)
-        )
-    expected.update(_randomised(estimator))
-    return expected
+    required = params.get("y_bounds") is None and params.get("loss", "squared") == "squared"
+    groups = (_FIT_CHECKS, _REGRESSOR_FIT_CHECKS, _MESSAGE_CHECKS)
+    return {**_when(required, _Y_BOUNDS_REQUIRED, *groups), **_randomised(estimator)}
 
 
 def _with_n_iter(table: Callable[[Any], dict[str, str]]) -> Callable[[Any], dict[str, str]]:
@@ -233,21 +244,12 @@ def _with_n_iter(table: Callable[[Any], dict[str, str]]) -> Callable[[Any], dict
 
 
 def _walk(estimator: Any) -> dict[str, str]:
-    expected = {}
     if estimator.get_params().get("feature") is None:
-        expected.update(
-            _reasons(
-                _WALK_ONE_FEATURE,
-                _FIT_CHECKS,
-                _CLASSIFIER_FIT_CHECKS,
-                _LABEL_CHECKS,
-                ("check_fit2d_1sample",),
-            )
-        )
+        groups = (_FIT_CHECKS, _CLASSIFIER_FIT_CHECKS, _LABEL_CHECKS, ("check_fit2d_1sample",))
+        expected = _reasons(_WALK_ONE_FEATURE, *groups)
     else:
-        expected["check_estimators_nan_inf"] = _WALK_INFINITE_QUERIES
-    expected.update(_randomised(estimator))
-    return expected
+        expected = {"check_estimators_nan_inf": _WALK_INFINITE_QUERIES}
+    return {**expected, **_randomised(estimator)}
 
 
 def _exponential_mechanism(estimator: Any) -> dict[str, str]:
@@ -260,19 +262,10 @@ def _exponential_mechanism(estimator: Any) -> dict[str, str]:
 
 
 def _generic_bbl(estimator: Any) -> dict[str, str]:
-    expected = {}
     params = estimator.get_params()
-    if params.get("hypothesis_class") == "thresholds" and params.get("mode") == "paper":
-        expected.update(
-            _reasons(
-                _BBL_THRESHOLDS_PAPER,
-                _FIT_CHECKS,
-                _CLASSIFIER_FIT_CHECKS,
-                ("check_fit2d_1feature",),
-            )
-        )
-    expected.update(_randomised(estimator))
-    return expected
+    paper = params.get("hypothesis_class") == "thresholds" and params.get("mode") == "paper"
+    groups = (_FIT_CHECKS, _CLASSIFIER_FIT_CHECKS, ("check_fit2d_1feature",))
+    return {**_when(paper, _BBL_THRESHOLDS_PAPER, *groups), **_randomised(estimator)}
 
 
 def _ppm(estimator: Any) -> dict[str, str]:
@@ -293,35 +286,16 @@ def _everlasting(estimator: Any) -> dict[str, str]:
 
 
 def _experts(estimator: Any) -> dict[str, str]:
-    expected = _randomised(estimator)
-    if estimator.get_params().get("n_rounds") is None:
-        expected.update(
-            _reasons(
-                _EXPERTS_HORIZON,
-                (
-                    "check_estimators_partial_fit_n_features",
-                    "check_fit_score_takes_y",
-                    "check_n_features_in_after_fitting",
-                ),
-            )
-        )
-    return expected
+    no_horizon = estimator.get_params().get("n_rounds") is None
+    return {**_randomised(estimator), **_when(no_horizon, _EXPERTS_HORIZON, _HORIZON_CHECKS)}
 
 
 def _grid_search(estimator: Any) -> dict[str, str]:
-    expected = _randomised(estimator)
-    if getattr(estimator.get_params().get("estimator"), "random_state", 0) is None:
-        expected.update(
-            _reasons(
-                _UNSEEDED_CANDIDATE,
-                (
-                    "check_classifier_data_not_an_array",
-                    "check_fit_idempotent",
-                    "check_supervised_y_2d",
-                ),
-            )
-        )
-    return expected
+    unseeded = getattr(estimator.get_params().get("estimator"), "random_state", 0) is None
+    return {
+        **_randomised(estimator),
+        **_when(unseeded, _UNSEEDED_CANDIDATE, _REFIT_COMPARING_CHECKS),
+    }
 
 
 def _histogram(estimator: Any) -> dict[str, str]:
