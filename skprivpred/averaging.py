@@ -67,6 +67,7 @@ def project_to_simplex(V) -> np.ndarray:
 
 # Constraints shared by both estimators (each adds its own).
 _NOISY_AVERAGE_CONSTRAINTS: dict = {
+    "estimator": [HasMethods(["fit", "predict"]), None],
     "epsilon": [Interval(Real, 0, None, closed="neither")],
     "n_teachers": [Interval(Integral, 1, None, closed="left"), None],
     "noise": [StrOptions({"laplace", "gaussian"})],
@@ -264,7 +265,6 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
     _parameter_constraints: dict = {
         **_NOISY_AVERAGE_CONSTRAINTS,
-        "estimator": [HasMethods(["fit", "predict"]), None],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
         "base_output": [StrOptions({"label", "proba"})],
         "prediction_rule": [StrOptions({"sample", "threshold"})],
@@ -567,7 +567,6 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
 
     _parameter_constraints: dict = {
         **_NOISY_AVERAGE_CONSTRAINTS,
-        "estimator": [HasMethods(["fit", "predict"]), None],
         "n_teachers": [Interval(Integral, 1, None, closed="left")],
         "y_bounds": [Bounds(), None],
         "clip_output": ["boolean"],

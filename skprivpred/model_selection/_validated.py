@@ -95,6 +95,15 @@ _POSITIVE = Interval(Real, 0, None, closed="neither")
 _FRACTION = Interval(Real, 0, 1, closed="neither")
 _COUNT = Interval(Integral, 1, None, closed="left")
 
+# Constraints of both validated estimators (a budget split between training and selection).
+_VALIDATED_CONSTRAINTS: dict = {
+    "epsilon": [_POSITIVE],
+    "epsilon_split": [_FRACTION],
+    "validation_size": [_FRACTION],
+    "accountant": [PrivacyAccountant, None],
+    "random_state": ["random_state"],
+}
+
 
 # -- regularized logistic regression: CMS objective / output perturbation --------------------
 def objective_perturbation_budget(
@@ -455,12 +464,10 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     """
 
     _parameter_constraints: dict = {
-        "epsilon": [_POSITIVE],
-        "epsilon_split": [_FRACTION],
+        **_VALIDATED_CONSTRAINTS,
         "lam_grid": ["array-like"],
         "mechanism": [StrOptions({"objective", "output"})],
         "validation_score": [StrOptions(set(_SCORES))],
-        "validation_size": [_FRACTION],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "selection": [StrOptions({"noisy_max", "exponential"})],
         "feature_norm_bound": [_POSITIVE],
@@ -469,8 +476,6 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         "classes": ["array-like", None],
         "tol": [_POSITIVE],
         "max_iter": [_COUNT],
-        "accountant": [PrivacyAccountant, None],
-        "random_state": ["random_state"],
     }
 
     def __init__(
@@ -888,14 +893,10 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
     """
 
     _parameter_constraints: dict = {
-        "epsilon": [_POSITIVE],
-        "epsilon_split": [_FRACTION],
+        **_VALIDATED_CONSTRAINTS,
         "n_bins_grid": ["array-like"],
         "bounds": ["array-like"],
-        "validation_size": [_FRACTION],
         "delta": [_FRACTION],
-        "accountant": [PrivacyAccountant, None],
-        "random_state": ["random_state"],
     }
 
     def __init__(
