@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.utils.validation import column_or_1d
 
 from .accounting import PrivacyAccountant, PrivacyGuarantee
-from .exceptions import PrivacyWarning
+from .exceptions import InvalidParameterError, PrivacyWarning
 from .utils._param_validation import validate_parameter_constraints
 
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
@@ -224,6 +224,26 @@ class QueryStream:
         self.rng = np.random.default_rng()
         self.lock = threading.Lock()
         self.answered = state["answered"]
+
+
+def check_noise_delta(noise: str, delta: float) -> None:
+    """The noise family fixes ``delta``: 0 with Laplace noise, in (0, 1) with Gaussian noise.
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming both parameters and what is allowed.
+    """
+    if noise == "laplace" and delta != 0:
+        raise InvalidParameterError(
+            f"delta={delta!r} with noise='laplace': Laplace noise is pure epsilon-DP, so "
+            "delta must be 0 (or use noise='gaussian' for (epsilon, delta)-DP)."
+        )
+    if noise == "gaussian" and delta == 0:
+        raise InvalidParameterError(
+            "delta=0 with noise='gaussian': Gaussian noise needs a delta in (0, 1), for "
+            "example delta=1e-6 (or use noise='laplace' for pure epsilon-DP)."
+        )
 
 
 class PrivatePredictorMixin:

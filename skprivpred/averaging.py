@@ -13,7 +13,7 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import reject_fit_params, resolve_classes
+from ._base import check_noise_delta, reject_fit_params, resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -87,19 +87,6 @@ class _NoisyAverageMixin(SubsampleMixin):
 
     # The result of Dwork & Feldman (2018) each estimator's guarantee rests on.
     _theorem: str
-
-    def _check_noise(self) -> None:
-        """The noise family fixes delta: 0 with Laplace noise, in (0, 1) with Gaussian."""
-        if self.noise == "laplace" and self.delta != 0:
-            raise InvalidParameterError(
-                f"delta={self.delta!r} with noise='laplace': Laplace noise is pure "
-                "epsilon-DP, so delta must be 0 (or use noise='gaussian')."
-            )
-        if self.noise == "gaussian" and self.delta == 0:
-            raise InvalidParameterError(
-                "delta=0 with noise='gaussian': Gaussian noise needs a delta in (0, 1), "
-                "for example delta=1e-6."
-            )
 
     def _set_noise(self, epsilon: float, delta: float, sensitivity: float):
         self._noise = self.noise  # queries use what was fitted, whatever set_params does later
@@ -346,7 +333,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
     def _check_params(self) -> None:
         """Cross-parameter rules: ``noise`` and ``delta``; ``base_output`` and ``estimator``."""
-        self._check_noise()
+        check_noise_delta(self.noise, self.delta)
         estimator = self._base_estimator()
         if self.base_output == "proba" and not hasattr(estimator, "predict_proba"):
             raise InvalidParameterError(
@@ -599,7 +586,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
 
     def _check_params(self) -> tuple[float, float]:
         """Cross-parameter rules (``noise`` and ``delta``), and the required ``y_bounds``."""
-        self._check_noise()
+        check_noise_delta(self.noise, self.delta)
         if self.y_bounds is None:
             raise InvalidParameterError(
                 "y_bounds=None: SubsampleAverageRegressor needs the public output range as "

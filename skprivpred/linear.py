@@ -41,7 +41,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import PrivatePredictorMixin, reject_fit_params, resolve_binary_classes
+from ._base import (
+    PrivatePredictorMixin,
+    check_noise_delta,
+    reject_fit_params,
+    resolve_binary_classes,
+)
 from ._optim import (
     _augmented_rows,
     _averaged_psgd,
@@ -533,16 +538,7 @@ class _PrivateLinearModel(PrivatePredictorMixin):
 
     def _check_params(self) -> _Bounds:
         """Cross-parameter rules (after ``_validate_params``); the resolved public bounds."""
-        if self.noise == "laplace" and self.delta != 0:
-            raise InvalidParameterError(
-                f"delta must be 0 with noise='laplace' (pure epsilon-DP), got {self.delta!r}; "
-                "use noise='gaussian' for (epsilon, delta)-DP."
-            )
-        if self.noise == "gaussian" and self.delta == 0:
-            raise InvalidParameterError(
-                "delta must be in (0, 1) with noise='gaussian', got 0; use noise='laplace' for "
-                "pure epsilon-DP."
-            )
+        check_noise_delta(self.noise, self.delta)
         y_bounds = getattr(self, "y_bounds", None)
         if self.loss == "squared" and y_bounds is None:
             raise InvalidParameterError(

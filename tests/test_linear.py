@@ -742,8 +742,8 @@ COMMON_BAD = [
     ({"huber_delta": 0.0}, InvalidParameterError, "huber_delta"),
     ({"loss": "hinge"}, InvalidParameterError, "loss"),
     ({"noise": "uniform"}, InvalidParameterError, "noise"),
-    ({"delta": 1e-5}, InvalidParameterError, "delta must be 0 with noise='laplace'"),
-    ({"noise": "gaussian", "delta": 0.0}, InvalidParameterError, "delta must be in \\(0, 1\\)"),
+    ({"delta": 1e-5}, InvalidParameterError, "delta=1e-05 with noise='laplace'.* must be 0"),
+    ({"noise": "gaussian", "delta": 0.0}, InvalidParameterError, "needs a delta in \\(0, 1\\)"),
     ({"accountant": 3}, InvalidParameterError, "accountant"),
 ]
 ERM_BAD = [
