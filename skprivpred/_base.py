@@ -331,6 +331,22 @@ class PrivatePredictorMixin:
             caller_name=type(self).__name__,
         )
 
+    def _check_params(self) -> Any:
+        """Cross-parameter rules of an estimator (none here); may return resolved values."""
+        return None
+
+    def _check_fit_arguments(self, fit_params: dict) -> Any:
+        """Everything ``fit`` checks before it reads the data, in order.
+
+        The declared constraints (:meth:`_validate_params`), the estimator's
+        cross-parameter hook ``_check_params`` (whose result is returned) and the
+        refusal of ``sample_weight`` and other fit parameters.
+        """
+        self._validate_params()
+        checked = self._check_params()
+        reject_fit_params(self, fit_params)
+        return checked
+
     def _release(
         self,
         n_rows: int,

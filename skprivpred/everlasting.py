@@ -49,7 +49,6 @@ from ._base import (
     PrivatePredictorMixin,
     finite_target_column,
     keep_frame,
-    reject_fit_params,
     resolve_binary_classes,
 )
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
@@ -1558,9 +1557,7 @@ class GenericBBLClassifier(_EverlastingStream):
         PhaseDataError
             If a phase's query sub-sample cannot fill the next pool (Claim D.6).
         """
-        self._validate_params()
-        hclass, schedule = self._check_params()
-        reject_fit_params(self, fit_params)
+        hclass, schedule = self._check_fit_arguments(fit_params)
         with self._unchanged_on_error():
             X_checked, y = validate_data(
                 self, _as_column_if_1d(X), y, reset=True, dtype=None, ensure_all_finite=True
@@ -2101,9 +2098,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         self : PrivateEverlastingClassifier
             The fitted predictor.
         """
-        self._validate_params()
-        self._check_params()
-        reject_fit_params(self, fit_params)
+        self._check_fit_arguments(fit_params)
         with self._unchanged_on_error():
             X_checked, y = validate_data(
                 self,

@@ -444,9 +444,7 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
         self : ExponentialMechanismClassifier
             The fitted estimator (the released hypothesis).
         """
-        self._validate_params()
-        listed = self._check_params()
-        reject_fit_params(self, fit_params)
+        listed = self._check_fit_arguments(fit_params)
         epsilon = float(self.epsilon)
         with self._unchanged_on_error():
             family, classes, mistakes = self._scored_problem(X, y, listed)
@@ -750,9 +748,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         self : PrivateExpertsClassifier
             The fitted estimator; ``chosen_experts_`` holds one expert per row.
         """
-        self._validate_params()
-        experts = self._check_params()
-        reject_fit_params(self, fit_params)
+        experts = self._check_fit_arguments(fit_params)
         with self._unchanged_on_error():
             X, y = self._validate_stream(X, y, reset=True)
             n_rounds = self.n_rounds if self.n_rounds is not None else y.shape[0]

@@ -44,7 +44,6 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ._base import (
     PrivatePredictorMixin,
     check_noise_delta,
-    reject_fit_params,
     resolve_binary_classes,
 )
 from ._optim import (
@@ -575,9 +574,7 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         self : object
             The fitted estimator.
         """
-        self._validate_params()
-        bounds = self._check_params()
-        reject_fit_params(self, fit_params)
+        bounds = self._check_fit_arguments(fit_params)
         with self._unchanged_on_error():
             X, y = validate_data(
                 self,

@@ -36,7 +36,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import (
     PrivatePredictorMixin,
     finite_target_column,
-    reject_fit_params,
     resolve_binary_classes,
     spawn_streams,
 )
@@ -423,9 +422,7 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         self : PrivateHalfspacePPMClassifier
             The fitted estimator (the released hypothesis).
         """
-        self._validate_params()
-        self._check_params()
-        reject_fit_params(self, fit_params)
+        self._check_fit_arguments(fit_params)
         epsilon = float(self.epsilon)
         with self._unchanged_on_error():
             X, labels, status, classes, public_index = self._validated(X, y, is_public)

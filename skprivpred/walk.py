@@ -32,7 +32,6 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ._base import (
     PrivatePredictorMixin,
     finite_target_column,
-    reject_fit_params,
     resolve_classes,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -440,9 +439,7 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
         self : ExpProjectedWalkClassifier
             The fitted estimator.
         """
-        self._validate_params()
-        clamp_bound = self._check_params()
-        reject_fit_params(self, fit_params)
+        clamp_bound = self._check_fit_arguments(fit_params)
         epsilon = float(self.epsilon)
         with self._unchanged_on_error():
             X_checked, y = validate_data(

@@ -50,7 +50,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, DensityMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._base import PrivatePredictorMixin, reject_fit_params, resolve_binary_classes
+from .._base import PrivatePredictorMixin, resolve_binary_classes
 from .._optim import _augmented_rows, _certified_logistic
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ..accounting import PrivacyAccountant, PrivacyGuarantee
@@ -590,9 +590,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         -------
         self : DPValidatedLogisticRegression
         """
-        self._validate_params()
-        params = self._check_params()
-        reject_fit_params(self, fit_params)
+        params = self._check_fit_arguments(fit_params)
         with self._unchanged_on_error():
             X, y = self._rows(X, reset=True, y=y)
             X = X / params["norm_bound"]  # into the unit ball: the augmented rows, divided
@@ -963,9 +961,7 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
         -------
         self : DPValidatedHistogramDensity
         """
-        self._validate_params()
-        grid, eps_train, eps_select = self._check_params()
-        reject_fit_params(self, fit_params)
+        grid, eps_train, eps_select = self._check_fit_arguments(fit_params)
         epsilon, delta = float(self.epsilon), float(self.delta)
         with self._unchanged_on_error():
             X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=True)
