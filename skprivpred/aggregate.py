@@ -14,7 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import reject_fit_params, resolve_classes
+from ._base import resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import TeacherEnsemble, concat_rows, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -301,9 +301,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self : SubsampleAggregateClassifier
             The fitted estimator.
         """
-        self._validate_params()
-        budget = self._check_params()
-        reject_fit_params(self, fit_params)
+        budget = self._check_fit_arguments(fit_params)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=False)
@@ -606,6 +604,14 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     def _vote_counts(self, X) -> np.ndarray:
         """Teacher votes per class. NOT PRIVATE: leaks the training data; never charges."""
         return self._ensemble.vote_counts(self._validate_queries(X), n_jobs=self.n_jobs)
+
+    def _teacher_means(self, X) -> np.ndarray:
+        """Share of the teachers voting for each label, shape (n_rows, n_classes).
+
+        NOT PRIVATE: leaks the votes; never charges. Each teacher adds at most
+        ``1 / n_teachers_`` to an entry, what private model selection needs.
+        """
+        return self._vote_counts(X) / self.n_teachers_
 
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row. NOT PRIVATE: leaks the vote counts; never charges."""

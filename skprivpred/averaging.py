@@ -13,7 +13,7 @@ from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import check_noise_delta, reject_fit_params, resolve_classes
+from ._base import check_noise_delta, resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -304,18 +304,14 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         self : SubsampleAverageClassifier
             The fitted estimator.
         """
-        self._validate_params()
-        self._check_params()
-        reject_fit_params(self, fit_params)
+        self._check_fit_arguments(fit_params)
         epsilon, delta = float(self.epsilon), float(self.delta)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=False)
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
-            n_teachers = self.n_teachers
-            if n_teachers is None:
-                n_teachers = agnostic_n_partitions(self.alpha, epsilon)
+            n_teachers = self.n_teachers_for(y.shape[0], len(classes))
             teachers = self._fit_teachers(estimator, X, y, np.searchsorted(classes, y), n_teachers)
             self._teachers = teachers
             self._ensemble = TeacherEnsemble(teachers, classes)
@@ -330,6 +326,29 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
                 epsilon, delta, sensitivity=(1.0 if len(classes) == 2 else 2.0) / n_teachers
             )
         return self
+
+    def n_teachers_for(self, n_samples: int, n_classes: int) -> int:
+        """The number of teachers ``fit`` uses for ``n_samples`` rows and ``n_classes`` labels.
+
+        A public rule: it reads the parameters only, never the data.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of training rows (unused: the rule does not depend on it).
+        n_classes : int
+            Size of the public label set (unused likewise).
+
+        Returns
+        -------
+        int
+            ``n_teachers`` if set; else Dwork & Feldman's ``ceil(2 / (alpha
+            epsilon))`` (Corollary 4.7).
+        """
+        self._validate_params()
+        if self.n_teachers is not None:
+            return int(self.n_teachers)
+        return agnostic_n_partitions(self.alpha, float(self.epsilon))
 
     def _check_params(self) -> None:
         """Cross-parameter rules: ``noise`` and ``delta``; ``base_output`` and ``estimator``."""
@@ -356,6 +375,15 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             proba = np.where(sums > 0, proba / np.where(sums > 0, sums, 1.0), 1.0 / proba.shape[1])
             total[:, self._ensemble._label_index(teacher.classes_)] += proba
         return total / self.n_teachers_
+
+    def _teacher_means(self, X) -> np.ndarray:
+        """Teacher average per label at ``X``, shape (n_rows, n_classes).
+
+        NOT PRIVATE: leaks the teachers' outputs; never charges. Each teacher
+        adds at most ``1 / n_teachers_`` to an entry, what private model
+        selection needs.
+        """
+        return self._averages(self._validate_queries(X))
 
     def _release_averages(self, v: np.ndarray, rng) -> np.ndarray:
         """Noisy averages: column 1 for two labels, every column otherwise."""
@@ -612,9 +640,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         self : SubsampleAverageRegressor
             The fitted estimator.
         """
-        self._validate_params()
-        lo, hi = self._check_params()
-        reject_fit_params(self, fit_params)
+        lo, hi = self._check_fit_arguments(fit_params)
         epsilon, delta, n_teachers = float(self.epsilon), float(self.delta), int(self.n_teachers)
         estimator = self._base_estimator()
         with self._unchanged_on_error():

@@ -107,6 +107,12 @@ OTHER_INSTANCES = [
     skprivpred.DPValidatedHistogramDensity(
         epsilon=200.0, n_bins_grid=(1, 2), bounds=(-5.0, 5.0), random_state=0
     ),
+    # The search over the other subsample-and-aggregate classifier, seeded throughout.
+    skprivpred.PrivateGridSearchCV(
+        skprivpred.SubsampleAverageClassifier(n_teachers=3, random_state=0),
+        {"n_teachers": [2, 3]},
+        random_state=0,
+    ),
 ]
 
 

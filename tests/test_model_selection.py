@@ -39,6 +39,7 @@ from skprivpred import (
     PrivacyWarning,
     PrivateGridSearchCV,
     SubsampleAggregateClassifier,
+    SubsampleAverageClassifier,
 )
 from skprivpred.audit import clopper_pearson
 
@@ -121,6 +122,46 @@ def test_random_neighbours_on_real_teachers_stay_within_beta():
         X2[row], y2[row] = rng.normal(scale=3.0, size=3), 1 - y2[row]
         other, _, _ = scores_and_split(search, X2, y2, seed=3)
         assert np.max(np.abs(other - base)) <= beta + 1e-12
+
+
+@pytest.mark.parametrize("base_output", ["label", "proba"])
+def test_averaging_teachers_move_no_score_by_more_than_beta(base_output):
+    # SubsampleAverageClassifier: a teacher's share of the true label is its vote or
+    # its probability, in [0, 1] either way, so the bound of the votes holds.
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + rng.normal(scale=0.5, size=200) > 0).astype(int)
+    template = SubsampleAverageClassifier(
+        LogisticRegression(), base_output=base_output, classes=[0, 1]
+    )
+    search = PrivateGridSearchCV(template, {"n_teachers": [4, 8], "estimator__C": [0.1, 10.0]})
+    base, (train, valid), beta = scores_and_split(search, X, y, seed=5)
+    assert beta == pytest.approx(1 / 4)
+    for row in rng.choice(200, size=25, replace=False):
+        X2, y2 = X.copy(), y.copy()
+        X2[row], y2[row] = rng.normal(scale=3.0, size=3), 1 - y2[row]
+        other, _, _ = scores_and_split(search, X2, y2, seed=5)
+        assert np.max(np.abs(other - base)) <= beta + 1e-12
+
+
+def test_averaging_template_is_searched_charged_and_refitted():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 0).astype(int)
+    acc = PrivacyAccountant(epsilon=20.0)
+    template = SubsampleAverageClassifier(
+        LogisticRegression(), base_output="proba", classes=[0, 1], random_state=0
+    )
+    search = PrivateGridSearchCV(
+        template, {"n_teachers": [5, 20]}, selection_epsilon=2.0, accountant=acc, random_state=1
+    ).fit(X, y)
+    assert isinstance(search.best_estimator_, SubsampleAverageClassifier)
+    assert search.best_estimator_.n_teachers_ == search.best_params_["n_teachers"]
+    assert search.n_teachers_ == [5, 20] and search.selection_sensitivity_ == pytest.approx(1 / 5)
+    assert search.best_estimator_.accountant is acc
+    search.predict(X[:7])
+    assert acc.queries_answered == 8  # the selection, then seven answered rows
+    assert acc.epsilon_spent == pytest.approx(2.0 + 7 * 1.0)
 
 
 # -- exact law ------------------------------------------------------------------------------------
@@ -306,6 +347,8 @@ def test_no_attribute_warning_or_log_holds_a_score(caplog):
         "accountant",
         "random_state",
         "classes",
+        "noise",
+        "delta",
     ],
 )
 def test_grid_keys_that_set_the_privacy_contract_are_refused(key):

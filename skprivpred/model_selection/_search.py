@@ -15,11 +15,12 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._base import PrivatePredictorMixin, keep_frame, reject_fit_params, resolve_classes
+from .._base import PrivatePredictorMixin, keep_frame, resolve_classes
 from .._teachers import take_rows
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ..accounting import PrivacyAccountant, PrivacyGuarantee
 from ..aggregate import SubsampleAggregateClassifier
+from ..averaging import SubsampleAverageClassifier
 from ..exceptions import InvalidParameterError
 from ..mechanisms import exponential_mechanism_proba, noisy_max_proba, sample_categorical
 from ..utils._param_validation import Interval, StrOptions
@@ -36,20 +37,27 @@ FORBIDDEN_KEYS = frozenset(
         "accountant",
         "random_state",
         "classes",
+        "noise",
+        "delta",
     }
 )
 
 
 def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teachers) -> float:
-    """Mean teacher accuracy on the validation part (NOT PRIVATE: never leaves ``fit``)."""
+    """Mean teacher accuracy on the validation part (NOT PRIVATE: never leaves ``fit``).
+
+    A teacher's share of the true label is its vote (0 or 1) or, for
+    ``SubsampleAverageClassifier(base_output="proba")``, its probability: in
+    [0, 1] either way, so one teacher moves the score by at most ``1 / r``.
+    """
     with warnings.catch_warnings():
         # A teacher's warning (a convergence warning, say) depends on its rows.
         warnings.simplefilter("ignore")
         estimator.fit(X_train, y_train)
-        votes = estimator._vote_counts(X_valid)
+        means = estimator._teacher_means(X_valid)
     if estimator.n_teachers_ != n_teachers:
         raise RuntimeError("a candidate did not use the public number of teachers.")
-    return float(np.mean(votes[np.arange(valid_index.size), valid_index]) / n_teachers)
+    return float(np.mean(means[np.arange(valid_index.size), valid_index]))
 
 
 class PrivateGridSearchCV(
@@ -68,12 +76,14 @@ class PrivateGridSearchCV(
     part ``V`` of ``m = ceil(validation_size * n)`` rows. Every candidate
     ``theta`` of the grid is fitted on ``T`` (its partition and teacher seeds
     also from the fit stream) and scored by its **mean teacher accuracy** on
-    ``V``: ``q_theta = mean over V of (votes for the true label) / r_theta``.
+    ``V``: ``q_theta = mean over V of (votes for the true label) / r_theta``
+    (for :class:`~skprivpred.SubsampleAverageClassifier` with
+    ``base_output="proba"``, the teachers' mean probability of the true label).
     With the split, partitions and seeds fixed, one training row changes one
     teacher, hence moves ``q_theta`` by at most ``1 / r_theta``; one validation
     row moves it by at most ``1 / m``. The number of teachers ``r_theta`` is a
     public function of the parameters and ``n`` (the estimator's
-    :meth:`~skprivpred.SubsampleAggregateClassifier.n_teachers_for`), so the
+    ``n_teachers_for``), so the
     sensitivity of each score, ``beta_theta = max(1 / r_theta, 1 / m)``, is
     public, and so is their maximum ``beta = max(1 / min_theta r_theta, 1 / m)``.
     The index is drawn by the exponential mechanism with weight
@@ -107,7 +117,7 @@ class PrivateGridSearchCV(
 
     Parameters
     ----------
-    estimator : SubsampleAggregateClassifier
+    estimator : SubsampleAggregateClassifier or SubsampleAverageClassifier
         The template. Set its ``classes``: the number of teachers depends on
         the label set, which must be public. ``classes=None`` reads the label
         set from ``y`` with a :class:`~skprivpred.PrivacyWarning` (the labels
@@ -115,8 +125,8 @@ class PrivateGridSearchCV(
     param_grid : dict or list of dict
         As for :class:`~sklearn.model_selection.ParameterGrid`. Keys that set
         the privacy contract (``epsilon``, ``total_epsilon``, ``total_delta``,
-        ``n_queries``, ``accountant``, ``random_state``, ``classes``) are
-        refused.
+        ``n_queries``, ``accountant``, ``random_state``, ``classes``, ``noise``,
+        ``delta``) are refused.
     selection_epsilon : float, default=1.0
         Privacy parameter of the selection, > 0.
     validation_size : float, default=0.2
@@ -141,7 +151,7 @@ class PrivateGridSearchCV(
         The selected setting (the release).
     best_index_ : int
         Its index in ``ParameterGrid(param_grid)``.
-    best_estimator_ : SubsampleAggregateClassifier
+    best_estimator_ : SubsampleAggregateClassifier or SubsampleAverageClassifier
         The selected setting refitted on all rows, with the accountant attached.
     n_candidates_ : int
         Size of the grid.
@@ -191,7 +201,7 @@ class PrivateGridSearchCV(
     """
 
     _parameter_constraints: dict = {
-        "estimator": [SubsampleAggregateClassifier],
+        "estimator": [SubsampleAggregateClassifier, SubsampleAverageClassifier],
         "param_grid": [dict, list],
         "selection_epsilon": [Interval(Real, 0, None, closed="neither")],
         "validation_size": [Interval(Real, 0, 1, closed="neither")],
@@ -204,7 +214,7 @@ class PrivateGridSearchCV(
 
     def __init__(
         self,
-        estimator: SubsampleAggregateClassifier,
+        estimator: SubsampleAggregateClassifier | SubsampleAverageClassifier,
         param_grid: dict | list,
         *,
         selection_epsilon: float = 1.0,
@@ -270,9 +280,7 @@ class PrivateGridSearchCV(
         -------
         self : PrivateGridSearchCV
         """
-        self._validate_params()
-        candidates = self._check_params()
-        reject_fit_params(self, fit_params)
+        candidates = self._check_fit_arguments(fit_params)
         epsilon = float(self.selection_epsilon)
         # The exponential mechanism is epsilon-bounded-range: epsilon^2 / 8-zCDP.
         rho = epsilon**2 / 8.0 if self.selection == "exponential" else None
@@ -442,6 +450,6 @@ class PrivateGridSearchCV(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        if isinstance(self.estimator, SubsampleAggregateClassifier):
+        if isinstance(self.estimator, (SubsampleAggregateClassifier, SubsampleAverageClassifier)):
             tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
         return tags
