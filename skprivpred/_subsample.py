@@ -27,24 +27,32 @@ _SPARSE_FORMATS = ["csr", "csc"]
 
 
 def _refuse_non_scalar_entries(X) -> None:
-    """Refuse an object array holding anything but numbers and strings.
+    """Refuse an object array holding a container (a dict, a list, a set, an array).
 
-    Object arrays stay as they are (strings may be meant for an encoder inside
-    the base estimator), but an entry such as a dict must fail here, for every
-    partition alike: a teacher whose block has a single label is a constant and
-    never calls the base estimator's ``fit``, so leaving the error to the
-    teachers would make it depend on the random partition.
+    Object arrays stay as they are otherwise (strings and missing values may be
+    meant for an encoder inside the base estimator), but a container must fail
+    here, for every partition alike: a teacher whose block has a single label is
+    a constant and never calls the base estimator's ``fit``, so leaving the
+    error to the teachers would make it depend on the random partition.
 
     Raises
     ------
     TypeError
         ``float() argument must be a string or a real number, not ...``.
     """
-    if isinstance(X, np.ndarray) and X.dtype == object:
-        try:
-            X.astype(np.float64)
-        except ValueError:
-            pass  # strings, for the base estimator to encode
+    if not (isinstance(X, np.ndarray) and X.dtype == object):
+        return
+    try:
+        X.astype(np.float64)
+        return  # numbers only
+    except (TypeError, ValueError):
+        pass
+    for value in X.ravel():
+        if isinstance(value, _CONTAINERS):
+            float(value)  # raises the TypeError that names the type (a size-1 array passes)
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset, np.ndarray)
 
 
 class SubsampleMixin(PrivatePredictorMixin):

@@ -333,13 +333,19 @@ def test_an_entry_no_teacher_can_read_fails_whatever_the_partition(seed):
     assert not hasattr(clf, "classes_")
 
 
-def test_strings_in_an_object_array_reach_the_encoder():
-    X = np.array([["a"], ["b"]] * 20, dtype=object)
-    y = np.array([0, 1] * 20)
-    base = make_pipeline(OneHotEncoder(), LogisticRegression())
+@pytest.mark.parametrize("first", ["a", None])
+def test_strings_and_missing_values_in_an_object_array_reach_the_encoder(first):
+    # Whatever entry comes first (a string or a missing value), only
+    # containers are refused: the rest is the base estimator's to read.
+    X = np.array([[first], ["a"], ["b"], [None]] * 10, dtype=object)
+    y = np.array([0, 1, 1, 0] * 10)
+    base = make_pipeline(OneHotEncoder(handle_unknown="ignore"), LogisticRegression())
     clf = SubsampleAggregateClassifier(base, n_teachers=2, epsilon=50, random_state=0)
     clf.fit(X, y)
     assert set(clf.predict(X)) <= {0, 1}
+    with pytest.raises(TypeError, match="not 'list'"):
+        clf.predict(np.array([["a"], [[1, 2]]], dtype=object))
+    assert clf.queries_answered_ == X.shape[0]  # the refused batch charged nothing
 
 
 def test_parallel_fit_equals_sequential(binary_data):
