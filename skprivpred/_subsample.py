@@ -38,7 +38,7 @@ def _refuse_non_scalar_entries(X) -> None:
     Raises
     ------
     TypeError
-        ``float() argument must be a string or a real number, not ...``.
+        Naming the type of the container.
     """
     if not (isinstance(X, np.ndarray) and X.dtype == object):
         return
@@ -49,7 +49,10 @@ def _refuse_non_scalar_entries(X) -> None:
         pass
     for value in X.ravel():
         if isinstance(value, _CONTAINERS):
-            float(value)  # raises the TypeError that names the type (a size-1 array passes)
+            raise TypeError(
+                f"X holds a {type(value).__name__} as an entry: each argument must be a string "
+                "or a number (or a missing value), never a container."
+            )
 
 
 _CONTAINERS = (dict, list, tuple, set, frozenset, np.ndarray)

@@ -343,7 +343,7 @@ def test_strings_and_missing_values_in_an_object_array_reach_the_encoder(first):
     clf = SubsampleAggregateClassifier(base, n_teachers=2, epsilon=50, random_state=0)
     clf.fit(X, y)
     assert set(clf.predict(X)) <= {0, 1}
-    with pytest.raises(TypeError, match="not 'list'"):
+    with pytest.raises(TypeError, match="X holds a list as an entry"):
         clf.predict(np.array([["a"], [[1, 2]]], dtype=object))
     assert clf.queries_answered_ == X.shape[0]  # the refused batch charged nothing
 
