@@ -26,6 +26,10 @@ from .exceptions import InvalidParameterError
 _SPARSE_FORMATS = ["csr", "csc"]
 
 
+# Entries no base estimator reads as one feature value.
+_CONTAINERS = (dict, list, tuple, set, frozenset, np.ndarray)
+
+
 def _refuse_non_scalar_entries(X) -> None:
     """Refuse an object array holding a container (a dict, a list, a set, an array).
 
@@ -33,7 +37,9 @@ def _refuse_non_scalar_entries(X) -> None:
     meant for an encoder inside the base estimator), but a container must fail
     here, for every partition alike: a teacher whose block has a single label is
     a constant and never calls the base estimator's ``fit``, so leaving the
-    error to the teachers would make it depend on the random partition.
+    error to the teachers would make it depend on the random partition. Only
+    the set of entry types is formed (one pass in C), as this runs on every
+    query batch of an object array.
 
     Raises
     ------
@@ -42,20 +48,12 @@ def _refuse_non_scalar_entries(X) -> None:
     """
     if not (isinstance(X, np.ndarray) and X.dtype == object):
         return
-    try:
-        X.astype(np.float64)
-        return  # numbers only
-    except (TypeError, ValueError):
-        pass
-    for value in X.ravel():
-        if isinstance(value, _CONTAINERS):
-            raise TypeError(
-                f"X holds a {type(value).__name__} as an entry: each argument must be a string "
-                "or a number (or a missing value), never a container."
-            )
-
-
-_CONTAINERS = (dict, list, tuple, set, frozenset, np.ndarray)
+    containers = sorted(t.__name__ for t in set(map(type, X.ravel())) if issubclass(t, _CONTAINERS))
+    if containers:
+        raise TypeError(
+            f"X holds a {containers[0]} as an entry: each argument must be a string or a "
+            "number (or a missing value), never a container."
+        )
 
 
 class SubsampleMixin(PrivatePredictorMixin):
