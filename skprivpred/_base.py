@@ -4,7 +4,8 @@
 
 - two independent random streams, created in ``fit`` from ``random_state`` by
   ``SeedSequence.spawn``: a *fit* stream (partitions, teacher seeds) and a
-  *query* stream advanced by every answer and never re-seeded by a query;
+  *query* stream advanced by every answer and never re-seeded by a query (but
+  replaced by fresh entropy in every copy: pickle, deepcopy and ``os.fork``);
 - :meth:`~PrivatePredictorMixin._release`, which charges the attached
   accountant for all rows of a call *before* any noise is drawn (one committed
   transaction of its ledger, which also counts a public query horizon shared
@@ -26,6 +27,7 @@ import threading
 import types
 import uuid
 import warnings
+import weakref
 from numbers import Integral
 from typing import Any
 
@@ -208,22 +210,46 @@ class QueryStream:
     A copy (pickle round trip, ``copy.deepcopy``) gets a *fresh* generator from
     OS entropy and keeps the count: two copies of a fitted estimator must never
     replay the same noise, which would leak differences between their answers.
-    The count is this object's; a horizon shared by copies is counted in the
-    ledger (:meth:`PrivatePredictorMixin._start_streams`).
+    A forked process (``os.fork``, a fork-based ``multiprocessing`` pool, a
+    pre-forking server) is such a copy too: every live stream takes fresh
+    entropy and a new lock in the child (a lock held by another thread at the
+    fork would stay held forever there). The count is this object's; a horizon
+    shared by copies is counted in the ledger
+    (:meth:`PrivatePredictorMixin._start_streams`).
     """
 
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self.lock = threading.Lock()
         self.answered = 0
+        _LIVE_STREAMS.add(self)
 
     def __getstate__(self) -> dict:
         return {"answered": self.answered}
 
     def __setstate__(self, state: dict) -> None:
+        self.answered = state["answered"]
+        self.reseed()
+        _LIVE_STREAMS.add(self)
+
+    def reseed(self) -> None:
+        """A fresh generator from OS entropy and a new lock (in a copy, never in a query)."""
         self.rng = np.random.default_rng()
         self.lock = threading.Lock()
-        self.answered = state["answered"]
+
+
+#: Every query stream alive in this process (weakly: a stream lives as long as its estimator).
+_LIVE_STREAMS: weakref.WeakSet[QueryStream] = weakref.WeakSet()
+
+
+def _reseed_streams_after_fork() -> None:
+    """In a forked child: no stream may replay the noise the parent draws next."""
+    for stream in list(_LIVE_STREAMS):
+        stream.reseed()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; other systems have no fork
+    os.register_at_fork(after_in_child=_reseed_streams_after_fork)
 
 
 def check_noise_delta(noise: str, delta: float) -> None:
@@ -274,6 +300,10 @@ class PrivatePredictorMixin:
             none is: so deep copies, pickled copies, joblib workers and other
             processes share one horizon.
         """
+        if self.accountant is not None:
+            # An in-memory ledger that this process cannot charge (a copy unpickled in a
+            # worker process) refuses now, before any fitting, not at the first query.
+            self.accountant._check_reachable()
         fit_rng, query_rng = spawn_streams(self.random_state)
         self._query_stream = QueryStream(query_rng)
         self._horizon = None if horizon is None else (uuid.uuid4().hex, int(horizon))

@@ -15,11 +15,25 @@ inside the transaction (a callback), and the ledger makes the read-decide-write
 atomic across threads, processes and machines. A charge is one committed
 transaction; a refusal rolls back and writes nothing.
 
+Several budgets of one ledger (a service's global budget and a client's quota)
+can be charged in one transaction (:meth:`Ledger.transact` takes a list of
+:class:`Step`): either every budget accepts and all are charged, or nothing is.
+
 Connections are opened lazily, one per thread and process (a forked child opens
 its own), and are never pickled: a pickled accountant carries the ledger's
 address, and its copy reopens the same budget. A copy never creates a budget:
 if the file or the budget is gone it raises :class:`LedgerError` instead of
-starting again from zero.
+starting again from zero. An in-memory ledger belongs to the process that
+created it: a forked child, or a copy unpickled in another process, raises.
+
+Every operation can be given the newest journal row the caller has seen
+(:class:`Mark`); a ledger that no longer holds that row was replaced by an
+older copy (a restored backup, which rolls spending back) and raises.
+
+Files are created by this user only: a new SQLite file with ``O_EXCL`` and mode
+0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode), and the
+default ledger's directory is refused unless it is a real directory owned by
+this user with mode 0700.
 """
 
 from __future__ import annotations
@@ -32,11 +46,13 @@ import os
 import random
 import re
 import sqlite3
+import stat
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -50,9 +66,12 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "LedgerState",
+    "Mark",
+    "Step",
     "Totals",
     "default_ledger_path",
     "mark_temporary",
+    "memory_ledger",
     "open_ledger",
     "open_ledger_url",
     "redact",
@@ -76,12 +95,24 @@ class Totals(NamedTuple):
 ZERO = Totals(0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
+class Mark(NamedTuple):
+    """The newest journal row of a budget that a reader has seen: its id and time.
+
+    Journal rows are only ever added, so a ledger that no longer holds a row
+    someone has seen was replaced by an older copy of itself.
+    """
+
+    id: int
+    time: float
+
+
 class LedgerState(NamedTuple):
     """A budget as stored: its sums, the one per-row guarantee, and a horizon's count."""
 
     totals: Totals
     row_guarantee: tuple[float, float] | None  # advanced composition's per-row (eps, delta)
     horizon_answered: int  # rows answered within the requested horizon (0 if none)
+    mark: Mark | None = None  # the budget's newest journal row (None: no charge yet)
 
 
 class Charge(NamedTuple):
@@ -97,6 +128,25 @@ class Charge(NamedTuple):
 #: ``decide(state) -> (new totals, new per-row guarantee)``, or raise to refuse.
 Decide = Callable[[LedgerState], tuple[Totals, "tuple[float, float] | None"]]
 
+
+class Step(NamedTuple):
+    """What one budget takes part in a transaction (see :meth:`Ledger.transact`).
+
+    With ``record=False`` only the horizon advances (by ``charge.rows``): the
+    sums and the journal are left alone (steps of a release already charged).
+    ``seen`` is the newest journal row the caller has seen of this budget: the
+    transaction refuses a ledger that no longer holds it.
+    """
+
+    name: str
+    budget_id: str
+    decide: Decide
+    charge: Charge
+    horizon: tuple[str, int] | None = None
+    record: bool = True
+    seen: Mark | None = None
+
+
 JOURNAL_COLUMNS = ("time", "name", "estimator", "rows", "epsilon", "delta", "rho")
 
 
@@ -106,49 +156,78 @@ class Ledger:
     url: str
     persistent: bool
 
-    def create(self, name: str, config: dict) -> str:
-        """Create the budget ``name`` or attach to it; return its ``budget_id``."""
+    def create(self, name: str, config: dict) -> tuple[str, Mark | None]:
+        """Create the budget ``name`` or attach to it; return its ``budget_id`` and newest row."""
         raise NotImplementedError
 
-    def state(self, name: str, budget_id: str, horizon_key: str | None = None) -> LedgerState:
-        """Read the budget (and the count of one horizon) without writing."""
-        raise NotImplementedError
-
-    def transact(
+    def state(
         self,
         name: str,
         budget_id: str,
-        decide: Decide,
-        charge: Charge,
-        horizon: tuple[str, int] | None = None,
-        record: bool = True,
-    ) -> None:
-        """Read, ``decide``, and write the new sums, the journal row and the horizon, atomically.
+        horizon_key: str | None = None,
+        seen: Mark | None = None,
+    ) -> LedgerState:
+        """Read the budget (and the count of one horizon) without writing."""
+        raise NotImplementedError
 
-        With ``record=False`` only the horizon advances (by ``charge.rows``): the
-        sums and the journal are left alone (steps of a release already charged).
+    def transact(self, steps: Sequence[Step]) -> list[Mark | None]:
+        """Read, decide, and write every step's budget, atomically: all of them or none.
+
+        Each step's ``decide`` sees its budget as stored and returns its new
+        sums, or raises to refuse; a refusal of any step rolls the whole
+        transaction back. Returns each budget's newest journal row afterwards.
         """
         raise NotImplementedError
 
-    def journal(self, name: str, budget_id: str) -> list[dict]:
+    def journal(self, name: str, budget_id: str, seen: Mark | None = None) -> list[dict]:
         """Every charge of the budget, oldest first."""
         raise NotImplementedError
 
 
+def _rolled_back(url: str, name: str, seen: Mark) -> LedgerError:
+    return LedgerError(
+        f"the ledger {redact(url)} no longer holds charge #{seen.id} of the budget {name!r}, "
+        "which this accountant has seen: the ledger was replaced by an older copy of itself "
+        "(a restored backup), which rolls spending back. Nothing was charged. A ledger is "
+        "never restored from a backup: the budget's true spending includes every charge "
+        "made since that copy."
+    )
+
+
 # -- in memory ------------------------------------------------------------------------------
+#: Every in-memory ledger of this process, by key (weakly: a ledger lives as long as its users).
+_MEMORY: weakref.WeakValueDictionary[str, _MemoryLedger] = weakref.WeakValueDictionary()
+
+
 class _MemoryLedger(Ledger):
-    """One process's memory: shared by identity, never pickled."""
+    """One process's memory: shared by identity; a pickled copy reattaches only in this process."""
 
     persistent = False
 
     def __init__(self) -> None:
         self.url = ":memory:"
+        self.key = uuid.uuid4().hex
+        self.pid = os.getpid()
         self._lock = threading.Lock()
         self._budgets: dict[str, dict] = {}
-        self._journal: list[dict] = []
+        self._journal: list[tuple[float, dict]] = []  # (time, row): the time as stored
         self._horizons: dict[tuple[str, str], list[int]] = {}
+        _MEMORY[self.key] = self
 
-    def create(self, name: str, config: dict) -> str:
+    def _check_process(self) -> None:
+        # Before the lock: a lock held by another thread when the process forked stays
+        # held forever in the child.
+        if os.getpid() != self.pid:
+            raise LedgerError(
+                f"this accountant's ledger is ':memory:', the memory of process {self.pid}, "
+                f"and this is another process ({os.getpid()}, forked from it): a charge here "
+                "would never reach the parent's budget, so it is refused. Use ledger=None (a "
+                "file this machine's processes share), a file path or a 'postgresql://' URL "
+                "for budgets used by several processes."
+            )
+
+    def create(self, name: str, config: dict) -> tuple[str, Mark | None]:
+        self._check_process()
         with self._lock:
             if name not in self._budgets:
                 self._budgets[name] = {
@@ -156,37 +235,101 @@ class _MemoryLedger(Ledger):
                     "config": config,
                     "totals": ZERO,
                     "row": None,
+                    "mark": None,
                 }
-            return _same_config(self._budgets[name], name, config, self.url)
+            budget = self._budgets[name]
+            return _same_config(budget, name, config, self.url), budget["mark"]
 
-    def _budget(self, name: str, budget_id: str) -> dict:
+    def _budget(self, name: str, budget_id: str, seen: Mark | None) -> dict:
         budget = self._budgets.get(name)
         if budget is None or budget["budget_id"] != budget_id:
             raise LedgerError(f"the in-memory ledger holds no budget {name!r} with this identity.")
+        if seen is not None and not (
+            0 < seen.id <= len(self._journal)
+            and self._journal[seen.id - 1][1]["name"] == name
+            and self._journal[seen.id - 1][0] == seen.time
+        ):
+            raise _rolled_back(self.url, name, seen)
         return budget
 
-    def state(self, name: str, budget_id: str, horizon_key: str | None = None) -> LedgerState:
+    def state(self, name, budget_id, horizon_key=None, seen=None) -> LedgerState:
+        self._check_process()
         with self._lock:
-            budget = self._budget(name, budget_id)
+            budget = self._budget(name, budget_id, seen)
             answered = self._horizons.get((name, horizon_key or ""), [0, 0])[0]
-            return LedgerState(budget["totals"], budget["row"], answered)
+            return LedgerState(budget["totals"], budget["row"], answered, budget["mark"])
 
-    def transact(self, name, budget_id, decide, charge, horizon=None, record=True) -> None:
+    def transact(self, steps: Sequence[Step]) -> list[Mark | None]:
+        self._check_process()
+        _distinct(steps)
         with self._lock:
-            budget = self._budget(name, budget_id)
-            stored = None if horizon is None else self._horizons.get((name, horizon[0]))
-            entry = _horizon_entry(stored, horizon)
-            totals, row = decide(LedgerState(budget["totals"], budget["row"], entry[0]))
-            if record:
-                budget["totals"], budget["row"] = totals, row
-                self._journal.append(_journal_row(time.time(), name, charge))
-            if horizon is not None:
-                self._horizons[(name, horizon[0])] = [entry[0] + charge.rows, horizon[1]]
+            budgets, entries, decisions = [], [], []
+            for step in steps:  # every decision first: a refusal changes nothing
+                budget = self._budget(step.name, step.budget_id, step.seen)
+                stored = (
+                    None
+                    if step.horizon is None
+                    else self._horizons.get((step.name, step.horizon[0]))
+                )
+                entry = _horizon_entry(stored, step.horizon)
+                state = LedgerState(budget["totals"], budget["row"], entry[0], budget["mark"])
+                budgets.append(budget)
+                entries.append(entry)
+                decisions.append(step.decide(state))
+            for step, budget, entry, (totals, row) in zip(steps, budgets, entries, decisions):
+                if step.record:
+                    when = time.time()
+                    budget["totals"], budget["row"] = totals, row
+                    self._journal.append((when, _journal_row(when, step.name, step.charge)))
+                    budget["mark"] = Mark(len(self._journal), when)
+                if step.horizon is not None:
+                    self._horizons[(step.name, step.horizon[0])] = [
+                        entry[0] + step.charge.rows,
+                        step.horizon[1],
+                    ]
+            return [budget["mark"] for budget in budgets]
 
-    def journal(self, name: str, budget_id: str) -> list[dict]:
+    def journal(self, name: str, budget_id: str, seen: Mark | None = None) -> list[dict]:
+        self._check_process()
         with self._lock:
-            self._budget(name, budget_id)
-            return [dict(row) for row in self._journal if row["name"] == name]
+            self._budget(name, budget_id, seen)
+            return [dict(row) for _, row in self._journal if row["name"] == name]
+
+
+class _DetachedMemoryLedger(Ledger):
+    """What a ``":memory:"`` accountant unpickled in another process holds: nothing to charge."""
+
+    persistent = False
+
+    def __init__(self, key: str, pid: int) -> None:
+        self.url = ":memory:"
+        self.key, self.pid = key, pid
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise LedgerError(
+            f"this accountant's ledger is ':memory:', the memory of process {self.pid}; this "
+            f"copy was unpickled in process {os.getpid()} (a joblib or multiprocessing "
+            "worker, a file loaded elsewhere), where that budget does not exist, so it cannot "
+            "charge it. Use ledger=None (a file this machine's processes share), a file path "
+            "or a 'postgresql://' URL, or keep the work in this process (for example "
+            "joblib.parallel_config(backend='threading'))."
+        )
+
+    create = state = transact = journal = _refuse
+
+
+def memory_ledger(key: str, pid: int) -> Ledger:
+    """The in-memory ledger ``key`` of this process, or a detached one that refuses every use."""
+    ledger = _MEMORY.get(key)
+    if ledger is not None and ledger.pid == os.getpid() == pid:
+        return ledger
+    return _DetachedMemoryLedger(key, pid)
+
+
+def _distinct(steps: Sequence[Step]) -> None:
+    names = [step.name for step in steps]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a transaction charges each budget once, got {names!r}.")
 
 
 def _horizon_entry(stored, horizon) -> list[int]:
@@ -375,7 +518,7 @@ class _SQLLedger(Ledger):
         return False
 
     # the operations
-    def create(self, name: str, config: dict) -> str:
+    def create(self, name: str, config: dict) -> tuple[str, Mark | None]:
         def body(cursor):
             self._serialise_schema(cursor)
             self._create_schema(cursor)
@@ -389,9 +532,9 @@ class _SQLLedger(Ledger):
                     ),
                     (name, budget_id, json.dumps(config, sort_keys=True), time.time()),
                 )
-                return budget_id
+                return budget_id, None
             stored = {"budget_id": row[0], "config": json.loads(row[1])}
-            return _same_config(stored, name, config, self.url)
+            return _same_config(stored, name, config, self.url), self._newest(cursor, name)
 
         return self._run(body, write=True, create=True)
 
@@ -423,23 +566,44 @@ class _SQLLedger(Ledger):
         )
         return cursor.fetchone()
 
-    def _checked_budget(self, cursor, name: str, budget_id: str, *, lock: bool):
+    def _checked_budget(self, cursor, name: str, budget_id: str, *, lock: bool, seen=None):
         row = self._select_budget(cursor, name, lock=lock)
         if row is None:
             raise LedgerError(
-                f"the ledger {self.url} holds no budget named {name!r}: it was removed or this "
-                "is another ledger. An accountant never starts again from zero; restore the "
-                "ledger or create a new accountant."
+                f"the ledger {redact(self.url)} holds no budget named {name!r}: it was removed, "
+                "or this is another ledger, and the record of what it spent is lost. An "
+                "accountant never starts again from zero, so this one refuses; a new budget "
+                "(a new accountant) must account for what the lost one had spent."
             )
         if row[0] != budget_id:
             raise LedgerError(
-                f"the budget {name!r} in the ledger {self.url} is not the one this accountant "
-                "was created with (it was deleted and created again). An accountant never "
-                "starts again from zero; create a new accountant for the new budget."
+                f"the budget {name!r} in the ledger {redact(self.url)} is not the one this "
+                "accountant was created with (it was deleted and created again). An "
+                "accountant never starts again from zero; create a new accountant for the new "
+                "budget."
             )
+        if seen is not None:
+            cursor.execute(
+                self._sql("SELECT time FROM skprivpred_charge WHERE id = ? AND name = ?"),
+                (seen.id, name),
+            )
+            found = cursor.fetchone()
+            if found is None or not math.isclose(float(found[0]), seen.time, abs_tol=1e-6):
+                raise _rolled_back(self.url, name, seen)
         totals = Totals(int(row[2]), *(float(v) for v in row[3:8]))
         guarantee = None if row[8] is None else (float(row[8]), float(row[9]))
         return totals, guarantee
+
+    def _newest(self, cursor, name: str) -> Mark | None:
+        """The budget's newest journal row."""
+        cursor.execute(
+            self._sql(
+                "SELECT id, time FROM skprivpred_charge WHERE name = ? ORDER BY id DESC LIMIT 1"
+            ),
+            (name,),
+        )
+        row = cursor.fetchone()
+        return None if row is None else Mark(int(row[0]), float(row[1]))
 
     def _horizon(self, cursor, name: str, key: str):
         cursor.execute(
@@ -451,44 +615,67 @@ class _SQLLedger(Ledger):
         row = cursor.fetchone()
         return None if row is None else [int(row[0]), int(row[1])]
 
-    def state(self, name: str, budget_id: str, horizon_key: str | None = None) -> LedgerState:
+    def state(self, name, budget_id, horizon_key=None, seen=None) -> LedgerState:
         def body(cursor):
-            totals, guarantee = self._checked_budget(cursor, name, budget_id, lock=False)
+            totals, guarantee = self._checked_budget(cursor, name, budget_id, lock=False, seen=seen)
             stored = None if horizon_key is None else self._horizon(cursor, name, horizon_key)
-            return LedgerState(totals, guarantee, 0 if stored is None else stored[0])
+            answered = 0 if stored is None else stored[0]
+            return LedgerState(totals, guarantee, answered, self._newest(cursor, name))
 
         return self._run(body, write=False)
 
-    def transact(self, name, budget_id, decide, charge, horizon=None, record=True) -> None:
+    def transact(self, steps: Sequence[Step]) -> list[Mark | None]:
+        _distinct(steps)
+
         def body(cursor):
-            before, guarantee = self._checked_budget(cursor, name, budget_id, lock=True)
-            stored = None if horizon is None else self._horizon(cursor, name, horizon[0])
-            entry = _horizon_entry(stored, horizon)
-            totals, row = decide(LedgerState(before, guarantee, entry[0]))
-            if record:
-                self._record(cursor, name, totals, row, charge)
-            if horizon is None:
-                return
-            if stored is None:
-                cursor.execute(
-                    self._sql(
-                        "INSERT INTO skprivpred_horizon (name, key, answered, n_queries) "
-                        "VALUES (?, ?, ?, ?)"
-                    ),
-                    (name, horizon[0], charge.rows, horizon[1]),
+            # Lock the budgets in one order (by name), so that two transactions charging the
+            # same budgets never wait for each other in a cycle.
+            read = {}
+            for step in sorted(steps, key=lambda step: step.name):
+                read[step.name] = self._checked_budget(
+                    cursor, step.name, step.budget_id, lock=True, seen=step.seen
                 )
-            else:
-                cursor.execute(
-                    self._sql(
-                        "UPDATE skprivpred_horizon SET answered = ? WHERE name = ? AND key = ?"
-                    ),
-                    (entry[0] + charge.rows, name, horizon[0]),
-                )
+            decided = []
+            for step in steps:  # every decision first: a refusal writes nothing
+                before, guarantee = read[step.name]
+                stored = None
+                if step.horizon is not None:
+                    stored = self._horizon(cursor, step.name, step.horizon[0])
+                entry = _horizon_entry(stored, step.horizon)
+                # A step that writes no journal row leaves the newest row as it is.
+                newest = None if step.record else self._newest(cursor, step.name)
+                state = LedgerState(before, guarantee, entry[0], newest)
+                decided.append((stored, entry, newest, step.decide(state)))
+            marks = []
+            for step, (stored, entry, newest, (totals, row)) in zip(steps, decided):
+                if step.record:
+                    newest = self._record(cursor, step.name, totals, row, step.charge)
+                if step.horizon is not None:
+                    self._advance(cursor, step, stored, entry)
+                marks.append(newest)
+            return marks
 
-        self._run(body, write=True)
+        return self._run(body, write=True)
 
-    def _record(self, cursor, name: str, totals: Totals, row, charge: Charge) -> None:
-        """Store the new sums and the journal row of a charge."""
+    def _advance(self, cursor, step: Step, stored, entry) -> None:
+        """Count the step's rows against its horizon."""
+        assert step.horizon is not None
+        if stored is None:
+            cursor.execute(
+                self._sql(
+                    "INSERT INTO skprivpred_horizon (name, key, answered, n_queries) "
+                    "VALUES (?, ?, ?, ?)"
+                ),
+                (step.name, step.horizon[0], step.charge.rows, step.horizon[1]),
+            )
+        else:
+            cursor.execute(
+                self._sql("UPDATE skprivpred_horizon SET answered = ? WHERE name = ? AND key = ?"),
+                (entry[0] + step.charge.rows, step.name, step.horizon[0]),
+            )
+
+    def _record(self, cursor, name: str, totals: Totals, row, charge: Charge) -> Mark:
+        """Store the new sums and the journal row of a charge; return that row's mark."""
         cursor.execute(
             self._sql(
                 "UPDATE skprivpred_budget SET rows = ?, eps_sum = ?, delta_sum = ?, "
@@ -497,17 +684,24 @@ class _SQLLedger(Ledger):
             ),
             (*totals, *(row if row is not None else (None, None)), name),
         )
+        when = time.time()
         cursor.execute(
             self._sql(
                 "INSERT INTO skprivpred_charge (time, name, estimator, rows, epsilon, delta, "
-                "rho) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                "rho) VALUES (?, ?, ?, ?, ?, ?, ?)" + self._returning_id
             ),
-            (time.time(), name, charge.source, charge.rows, *charge[1:4]),
+            (when, name, charge.source, charge.rows, *charge[1:4]),
         )
+        return Mark(self._inserted_id(cursor), when)
 
-    def journal(self, name: str, budget_id: str) -> list[dict]:
+    _returning_id = ""
+
+    def _inserted_id(self, cursor) -> int:
+        raise NotImplementedError
+
+    def journal(self, name: str, budget_id: str, seen: Mark | None = None) -> list[dict]:
         def body(cursor):
-            self._checked_budget(cursor, name, budget_id, lock=False)
+            self._checked_budget(cursor, name, budget_id, lock=False, seen=seen)
             cursor.execute(
                 self._sql(
                     "SELECT time, name, estimator, rows, epsilon, delta, rho "
@@ -575,9 +769,10 @@ class _SQLiteLedger(_SQLLedger):
         return cursor.fetchone() is not None
 
     def _connect(self, *, create: bool):
-        mode = "rwc" if create else "rw"
+        if create:
+            self._create_file()
         conn = sqlite3.connect(
-            f"file:{quote(self.path)}?mode={mode}",
+            f"file:{quote(self.path)}?mode=rw",
             uri=True,
             # No busy handler: SQLite's sleeps from 1 ms up to 100 ms starve writers;
             # _run retries busy transactions with short pauses until the timeout.
@@ -593,8 +788,39 @@ class _SQLiteLedger(_SQLLedger):
             raise  # _run retries while busy, then raises LedgerError
         return conn
 
+    def _create_file(self) -> None:
+        """Create the file if it does not exist: by this user only, mode 0600.
+
+        ``O_EXCL`` makes sure the file is new (never one another user prepared,
+        nor a symbolic link); SQLite then gives its ``-wal`` and ``-shm`` files
+        the same mode.
+        """
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            os.close(os.open(self.path, flags, 0o600))
+        except FileExistsError:
+            return  # an existing ledger (perhaps created by another process just now)
+        except FileNotFoundError:
+            raise LedgerError(self._missing_directory()) from None
+        except OSError as exc:
+            raise LedgerError(
+                f"the ledger file {self.path} cannot be created: {exc.strerror}."
+            ) from None
+
+    def _missing_directory(self) -> str:
+        directory = os.path.dirname(self.path) or "."
+        return (
+            f"the directory {directory} of the ledger file {self.path} does not exist; "
+            f"create it first (readable by the service's user only, for example "
+            f"`mkdir -p -m 700 {directory}`)."
+        )
+
     def _begin_write(self, cursor) -> None:
         cursor.execute("BEGIN IMMEDIATE")
+
+    def _inserted_id(self, cursor) -> int:
+        return int(cursor.lastrowid)
 
     def _driver_errors(self):
         return (sqlite3.Error,)
@@ -607,10 +833,16 @@ class _SQLiteLedger(_SQLLedger):
                 "nothing was charged"
             )
         elif "unable to open" in text:
-            why = (
-                "cannot be opened: the file is missing or unreadable. An accountant never "
-                "starts again from zero: restore the file, or create a new accountant"
-            )
+            if not os.path.isdir(os.path.dirname(self.path) or "."):
+                return LedgerError(self._missing_directory())
+            if not os.path.exists(self.path):
+                why = (
+                    "is missing: the record of what this budget spent is lost. An accountant "
+                    "never starts again from zero, so this one refuses; a new budget (a new "
+                    "accountant) must account for what the lost one had spent"
+                )
+            else:
+                why = "cannot be opened (check its permissions)"
         elif "readonly" in text or "read-only" in text:
             why = "is read-only; a charge must be written before any answer is released"
         elif "not a database" in text or "malformed" in text:
@@ -652,6 +884,11 @@ class _PostgresLedger(_SQLLedger):
     def _begin_write(self, cursor) -> None:
         cursor.execute("BEGIN")  # the budget row is then locked by SELECT ... FOR UPDATE
 
+    _returning_id = " RETURNING id"
+
+    def _inserted_id(self, cursor) -> int:
+        return int(cursor.fetchone()[0])
+
     def _serialise_schema(self, cursor) -> None:
         # CREATE TABLE IF NOT EXISTS races between sessions in PostgreSQL.
         cursor.execute("SELECT pg_advisory_xact_lock(7253001)")
@@ -679,16 +916,69 @@ _OPEN_LOCK = threading.Lock()
 _TEMPORARY: set[str] = set()
 
 
+def _after_fork_in_child() -> None:
+    """A lock held by another thread when the process forked would stay held in the child."""
+    global _OPEN_LOCK
+    _OPEN_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def default_ledger_path() -> str:
-    """A new file name in this user's private temporary directory (created if needed)."""
+    """A new file name in this user's private temporary directory (created if needed).
+
+    On POSIX systems the directory ``$TMPDIR/skprivpred-<uid>`` must be a real
+    directory (not a symbolic link), owned by this user, with mode 0700:
+    anything else may have been prepared by another local user, who could then
+    copy or replace the budget's file, and raises :class:`LedgerError`. On
+    other systems the directory is inside the user's own temporary directory
+    (on Windows ``%LOCALAPPDATA%\\Temp``, which the user's profile permissions
+    protect).
+    """
     directory = Path(tempfile.gettempdir()) / f"skprivpred-{_user_id()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
+    try:
+        os.mkdir(directory, 0o700)
+        created = True
+    except FileExistsError:
+        created = False
+    except OSError as exc:
+        raise LedgerError(
+            f"the default ledger's directory {directory} cannot be created: {exc.strerror}. "
+            "Pass ledger='path/to/budget.db' to keep the budget elsewhere."
+        ) from None
+    if os.name == "posix":
+        if created:
+            os.chmod(directory, 0o700)  # whatever the umask took away from the owner
+        _check_private_directory(directory)
     return str(directory / f"budget-{uuid.uuid4().hex}.db")
 
 
 def _user_id() -> str:
     getuid = getattr(os, "getuid", None)
     return str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
+
+
+def _check_private_directory(directory: Path) -> None:
+    """Refuse a directory that another user could have prepared or can write to."""
+    info = os.lstat(directory)
+    problem = None
+    if stat.S_ISLNK(info.st_mode):
+        problem = "is a symbolic link"
+    elif not stat.S_ISDIR(info.st_mode):
+        problem = "is not a directory"
+    elif info.st_uid != os.getuid():
+        problem = f"is owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
+    elif stat.S_IMODE(info.st_mode) != 0o700:
+        problem = f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0700"
+    if problem is not None:
+        raise LedgerError(
+            f"the default ledger's directory {directory} {problem}: another user may have "
+            "prepared it to read, copy or replace the budget's file, so it is not used. "
+            "Remove it if you do not know where it comes from, or pass "
+            "ledger='path/to/budget.db' in a directory of your own."
+        )
 
 
 def _remove_temporary(pid: int) -> None:
@@ -718,11 +1008,12 @@ def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
 
     Parameters
     ----------
-    ledger : None, str or os.PathLike
+    ledger : None, str, os.PathLike or Ledger
         ``None``: a new SQLite file in a per-user temporary directory, deleted
         when the process that created it exits. A path or ``"sqlite:///path"``:
         that SQLite file. ``"postgresql://..."``: a PostgreSQL server.
-        ``":memory:"``: this process's memory.
+        ``":memory:"``: this process's memory. A :class:`Ledger`: that very
+        ledger.
     timeout : float
         Seconds to wait for a lock (and for a server connection).
 
@@ -733,6 +1024,8 @@ def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
     """
     if isinstance(ledger, str) and ledger == ":memory:":
         return _MemoryLedger(), False
+    if isinstance(ledger, Ledger):
+        return ledger, False
     temporary = ledger is None
     url = "sqlite:///" + default_ledger_path() if temporary else open_ledger_url(ledger)
     return reopen_ledger(url, timeout), temporary

@@ -13,14 +13,22 @@ object; a pickled copy (joblib workers, ``joblib.dump``, another process)
 reopens the same ledger. Either way every copy charges one budget, and an
 accountant whose ledger is gone raises :class:`LedgerError` rather than start
 again from zero. The arithmetic of composition is here, once.
+
+Several budgets of one ledger can be charged together, in one transaction
+(:meth:`PrivacyAccountant.charging_also`): a service charges a client's quota
+exactly when, and for what, its global budget is charged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from numbers import Integral, Real
 from typing import Any, cast
 
@@ -30,9 +38,14 @@ from scipy.optimize import minimize_scalar
 from ._ledger import (
     JOURNAL_COLUMNS,
     Charge,
+    Decide,
+    Ledger,
     LedgerState,
+    Mark,
+    Step,
     Totals,
     mark_temporary,
+    memory_ledger,
     open_ledger,
     open_ledger_url,
     redact,
@@ -54,6 +67,7 @@ from .utils._param_validation import (
 
 __all__ = [
     "PER_QUERY_ROW",
+    "GuaranteeUnit",
     "PrivacyAccountant",
     "PrivacyGuarantee",
     "advanced_composition",
@@ -354,8 +368,45 @@ def max_queries(epsilon: float, delta: float, epsilon_per_query: float) -> int:
     return max(basic, math.floor(8.0 * rho_cap(epsilon, delta) / eps0**2 * (1 + _REL_TOL)))
 
 
+class GuaranteeUnit(str, Enum):
+    """What one ``(epsilon, delta)`` of a :class:`PrivacyGuarantee` covers.
+
+    The one vocabulary of :attr:`PrivacyGuarantee.unit`: code that needs to know
+    whether a guarantee is per answered row (a per-client quota, say) compares
+    with these members, never with free text. Each member is also its text.
+
+    Attributes
+    ----------
+    QUERY_ROW : str
+        ``"each answered query row"``: every row passed to ``predict``,
+        ``predict_proba``, ``decision_function`` or ``score`` is one release at
+        this guarantee, charged before it is answered.
+    ALL_ANSWERS : str
+        ``"all answers, under one total budget"``: the whole transcript of
+        answers (a horizon of ``n_queries`` rows, or an unbounded stream) is
+        covered together.
+    RELEASE : str
+        ``"one release made by fit"``: ``fit`` releases one object (a model, a
+        hypothesis, a selected index); its predictions are free
+        post-processing.
+
+    Examples
+    --------
+    >>> from skprivpred.accounting import GuaranteeUnit
+    >>> GuaranteeUnit("each answered query row") is GuaranteeUnit.QUERY_ROW
+    True
+    """
+
+    QUERY_ROW = "each answered query row"
+    ALL_ANSWERS = "all answers, under one total budget"
+    RELEASE = "one release made by fit"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
 #: The ``unit`` of a guarantee that holds for every answered query row.
-PER_QUERY_ROW = "each answered query row"
+PER_QUERY_ROW = GuaranteeUnit.QUERY_ROW
 
 
 @dataclass(frozen=True)
@@ -371,11 +422,10 @@ class PrivacyGuarantee:
         The epsilon of the guarantee, per :attr:`unit`.
     delta : float
         The delta of the guarantee, per :attr:`unit` (0 for pure DP).
-    unit : str
-        What one ``(epsilon, delta)`` covers: :data:`PER_QUERY_ROW` (``"each
-        answered query row"``) for a guarantee per answered row, else for
-        example ``"the released model"`` or ``"all answers, under one total
-        budget"``.
+    unit : GuaranteeUnit or str
+        What one ``(epsilon, delta)`` covers, one of :class:`GuaranteeUnit`
+        (its member or its text, for example ``"each answered query row"``);
+        stored as the member.
     theorem : str
         The paper and result the guarantee rests on, for example
         ``"Dwork & Feldman (2018), Theorem 4.1"``.
@@ -392,6 +442,10 @@ class PrivacyGuarantee:
     details : dict, default={}
         Further public quantities that the guarantee depends on (noise
         scales, numbers of teachers, horizons); never a function of the data.
+    scope : str or None, default=None
+        What the unit is for this estimator, in words (for example ``"the
+        selected index (best_params_), once per fit"``); free text, for
+        people, never compared by code.
 
     Examples
     --------
@@ -405,12 +459,24 @@ class PrivacyGuarantee:
 
     epsilon: float
     delta: float
-    unit: str
+    unit: GuaranteeUnit
     theorem: str
     neighbouring: str = "replace-one"
     protects: str = "each training row"
     rho: float | None = None
     details: dict = field(default_factory=dict, hash=False)
+    scope: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            unit = GuaranteeUnit(self.unit)
+        except ValueError:
+            allowed = ", ".join(repr(member.value) for member in GuaranteeUnit)
+            raise InvalidParameterError(
+                f"unit must be a GuaranteeUnit ({allowed}), got {self.unit!r}; describe what "
+                "the unit is for this estimator in `scope`."
+            ) from None
+        object.__setattr__(self, "unit", unit)
 
     def __str__(self) -> str:
         if self.delta == 0:
@@ -419,10 +485,16 @@ class PrivacyGuarantee:
             pair = f"({self.epsilon:g}, {self.delta:g})-differential privacy"
         if self.rho is not None:
             pair += f" ({self.rho:g}-zCDP)"
+        scope = f" ({self.scope})" if self.scope else ""
         return (
-            f"{pair} of {self.protects} for {self.unit} "
+            f"{pair} of {self.protects} for {self.unit}{scope} "
             f"({self.neighbouring} neighbouring data sets; {self.theorem})"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 row"``, ``"2 rows"``: a count and its noun, singular or plural."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -436,6 +508,13 @@ _POSITIVE_COUNT = Interval(Integral, 1, None, closed="left")
 def _checked(caller: str, value, name: str, constraint) -> float:
     """``value`` as a float once it satisfies ``constraint`` (else InvalidParameterError)."""
     return float(check_param(value, name, constraint, caller_name=caller))
+
+
+#: The budgets linked by :meth:`PrivacyAccountant.charging_also` in this context:
+#: ``((identity of the charged budget, budgets charged with it), ...)``.
+_LINKED: contextvars.ContextVar[tuple[tuple[tuple[str, str, str], tuple[Any, ...]], ...]] = (
+    contextvars.ContextVar("skprivpred_linked_budgets", default=())
+)
 
 
 class PrivacyAccountant:
@@ -493,7 +572,7 @@ class PrivacyAccountant:
     n_queries : int, default=None
         Optional cap on the number of query rows answered (the query horizon
         of everything this budget pays for).
-    ledger : None, str or os.PathLike, default=None
+    ledger : None, str, os.PathLike or PrivacyAccountant, default=None
         Where the spending lives.
 
         - ``None``: a new SQLite file in a per-user temporary directory, named
@@ -511,8 +590,14 @@ class PrivacyAccountant:
           several machines (needs psycopg 3: ``pip install
           'skprivpred[postgres]'``); each charge locks the budget's row.
         - ``":memory:"``: this process only (threads share it; ``clone`` and
-          ``deepcopy`` share the object). Pickling such an accountant raises
-          a ``TypeError``: a pickled copy would fork the budget.
+          ``deepcopy`` share the object, and so does a copy unpickled in this
+          process). A copy unpickled in another process (a joblib or
+          multiprocessing worker) and a forked child raise
+          :class:`LedgerError` at their first use: a copy there would fork the
+          budget.
+        - another :class:`PrivacyAccountant`: its ledger, for a second budget
+          beside it (a client's quota beside a service's budget, charged
+          together with :meth:`charging_also`).
     name : str, default=None
         Which budget inside the ledger (``None``: ``"default"``). Creating an
         accountant on an existing budget attaches to it, with what it has
@@ -539,6 +624,11 @@ class PrivacyAccountant:
     -----
     A charge is checked and recorded in one transaction of the ledger, so
     concurrent calls from threads, processes and machines can never overspend.
+    The accountant remembers the newest charge of its budget that it has seen
+    (and a pickled copy carries it): a ledger that no longer holds it was
+    replaced by an older copy, which would roll spending back, and every
+    operation then raises :class:`LedgerError`. A ledger is never restored
+    from a backup.
     Spending comparisons allow a relative floating-point slack of ``1e-12``.
     The totals of every composition are recomputed by this class from the sums
     the ledger stores beside its journal of charges (:meth:`history`).
@@ -561,6 +651,13 @@ class PrivacyAccountant:
         "timeout": [_POSITIVE],
     }
 
+    # The newest journal row of this budget seen by this object (and its pickled copies),
+    # and the largest count seen of each horizon: a ledger behind them was rolled back.
+    _seen: Mark | None = None
+    _horizons_seen: dict[str, int]
+    _ledger: Ledger
+    _temporary: bool
+
     def __init__(
         self,
         epsilon: float = math.inf,
@@ -569,7 +666,7 @@ class PrivacyAccountant:
         composition: str = "basic",
         delta_prime: float | None = None,
         n_queries: int | None = None,
-        ledger: str | os.PathLike | None = None,
+        ledger: str | os.PathLike | PrivacyAccountant | None = None,
         name: str | None = None,
         timeout: float = 10.0,
     ) -> None:
@@ -608,8 +705,12 @@ class PrivacyAccountant:
         self.n_queries = None if n_queries is None else int(n_queries)
         self.name = "default" if name is None else name
         self.timeout = float(timeout)
-        self._ledger, self._temporary = open_ledger(ledger, self.timeout)
-        self._budget_id = self._ledger.create(self.name, self._terms())
+        self._horizons_seen = {}
+        if isinstance(ledger, PrivacyAccountant):
+            self._ledger, self._temporary = ledger._ledger, ledger._temporary
+        else:
+            self._ledger, self._temporary = open_ledger(ledger, self.timeout)
+        self._budget_id, self._seen = self._ledger.create(self.name, self._terms())
         if self._temporary:
             mark_temporary(self._ledger)
 
@@ -655,8 +756,10 @@ class PrivacyAccountant:
             raise ValueError("relocate needs a file or server ledger, got ':memory:'.")
         url = open_ledger_url(ledger)
         moved = reopen_ledger(url, self.timeout)
-        moved.state(self.name, self._budget_id)  # raises LedgerError if it is not this budget
+        # Raises LedgerError if it is not this budget, or an older copy of it.
+        state = moved.state(self.name, self._budget_id, seen=self._seen)
         self._ledger, self._temporary = moved, False
+        self._saw(state.mark)
 
     # -- sharing and persistence -------------------------------------------------
     def __copy__(self) -> PrivacyAccountant:
@@ -666,23 +769,71 @@ class PrivacyAccountant:
         return self
 
     def __getstate__(self) -> dict:
-        if not self._ledger.persistent:
-            raise TypeError(
-                "a PrivacyAccountant with ledger=':memory:' cannot be pickled: its spending "
-                "lives in this process only, and a pickled copy would fork the budget. Use "
-                "ledger=None (a file that this machine's processes share), a file path, or a "
-                "'postgresql://' URL."
-            )
         state = self.__dict__.copy()
-        state["_ledger"] = self._ledger.url
+        state["_horizons_seen"] = dict(self._horizons_seen)
+        if self._ledger.persistent:
+            state["_ledger"] = self._ledger.url
+        else:  # this process's memory: only a copy unpickled in this very process reattaches
+            ledger = cast(Any, self._ledger)
+            state["_ledger"] = ("memory", ledger.key, ledger.pid)
         return state
 
     def __setstate__(self, state: dict) -> None:
         state = dict(state)
         # A copy reopens the same ledger and never creates a budget: if the ledger or the
         # budget is gone, the next charge raises LedgerError instead of starting from zero.
-        state["_ledger"] = reopen_ledger(state["_ledger"], state["timeout"])
+        if isinstance(state["_ledger"], tuple):
+            state["_ledger"] = memory_ledger(*state["_ledger"][1:])
+        else:
+            state["_ledger"] = reopen_ledger(state["_ledger"], state["timeout"])
+        state.setdefault("_horizons_seen", {})
         self.__dict__.update(state)
+
+    # -- what this object has seen of its budget -----------------------------------
+    def _saw(self, mark: Mark | None) -> None:
+        """Remember the budget's newest journal row (only ever a newer one)."""
+        seen = self._seen
+        if mark is not None and (seen is None or mark.id > seen.id):
+            self._seen = mark
+
+    def _state(self, horizon_key: str | None = None) -> LedgerState:
+        """The budget as stored, refusing a ledger older than what this object has seen."""
+        state = self._ledger.state(self.name, self._budget_id, horizon_key, seen=self._seen)
+        self._saw(state.mark)
+        if horizon_key is not None:
+            self._check_horizon_not_rolled_back(horizon_key, state.horizon_answered)
+        return state
+
+    def _check_horizon_not_rolled_back(self, key: str, answered: int) -> None:
+        if answered < self._horizons_seen.get(key, 0):
+            raise LedgerError(
+                f"the ledger {redact(self.ledger_url)} counts {_count(answered, 'row')} "
+                f"answered in a horizon where this accountant has seen "
+                f"{self._horizons_seen[key]}: the ledger was replaced by an older copy of "
+                "itself (a restored backup), which rolls the count back. Nothing was "
+                "charged. A ledger is never restored from a backup."
+            )
+
+    def _saw_horizon(self, key: str, answered: int) -> None:
+        if answered > self._horizons_seen.get(key, 0):
+            self._horizons_seen[key] = answered
+
+    def _check_reachable(self) -> None:
+        """Raise :class:`LedgerError` now if this process cannot use an in-memory ledger.
+
+        No I/O: a file or server ledger is checked at its first charge.
+        """
+        if not self._ledger.persistent:
+            self._ledger.state(self.name, self._budget_id)
+
+    @property
+    def _ledger_key(self) -> str:
+        """Which ledger: its address, or the identity of an in-memory one."""
+        key = getattr(self._ledger, "key", None)
+        return self._ledger.url if key is None else f":memory:{key}"
+
+    def _identity(self) -> tuple[str, str, str]:
+        return (self._ledger_key, self.name, self._budget_id)
 
     # -- the arithmetic of composition -------------------------------------------
     def _guarantees(self, totals: Totals, row_epsilon: float | None) -> list[tuple[float, float]]:
@@ -766,30 +917,41 @@ class PrivacyAccountant:
         self._check_horizon(state, n_rows, horizon)
         totals = self._totals_after(state.totals, n_rows, epsilon, delta, rho)
         if self.n_queries is not None and totals.rows > self.n_queries:
-            raise BudgetExhaustedError(
-                f"answering {n_rows} more query rows would exceed n_queries="
+            raise self._refusal(
+                f"answering {_count(n_rows, 'more query row')} would exceed n_queries="
                 f"{self.n_queries} ({state.totals.rows} answered so far)."
             )
         if not self._within_budget(totals, epsilon):
             eps_after, delta_after = min(self._guarantees(totals, epsilon))
             remaining = self._remaining(state, epsilon, delta, rho)
-            raise BudgetExhaustedError(
-                f"answering {n_rows} more query rows at epsilon={epsilon!r}, delta={delta!r} "
-                f"per row would spend (epsilon={eps_after:.6g}, delta={delta_after:.3g}), over "
-                f"the budget (epsilon={self.epsilon!r}, delta={self.delta!r}); "
-                f"{remaining} rows at that cost still fit."
+            fit = "still fits" if remaining == 1 else "still fit"
+            raise self._refusal(
+                f"answering {_count(n_rows, 'more query row')} at epsilon={epsilon!r}, "
+                f"delta={delta!r} per row would spend (epsilon={eps_after:.6g}, "
+                f"delta={delta_after:.3g}), over the budget (epsilon={self.epsilon!r}, "
+                f"delta={self.delta!r}); {_count(remaining, 'row')} at that cost {fit}."
             )
         row = (epsilon, delta) if self.composition == "advanced" and n_rows > 0 else None
         return totals, row or state.row_guarantee
 
-    @staticmethod
-    def _check_horizon(state: LedgerState, n_rows: int, horizon) -> None:
-        if horizon is not None and state.horizon_answered + n_rows > horizon[1]:
+    def _refusal(self, message: str, kind: type = BudgetExhaustedError) -> BudgetExhaustedError:
+        """A refusal that names this budget (its ``budget`` attribute)."""
+        error = kind(message)
+        error.budget = self.name
+        return error
+
+    def _check_horizon(self, state: LedgerState, n_rows: int, horizon) -> None:
+        if horizon is None:
+            return
+        self._check_horizon_not_rolled_back(horizon[0], state.horizon_answered)
+        if state.horizon_answered + n_rows > horizon[1]:
             remaining = max(horizon[1] - state.horizon_answered, 0)
-            raise HorizonExhaustedError(
-                f"answering {n_rows} query rows would cross the horizon n_queries={horizon[1]} "
-                f"of this fitted estimator (counted in the ledger for all its copies); "
-                f"{remaining} rows remain."
+            remain = "remains" if remaining == 1 else "remain"
+            raise self._refusal(
+                f"answering {_count(n_rows, 'query row')} would cross the horizon "
+                f"n_queries={horizon[1]} of this fitted estimator (counted in the ledger for "
+                f"all its copies); {_count(remaining, 'row')} {remain}.",
+                HorizonExhaustedError,
             )
 
     def _remaining(self, state: LedgerState, epsilon, delta, rho) -> int:
@@ -840,7 +1002,7 @@ class PrivacyAccountant:
             (another process may charge in between).
         """
         n_rows, epsilon, delta, rho = self._validate_charge(n_rows, epsilon, delta, rho)
-        state = self._ledger.state(self.name, self._budget_id)
+        state = self._state()
         try:
             self._decide(state, n_rows, epsilon, delta, rho, None)
         except BudgetExhaustedError:
@@ -898,13 +1060,101 @@ class PrivacyAccountant:
         n_rows, epsilon, delta, rho = self._validate_charge(n_rows, epsilon, delta, rho)
         pure_rho = epsilon**2 / 2.0 if rho is None else rho
         record = Charge(n_rows, epsilon, delta, pure_rho if delta == 0 else None, source)
-        self._ledger.transact(
-            self.name,
-            self._budget_id,
-            lambda state: self._decide(state, n_rows, epsilon, delta, rho, horizon),
-            record,
-            horizon,
-        )
+        counted: list[int] = []  # the horizon's count as the transaction read it
+
+        def decide(state: LedgerState):
+            counted.append(state.horizon_answered)
+            return self._decide(state, n_rows, epsilon, delta, rho, horizon)
+
+        def decide_linked(other: PrivacyAccountant) -> Decide:
+            return lambda state: other._decide(state, n_rows, epsilon, delta, rho, None)
+
+        linked = self._linked()
+        steps = [self._step(decide, record, horizon)]
+        steps += [other._step(decide_linked(other), record) for other in linked]
+        self._commit([self, *linked], steps)
+        if horizon is not None:
+            # The ledger's count is now at least what this charge brought it to.
+            self._saw_horizon(horizon[0], counted[-1] + n_rows)
+
+    def _step(self, decide: Decide, charge: Charge, horizon=None, *, record=True) -> Step:
+        """This budget's part of a transaction; a refusal is named after this budget."""
+
+        def named(state: LedgerState):
+            try:
+                return decide(state)
+            except BudgetExhaustedError as refusal:
+                if getattr(refusal, "budget", None) is None:
+                    refusal.budget = self.name
+                raise
+
+        return Step(self.name, self._budget_id, named, charge, horizon, record, self._seen)
+
+    def _commit(self, budgets: list[PrivacyAccountant], steps: list[Step]) -> None:
+        marks = self._ledger.transact(steps)
+        for budget, mark in zip(budgets, marks):
+            budget._saw(mark)
+
+    def _linked(self) -> list[PrivacyAccountant]:
+        """The budgets that :meth:`charging_also` links to this one here (this context)."""
+        identity = self._identity()
+        linked: dict[tuple[str, str, str], PrivacyAccountant] = {}
+        for owner, others in _LINKED.get():
+            if owner == identity:
+                for other in others:
+                    linked.setdefault(other._identity(), other)
+        return list(linked.values())
+
+    @contextlib.contextmanager
+    def charging_also(self, *others: PrivacyAccountant) -> Iterator[None]:
+        """Within the block, every charge of this budget also charges ``others``, atomically.
+
+        A service uses it to charge a client's quota exactly when, and for
+        what, its global budget is charged: ``with budget.charging_also(quota):
+        estimator.predict(X)``. Each charge of this budget made in the block
+        (in this thread, or in a task that copies its ``contextvars`` context)
+        charges every budget in ``others`` for the same rows at the same
+        per-row ``epsilon``, ``delta`` and ``rho``, in the *same* ledger
+        transaction: if any of them refuses, none is charged, and the
+        :class:`BudgetExhaustedError` names the budget that refused (its
+        ``budget`` attribute). A query that is refused before the charge (bad
+        input) charges none of them. Horizons are counted in this budget only.
+
+        Parameters
+        ----------
+        *others : PrivacyAccountant
+            Budgets in this accountant's ledger (created with
+            ``ledger=this_accountant``, or on the same file or server), other
+            than this one.
+
+        Yields
+        ------
+        None
+
+        Raises
+        ------
+        ValueError
+            If a budget is in another ledger, or is this budget.
+        """
+        identity = self._identity()
+        for other in others:
+            if not isinstance(other, PrivacyAccountant):
+                raise TypeError(
+                    f"charging_also takes PrivacyAccountant objects, got {type(other).__name__}."
+                )
+            if other._ledger_key != self._ledger_key:
+                raise ValueError(
+                    f"charging_also charges budgets in one transaction of one ledger, but "
+                    f"{other.name!r} is in {redact(other.ledger_url)} and {self.name!r} in "
+                    f"{redact(self.ledger_url)}; create it with ledger=<this accountant>."
+                )
+            if other._identity() == identity:
+                raise ValueError(f"charging_also cannot link the budget {self.name!r} to itself.")
+        token = _LINKED.set((*_LINKED.get(), (identity, tuple(others))))
+        try:
+            yield
+        finally:
+            _LINKED.reset(token)
 
     def remaining_queries(
         self, epsilon: float, delta: float = 0.0, rho: float | None = None
@@ -930,7 +1180,7 @@ class PrivacyAccountant:
             The number of rows (``sys.maxsize`` caps an unlimited budget).
         """
         _, epsilon, delta, rho = self._validate_charge(0, epsilon, delta, rho)
-        return self._remaining(self._ledger.state(self.name, self._budget_id), epsilon, delta, rho)
+        return self._remaining(self._state(), epsilon, delta, rho)
 
     def advance_horizon(
         self, n_rows: int, horizon: tuple[str, int], *, source: str | None = None
@@ -960,21 +1210,27 @@ class PrivacyAccountant:
         if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < 0:
             raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}.")
 
+        counted: list[int] = []
+
         def decide(state: LedgerState):
+            counted.append(state.horizon_answered)
             self._check_horizon(state, int(n_rows), horizon)
             return state.totals, state.row_guarantee
 
         step = Charge(int(n_rows), 0.0, 0.0, None, source)
-        self._ledger.transact(self.name, self._budget_id, decide, step, horizon, record=False)
+        self._commit([self], [self._step(decide, step, horizon, record=False)])
+        self._saw_horizon(horizon[0], counted[-1] + int(n_rows))
 
     def horizon_answered(self, key: str) -> int:
         """Rows answered so far within the horizon ``key`` (see :meth:`charge`)."""
-        return self._ledger.state(self.name, self._budget_id, key).horizon_answered
+        answered = self._state(key).horizon_answered
+        self._saw_horizon(key, answered)
+        return answered
 
     @property
     def queries_answered(self) -> int:
         """Number of query rows charged so far."""
-        return self._ledger.state(self.name, self._budget_id).totals.rows
+        return self._state().totals.rows
 
     @property
     def epsilon_spent(self) -> float:
@@ -995,7 +1251,7 @@ class PrivacyAccountant:
             ``(epsilon, delta)``; with advanced composition, the valid pair with
             the smaller epsilon among those within the delta budget.
         """
-        state = self._ledger.state(self.name, self._budget_id)
+        state = self._state()
         row = state.row_guarantee
         return self._best(state.totals, None if row is None else row[0])
 
@@ -1009,7 +1265,7 @@ class PrivacyAccountant:
             ``epsilon``, ``delta`` and ``rho`` (per row; ``rho`` is given for
             pure charges only). A DataFrame if pandas is installed.
         """
-        records = self._ledger.journal(self.name, self._budget_id)
+        records = self._ledger.journal(self.name, self._budget_id, seen=self._seen)
         try:
             import pandas as pd
         except ImportError:
@@ -1028,5 +1284,5 @@ class PrivacyAccountant:
             return f"PrivacyAccountant({terms}; ledger unavailable)"
         return (
             f"PrivacyAccountant({terms}; spent epsilon={eps:.6g}, delta={delta:.3g} "
-            f"over {rows} query rows)"
+            f"over {_count(rows, 'query row')})"
         )

@@ -18,7 +18,7 @@ from ._base import resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import TeacherEnsemble, concat_rows, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
+from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
 from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
 from .utils._param_validation import HasMethods, Interval, StrOptions
@@ -416,7 +416,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             self.privacy_guarantee_ = PrivacyGuarantee(
                 eps0,
                 0.0,
-                unit="each answered query row",
+                unit=GuaranteeUnit.QUERY_ROW,
                 theorem=(
                     "Dwork & Feldman (2018), Theorem 4.1 (weight epsilon/2 per vote); "
                     "zCDP of the bounded-range vote: Cesar & Rogers (2021)"
@@ -435,7 +435,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self.privacy_guarantee_ = PrivacyGuarantee(
             budget["total_epsilon"],
             budget["total_delta"],
-            unit="all answers, under one total budget",
+            unit=GuaranteeUnit.ALL_ANSWERS,
             theorem=(
                 "Dwork & Feldman (2018), Theorem 4.1 (each answer); each answer is "
                 "eps0-bounded-range, hence eps0^2/8-zCDP (Cesar & Rogers 2021); zCDP "

@@ -17,7 +17,7 @@ from ._base import check_noise_delta, resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .mechanisms import (
     DEFAULT_GRID_STEPS,
@@ -99,7 +99,7 @@ class _NoisyAverageMixin(SubsampleMixin):
         self.privacy_guarantee_ = PrivacyGuarantee(
             epsilon,
             delta,
-            unit="each answered query row, per query method call",
+            unit=GuaranteeUnit.QUERY_ROW,
             theorem=self._theorem,
             details={
                 "n_teachers": self.n_teachers_,

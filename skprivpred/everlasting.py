@@ -54,6 +54,7 @@ from ._base import (
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import (
+    GuaranteeUnit,
     PrivacyAccountant,
     PrivacyGuarantee,
     advanced_composition_inverse,
@@ -1600,7 +1601,8 @@ class GenericBBLClassifier(_EverlastingStream):
             return PrivacyGuarantee(
                 math.inf,
                 1.0,
-                unit="the whole stream of answers",
+                unit=GuaranteeUnit.ALL_ANSWERS,
+                scope="the whole stream of answers",
                 theorem=(
                     "none: mode='simulation' runs scaled-down sizes outside Theorem 5.1 of "
                     "Naor, Nissim, Stemmer & Yan (2023)"
@@ -1622,7 +1624,8 @@ class GenericBBLClassifier(_EverlastingStream):
         return PrivacyGuarantee(
             schedule.epsilon,
             schedule.delta,
-            unit="the whole unbounded stream of answers",
+            unit=GuaranteeUnit.ALL_ANSWERS,
+            scope="the whole unbounded stream of answers",
             theorem=(
                 "Naor, Nissim, Stemmer & Yan (2023), Theorem 5.1 (privacy: Claim 5.3, "
                 "Claims E.5 and E.6)"
@@ -2185,7 +2188,8 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             return PrivacyGuarantee(
                 epsilon,
                 delta,
-                unit="the whole unbounded stream of answers",
+                unit=GuaranteeUnit.ALL_ANSWERS,
+                scope="the whole unbounded stream of answers",
                 theorem=theorem,
                 neighbouring="replace-one",
                 protects="each training row and each query",
@@ -2204,7 +2208,8 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         return PrivacyGuarantee(
             epsilon,
             delta,
-            unit="the whole unbounded stream of answers",
+            unit=GuaranteeUnit.ALL_ANSWERS,
+            scope="the whole unbounded stream of answers",
             theorem=f"{game}; BetweenThresholds: Lemma C.3 and Observation 2",
             neighbouring="replace-one",
             protects="each training row and each query",

@@ -51,7 +51,17 @@ class BudgetExhaustedError(RuntimeError):
     When it is raised nothing has been charged and no noise has been drawn:
     the estimator and its accountant are exactly as before the call, and a
     smaller call may still succeed.
+
+    Attributes
+    ----------
+    budget : str or None
+        The ``name`` of the budget that refused, when an accountant refused:
+        among budgets charged together
+        (:meth:`~skprivpred.PrivacyAccountant.charging_also`), the one that
+        said no.
     """
+
+    budget: str | None = None
 
 
 class HorizonExhaustedError(BudgetExhaustedError):

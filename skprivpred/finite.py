@@ -42,6 +42,7 @@ from ._base import (
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import (
     PER_QUERY_ROW,
+    GuaranteeUnit,
     PrivacyAccountant,
     PrivacyGuarantee,
     advanced_composition_inverse,
@@ -462,7 +463,8 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon=epsilon,
                 delta=0.0,
-                unit="the released hypothesis (predictions are free post-processing)",
+                unit=GuaranteeUnit.RELEASE,
+                scope="the released hypothesis; predictions are free post-processing",
                 theorem="McSherry & Talwar (2007), exponential mechanism with utility -mistakes "
                 "of sensitivity 1 (Dwork & Roth 2014, Theorem 3.10), as in the private learner "
                 "of Kasiviswanathan et al. (2011)",
@@ -893,7 +895,8 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         release = PrivacyGuarantee(
             epsilon=run["epsilon"],
             delta=run["delta"],
-            unit=f"chosen_experts_, the choices of at most n_rounds={n_rounds} rounds",
+            unit=GuaranteeUnit.RELEASE,
+            scope=f"chosen_experts_, the choices of at most n_rounds={n_rounds} rounds",
             theorem=release_theorem,
             rho=release_rho,
             details={"learning_rate": rate, "n_rounds": n_rounds},

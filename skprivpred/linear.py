@@ -57,7 +57,7 @@ from ._optim import (
     _squared,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import ConvergenceError, InvalidParameterError
 from .mechanisms import (
     DEFAULT_GRID_STEPS,
@@ -617,7 +617,7 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         self.privacy_guarantee_ = PrivacyGuarantee(
             epsilon=bounds.epsilon,
             delta=bounds.delta,
-            unit="each answered query row, per query method call",
+            unit=GuaranteeUnit.QUERY_ROW,
             theorem=self._theorem,
             details={
                 "noise": bounds.noise,

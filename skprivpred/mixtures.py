@@ -40,7 +40,7 @@ from ._base import (
     spawn_streams,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .hypotheses import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
 from .mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
@@ -434,7 +434,8 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon=epsilon,
                 delta=0.0,
-                unit="the released hypothesis (predictions are free post-processing)",
+                unit=GuaranteeUnit.RELEASE,
+                scope="the released hypothesis; predictions are free post-processing",
                 theorem="Bassily, Moran & Nandi (2020), Lemma 4.1: the exponential mechanism "
                 "with weight exp(-epsilon * mistakes / 2) over candidates built from public "
                 "rows only",

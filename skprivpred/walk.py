@@ -35,7 +35,7 @@ from ._base import (
     resolve_classes,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
 from .utils._param_validation import Interval, StrOptions, validate_parameter_constraints
@@ -463,7 +463,7 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon,
                 0.0,
-                unit="each answered query row",
+                unit=GuaranteeUnit.QUERY_ROW,
                 theorem="Dwork & Feldman (2018), Lemma 5.1 (ExpPW, Figure 1)",
                 details={"epsilon_add_remove": epsilon / 2.0, "clamp_bound": clamp_bound},
             )

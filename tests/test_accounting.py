@@ -13,7 +13,8 @@ What is checked:
   cap is respected; constructor errors.
 * Sharing: ``copy.copy``, ``copy.deepcopy`` and ``sklearn.base.clone`` of an estimator
   keep the very same accountant object.
-* A pickled copy charges the same ledger; a ':memory:' accountant refuses pickling.
+* A pickled copy charges the same ledger; a ':memory:' accountant is shared by its copies
+  in its own process only (other processes: see ``test_privacy_state.py``).
 * Thread safety: concurrent charges never overspend.
 * Bad input in the constructor and in ``charge`` raises errors naming the parameter,
   and a failed charge changes nothing.
@@ -351,13 +352,16 @@ def test_a_pickled_copy_charges_the_same_budget():
     assert acc.queries_answered == 4010 + remaining
 
 
-def test_a_memory_ledger_is_not_picklable_and_stays_shared_by_identity():
+def test_a_memory_ledger_is_one_budget_for_its_copies_in_its_process():
     acc = PrivacyAccountant(epsilon=1.0, ledger=":memory:")
     acc.charge(2, 0.1)
-    with pytest.raises(TypeError, match="cannot be pickled.*ledger=None"):
-        pickle.dumps(acc)
     assert copy.deepcopy(acc) is acc
-    assert acc.queries_answered == 2
+    twin = pickle.loads(pickle.dumps(acc))  # unpickled in this process: the same budget
+    twin.charge(3, 0.1)
+    assert acc.queries_answered == twin.queries_answered == 5
+    twin.charge(5, 0.1)
+    with pytest.raises(BudgetExhaustedError):
+        acc.charge(1, 0.1)
 
 
 # -------------------------------------------------------------------- thread safety

@@ -208,7 +208,7 @@ def test_deep_copies_pickles_and_workers_share_one_horizon(data):
     for session in (clf, twin, restored):
         assert session.queries_answered_ == 9
         assert session.queries_remaining_ == 1
-    with pytest.raises(HorizonExhaustedError, match="n_queries=10.*1 rows remain"):
+    with pytest.raises(HorizonExhaustedError, match="n_queries=10.*; 1 row remains"):
         twin.predict(np.repeat(q, 2, axis=0))
     assert len(restored.predict(q)) == 1
     for session in (clf, twin, restored):

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .._base import PrivatePredictorMixin, keep_frame, resolve_classes
 from .._teachers import take_rows
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from ..accounting import PrivacyAccountant, PrivacyGuarantee
+from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from ..aggregate import SubsampleAggregateClassifier
 from ..averaging import SubsampleAverageClassifier
 from ..exceptions import InvalidParameterError
@@ -334,8 +334,9 @@ class PrivateGridSearchCV(
                 epsilon=epsilon,
                 delta=0.0,
                 rho=rho,
-                unit="the selected index (best_params_), once per fit; the answers of "
-                "best_estimator_ are charged per row and add up with it",
+                unit=GuaranteeUnit.RELEASE,
+                scope="the selected index (best_params_); the answers of best_estimator_ are "
+                "charged per row and add up with it",
                 theorem=f"Chaudhuri & Vinterbo (2013), Theorem 1, with {rule} over mean "
                 "teacher accuracy",
                 details={

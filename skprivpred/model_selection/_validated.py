@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .._base import PrivatePredictorMixin, resolve_binary_classes
 from .._optim import _augmented_rows, _certified_logistic
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from ..accounting import PrivacyAccountant, PrivacyGuarantee
+from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from ..exceptions import InvalidParameterError
 from ..mechanisms import (
     discrete_laplace_noise,
@@ -656,8 +656,9 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon=params["epsilon"],
                 delta=params["delta"],
-                unit="the released model (the selected lam and the retrained coefficients), "
-                "once per fit; predictions are free post-processing",
+                unit=GuaranteeUnit.RELEASE,
+                scope="the released model (the selected lam and the retrained coefficients); "
+                "predictions are free post-processing",
                 theorem="Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 4, with Chaudhuri, "
                 f"Monteleoni & Sarwate (2011), {perturbation} ({self.mechanism} perturbation)",
                 details={
@@ -1005,8 +1006,9 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon=epsilon,
                 delta=delta,
-                unit="the released histogram (the selected bin count and its noisy counts), "
-                "once per fit; densities and scores are free post-processing",
+                unit=GuaranteeUnit.RELEASE,
+                scope="the released histogram (the selected bin count and its noisy counts); "
+                "densities and scores are free post-processing",
                 theorem="Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 6 (Algorithm 5)",
                 details={
                     "epsilon_train": eps_train,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -76,10 +77,27 @@ class _Service:
         self.n_features = int(final.n_features_in_) if hasattr(final, "n_features_in_") else None
         names = getattr(estimator, "feature_names_in_", None)
         self.feature_names = None if names is None else [str(n) for n in names]
+        self.row_cost: tuple[float, float] | None = None
         try:
-            self.row_cost: tuple[float, float] | None = per_row_guarantee(estimator)
-        except ValueError:
-            self.row_cost = None
+            self.row_cost = per_row_guarantee(estimator)
+        except ValueError as exc:
+            self.row_cost_problem = str(exc)
+
+    def check_quotas(self) -> None:
+        """Refuse to start when per-client quotas are asked for but could never be charged."""
+        share = self.clients.quota_epsilon
+        if share is None:
+            return
+        if self.row_cost is None:
+            raise ValueError(
+                f"quota_epsilon={share!r} (--quota-epsilon) cannot be kept: "
+                f"{self.row_cost_problem} Serve this model without quotas."
+            )
+        if share < self.row_cost[0] * (1 - 1e-12):
+            raise ValueError(
+                f"quota_epsilon={share!r} (--quota-epsilon) is smaller than the epsilon of one "
+                f"answered row ({self.row_cost[0]!r}): no client could ever be answered."
+            )
 
     # -- requests --------------------------------------------------------------------------
     def client(self, request: Request) -> str | None:
@@ -172,26 +190,32 @@ class _Service:
         return pd.DataFrame.from_records(records, columns=self.feature_names)
 
     def answer(self, X, client: str | None) -> list:
-        """Charge (the client's quota, then the global budget inside predict), then answer."""
+        """Answer ``X``, charging the global budget and the client's quota in one transaction.
+
+        The estimator checks the rows before it charges (bad rows: 422, nothing
+        charged anywhere). Its charge of the global budget also charges the
+        client's quota, in the same ledger transaction
+        (:meth:`~skprivpred.PrivacyAccountant.charging_also`): a quota pays for
+        exactly the rows the global budget pays for, and a refusal of either
+        charges neither.
+        """
         n_rows = X.shape[0]
         quota = self.clients.quota(client)
-        if quota is not None and self.row_cost is not None:
-            epsilon, delta = self.row_cost
-            if not self.budget.can_charge(n_rows, epsilon, delta):
-                raise self._exhausted(n_rows)
-            try:
-                quota.charge(n_rows, epsilon, delta, source=f"client {client}")
-            except BudgetExhaustedError:
+        linked = contextlib.nullcontext() if quota is None else self.budget.charging_also(quota)
+        try:
+            with linked:
+                predictions = self.estimator.predict(X)
+        except BudgetExhaustedError as exc:
+            if quota is not None and exc.budget == quota.name:
+                assert self.row_cost is not None  # check_quotas refused to start otherwise
+                remaining = quota.remaining_queries(*self.row_cost)
                 raise _Refused(
                     429,
-                    "this client's quota is spent.",
+                    _refusal_message("this client's quota", "is spent", remaining, n_rows),
                     client=client,
                     asked_rows=n_rows,
-                    remaining_rows=quota.remaining_queries(epsilon, delta),
+                    remaining_rows=remaining,
                 ) from None
-        try:
-            predictions = self.estimator.predict(X)
-        except BudgetExhaustedError as exc:
             raise self._exhausted(n_rows, horizon=isinstance(exc, HorizonExhaustedError)) from None
         except (ValueError, TypeError):
             # The estimator validates before it charges. Its message is not passed on: a
@@ -202,12 +226,12 @@ class _Service:
         return np.asarray(predictions).tolist()
 
     def _exhausted(self, n_rows: int, horizon: bool = False) -> _Refused:
-        return _Refused(
-            429,
-            "the query horizon is reached." if horizon else "the privacy budget is spent.",
-            asked_rows=n_rows,
-            remaining_rows=self.remaining_rows(),
-        )
+        remaining = self.remaining_rows()
+        if horizon:
+            message = _refusal_message("the query horizon", "is reached", remaining, n_rows)
+        else:
+            message = _refusal_message("the privacy budget", "is spent", remaining, n_rows)
+        return _Refused(429, message, asked_rows=n_rows, remaining_rows=remaining)
 
     def remaining_rows(self) -> int | None:
         remaining = []
@@ -279,6 +303,7 @@ def create_app(
     service = _Service(
         estimator, Clients(budget, api_keys, quota_epsilon), max_rows, max_body_bytes
     )
+    service.check_quotas()  # quotas that could never be charged stop the start
 
     @_guarded
     async def predict(request: Request) -> JSONResponse:
@@ -313,6 +338,16 @@ def create_app(
             Route("/health", health, methods=["GET"]),
         ]
     )
+
+
+def _refusal_message(what: str, used_up: str, remaining: int | None, asked: int) -> str:
+    """What a 429 body says: the same as its ``asked_rows`` and ``remaining_rows``."""
+    if remaining == 0:
+        return f"{what} {used_up}; nothing was charged."
+    if remaining is not None and remaining < asked:
+        left = "1 row" if remaining == 1 else f"{remaining} rows"
+        return f"{what} has {left} left, fewer than the {asked} asked; nothing was charged."
+    return f"{what} cannot pay for these rows now; nothing was charged."
 
 
 def _final_step(estimator):

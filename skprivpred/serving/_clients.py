@@ -56,7 +56,11 @@ class Clients:
     quota_epsilon : float or None
         Each client's share: at most this much epsilon (basic composition of
         its rows' per-row guarantee), counted in the global budget's ledger
-        under ``"<budget name>/client/<client name>/epsilon=<quota>"``.
+        under ``"<budget name>/client/<client name>/epsilon=<quota>"`` (with
+        ``",delta=<delta>"`` appended when the global budget has a delta, which
+        is then the quota's delta cap too). The service charges a quota in the
+        same ledger transaction as the global budget
+        (:meth:`~skprivpred.PrivacyAccountant.charging_also`).
     """
 
     def __init__(self, budget: PrivacyAccountant, keys=None, quota_epsilon=None) -> None:
@@ -122,10 +126,28 @@ class Clients:
             return None
         with self._lock:
             if client not in self._quotas:
+                delta = self.budget.delta
+                name = f"{self.budget.name}/client/{client}/epsilon={self.quota_epsilon!r}"
                 self._quotas[client] = PrivacyAccountant(
                     epsilon=self.quota_epsilon,
-                    ledger=self.budget.ledger_url,
-                    name=f"{self.budget.name}/client/{client}/epsilon={self.quota_epsilon!r}",
+                    delta=delta,
+                    ledger=self.budget,  # the same ledger: charged in one transaction
+                    name=name + (f",delta={delta!r}" if delta > 0 else ""),
                     timeout=self.budget.timeout,
                 )
             return self._quotas[client]
+
+    def quotas(self) -> dict[str, PrivacyAccountant]:
+        """Every configured client's quota (empty without quotas), read from the ledger."""
+        if self.quota_epsilon is None or self._keys is None:
+            return {}
+        if self._file is not None:
+            with self._lock:
+                self._reload()
+        assert self._keys is not None
+        quotas = {}
+        for client in sorted(self._keys):
+            quota = self.quota(client)
+            assert quota is not None
+            quotas[client] = quota
+        return quotas

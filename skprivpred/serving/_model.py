@@ -10,7 +10,7 @@ import joblib
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ..accounting import PER_QUERY_ROW, PrivacyAccountant, PrivacyGuarantee
+from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "save_model"]
 
@@ -60,17 +60,26 @@ def _steps(estimator: BaseEstimator) -> list:
 
 
 def per_row_guarantee(estimator: BaseEstimator) -> tuple[float, float]:
-    """The ``(epsilon, delta)`` that one answered row costs (for per-client quotas)."""
+    """The ``(epsilon, delta)`` that one answered row costs (for per-client quotas).
+
+    Raises
+    ------
+    ValueError
+        If the estimator's guarantee is not per answered row
+        (:attr:`~skprivpred.accounting.GuaranteeUnit.QUERY_ROW`) and it states no
+        ``epsilon_per_query_``: its answers are not charged row by row.
+    """
     final = _steps(estimator)[-1]
     per_query = getattr(final, "epsilon_per_query_", None)
     if per_query is not None:
         return float(per_query), 0.0
     guarantee = getattr(final, "privacy_guarantee_", None)
-    if isinstance(guarantee, PrivacyGuarantee) and guarantee.unit == PER_QUERY_ROW:
+    if isinstance(guarantee, PrivacyGuarantee) and guarantee.unit is GuaranteeUnit.QUERY_ROW:
         return guarantee.epsilon, guarantee.delta
+    unit = "none" if not isinstance(guarantee, PrivacyGuarantee) else repr(guarantee.unit.value)
     raise ValueError(
-        f"{type(final).__name__} states no per-row guarantee, so a per-client quota cannot be "
-        "charged for its answers."
+        f"{type(final).__name__} states no per-row guarantee (its guarantee's unit is {unit}), "
+        "so a per-client quota cannot be charged for its answers."
     )
 
 
