@@ -435,9 +435,19 @@ class _SQLLedger(Ledger):
         local = self._local
         if getattr(local, "pid", None) != os.getpid():
             local.pid, local.conn = os.getpid(), None  # a forked child opens its own
+        if local.conn is not None and self._replaced(local):
+            self._drop_connection()
         if local.conn is None:
             local.conn = self._connect(create=create)
+            self._opened(local)
         return local.conn
+
+    def _replaced(self, local) -> bool:
+        """Whether what this thread's connection reads is no longer the ledger at the address."""
+        return False
+
+    def _opened(self, local) -> None:
+        """Remember what a new connection opened (see :meth:`_replaced`)."""
 
     def _drop_connection(self) -> None:
         """Forget this thread's connection after an error (a new one is opened next time)."""
@@ -767,6 +777,22 @@ class _SQLiteLedger(_SQLLedger):
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skprivpred_meta'"
         )
         return cursor.fetchone() is not None
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino)
+
+    def _replaced(self, local) -> bool:
+        # An open connection keeps reading the file it opened, even once the path names
+        # another file (a deleted ledger, or one replaced by a copy): reopen, so that the
+        # ledger at the path is the one that is checked and charged.
+        return self._file_identity() != getattr(local, "file", None)
+
+    def _opened(self, local) -> None:
+        local.file = self._file_identity()
 
     def _connect(self, *, create: bool):
         if create:

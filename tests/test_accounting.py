@@ -532,3 +532,40 @@ def test_advanced_composition_inverse_is_the_largest_admissible(k, delta_prime):
     eps0 = advanced_composition_inverse(1.0, k, delta_prime)
     assert advanced_composition_epsilon(eps0, k, delta_prime) <= 1.0
     assert advanced_composition_epsilon(eps0 * (1 + 1e-9), k, delta_prime) > 1.0
+
+
+# ---------------------------------------------------------------------- messages
+def test_refusals_count_rows_in_the_right_number():
+    acc = PrivacyAccountant(epsilon=1.0, ledger=":memory:")
+    acc.charge(4, 0.2)
+    with pytest.raises(BudgetExhaustedError) as e:
+        acc.charge(2, 0.2)
+    assert "answering 2 more query rows at" in str(e.value)
+    assert str(e.value).endswith("; 1 row at that cost still fits.")
+    assert e.value.budget == "default"  # the refusing budget is named
+    assert repr(acc).endswith("over 4 query rows)")
+    with pytest.raises(BudgetExhaustedError, match="; 0 rows at that cost still fit.$"):
+        acc.charge(1, 0.5)
+    capped = PrivacyAccountant(n_queries=1, ledger=":memory:")
+    capped.charge(1, 0.1)
+    assert repr(capped).endswith("over 1 query row)")
+    with pytest.raises(BudgetExhaustedError, match=r"^answering 1 more query row would exceed"):
+        capped.charge(1, 0.1)
+
+
+# ----------------------------------------------------------- the unit vocabulary
+def test_a_guarantee_unit_is_one_of_the_vocabulary():
+    from skprivpred import PrivacyGuarantee
+    from skprivpred.accounting import PER_QUERY_ROW, GuaranteeUnit
+
+    by_text = PrivacyGuarantee(1.0, 0.0, unit="each answered query row", theorem="t")
+    assert by_text.unit is GuaranteeUnit.QUERY_ROW is PER_QUERY_ROW
+    assert by_text == PrivacyGuarantee(1.0, 0.0, unit=GuaranteeUnit.QUERY_ROW, theorem="t")
+    with pytest.raises(skprivpred.InvalidParameterError, match="unit must be a GuaranteeUnit"):
+        PrivacyGuarantee(
+            1.0, 0.0, unit="each answered query row, per query method call", theorem="t"
+        )
+    released = PrivacyGuarantee(
+        1.0, 0.0, unit=GuaranteeUnit.RELEASE, theorem="t", scope="the released hypothesis"
+    )
+    assert "for one release made by fit (the released hypothesis)" in str(released)

@@ -24,13 +24,17 @@ import json
 import math
 import os
 import pickle
+import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -433,3 +437,265 @@ def test_advancing_a_horizon_spends_nothing_and_is_shared(kind, tmp_path, reques
     assert len(acc.history()) == 1  # a step of a charged release is not a charge
     with pytest.raises(ValueError, match="n_rows"):
         acc.advance_horizon(-1, horizon)
+
+
+# -- files: created by this user only ----------------------------------------------------------
+@pytest.fixture
+def shared_tmp(monkeypatch, tmp_path_factory):
+    """A world-writable sticky directory, like /tmp, as this process's temporary directory."""
+    tmp_path_factory.getbasetemp()  # pytest's own temporary directory stays where it is
+    root = tempfile.mkdtemp(prefix="skprivpred-shared-", dir="/tmp")
+    os.chmod(root, 0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", root)
+    yield Path(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def private_directory(shared: Path) -> Path:
+    return shared / f"skprivpred-{os.getuid()}"
+
+
+def as_another_user(*command: str) -> None:
+    """Run ``command`` as uid/gid 65534 (another local user); needs root."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("acting as another user needs root and setpriv")
+    subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command],
+        check=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("mode", ["0777", "0700"])
+def test_a_default_directory_prepared_by_another_user_is_refused(shared_tmp, mode):
+    # Another local user creates the directory first (as the red team did, with 0777).
+    as_another_user("mkdir", "-m", mode, str(private_directory(shared_tmp)))
+    assert os.stat(private_directory(shared_tmp)).st_uid == 65534
+    with pytest.raises(LedgerError, match=r"is owned by uid 65534, not by this user.*not used"):
+        PrivacyAccountant(epsilon=10.0)
+    assert os.listdir(private_directory(shared_tmp)) == []  # no budget file was created there
+
+
+def test_a_default_directory_that_is_a_link_or_open_to_others_is_refused(shared_tmp):
+    directory = private_directory(shared_tmp)
+    elsewhere = shared_tmp / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    directory.symlink_to(elsewhere)
+    with pytest.raises(LedgerError, match="is a symbolic link"):
+        PrivacyAccountant(epsilon=10.0)
+    directory.unlink()
+    directory.mkdir()
+    os.chmod(directory, 0o777)
+    with pytest.raises(LedgerError, match="has mode 0777, not 0700"):
+        PrivacyAccountant(epsilon=10.0)
+    assert os.listdir(directory) == [] and os.listdir(elsewhere) == []
+    os.chmod(directory, 0o700)  # once it is private, it is used
+    assert PrivacyAccountant(epsilon=10.0).ledger_url.startswith(f"sqlite:///{directory}/")
+
+
+def file_mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_new_ledger_files_are_private_whatever_the_umask(shared_tmp, tmp_path):
+    previous = os.umask(0)  # the most permissive umask: the modes come from the code
+    try:
+        default = PrivacyAccountant(epsilon=10.0)
+        default.charge(1, 0.1)
+        named = PrivacyAccountant(epsilon=10.0, ledger=str(tmp_path / "named.db"))
+        named.charge(1, 0.1)
+    finally:
+        os.umask(previous)
+    assert file_mode(private_directory(shared_tmp)) == 0o700
+    for acc in (default, named):
+        path = acc.ledger_url[len("sqlite:///") :]
+        for suffix in ("", "-wal", "-shm"):
+            assert file_mode(path + suffix) == 0o600, suffix
+            assert os.stat(path + suffix).st_uid == os.getuid()
+
+
+def test_a_missing_directory_is_named_and_restoring_is_never_advised(tmp_path):
+    where = tmp_path / "srv" / "privacy" / "budget.db"  # the Deploying page's first set-up
+    with pytest.raises(
+        LedgerError, match="directory .*privacy of the ledger file .* does not exist"
+    ) as e:
+        PrivacyAccountant(epsilon=1.0, ledger=str(where))
+    assert "restore" not in str(e.value) and not where.parent.exists()
+    where.parent.mkdir(parents=True, mode=0o700)
+    acc = PrivacyAccountant(epsilon=1.0, ledger=str(where))
+    acc.charge(1, 0.1)
+    shutil.rmtree(tmp_path / "srv")  # the whole directory is gone: a copy says so
+    copy_ = pickle.loads(pickle.dumps(acc))
+    with pytest.raises(LedgerError, match="does not exist") as e:
+        copy_.charge(1, 0.1)
+    assert "restore" not in str(e.value)
+
+
+# -- a ledger is never rolled back ---------------------------------------------------------------
+def sqlite_backup(path: Path) -> Path:
+    """A consistent copy of a SQLite ledger (the way a backup tool takes one)."""
+    copy_path = path.with_suffix(".backup")
+    with sqlite3.connect(path) as source, sqlite3.connect(copy_path) as target:
+        source.backup(target)
+    return copy_path
+
+
+def sqlite_restore(backup: Path, path: Path) -> None:
+    """Put a backup back in place of the ledger, as an operator would."""
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(str(path) + suffix):
+            os.remove(str(path) + suffix)
+    shutil.copyfile(backup, str(path) + ".tmp")
+    os.replace(str(path) + ".tmp", path)
+
+
+def pg_backup(url: str, tmp_path: Path) -> Path:
+    dump = tmp_path / "ledger.dump"
+    subprocess.run(
+        ["pg_dump", "-Fc", "-t", "skprivpred_*", "-f", str(dump), url], check=True, timeout=120
+    )
+    return dump
+
+
+def pg_restore(dump: Path, url: str) -> None:
+    subprocess.run(
+        ["pg_restore", "--clean", "--if-exists", "-d", url, str(dump)], check=True, timeout=120
+    )
+
+
+def test_a_ledger_restored_from_a_backup_is_refused(ledger_url, tmp_path):
+    name = new_name()
+    acc = PrivacyAccountant(epsilon=10.0, ledger=ledger_url, name=name)
+    postgres = ledger_url.startswith("postgresql")
+    if postgres and shutil.which("pg_dump") is None:
+        pytest.skip("pg_dump is not installed")
+    # The backup is taken right after the budget was created (the red team's case).
+    backup = pg_backup(ledger_url, tmp_path) if postgres else sqlite_backup(Path(ledger_url))
+    for _ in range(8):
+        acc.charge(1, 1.0)
+    payload = pickle.dumps(acc)
+    if postgres:
+        pg_restore(backup, ledger_url)
+    else:
+        sqlite_restore(backup, Path(ledger_url))
+    # The running accountant refuses: before the fix it read 0.0 spent and charged 10 more.
+    with pytest.raises(LedgerError, match="no longer holds charge #.*older copy") as e:
+        acc.charge(1, 1.0)
+    assert "never restored from a backup" in str(e.value)
+    for read in (acc.spent, lambda: acc.queries_answered, acc.history):
+        with pytest.raises(LedgerError, match="older copy"):
+            read()
+    # A pickled copy carries what it has seen: in another process it refuses too.
+    script = textwrap.dedent(
+        """
+        import pickle, sys
+        from skprivpred import LedgerError
+        acc = pickle.loads(sys.stdin.buffer.read())
+        try:
+            acc.charge(1, 1.0)
+            print("charged")
+        except LedgerError as exc:
+            print("LedgerError:", exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=payload, capture_output=True, timeout=120
+    )
+    assert done.stdout.decode().startswith("LedgerError:"), done.stderr.decode()
+    # Nothing was charged in the restored ledger; a new accountant knows no better, and the
+    # docs say so (a ledger is never restored from a backup).
+    assert PrivacyAccountant(epsilon=10.0, ledger=ledger_url, name=name).queries_answered == 0
+
+
+def test_a_restored_ledger_cannot_roll_a_horizon_back(tmp_path):
+    path = tmp_path / "rounds.db"
+    acc = PrivacyAccountant(epsilon=10.0, ledger=str(path), name="rounds")
+    acc.charge(1, 1.0)  # a run, charged once up front
+    horizon = ("rounds-of-one-run", 10)
+    acc.advance_horizon(2, horizon)
+    backup = sqlite_backup(path)
+    acc.advance_horizon(7, horizon)  # steps only: no journal row
+    sqlite_restore(backup, path)
+    with pytest.raises(LedgerError, match="counts 2 rows answered in a horizon where this"):
+        acc.advance_horizon(1, horizon)
+    with pytest.raises(LedgerError, match="older copy"):
+        acc.horizon_answered("rounds-of-one-run")
+
+
+def test_a_deleted_and_replaced_file_is_seen_by_an_open_connection(tmp_path):
+    """A running process notices that the path names another file (no stale connection)."""
+    path = tmp_path / "b.db"
+    acc = PrivacyAccountant(epsilon=10.0, ledger=str(path), name="b")
+    acc.charge(3, 1.0)
+    other = tmp_path / "other.db"
+    PrivacyAccountant(epsilon=10.0, ledger=str(other), name="b").charge(1, 1.0)
+    sqlite_restore(sqlite_backup(other), path)  # same budget name, another budget
+    with pytest.raises(LedgerError, match="not the one this accountant was created with"):
+        acc.charge(1, 1.0)
+    os.remove(path)
+    with pytest.raises(LedgerError, match="is missing: the record of what this budget spent"):
+        acc.charge(1, 1.0)
+
+
+# -- several budgets in one transaction ----------------------------------------------------------
+@pytest.mark.parametrize("kind", [":memory:", "sqlite", "postgresql"])
+def test_linked_budgets_are_charged_together_or_not_at_all(kind, tmp_path, request):
+    ledger = {":memory:": ":memory:", "sqlite": str(tmp_path / "j.db")}.get(
+        kind
+    ) or request.getfixturevalue("postgres_url")
+    budget = PrivacyAccountant(
+        epsilon=3.0, delta=1e-5, composition="zcdp", ledger=ledger, name=new_name()
+    )
+    quota = PrivacyAccountant(epsilon=1.0, delta=1e-5, ledger=budget, name=budget.name + "/q")
+    with budget.charging_also(quota):
+        budget.charge(4, 0.2, rho=0.004, source="Est")  # both, with the same rho
+        with pytest.raises(BudgetExhaustedError, match="; 1 row at that cost still fits") as e:
+            budget.charge(2, 0.2)  # the quota has 1 row left: neither is charged
+        assert e.value.budget == quota.name
+        budget.charge(1, 0.2)
+    assert budget.queries_answered == quota.queries_answered == 5
+    assert list(quota.history()["rho"]) == pytest.approx([0.004, 0.02])
+    sources = quota.history()["estimator"]
+    assert sources.iloc[0] == "Est" and sources.isna().iloc[1]
+    budget.charge(8, 0.2)  # outside the block: the budget only
+    assert quota.queries_answered == 5 and budget.queries_answered == 13
+    other = PrivacyAccountant(epsilon=100.0, ledger=budget, name=budget.name + "/r")
+    with budget.charging_also(other):
+        with pytest.raises(BudgetExhaustedError) as e:
+            budget.charge(10, 0.2)  # now the budget refuses: the other is not charged
+        assert e.value.budget == budget.name
+    assert other.queries_answered == 0 and budget.queries_answered == 13
+    # Budgets in another ledger, or the budget itself, cannot be linked.
+    with pytest.raises(ValueError, match="one transaction of one ledger"):
+        with budget.charging_also(PrivacyAccountant(epsilon=1.0, ledger=":memory:")):
+            pass
+    with pytest.raises(ValueError, match="to itself"):
+        with budget.charging_also(budget):
+            pass
+
+
+def test_linked_budgets_in_threads_never_overspend(tmp_path):
+    """Concurrent requests of two clients: the global cap and each quota hold together."""
+    import threading
+
+    budget = PrivacyAccountant(epsilon=30.0, ledger=str(tmp_path / "t.db"), name="g")
+    quotas = [PrivacyAccountant(epsilon=20.0, ledger=budget, name=f"g/client/{c}") for c in "ab"]
+    answered = [0, 0]
+
+    def client(i):
+        for _ in range(40):
+            with budget.charging_also(quotas[i]):
+                try:
+                    budget.charge(1, 1.0)
+                except BudgetExhaustedError:
+                    continue
+            answered[i] += 1
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sum(answered) == 30 and max(answered) <= 20
+    assert [q.queries_answered for q in quotas] == answered
+    assert budget.queries_answered == 30

@@ -13,24 +13,32 @@ What is checked (each was a measured privacy bug before the ledger):
   loky worker and another process: together they answer at most ``n_queries`` rows.
 * The student hand-off raises the accountant's refusal at once instead of looping.
 * Integer seeds warn; a ledger that fails leaves the estimator's noise stream untouched.
+* Forks: a child made by ``os.fork`` or a fork-based pool draws fresh noise from every
+  stream (the parent's next noise is never replayed), is not deadlocked by a lock held at
+  the fork, and cannot charge a ``":memory:"`` ledger; such a ledger sent to worker
+  processes fails with one clear ``LedgerError``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
 
 import joblib
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 import skprivpred._base as base
@@ -340,3 +348,175 @@ class _Feature:
 
     def predict(self, X):
         return (np.asarray(X)[:, self.j] > 0).astype(int)
+
+
+# -- forked processes never replay noise, never fork a budget ----------------------------------
+def in_forked_child(work, timeout: float = 60.0):
+    """Run ``work()`` in a child made by ``os.fork``; return what it returned (or raised).
+
+    The child is killed if it does not answer within ``timeout`` (a deadlock fails the
+    test instead of hanging it).
+    """
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(read)
+        try:
+            try:
+                outcome = ("returned", work())
+            except BaseException as exc:  # noqa: BLE001 - report it to the parent
+                outcome = ("raised", f"{type(exc).__name__}: {exc}")
+            with os.fdopen(write, "wb") as pipe:
+                pickle.dump(outcome, pipe)
+        finally:
+            os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + timeout
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read)
+            raise AssertionError(f"the forked child did not finish within {timeout} s")
+        time.sleep(0.01)
+    with os.fdopen(read, "rb") as pipe:
+        return pickle.load(pipe)
+
+
+def test_forked_children_never_replay_the_parents_noise():
+    """The red team's reproduction: six fork pairs, the parent answers qa and the child qb."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3))
+    y = X[:, 0] + rng.normal(scale=0.1, size=400)
+    reg = SubsampleAverageRegressor(Ridge(), epsilon=1.0, y_bounds=(-3, 3)).fit(X, y)
+    qa, qb = X[:1], X[1:2]
+    differences = []
+    for _ in range(6):
+        child = in_forked_child(lambda: float(reg.predict(qb)[0]))
+        differences.append(float(reg.predict(qa)[0]) - child[1])
+    # Replayed noise gives the noiseless f(qa) - f(qb) every time (spread 1e-16 before the
+    # fix); fresh noise on a grid of step sensitivity/1000 never repeats six times.
+    assert np.ptp(differences) > 1e-3, differences
+
+
+def test_every_live_stream_is_reseeded_in_a_forked_child(data):
+    from skprivpred import PrivateExpertsClassifier
+
+    X, y = data
+    clf = SubsampleAggregateClassifier(classes=[0, 1]).fit(X, y)
+    experts = PrivateExpertsClassifier(
+        experts=[_Feature(0), _Feature(1)], epsilon=1.0, n_rounds=10, classes=[0, 1]
+    )
+    experts.partial_fit(X[:2], y[:2])  # its rounds draw from a stream of their own
+    streams = {
+        "query": clf._query_stream,
+        "experts' query": experts._query_stream,
+        "experts' rounds": experts._round_stream,
+    }
+    before = {name: s.rng.bit_generator.state for name, s in streams.items()}
+    after = in_forked_child(lambda: {n: s.rng.bit_generator.state for n, s in streams.items()})
+    assert after[0] == "returned"
+    for name in streams:
+        assert after[1][name] != before[name], f"the {name} stream replays in the child"
+        assert streams[name].rng.bit_generator.state == before[name]  # the parent's is kept
+
+
+def test_a_lock_held_at_the_fork_does_not_deadlock_the_child(data):
+    X, y = data
+    clf = SubsampleAggregateClassifier(classes=[0, 1]).fit(X, y)
+    held, release = threading.Event(), threading.Event()
+
+    def answering():  # another thread is inside a query when the process forks
+        with clf._query_stream.lock:
+            held.set()
+            release.wait(timeout=60)
+
+    thread = threading.Thread(target=answering)
+    thread.start()
+    held.wait(timeout=60)
+    try:
+        outcome = in_forked_child(lambda: clf.predict(X[:3]).tolist(), timeout=30)
+    finally:
+        release.set()
+        thread.join(timeout=60)
+    assert outcome[0] == "returned" and len(outcome[1]) == 3
+
+
+_FORKED_MODEL = None
+_FORKED_BUDGET = None
+
+
+def _forked_answers(task: int) -> list:
+    """A task of a fork-based pool: the model is a module global, as a server would keep it."""
+    return _FORKED_MODEL.predict(np.zeros((50, 3))).tolist()
+
+
+def _forked_charge(task: int) -> str:
+    try:
+        _FORKED_BUDGET.charge(10, 1.0)
+    except LedgerError as exc:
+        return f"LedgerError: {exc}"
+    return "charged"
+
+
+@contextlib.contextmanager
+def fork_pool(size: int = 3):
+    """A fork-based multiprocessing pool (its workers are forked when it starts)."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("this system has no fork")
+    pool = multiprocessing.get_context("fork").Pool(size)
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def test_a_fork_based_pool_never_replays_the_noise(monkeypatch):
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 3))
+    model = SubsampleAverageRegressor(Ridge(), epsilon=1.0, y_bounds=(-3, 3)).fit(X, X[:, 0])
+    monkeypatch.setattr(sys.modules[__name__], "_FORKED_MODEL", model)
+    with fork_pool() as pool:  # forked after fit, with the model as a module global
+        answers = pool.map(_forked_answers, range(6), chunksize=1)
+    answers.append(model.predict(np.zeros((50, 3))).tolist())  # the parent's next answers
+    # Before the fix, every worker's first task drew the parent's next noise.
+    assert len({tuple(a) for a in answers}) == len(answers)
+
+
+def test_a_memory_ledger_refuses_forked_children(monkeypatch):
+    budget = PrivacyAccountant(epsilon=10.0, ledger=":memory:")
+    monkeypatch.setattr(sys.modules[__name__], "_FORKED_BUDGET", budget)
+    with fork_pool() as pool:
+        outcomes = pool.map(_forked_charge, range(3), chunksize=1)
+    # Before the fix: three workers each spent 10 against a cap of 10, and the parent read 0.
+    refusal = "LedgerError: this accountant's ledger is ':memory:'"
+    assert all(o.startswith(refusal) for o in outcomes)
+    assert all("forked from it" in o for o in outcomes)
+    assert budget.queries_answered == 0
+    budget.charge(10, 1.0)  # the parent's budget is whole
+
+
+def _predict_in_worker(clf, rows):
+    return clf.predict(rows)
+
+
+def test_a_memory_accountant_sent_to_worker_processes_fails_with_one_clear_error(data):
+    X, y = data
+    budget = PrivacyAccountant(epsilon=1e4, ledger=":memory:")
+    clf = SubsampleAggregateClassifier(classes=[0, 1], accountant=budget).fit(X, y)
+    # Before: PicklingError("Could not pickle the task ..."), the reason buried in its chain.
+    with pytest.raises(LedgerError, match="ledger is ':memory:'.*unpickled in process"):
+        joblib.Parallel(n_jobs=2, backend="loky")(
+            joblib.delayed(_predict_in_worker)(clf, X[:5]) for _ in range(2)
+        )
+    # scikit-learn gathers the workers' errors in its own message, which leads with ours.
+    fresh = SubsampleAggregateClassifier(classes=[0, 1], accountant=budget)
+    with pytest.raises(ValueError, match="LedgerError: this accountant's ledger is ':memory:'"):
+        cross_val_score(fresh, X, y, cv=KFold(3), n_jobs=2)
+    assert budget.queries_answered == 0
+    with joblib.parallel_config(backend="threading"):  # threads share the budget
+        cross_val_score(fresh, X, y, cv=KFold(3), n_jobs=2)
+    assert budget.queries_answered == X.shape[0]
