@@ -1067,7 +1067,13 @@ class PrivacyAccountant:
             return self._decide(state, n_rows, epsilon, delta, rho, horizon)
 
         def decide_linked(other: PrivacyAccountant) -> Decide:
-            return lambda state: other._decide(state, n_rows, epsilon, delta, rho, None)
+            def decide(state: LedgerState):
+                try:
+                    return other._decide(state, n_rows, epsilon, delta, rho, None)
+                except BudgetExhaustedError as refusal:  # say which of the budgets refused
+                    raise other._refusal(f"the budget {other.name!r} refuses: {refusal}") from None
+
+            return decide
 
         linked = self._linked()
         steps = [self._step(decide, record, horizon)]

@@ -652,6 +652,7 @@ def test_linked_budgets_are_charged_together_or_not_at_all(kind, tmp_path, reque
         with pytest.raises(BudgetExhaustedError, match="; 1 row at that cost still fits") as e:
             budget.charge(2, 0.2)  # the quota has 1 row left: neither is charged
         assert e.value.budget == quota.name
+        assert str(e.value).startswith(f"the budget {quota.name!r} refuses: answering 2 more")
         budget.charge(1, 0.2)
     assert budget.queries_answered == quota.queries_answered == 5
     assert list(quota.history()["rho"]) == pytest.approx([0.004, 0.02])
