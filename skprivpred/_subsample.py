@@ -20,7 +20,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, finite_target_column, keep_frame
-from ._teachers import fit_teachers, random_partition
+from ._teachers import ConstantTeacher, fit_teachers, random_partition
 from .exceptions import InvalidParameterError
 
 _SPARSE_FORMATS = ["csr", "csc"]
@@ -107,17 +107,30 @@ class SubsampleMixin(PrivatePredictorMixin):
             )
 
     def _fit_teachers(
-        self, estimator, X, y, y_index, n_teachers: int, horizon: int | None = None
+        self,
+        estimator,
+        X,
+        y,
+        y_index,
+        n_teachers: int,
+        horizon: int | None = None,
+        *,
+        fallback: ConstantTeacher,
     ) -> list:
         """Partition from the fit stream and fit one teacher per part.
 
         Sets ``_partition`` and ``n_teachers_``, and starts the query stream
-        (with the public query ``horizon``, if any, counted in the ledger).
+        (with the public query ``horizon``, if any, counted in the ledger). A
+        teacher whose ``fit`` raises is replaced by ``fallback`` (a constant
+        teacher of a public value): whether a fit fails depends on the rows of
+        its part, and a service that refits must not show it.
         """
         self._check_n_teachers(n_teachers, y.shape[0])
         fit_rng = self._start_streams(horizon)
         parts = random_partition(y.shape[0], n_teachers, fit_rng)
-        teachers = fit_teachers(clone(estimator), X, y, y_index, parts, fit_rng, self.n_jobs)
+        teachers = fit_teachers(
+            clone(estimator), X, y, y_index, parts, fit_rng, self.n_jobs, fallback=fallback
+        )
         self._partition = parts
         self.n_teachers_ = n_teachers
         return teachers

@@ -16,7 +16,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import resolve_classes
 from ._subsample import SubsampleMixin
-from ._teachers import TeacherEnsemble, concat_rows, take_rows
+from ._teachers import (
+    FALLBACK_LABEL_INDEX,
+    ConstantTeacher,
+    TeacherEnsemble,
+    concat_rows,
+    take_rows,
+)
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
 from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
@@ -310,7 +316,13 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             n_samples = y.shape[0]
             n_teachers = self._n_teachers_rule(budget, n_samples, len(classes))
             teachers = self._fit_teachers(
-                estimator, X, y, np.searchsorted(classes, y), n_teachers, budget["horizon"]
+                estimator,
+                X,
+                y,
+                np.searchsorted(classes, y),
+                n_teachers,
+                budget["horizon"],
+                fallback=ConstantTeacher(FALLBACK_LABEL_INDEX),
             )
             self._ensemble = TeacherEnsemble(teachers, classes)
             self.classes_ = classes

@@ -15,7 +15,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import check_noise_delta, resolve_classes
 from ._subsample import SubsampleMixin
-from ._teachers import ConstantTeacher, TeacherEnsemble
+from ._teachers import (
+    FALLBACK_LABEL_INDEX,
+    ConstantTeacher,
+    TeacherEnsemble,
+    fallback_value,
+    teacher_proba,
+    teacher_values,
+)
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
@@ -312,7 +319,14 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
             n_teachers = self.n_teachers_for(y.shape[0], len(classes))
-            teachers = self._fit_teachers(estimator, X, y, np.searchsorted(classes, y), n_teachers)
+            teachers = self._fit_teachers(
+                estimator,
+                X,
+                y,
+                np.searchsorted(classes, y),
+                n_teachers,
+                fallback=ConstantTeacher(FALLBACK_LABEL_INDEX),
+            )
             self._teachers = teachers
             self._ensemble = TeacherEnsemble(teachers, classes)
             self._base_output, self._prediction_rule = self.base_output, self.prediction_rule
@@ -367,13 +381,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             return self._ensemble.vote_counts(X, n_jobs=self.n_jobs) / self.n_teachers_
         total = np.zeros((X.shape[0], len(self.classes_)))
         for teacher in self._teachers:
-            if isinstance(teacher, ConstantTeacher):
-                total[:, teacher.label_index] += 1.0
-                continue
-            proba = np.clip(np.asarray(teacher.predict_proba(X), dtype=float), 0.0, 1.0)
-            sums = proba.sum(axis=1, keepdims=True)
-            proba = np.where(sums > 0, proba / np.where(sums > 0, sums, 1.0), 1.0 / proba.shape[1])
-            total[:, self._ensemble._label_index(teacher.classes_)] += proba
+            total += teacher_proba(teacher, X, self.classes_)
         return total / self.n_teachers_
 
     def _teacher_means(self, X) -> np.ndarray:
@@ -645,16 +653,24 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=True)
-            self._teachers = self._fit_teachers(estimator, X, y, None, n_teachers)
+            self._teachers = self._fit_teachers(
+                estimator,
+                X,
+                y,
+                None,
+                n_teachers,
+                fallback=ConstantTeacher(value=fallback_value((lo, hi))),
+            )
             self._y_bounds, self._clip_output = (lo, hi), bool(self.clip_output)
             self._set_noise(epsilon, delta, sensitivity=(hi - lo) / n_teachers)
         return self
 
     def _average(self, X) -> np.ndarray:
         lo, hi = self._y_bounds
+        midpoint = fallback_value(self._y_bounds)
         total = np.zeros(X.shape[0])
         for teacher in self._teachers:
-            total += np.clip(np.asarray(teacher.predict(X), dtype=float).reshape(-1), lo, hi)
+            total += np.clip(teacher_values(teacher, X, midpoint), lo, hi)
         return total / self.n_teachers_
 
     def predict(self, X: MatrixLike) -> np.ndarray:
