@@ -695,3 +695,311 @@ def test_every_teacher_based_estimator_meets_failing_teachers():
     }
     assert takes_a_teacher <= failing
     assert takes_a_teacher == _PARTITIONED
+
+
+# -- The mechanism: failing rows isolated, fixed public values ---------------------------------
+# (The names of the fix are imported inside the tests, so that the module still runs, and the
+# tests above still flag it, on code without them.)
+MARK = -7.0  # a feature value on which the marked teacher raises, for the whole batch
+
+
+class MarkedRowTeacher(ClassifierMixin, BaseEstimator):
+    """Predicts 1 where the first feature is positive; raises if any row holds ``MARK``.
+
+    ``calls`` counts its predict calls (to check the fast path)."""
+
+    calls = 0
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        type(self).calls += 1
+        values = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+        if np.any(values == MARK):
+            raise ValueError("a marked row")
+        return self.classes_[(values[:, 0] > 0).astype(int)]
+
+
+def _marked_rows(n=37, marked=(0, 5, 6, 20, 36), seed=0):
+    X = np.random.default_rng(seed).normal(size=(n, 2))
+    X[list(marked), 1] = MARK
+    return X
+
+
+@pytest.mark.parametrize("kind", ["array", "frame", "sparse"])
+def test_bisection_gives_the_fallback_to_exactly_the_failing_rows(kind):
+    from scipy import sparse
+
+    from skprivpred._teachers import FALLBACK_LABEL_INDEX, teacher_votes
+
+    X = _marked_rows()
+    marked = X[:, 1] == MARK
+    teacher = MarkedRowTeacher().fit(X, np.array([3, 8] * 18 + [3]))
+    query = {"array": X, "frame": pd.DataFrame(X, columns=["a", "b"]), "sparse": None}[kind]
+    if kind == "sparse":
+        query = sparse.csr_matrix(X)
+    votes = teacher_votes(teacher, query, np.array([3, 8]))
+    expected = (X[:, 0] > 0).astype(int)
+    np.testing.assert_array_equal(votes[~marked], expected[~marked])
+    assert np.all(votes[marked] == FALLBACK_LABEL_INDEX)
+    # the same outputs whatever the batch: each row alone gives what it got in the batch
+    alone = [teacher_votes(teacher, X[i : i + 1], np.array([3, 8]))[0] for i in range(len(X))]
+    np.testing.assert_array_equal(votes, alone)
+
+
+def test_a_batch_without_failures_costs_one_call():
+    from skprivpred._teachers import teacher_votes
+
+    X = np.random.default_rng(1).normal(size=(500, 2))
+    teacher = MarkedRowTeacher().fit(X, np.arange(500) % 2)
+    MarkedRowTeacher.calls = 0
+    teacher_votes(teacher, X, np.array([0, 1]))
+    assert MarkedRowTeacher.calls == 1
+    X[123, 1] = MARK  # one failing row: about 2 log2(500) calls, not one per row
+    MarkedRowTeacher.calls = 0
+    teacher_votes(teacher, X, np.array([0, 1]))
+    assert MarkedRowTeacher.calls <= 2 * int(np.ceil(np.log2(500))) + 1
+
+
+def test_red_team_reproduction_never_depends_on_the_rare_rows():
+    """The reported case: a OneHotEncoder teacher, two teachers, a category rare in training.
+
+    Before the fix, D (two rows of the category) raised for about half of the fit seeds and
+    D' (one of them replaced) for all of them. Now every query is answered on both, for every
+    seed, with the same fit seed on D and D'.
+    """
+    query = _frame_rows([("rare", 0.0)])
+    outcomes = {"D": [], "D'": []}
+    for seed in range(40):
+        for name, neighbour in (("D", False), ("D'", True)):
+            X, y = _frame("rare", neighbour)
+            clf = SubsampleAggregateClassifier(
+                _encoded(LogisticRegression()), n_teachers=2, classes=[0, 1], random_state=seed
+            ).fit(X, y)
+            outcomes[name].append(_outcome(clf, "predict", query))
+    assert outcomes["D"] == outcomes["D'"] == [("answered", True)] * 40
+
+
+def _always_failing(estimator_cls, **params):
+    """``estimator_cls`` with teachers that raise on every query row (never on a fit)."""
+    X, y = _frame("rare", False)
+    teacher = UnseenCategoryClassifier("raise")
+    if estimator_cls is SubsampleAverageRegressor:
+        teacher = UnseenCategoryRegressor("raise")
+        y = y.astype(float)
+    return estimator_cls(teacher, n_teachers=4, random_state=0, **params).fit(X, y)
+
+
+NEVER_SEEN = _frame_rows([("never seen", 0.0), ("", 1.0), (7, -2.0)])
+
+
+def test_fallback_of_label_votes_is_the_first_label():
+    clf = _always_failing(SubsampleAggregateClassifier, classes=[0, 1])
+    np.testing.assert_array_equal(clf._vote_counts(NEVER_SEEN), [[4, 0]] * 3)
+    votes, _ = clf._teacher_votes(NEVER_SEEN)
+    np.testing.assert_array_equal(votes, np.zeros((3, 4)))
+    avg = _always_failing(SubsampleAverageClassifier, classes=[0, 1])
+    np.testing.assert_array_equal(avg._raw_score(NEVER_SEEN), [[1.0, 0.0]] * 3)
+
+
+def test_fallback_of_a_label_outside_the_label_set_is_the_first_label():
+    X, y = _frame("rare", False)
+    clf = SubsampleAggregateClassifier(
+        UnseenCategoryClassifier("label"), n_teachers=4, classes=[0, 1], random_state=0
+    ).fit(X, y)
+    mixed = _frame_rows([("a", 0.0), ("never seen", 0.0)])
+    counts = clf._vote_counts(mixed)
+    assert counts[1].tolist() == [4, 0]  # every teacher fell back on the unseen row
+    assert counts[0].sum() == 4
+
+
+@pytest.mark.parametrize("failure", ["raise", "nan"])
+def test_fallback_of_probability_averages_is_uniform(failure):
+    X, _ = _frame("rare", False)
+    y = np.arange(N_FRAME) % 3  # three labels, so that uniform is not one half
+    clf = SubsampleAverageClassifier(
+        UnseenCategoryClassifier(failure),
+        base_output="proba",
+        n_teachers=4,
+        classes=[0, 1, 2],
+        random_state=0,
+    ).fit(X, y)
+    np.testing.assert_allclose(clf._raw_score(NEVER_SEEN), np.full((3, 3), 1 / 3))
+    # an answered row keeps its teachers' output (their majority labels)
+    expected = np.zeros(3)
+    for teacher in clf._teachers:
+        expected[teacher.classes_[teacher.majority_]] += 1 / 4
+    np.testing.assert_allclose(clf._raw_score(_frame_rows([("a", 0.0)]))[0], expected)
+
+
+@pytest.mark.parametrize("failure", ["raise", "nan", "inf"])
+def test_fallback_of_regression_outputs_is_the_midpoint(failure):
+    X, y = _frame("rare", False, regression=True)
+    reg = SubsampleAverageRegressor(
+        UnseenCategoryRegressor(failure), n_teachers=4, y_bounds=(-5.0, 15.0), random_state=0
+    ).fit(X, y)
+    np.testing.assert_allclose(reg._raw_score(NEVER_SEEN), [5.0] * 3)
+
+
+def test_grid_search_scores_candidates_with_the_fallback():
+    """Candidates whose teachers raise on every validation row score the share of classes[0]."""
+    X, _ = _frame("rare", False)
+    X = X.assign(c="never seen")  # teachers see one category; validation rows hold it too...
+    y = np.arange(N_FRAME) % 2
+    search = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(UnseenCategoryClassifier("raise"), classes=[0, 1]),
+        {"n_teachers": [2, 4]},
+        random_state=0,
+    )
+    rng = np.random.default_rng(0)
+    split = search._split(N_FRAME, 0.5, rng)
+    train, valid = split
+    X_shift = X.copy()
+    X_shift.loc[valid, "c"] = "unseen in training"  # ...but not these
+    scores = search._scores(X_shift, y, [{"n_teachers": 2}, {"n_teachers": 4}], split, [2, 4], rng)
+    np.testing.assert_allclose(scores, [np.mean(y[valid] == 0)] * 2)
+
+
+def test_everlasting_teachers_that_raise_vote_the_first_label():
+    X, y = _frame("rare", False)
+    clf = PrivateEverlastingClassifier(
+        UnseenCategoryClassifier("raise"),
+        n_teachers=2,
+        phase_length=20,
+        classes=(0, 1),
+        random_state=0,
+    ).fit(X, y)
+    np.testing.assert_array_equal(clf._vote_counts(NEVER_SEEN), [0, 0, 0])  # votes for 1
+
+
+def test_teachers_whose_fit_raises_become_constant_teachers():
+    from skprivpred._teachers import FALLBACK_LABEL_INDEX, ConstantTeacher
+
+    X, y = _frame("poison", False)
+    poisoned = int(np.flatnonzero(X["c"] == "poison")[0])
+    for cls in (SubsampleAggregateClassifier, SubsampleAverageClassifier):
+        clf = cls(UnseenCategoryClassifier(), n_teachers=4, classes=[0, 1], random_state=0)
+        clf.fit(X, y)
+        constant, fitted = dict(clf._ensemble._constant), dict(clf._ensemble._other)
+        for j, part in enumerate(clf._partition):
+            if poisoned in part:
+                assert constant[j] == FALLBACK_LABEL_INDEX
+            else:
+                assert isinstance(fitted[j], UnseenCategoryClassifier)
+    Xr, yr = _frame("poison", False, regression=True)
+    reg = SubsampleAverageRegressor(
+        UnseenCategoryRegressor(), n_teachers=4, y_bounds=(-5.0, 15.0), random_state=0
+    ).fit(Xr, yr)
+    constant = [t for t in reg._teachers if isinstance(t, ConstantTeacher)]
+    assert len(constant) == 1 and constant[0].value == 5.0
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in log1p:RuntimeWarning")
+def test_shared_public_prefix_and_stacked_votes_give_failing_rows_the_fallback():
+    """A public first step that cannot take a row (a string; log1p of -2 is NaN) and
+    stacked linear teachers: the row gets the fallback of every fitted teacher."""
+    from skprivpred.preprocessing import PublicScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    clf = SubsampleAggregateClassifier(
+        make_pipeline(
+            PublicScaler(log=[False, True], clip=([-5, -0.5], [5, 5])), LogisticRegression()
+        ),
+        n_teachers=5,
+        classes=[0, 1],
+        random_state=0,
+    ).fit(X, y)
+    assert clf._ensemble._prefix is not None and clf._ensemble._stack is not None
+    good = np.array([[3.0, 0.0], [3.0, 1.0]])
+    expected = clf._vote_counts(good)
+    assert expected[:, 1].tolist() == [5, 5]
+    queries = np.array([[3.0, 0.0], ["three", 0.0], [3.0, 1.0]], dtype=object)
+    np.testing.assert_array_equal(clf._vote_counts(queries), [[0, 5], [5, 0], [0, 5]])
+    votes, _ = clf._teacher_votes(queries)
+    np.testing.assert_array_equal(votes, [[1] * 5, [0] * 5, [1] * 5])
+    unclipped = SubsampleAggregateClassifier(
+        make_pipeline(PublicScaler(log=[False, True]), LogisticRegression()),
+        n_teachers=5,
+        classes=[0, 1],
+        random_state=0,
+    ).fit(np.abs(X), y)
+    nan_row = np.array([[3.0, 0.0], [3.0, -2.0]])  # log1p(-2) is NaN after the prefix
+    np.testing.assert_array_equal(unclipped._vote_counts(nan_row)[1], [5, 0])
+
+
+def test_parallel_votes_give_the_same_fallback(monkeypatch):
+    from joblib import parallel_config
+
+    from skprivpred import _teachers
+
+    X = _marked_rows(n=50, marked=(3, 17, 40))
+    y = (X[:, 0] > 0).astype(int)
+    clf = SubsampleAggregateClassifier(
+        MarkedRowTeacher(), n_teachers=3, classes=[0, 1], random_state=0
+    ).fit(np.abs(X), y)
+    serial = clf._vote_counts(X)
+    monkeypatch.setattr(_teachers, "VOTE_BLOCK_ROWS", 7)
+    clf.set_params(n_jobs=2)
+    with parallel_config(backend="threading"):
+        parallel = clf._vote_counts(X)
+    np.testing.assert_array_equal(parallel, serial)
+    assert serial[[3, 17, 40]].tolist() == [[3, 0]] * 3
+
+
+def test_public_refusals_still_come_first_and_charge_nothing():
+    acc = skprivpred.PrivacyAccountant(epsilon=10.0)
+    X, y = _frame("rare", False)
+    clf = SubsampleAggregateClassifier(
+        UnseenCategoryClassifier("raise"),
+        n_teachers=2,
+        classes=[0, 1],
+        accountant=acc,
+        random_state=0,
+    ).fit(X, y)
+    state = clf._query_stream.rng.bit_generator.state
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict(_frame_rows([("never seen", np.nan)]))
+    with pytest.raises(ValueError, match="feature"):
+        clf.predict(_frame_rows([("never seen", 0.0)]).assign(extra=1.0))
+    assert acc.queries_answered == 0 and acc.epsilon_spent == 0.0
+    assert clf._query_stream.rng.bit_generator.state == state
+
+
+def test_rows_given_the_fallback_are_charged_like_any_row():
+    acc = skprivpred.PrivacyAccountant(epsilon=10.0)
+    X, y = _frame("rare", False)
+    clf = SubsampleAggregateClassifier(
+        UnseenCategoryClassifier("raise"),
+        n_teachers=2,
+        epsilon=0.5,
+        classes=[0, 1],
+        accountant=acc,
+        random_state=0,
+    ).fit(X, y)
+    answers = clf.predict(NEVER_SEEN)
+    assert set(answers) <= {0, 1}
+    assert acc.queries_answered == 3 and acc.epsilon_spent == pytest.approx(1.5)
+
+
+def test_exact_law_counts_the_fallback_votes():
+    """The fallback is part of each teacher's output: the law is the mechanism's on it."""
+    from skprivpred.mechanisms import exponential_mechanism_proba
+
+    X, y = _frame("rare", False)
+    clf = SubsampleAggregateClassifier(
+        UnseenCategoryClassifier("raise"),
+        n_teachers=4,
+        epsilon=2.0,
+        classes=[0, 1],
+        random_state=0,
+    ).fit(X, y)
+    queries = _frame_rows([("a", 0.0), ("never seen", 0.0)])
+    counts = np.array([[np.sum(t == 0), np.sum(t == 1)] for t in clf._teacher_votes(queries)[0]])
+    assert counts[1].tolist() == [4, 0]
+    np.testing.assert_allclose(
+        clf._output_distribution(queries), exponential_mechanism_proba(counts, 2.0), rtol=1e-12
+    )
