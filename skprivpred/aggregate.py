@@ -90,6 +90,16 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     vote count. A pickled fitted estimator contains the teachers: protect it like
     the training data.
 
+    **Teachers that fail.** Whether a teacher can answer a row depends on its
+    rows (an encoder that never saw a category), so no teacher's exception
+    reaches the caller: a teacher whose ``predict`` raises on a row, or gives
+    a label outside ``classes``, votes ``classes[0]`` for that row (the batch
+    is retried on halves, down to single rows, so that only the failing rows
+    get that vote), and a teacher whose ``fit`` raises votes ``classes[0]``
+    for every row. The row is charged and answered as any other; only public
+    checks (width, type, finiteness, column names) refuse a call, before any
+    charge.
+
     Parameters
     ----------
     estimator : classifier, default=None

@@ -175,6 +175,18 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     preceding text says ``1 / (alpha epsilon)``). The teachers, the averages and
     the exact probabilities are secret.
 
+    **Teachers that fail.** Whether a teacher can answer a row depends on its
+    rows (an encoder that never saw a category), so no teacher's exception
+    reaches the caller. On a row where a teacher's ``predict`` raises or gives
+    a label outside ``classes``, its vote is ``classes[0]``
+    (``base_output="label"``); where its ``predict_proba`` raises or gives a
+    non-finite probability, its vector is uniform over ``classes``
+    (``base_output="proba"``). The batch is retried on halves, down to single
+    rows, so only the failing rows get that value; a teacher whose ``fit``
+    raises votes ``classes[0]`` for every row. The row is charged and answered
+    as any other; only public checks (width, type, finiteness, column names)
+    refuse a call, before any charge.
+
     Parameters
     ----------
     estimator : classifier, default=None
@@ -518,6 +530,16 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     Laplace scale is ``gamma / epsilon`` (the proof writes ``epsilon /
     gamma``). The output range is public and required: unclipped outputs have
     unbounded sensitivity.
+
+    **Teachers that fail.** Whether a teacher can answer a row depends on its
+    rows (an encoder that never saw a category), so no teacher's exception
+    reaches the caller: on a row where a teacher's ``predict`` raises or gives
+    a non-finite value, its output is the midpoint of ``y_bounds`` (the batch
+    is retried on halves, down to single rows, so that only the failing rows
+    get it), and a teacher whose ``fit`` raises predicts that midpoint for
+    every row. The row is charged and answered as any other; only public
+    checks (width, type, finiteness, column names) refuse a call, before any
+    charge.
 
     Parameters
     ----------
