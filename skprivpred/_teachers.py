@@ -379,7 +379,9 @@ def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
         if proba.shape != (n_rows, columns.size):
             raise ValueError(f"expected {columns.size} probabilities per row, got {proba.shape}.")
         usable = np.isfinite(proba).all(axis=1)
-        proba = np.clip(np.where(usable[:, None], proba, 0.0), 0.0, 1.0)
+        if not usable.all():
+            proba = np.where(usable[:, None], proba, 0.0)
+        proba = np.clip(proba, 0.0, 1.0)
         sums = proba.sum(axis=1, keepdims=True)
         proba = np.where(sums > 0, proba / np.where(sums > 0, sums, 1.0), 1.0 / columns.size)
         out = np.zeros((n_rows, n_classes))
