@@ -430,7 +430,7 @@ def _numeric_cases() -> list[Case]:
         ),
         SubsampleAverageClassifier: (
             lambda s: SubsampleAverageClassifier(
-                DecisionTreeClassifier(max_depth=3), classes=[0, 1], random_state=s
+                DecisionTreeClassifier(max_depth=3), n_teachers=5, classes=[0, 1], random_state=s
             ),
             X,
             y,
@@ -507,8 +507,8 @@ def _numeric_cases() -> list[Case]:
             PrivateEverlastingClassifier,
             lambda s: PrivateEverlastingClassifier(
                 DecisionTreeClassifier(max_depth=1),
-                n_teachers=100,
-                phase_length=200,
+                n_teachers=20,
+                phase_length=40,
                 classes=(0, 1),
                 random_state=s,
             ),
@@ -642,8 +642,9 @@ def _transcript(case: Case, data: tuple, hidden: list, seed: int) -> list:
     battery = case.battery
     finite = [row for row in battery if _is_finite(row)]
     calls = [(f"row {i}", row) for i, row in enumerate(battery)]
-    calls += [("all finite rows", _concat(finite)), ("every row", _concat(battery))]
-    calls += [("reversed", _concat(finite[::-1])), ("wrong width", _wrong_width(battery[0]))]
+    calls += [("all finite rows", _concat(finite)), ("wrong width", _wrong_width(battery[0]))]
+    if len(finite) < len(battery):
+        calls.append(("every row", _concat(battery)))
     for label, X_query in calls:
         for method in methods:
             outcomes.append((label, method, *_outcome(estimator, method, X_query)))
@@ -772,14 +773,14 @@ def test_red_team_reproduction_never_depends_on_the_rare_rows():
     """
     query = _frame_rows([("rare", 0.0)])
     outcomes = {"D": [], "D'": []}
-    for seed in range(40):
+    for seed in range(20):
         for name, neighbour in (("D", False), ("D'", True)):
             X, y = _frame("rare", neighbour)
             clf = SubsampleAggregateClassifier(
                 _encoded(LogisticRegression()), n_teachers=2, classes=[0, 1], random_state=seed
             ).fit(X, y)
             outcomes[name].append(_outcome(clf, "predict", query))
-    assert outcomes["D"] == outcomes["D'"] == [("answered", True)] * 40
+    assert outcomes["D"] == outcomes["D'"] == [("answered", True)] * 20
 
 
 def _always_failing(estimator_cls, **params):
