@@ -197,6 +197,7 @@ FRAME_BATTERY = [
     ("a", 1e300),
     ("rare", 3.5e38),  # too large for float32
     ("never seen", -1e300),
+    ("a", "not a number"),  # refused: the column held numbers at fit (public schema)
 ]
 
 
@@ -652,7 +653,11 @@ def _transcript(case: Case, data: tuple, hidden: list, seed: int) -> list:
 
 
 def _is_finite(row) -> bool:
-    values = row["x"].to_numpy() if hasattr(row, "iloc") else np.asarray(row, dtype=float)
+    """Whether a row holds finite numbers where numbers are expected (its refusal is public)."""
+    try:
+        values = np.asarray(row["x"] if hasattr(row, "iloc") else row, dtype=float)
+    except (TypeError, ValueError):
+        return False
     return bool(np.isfinite(values).all())
 
 
@@ -899,8 +904,10 @@ def test_teachers_whose_fit_raises_become_constant_teachers():
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered in log1p:RuntimeWarning")
 def test_shared_public_prefix_and_stacked_votes_give_failing_rows_the_fallback():
-    """A public first step that cannot take a row (a string; log1p of -2 is NaN) and
-    stacked linear teachers: the row gets the fallback of every fitted teacher."""
+    """A public first step that cannot take a row (a word where it reads a number; log1p
+    of -2 is NaN) and stacked linear teachers: the row gets the fallback of every fitted
+    teacher. (The training data hold numbers written as text, so the schema does not say
+    that the column holds numbers: the word reaches the teachers.)"""
     from skprivpred.preprocessing import PublicScaler
 
     rng = np.random.default_rng(0)
@@ -913,7 +920,7 @@ def test_shared_public_prefix_and_stacked_votes_give_failing_rows_the_fallback()
         n_teachers=5,
         classes=[0, 1],
         random_state=0,
-    ).fit(X, y)
+    ).fit(X.astype(str).astype(object), y)
     assert clf._ensemble._prefix is not None and clf._ensemble._stack is not None
     good = np.array([[3.0, 0.0], [3.0, 1.0]])
     expected = clf._vote_counts(good)
@@ -966,6 +973,8 @@ def test_public_refusals_still_come_first_and_charge_nothing():
         clf.predict(_frame_rows([("never seen", np.nan)]))
     with pytest.raises(ValueError, match="feature"):
         clf.predict(_frame_rows([("never seen", 0.0)]).assign(extra=1.0))
+    with pytest.raises(ValueError, match="not a number in column 'x'"):
+        clf.predict(_frame_rows([("a", 0.0), ("never seen", "zero")]))
     assert acc.queries_answered == 0 and acc.epsilon_spent == 0.0
     assert clf._query_stream.rng.bit_generator.state == state
 
