@@ -12,10 +12,18 @@ Votes are returned as indices into the public label set ``classes``. Linear
 teachers are voted with one stacked matrix product; other teachers through their
 own ``predict``. Queries are processed in blocks of rows so that memory stays
 bounded for large batches.
+
+No teacher output ever raises (see "Teacher outputs that never raise" below):
+whether a teacher can answer a row depends on the rows it was fitted on, so a
+teacher that fails on a row gives a fixed public value for it instead
+(:data:`FALLBACK_LABEL_INDEX`, the uniform distribution, the midpoint of
+``y_bounds``), and a teacher whose ``fit`` raises can be replaced by a
+:class:`ConstantTeacher` of that value.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,10 +109,26 @@ def concat_rows(blocks: list):
 
 
 class ConstantTeacher:
-    """A teacher fitted on a block with one label: it always votes that label."""
+    """A teacher whose output is fixed whatever the query: a label index or a value.
 
-    def __init__(self, label_index: int) -> None:
-        self.label_index = int(label_index)
+    A classification block with a single label gets one (it always votes that
+    label), and so does a block whose fit raised, when the caller passes a
+    ``fallback`` to :func:`fit_teachers`.
+
+    Parameters
+    ----------
+    label_index : int, default=None
+        Classification: the index, in the public label set, that it always votes.
+    value : float, default=None
+        Regression: the value that it always predicts. Exactly one of
+        ``label_index`` and ``value`` is given.
+    """
+
+    def __init__(self, label_index: int | None = None, *, value: float | None = None) -> None:
+        if (label_index is None) == (value is None):
+            raise ValueError("a ConstantTeacher has a label_index or a value, not both or neither.")
+        self.label_index = FALLBACK_LABEL_INDEX if label_index is None else int(label_index)
+        self.value = None if value is None else float(value)
 
 
 def realign(data):
@@ -123,7 +147,7 @@ def realign(data):
     return data
 
 
-def _fit_one(estimator, X_part, y_part, y_index_part, fallback=None):
+def _fit_one(estimator, X_part, y_part, y_index_part, fallback: ConstantTeacher | None = None):
     if y_index_part is not None and np.unique(y_index_part).size == 1:
         return ConstantTeacher(y_index_part[0])
     if fallback is None:
@@ -131,7 +155,7 @@ def _fit_one(estimator, X_part, y_part, y_index_part, fallback=None):
     try:
         return estimator.fit(realign(X_part), realign(y_part))
     except Exception:  # noqa: BLE001 - whether a fit fails depends on the block's rows
-        return ConstantTeacher(fallback)
+        return fallback
 
 
 def _seed_teacher(estimator, rng: np.random.Generator):
@@ -147,19 +171,32 @@ def _seed_teacher(estimator, rng: np.random.Generator):
     return estimator
 
 
-def fit_teachers(estimator, X, y, y_index, parts, rng, n_jobs=None, fallback=None) -> list:
+def fit_teachers(
+    estimator,
+    X,
+    y,
+    y_index,
+    parts,
+    rng,
+    n_jobs=None,
+    fallback: int | ConstantTeacher | None = None,
+) -> list:
     """Fit one clone of ``estimator`` per block of ``parts``, in parallel with joblib.
 
     For classification, ``y_index`` holds each row's index in the public label
     set and blocks with a single label get a :class:`ConstantTeacher`; for
     regression it is None. Teachers with an unset ``random_state`` are seeded
     from ``rng`` (the fit stream), in block order, so a fit is reproducible for
-    an integer seed whatever the joblib backend. With ``fallback`` (an index in
-    the public label set), a teacher whose ``fit`` raises becomes a
-    :class:`ConstantTeacher` of that label instead: whether a fit fails depends
-    on its block's rows, so the failure must not reach the caller when the fit
-    happens in front of it (a phase change inside ``predict``).
+    an integer seed whatever the joblib backend. With ``fallback`` (a
+    :class:`ConstantTeacher`, or an index in the public label set for one that
+    votes it), a teacher whose ``fit`` raises becomes that constant teacher
+    instead: whether a fit fails depends on its block's rows, so the failure
+    must not reach whoever sees the estimator's behaviour (the caller of
+    ``predict`` when a phase change fits teachers inside it, a service that
+    refits).
     """
+    if fallback is not None and not isinstance(fallback, ConstantTeacher):
+        fallback = ConstantTeacher(fallback)
     teachers = [_seed_teacher(clone(estimator), rng) for _ in parts]
     return Parallel(n_jobs=n_jobs)(
         delayed(_fit_one)(
@@ -174,15 +211,237 @@ def fit_teachers(estimator, X, y, y_index, parts, rng, n_jobs=None, fallback=Non
 
 
 def label_index(classes: np.ndarray, labels) -> np.ndarray:
-    """Index of every label in the public label set ``classes`` (sorted)."""
-    labels = np.asarray(labels)
-    index = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
-    if not np.all(classes[index] == labels):
+    """Index of every label in the public label set ``classes`` (sorted).
+
+    For labels known at fit time (a teacher's ``classes_``); a label outside
+    ``classes`` raises. Query-time votes go through :func:`known_label_index`.
+    """
+    index, known = known_label_index(classes, labels)
+    if not np.all(known):
         raise ValueError(
-            "a teacher predicted a label outside the public label set `classes`; pass every "
+            "a teacher has a label outside the public label set `classes`; pass every "
             "label the base estimator can predict in `classes`."
         )
     return index
+
+
+def known_label_index(classes: np.ndarray, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Index of every label in ``classes`` (sorted), and which labels are in it at all.
+
+    Never raises for labels that numpy can compare with ``classes``: a label
+    outside the set (or of another type) is reported in the mask, never by an
+    exception whose presence would depend on the teacher.
+    """
+    labels = np.asarray(labels)
+    index = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
+    known = np.asarray(classes[index] == labels)
+    if known.shape != index.shape:  # numpy could not compare them element by element
+        known = np.zeros(index.shape, dtype=bool)
+    return index, known
+
+
+# -- Teacher outputs that never raise --------------------------------------------------------
+#
+# Whether a teacher can answer a query row depends on the rows it was fitted on: an encoder
+# with handle_unknown="error" that never saw the row's category, a tree that cannot take a
+# value too large for float32, any custom teacher. An exception that reached the caller would
+# be a release outside the mechanism, charged nothing and covered by no epsilon (DESIGN 1.9).
+# So every output of a teacher is taken through `answered_pieces`: the teacher's method on
+# the whole batch; if it raises, on each half, then on the halves of a failing half, down to
+# single rows. A row on which the teacher fails on its own (it raises, or gives an unusable
+# output: a label outside the public label set, a non-finite probability or value) gets a
+# fixed public value from that teacher: the vote FALLBACK_LABEL_INDEX, the uniform
+# distribution, or the midpoint of y_bounds. Teachers answer row by row (their output on a
+# row does not depend on the other rows of the batch), so which rows get the fallback, and
+# every other output, are the same whatever the batch. A batch on which nothing fails costs
+# one call, with no loop over its rows.
+
+#: The vote of a teacher on a row it cannot answer: the first label of the public label set.
+FALLBACK_LABEL_INDEX = 0
+
+
+def fallback_value(y_bounds) -> float:
+    """The output of a regression teacher on a row it cannot answer: the middle of ``y_bounds``."""
+    lo, hi = (float(v) for v in y_bounds)
+    return lo + (hi - lo) / 2.0
+
+
+def answered_pieces(
+    method: Callable[[Any], Any], X, convert: Callable[[Any, int], Any] | None = None
+) -> list[tuple[slice, Any]]:
+    """``method`` on the largest blocks of consecutive rows of ``X`` where it succeeds.
+
+    ``method`` (then ``convert(output, n_rows)``, which raises for an output
+    that is unusable as a whole, such as one of the wrong length) is called on
+    all of ``X``; where that raises, on each half of the failing block, down to
+    single rows. Any ``Exception`` counts as a failure.
+
+    Returns
+    -------
+    list of (slice, object)
+        The rows of every block that succeeded, in row order, and what
+        ``convert`` (or ``method``) returned for it. A row that no block covers
+        failed on its own. When nothing fails: one block, all of ``X``.
+    """
+    pieces: list[tuple[slice, Any]] = []
+    n_rows = X.shape[0]
+
+    def attempt(start: int, stop: int) -> None:
+        block = X if (start, stop) == (0, n_rows) else take_rows(X, slice(start, stop))
+        try:
+            output = method(block)
+            if convert is not None:
+                output = convert(output, stop - start)
+        except Exception:  # noqa: BLE001 - whether a teacher fails depends on its rows
+            failed = True
+        else:
+            failed = False
+            pieces.append((slice(start, stop), output))
+        if failed and stop - start > 1:  # outside the handler: no chained tracebacks kept
+            middle = (start + stop) // 2
+            attempt(start, middle)
+            attempt(middle, stop)
+
+    attempt(0, n_rows)
+    return pieces
+
+
+def teacher_rows(method, X, convert: Callable[[Any, int], Any], fallback, dtype) -> np.ndarray:
+    """One output per row of ``X``, ``fallback`` on the rows the teacher cannot answer.
+
+    ``convert(output, n_rows)`` returns ``(values, usable)``: the per-row
+    values (first axis: rows) and a boolean mask of the rows whose value is
+    usable; it raises if the output is unusable as a whole.
+    """
+    n_rows = X.shape[0]
+    pieces = answered_pieces(method, X, convert)
+    if len(pieces) == 1 and pieces[0][0] == slice(0, n_rows):
+        values, usable = pieces[0][1]
+        if np.all(usable):  # the fast path: one call, every row answered
+            return np.asarray(values, dtype=dtype)
+    fill = np.asarray(fallback, dtype=dtype)
+    out = np.empty((n_rows, *fill.shape), dtype=dtype)
+    out[...] = fill
+    for rows, (values, usable) in pieces:
+        out[rows][usable] = np.asarray(values, dtype=dtype)[usable]
+    return out
+
+
+def _one_per_row(output, n_rows: int) -> np.ndarray:
+    """``output`` as a 1-D array of ``n_rows`` entries (a single column is accepted)."""
+    output = np.asarray(output)
+    if output.ndim == 2 and output.shape[1] == 1:
+        output = output[:, 0]
+    if output.shape != (n_rows,):
+        raise ValueError(f"expected one output per row ({n_rows}), got shape {output.shape}.")
+    return output
+
+
+def teacher_votes(teacher, X, classes: np.ndarray) -> np.ndarray:
+    """Index in ``classes`` of the label ``teacher.predict`` gives each row of ``X``.
+
+    A row on which the teacher raises, or predicts a label outside ``classes``,
+    gets :data:`FALLBACK_LABEL_INDEX`.
+    """
+    if isinstance(teacher, ConstantTeacher):
+        return np.full(X.shape[0], teacher.label_index, dtype=np.intp)
+
+    def convert(labels, n_rows: int):
+        return known_label_index(classes, _one_per_row(labels, n_rows))
+
+    return teacher_rows(teacher.predict, X, convert, FALLBACK_LABEL_INDEX, np.intp)
+
+
+def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
+    """``teacher.predict_proba`` on ``X`` in the columns of ``classes``, shape (n_rows, K).
+
+    Each row is clipped to [0, 1] and normalised (a row that sums to zero
+    becomes uniform over the teacher's own labels). A row on which the teacher
+    raises, or gives a non-finite probability, gets the uniform distribution
+    ``1 / K`` over ``classes``; so does every row when the teacher's labels
+    (``classes_``) are not distinct labels of ``classes``.
+    """
+    n_classes = len(classes)
+    uniform = np.full(n_classes, 1.0 / n_classes)
+    if isinstance(teacher, ConstantTeacher):
+        out = np.zeros((X.shape[0], n_classes))
+        out[:, teacher.label_index] = 1.0
+        return out
+    try:
+        columns, known = known_label_index(classes, np.asarray(teacher.classes_).reshape(-1))
+    except Exception:  # noqa: BLE001 - a custom teacher's labels may not compare at all
+        columns, known = np.zeros(0, dtype=np.intp), np.zeros(0, dtype=bool)
+    if columns.size == 0 or not known.all() or np.unique(columns).size != columns.size:
+        return np.tile(uniform, (X.shape[0], 1))
+
+    def convert(proba, n_rows: int):
+        proba = np.asarray(proba, dtype=float)
+        if proba.shape != (n_rows, columns.size):
+            raise ValueError(f"expected {columns.size} probabilities per row, got {proba.shape}.")
+        usable = np.isfinite(proba).all(axis=1)
+        if not usable.all():
+            proba = np.where(usable[:, None], proba, 0.0)
+        proba = np.clip(proba, 0.0, 1.0)
+        sums = proba.sum(axis=1, keepdims=True)
+        proba = np.where(sums > 0, proba / np.where(sums > 0, sums, 1.0), 1.0 / columns.size)
+        out = np.zeros((n_rows, n_classes))
+        out[:, columns] = proba
+        return out, usable
+
+    return teacher_rows(teacher.predict_proba, X, convert, uniform, float)
+
+
+def teacher_values(teacher, X, fallback: float) -> np.ndarray:
+    """``teacher.predict`` on ``X`` as one float per row; ``fallback`` where it fails.
+
+    A row on which the teacher raises, or predicts a non-finite value, gets
+    ``fallback`` (the midpoint of the public output range:
+    :func:`fallback_value`).
+    """
+    if isinstance(teacher, ConstantTeacher) and teacher.value is not None:
+        return np.full(X.shape[0], teacher.value)
+
+    def convert(values, n_rows: int):
+        values = _one_per_row(np.asarray(values, dtype=float), n_rows)
+        return values, np.isfinite(values)
+
+    return teacher_rows(teacher.predict, X, convert, fallback, float)
+
+
+def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray | None]:
+    """``transform`` of the rows of ``X`` on which it succeeds, and which rows those are.
+
+    Returns ``(transform(X), None)`` when it succeeds on the whole batch;
+    otherwise the outputs of the rows on which it succeeded, stacked in row
+    order (``None`` if there are none), and the boolean mask of those rows.
+    """
+    n_rows = X.shape[0]
+
+    def convert(output, n: int):
+        if output.shape[0] != n:
+            raise ValueError(f"expected {n} rows, got {output.shape[0]}.")
+        return output
+
+    pieces = answered_pieces(transform, X, convert)
+    if len(pieces) == 1 and pieces[0][0] == slice(0, n_rows):
+        return pieces[0][1], None
+    answered = np.zeros(n_rows, dtype=bool)
+    for rows, _ in pieces:
+        answered[rows] = True
+    return (concat_rows([output for _, output in pieces]) if pieces else None), answered
+
+
+def finite_rows(X) -> np.ndarray:
+    """Boolean mask of the rows of a float array or CSR matrix with only finite entries."""
+    if sparse.issparse(X):
+        X = sparse.csr_matrix(X)
+        bad = ~np.isfinite(X.data)
+        finite = np.ones(X.shape[0], dtype=bool)
+        if bad.any():
+            row_of_entry = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            finite[row_of_entry[bad]] = False
+        return finite
+    return np.isfinite(X).all(axis=1)
 
 
 def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
@@ -191,7 +450,7 @@ def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
     counts = np.zeros((X_block.shape[0], len(classes)), dtype=np.int64)
     rows = np.arange(X_block.shape[0])  # distinct, so fancy "+=" adds once per row
     for teacher in teachers:
-        counts[rows, label_index(classes, teacher.predict(X_block))] += 1
+        counts[rows, teacher_votes(teacher, X_block, classes)] += 1
     return counts
 
 
@@ -235,6 +494,11 @@ class _LinearStack:
     teacher_ids: np.ndarray  # teacher of each vote column: binary ones, then multi-class
 
 
+def _float_rows(X_block):
+    """``X_block`` as a float array or CSR matrix (finiteness is tested by the caller)."""
+    return check_array(X_block, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
+
+
 class TeacherEnsemble:
     """The fitted teachers of one estimator, and their batched votes.
 
@@ -263,10 +527,18 @@ class TeacherEnsemble:
                 linear.append((j, folded))  # affine preprocessing folded into the weights
             else:
                 self._other.append((j, teacher))
+        # A teacher with a label outside `classes` votes through its own predict, where
+        # such a vote becomes the fallback.
+        self._other += [(j, teachers[j]) for j, t in linear if not self._knows_labels(t)]
+        linear = [(j, t) for j, t in linear if self._knows_labels(t)]
         self._stack = self._build_stack(linear) if linear else None
 
     def _label_index(self, labels) -> np.ndarray:
         return label_index(self.classes, labels)
+
+    def _knows_labels(self, teacher) -> bool:
+        """Whether every label of a linear teacher is in the public label set."""
+        return bool(known_label_index(self.classes, np.asarray(teacher.classes_))[1].all())
 
     def _build_stack(self, linear: list) -> _LinearStack:
         binary = [(j, t) for j, t in linear if len(t.classes_) == 2]
@@ -299,15 +571,33 @@ class TeacherEnsemble:
             teacher_ids=np.array([j for j, _ in binary + multi], dtype=np.intp),
         )
 
-    def _linear_scores(self, X_block, *, with_intercepts: bool = True) -> np.ndarray:
+    def _linear_input(self, X_block) -> tuple[Any, np.ndarray | None]:
+        """``X_block`` as floats for the stacked product, and the rows it holds (None: all).
+
+        A linear teacher's ``predict`` refuses a row that does not convert to
+        finite floats (a string in an object array, a non-finite output of the
+        shared prefix): such a row is left out, and every linear teacher votes
+        :data:`FALLBACK_LABEL_INDEX` for it, as its own ``predict`` would have
+        raised. One conversion and one finiteness test when every row is fine.
+        """
+        X_num, answered = transform_rows(_float_rows, X_block)
+        if X_num is None:
+            return None, answered
+        finite = finite_rows(X_num)
+        if finite.all():
+            return X_num, answered
+        kept = np.flatnonzero(answered) if answered is not None else np.arange(X_block.shape[0])
+        answered = np.zeros(X_block.shape[0], dtype=bool)
+        answered[kept[finite]] = True
+        return X_num[finite], answered
+
+    def _linear_scores(self, X_num, *, with_intercepts: bool = True) -> np.ndarray:
         """Decision scores of all linear teachers at once: one matrix product.
 
-        The rows were validated (finite, right width) by the estimator, so the
-        conversion to float does not check them again.
+        ``X_num`` comes from :meth:`_linear_input` (float, finite rows).
         """
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        X_num = check_array(X_block, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False)
         scores = np.asarray(X_num @ stack.weights)
         if with_intercepts:
             scores += stack.intercepts
@@ -317,7 +607,20 @@ class TeacherEnsemble:
         """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        scores = self._linear_scores(X_block)
+        X_num, answered = self._linear_input(X_block)
+        if answered is None:
+            return self._stacked_votes(X_num)
+        votes = np.full(
+            (X_block.shape[0], len(stack.teacher_ids)), FALLBACK_LABEL_INDEX, dtype=np.intp
+        )
+        if X_num is not None:
+            votes[answered] = self._stacked_votes(X_num)
+        return votes
+
+    def _stacked_votes(self, X_num) -> np.ndarray:
+        stack = self._stack
+        assert stack is not None  # called only when there are linear teachers
+        scores = self._linear_scores(X_num)
         votes = np.empty((scores.shape[0], len(stack.teacher_ids)), dtype=np.intp)
         n_binary = stack.n_binary
         positive = scores[:, :n_binary] > 0
@@ -330,20 +633,44 @@ class TeacherEnsemble:
             ]
         return votes
 
-    def _shared(self, X):
-        """``X`` through the public prefix that every teacher shares (once per batch)."""
-        return X if self._prefix is None else self._prefix.transform(X)
+    def _shared(self, X) -> tuple[Any, np.ndarray | None]:
+        """``X`` through the public prefix that every fitted teacher shares (once per batch).
+
+        Returns the transformed rows and which rows they are (``None``: all).
+        A row that the prefix cannot transform is one on which every fitted
+        teacher's own pipeline would have raised: they all vote
+        :data:`FALLBACK_LABEL_INDEX` for it.
+        """
+        if self._prefix is None:
+            return X, None
+        return transform_rows(self._prefix.transform, X)
+
+    @property
+    def _fitted_ids(self) -> np.ndarray:
+        """The teachers that are not constant (their votes depend on the query)."""
+        constant = {j for j, _ in self._constant}
+        return np.array([j for j in range(self.n_teachers) if j not in constant], dtype=np.intp)
 
     def votes(self, X) -> np.ndarray:
-        """Vote matrix of shape (n_rows, n_teachers): global label index per teacher."""
-        X = self._shared(X)
-        out = np.empty((X.shape[0], self.n_teachers), dtype=np.intp)
+        """Vote matrix of shape (n_rows, n_teachers): global label index per teacher.
+
+        A teacher that cannot answer a row (see :func:`teacher_votes`) votes
+        :data:`FALLBACK_LABEL_INDEX` for it.
+        """
+        out = np.full((X.shape[0], self.n_teachers), FALLBACK_LABEL_INDEX, dtype=np.intp)
         for j, label in self._constant:
             out[:, j] = label
+        X, answered = self._shared(X)
+        if X is None:
+            return out
+        fitted = out if answered is None else np.empty((X.shape[0], self.n_teachers), np.intp)
         if self._stack is not None:
-            out[:, self._stack.teacher_ids] = self._linear_votes(X)
+            fitted[:, self._stack.teacher_ids] = self._linear_votes(X)
         for j, teacher in self._other:
-            out[:, j] = self._label_index(teacher.predict(X))
+            fitted[:, j] = teacher_votes(teacher, X, self.classes)
+        if answered is not None:
+            ids = self._fitted_ids
+            out[np.ix_(np.flatnonzero(answered), ids)] = fitted[:, ids]
         return out
 
     def vote_counts(self, X, n_jobs: int | None = None) -> np.ndarray:
@@ -355,12 +682,26 @@ class TeacherEnsemble:
         (bounded memory), and the other teachers vote through
         :meth:`_add_other_votes`: in this process, or in parallel through joblib
         when ``n_jobs`` (and the active joblib backend) give more than one job.
+        A teacher that cannot answer a row votes :data:`FALLBACK_LABEL_INDEX`.
         """
-        X = self._shared(X)
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
         for _, label in self._constant:
             counts[:, label] += 1
+        X, answered = self._shared(X)
+        if answered is not None:  # rows the shared prefix cannot take
+            counts[~answered, FALLBACK_LABEL_INDEX] += self.n_teachers - len(self._constant)
+        if X is None:
+            return counts
+        fitted = counts if answered is None else np.zeros((X.shape[0], len(self.classes)), np.int64)
+        self._add_fitted_votes(fitted, X, n_jobs)
+        if answered is not None:
+            counts[answered] += fitted
+        return counts
+
+    def _add_fitted_votes(self, counts: np.ndarray, X, n_jobs: int | None) -> None:
+        """Add the votes of the teachers that are not constant on the rows ``X``."""
+        n_rows = X.shape[0]
         if self._stack is not None:
             block_rows = max(1, SCORE_BLOCK_BYTES // (8 * self._stack.weights.shape[1]))
             for start in range(0, n_rows, block_rows):
@@ -370,7 +711,6 @@ class TeacherEnsemble:
                 )
         if self._other:
             self._add_other_votes(counts, X, n_jobs)
-        return counts
 
     def _add_other_votes(self, counts: np.ndarray, X, n_jobs: int | None) -> None:
         """Add the votes of the non-linear teachers, through joblib if ``n_jobs`` allows.
@@ -402,7 +742,20 @@ class TeacherEnsemble:
     def _add_linear_votes(self, counts: np.ndarray, X_block) -> None:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        raw = self._linear_scores(X_block, with_intercepts=False)
+        X_num, answered = self._linear_input(X_block)
+        if answered is None:
+            self._add_stacked_votes(counts, X_num)
+            return
+        counts[~answered, FALLBACK_LABEL_INDEX] += len(stack.teacher_ids)
+        if X_num is not None:
+            answered_counts = np.zeros((X_num.shape[0], counts.shape[1]), dtype=counts.dtype)
+            self._add_stacked_votes(answered_counts, X_num)
+            counts[answered] += answered_counts
+
+    def _add_stacked_votes(self, counts: np.ndarray, X_num) -> None:
+        stack = self._stack
+        assert stack is not None  # called only when there are linear teachers
+        raw = self._linear_scores(X_num, with_intercepts=False)
         # A binary teacher votes its second label where score + intercept > 0.
         positive = raw[:, : stack.n_binary] > -stack.intercepts[: stack.n_binary]
         for (negative_label, positive_label), columns in stack.binary_groups:

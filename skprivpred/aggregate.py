@@ -16,7 +16,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import resolve_classes
 from ._subsample import SubsampleMixin
-from ._teachers import TeacherEnsemble, concat_rows, take_rows
+from ._teachers import (
+    FALLBACK_LABEL_INDEX,
+    ConstantTeacher,
+    TeacherEnsemble,
+    concat_rows,
+    take_rows,
+)
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
 from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
@@ -83,6 +89,16 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     ``predict_proba`` is not offered because the exact probability discloses the
     vote count. A pickled fitted estimator contains the teachers: protect it like
     the training data.
+
+    **Teachers that fail.** Whether a teacher can answer a row depends on its
+    rows (an encoder that never saw a category), so no teacher's exception
+    reaches the caller: a teacher whose ``predict`` raises on a row, or gives
+    a label outside ``classes``, votes ``classes[0]`` for that row (the batch
+    is retried on halves, down to single rows, so that only the failing rows
+    get that vote), and a teacher whose ``fit`` raises votes ``classes[0]``
+    for every row. The row is charged and answered as any other; only public
+    checks (width, type, finiteness, column names) refuse a call, before any
+    charge.
 
     Parameters
     ----------
@@ -310,7 +326,13 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             n_samples = y.shape[0]
             n_teachers = self._n_teachers_rule(budget, n_samples, len(classes))
             teachers = self._fit_teachers(
-                estimator, X, y, np.searchsorted(classes, y), n_teachers, budget["horizon"]
+                estimator,
+                X,
+                y,
+                np.searchsorted(classes, y),
+                n_teachers,
+                budget["horizon"],
+                fallback=ConstantTeacher(FALLBACK_LABEL_INDEX),
             )
             self._ensemble = TeacherEnsemble(teachers, classes)
             self.classes_ = classes

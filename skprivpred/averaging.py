@@ -15,7 +15,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import check_noise_delta, resolve_classes
 from ._subsample import SubsampleMixin
-from ._teachers import ConstantTeacher, TeacherEnsemble
+from ._teachers import (
+    FALLBACK_LABEL_INDEX,
+    ConstantTeacher,
+    TeacherEnsemble,
+    fallback_value,
+    teacher_proba,
+    teacher_values,
+)
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
@@ -168,6 +175,18 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     preceding text says ``1 / (alpha epsilon)``). The teachers, the averages and
     the exact probabilities are secret.
 
+    **Teachers that fail.** Whether a teacher can answer a row depends on its
+    rows (an encoder that never saw a category), so no teacher's exception
+    reaches the caller. On a row where a teacher's ``predict`` raises or gives
+    a label outside ``classes``, its vote is ``classes[0]``
+    (``base_output="label"``); where its ``predict_proba`` raises or gives a
+    non-finite probability, its vector is uniform over ``classes``
+    (``base_output="proba"``). The batch is retried on halves, down to single
+    rows, so only the failing rows get that value; a teacher whose ``fit``
+    raises votes ``classes[0]`` for every row. The row is charged and answered
+    as any other; only public checks (width, type, finiteness, column names)
+    refuse a call, before any charge.
+
     Parameters
     ----------
     estimator : classifier, default=None
@@ -312,7 +331,14 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             check_classification_targets(y)
             classes = resolve_classes(self.classes, y, type(self).__name__)
             n_teachers = self.n_teachers_for(y.shape[0], len(classes))
-            teachers = self._fit_teachers(estimator, X, y, np.searchsorted(classes, y), n_teachers)
+            teachers = self._fit_teachers(
+                estimator,
+                X,
+                y,
+                np.searchsorted(classes, y),
+                n_teachers,
+                fallback=ConstantTeacher(FALLBACK_LABEL_INDEX),
+            )
             self._teachers = teachers
             self._ensemble = TeacherEnsemble(teachers, classes)
             self._base_output, self._prediction_rule = self.base_output, self.prediction_rule
@@ -367,13 +393,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             return self._ensemble.vote_counts(X, n_jobs=self.n_jobs) / self.n_teachers_
         total = np.zeros((X.shape[0], len(self.classes_)))
         for teacher in self._teachers:
-            if isinstance(teacher, ConstantTeacher):
-                total[:, teacher.label_index] += 1.0
-                continue
-            proba = np.clip(np.asarray(teacher.predict_proba(X), dtype=float), 0.0, 1.0)
-            sums = proba.sum(axis=1, keepdims=True)
-            proba = np.where(sums > 0, proba / np.where(sums > 0, sums, 1.0), 1.0 / proba.shape[1])
-            total[:, self._ensemble._label_index(teacher.classes_)] += proba
+            total += teacher_proba(teacher, X, self.classes_)
         return total / self.n_teachers_
 
     def _teacher_means(self, X) -> np.ndarray:
@@ -511,6 +531,16 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     gamma``). The output range is public and required: unclipped outputs have
     unbounded sensitivity.
 
+    **Teachers that fail.** Whether a teacher can answer a row depends on its
+    rows (an encoder that never saw a category), so no teacher's exception
+    reaches the caller: on a row where a teacher's ``predict`` raises or gives
+    a non-finite value, its output is the midpoint of ``y_bounds`` (the batch
+    is retried on halves, down to single rows, so that only the failing rows
+    get it), and a teacher whose ``fit`` raises predicts that midpoint for
+    every row. The row is charged and answered as any other; only public
+    checks (width, type, finiteness, column names) refuse a call, before any
+    charge.
+
     Parameters
     ----------
     estimator : regressor, default=None
@@ -645,16 +675,24 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=True)
-            self._teachers = self._fit_teachers(estimator, X, y, None, n_teachers)
+            self._teachers = self._fit_teachers(
+                estimator,
+                X,
+                y,
+                None,
+                n_teachers,
+                fallback=ConstantTeacher(value=fallback_value((lo, hi))),
+            )
             self._y_bounds, self._clip_output = (lo, hi), bool(self.clip_output)
             self._set_noise(epsilon, delta, sensitivity=(hi - lo) / n_teachers)
         return self
 
     def _average(self, X) -> np.ndarray:
         lo, hi = self._y_bounds
+        midpoint = fallback_value(self._y_bounds)
         total = np.zeros(X.shape[0])
         for teacher in self._teachers:
-            total += np.clip(np.asarray(teacher.predict(X), dtype=float).reshape(-1), lo, hi)
+            total += np.clip(teacher_values(teacher, X, midpoint), lo, hi)
         return total / self.n_teachers_
 
     def predict(self, X: MatrixLike) -> np.ndarray:

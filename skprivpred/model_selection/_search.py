@@ -111,9 +111,11 @@ class PrivateGridSearchCV(
     ``selection_epsilon`` to the accountant once, before any candidate is
     fitted; a refusal changes nothing. No score, rank, candidate model or vote
     count is kept; warnings raised while candidates are fitted are silenced
-    (their presence depends on the rows). An exception raised by a candidate's
-    fit does reach the caller and is not covered by the guarantee: use
-    teachers that fit on any block.
+    (their presence depends on the rows). A candidate's teachers fail as the
+    estimator's own do (see "Teachers that fail" in its docstring): a teacher
+    whose ``fit`` raises, or that cannot answer a validation row, contributes
+    the fixed vote ``classes[0]`` (or the uniform distribution, for
+    ``base_output="proba"``) to the score, never an exception.
 
     Parameters
     ----------
