@@ -99,7 +99,7 @@ def _fit_on_cluster(client, make_estimator, X, y):
     """Fit inside the dask backend; return the estimator and the workers that ran teacher fits."""
     with joblib.parallel_config(backend="dask"), distributed.get_task_stream(client) as stream:
         clf = make_estimator().fit(X, y)
-    workers = {task["worker"] for task in stream.data if "_fit_one" in str(task["key"])}
+    workers = {task["worker"] for task in stream.data if "_fit_batch" in str(task["key"])}
     return clf, workers
 
 
