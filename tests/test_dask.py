@@ -153,8 +153,9 @@ def _pipeline():
     [
         pytest.param(_tree, None, id="tree"),
         # Small row blocks: the 500-row batch is more than one block (where the
-        # ensemble votes its non-linear teachers through joblib, block by block).
-        pytest.param(_tree, 128, id="tree-row-blocks"),
+        # ensemble votes teachers that vote through their own predict through
+        # joblib, block by block; trees are voted by the stacked descent, here).
+        pytest.param(_boosting, 128, id="hist-gradient-boosting-row-blocks"),
         pytest.param(_boosting, None, id="hist-gradient-boosting"),
         pytest.param(_pipeline, None, id="pipeline"),
     ],

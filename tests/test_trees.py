@@ -90,9 +90,11 @@ def assert_votes_equal_predict(teachers, X, classes):
     np.testing.assert_array_equal(ensemble.vote_counts(X), counts_by_predict(teachers, X, classes))
 
 
+@pytest.mark.parametrize("shallow_levels", [0, 3])
 @pytest.mark.parametrize("n_classes", [2, 3, 5])
 @pytest.mark.parametrize("index", range(len(CLASSIFIERS)))
-def test_votes_equal_each_models_predict(index, n_classes):
+def test_votes_equal_each_models_predict(monkeypatch, index, n_classes, shallow_levels):
+    monkeypatch.setattr(_trees, "SHALLOW_LEVELS", shallow_levels)
     teachers = fitted([CLASSIFIERS[index]], 40, 14, 3, n_classes, seed=index)
     X = np.random.default_rng(100 + index).normal(size=(3000, 3)) * 1.5
     assert_votes_equal_predict(teachers, X, np.arange(n_classes))
@@ -248,8 +250,10 @@ def test_a_public_first_step_is_applied_once_and_the_trees_stacked():
     )
 
 
-def test_small_blocks_cut_the_batch_many_times(monkeypatch):
-    monkeypatch.setattr(_trees, "PAIR_BLOCK", 97)
+@pytest.mark.parametrize("shallow_levels", [0, 3])  # 0: shallow trees descend level by level
+def test_small_blocks_cut_the_batch_many_times(monkeypatch, shallow_levels):
+    monkeypatch.setattr(_trees, "SHALLOW_LEVELS", shallow_levels)
+    monkeypatch.setattr(_trees, "BLOCK_BYTES", 97)
     monkeypatch.setattr(_trees, "TREE_BLOCK", 7)
     teachers = fitted(CLASSIFIERS, 45, 16, 3, 3, seed=16)
     X = np.random.default_rng(17).normal(size=(301, 3))
