@@ -34,6 +34,7 @@ levels, not on the path a row takes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -524,3 +525,31 @@ def _node_values(tree, width: int) -> np.ndarray:
     padded = np.zeros((values.shape[0], width), dtype=values.dtype)
     padded[:, : values.shape[1]] = values
     return padded
+
+
+class StackedPredictions:
+    """Every fitted regressor's ``predict``, the trees and forests among them stacked.
+
+    Parameters
+    ----------
+    models : list
+        Fitted regressors of any kind; those :func:`is_stackable` accepts are
+        evaluated together by :class:`StackedTrees`, the others by their own
+        ``predict``.
+    """
+
+    def __init__(self, models: list) -> None:
+        self._models = models
+        self._stacked_ids = [i for i, model in enumerate(models) if is_stackable(model)]
+        self._stacked = (
+            StackedTrees([models[i] for i in self._stacked_ids]) if self._stacked_ids else None
+        )
+
+    def each(self, X) -> Iterator[np.ndarray]:
+        """``models[i].predict(X)`` for every ``i``, in order (equal values)."""
+        X32 = None if self._stacked is None else self._stacked.prepare(X)
+        stacked: dict[int, np.ndarray] = {}
+        if self._stacked is not None and X32 is not None:
+            stacked = dict(zip(self._stacked_ids, self._stacked.predictions(X32).T))
+        for i, model in enumerate(self._models):
+            yield stacked[i] if i in stacked else model.predict(X)

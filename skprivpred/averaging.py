@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import check_noise_delta, resolve_classes
 from ._subsample import SubsampleMixin
 from ._teachers import ConstantTeacher, TeacherEnsemble
+from ._trees import StackedPredictions
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
@@ -646,6 +647,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=True)
             self._teachers = self._fit_teachers(estimator, X, y, None, n_teachers)
+            self._outputs = StackedPredictions(self._teachers)  # tree teachers stacked
             self._y_bounds, self._clip_output = (lo, hi), bool(self.clip_output)
             self._set_noise(epsilon, delta, sensitivity=(hi - lo) / n_teachers)
         return self
@@ -653,8 +655,8 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     def _average(self, X) -> np.ndarray:
         lo, hi = self._y_bounds
         total = np.zeros(X.shape[0])
-        for teacher in self._teachers:
-            total += np.clip(np.asarray(teacher.predict(X), dtype=float).reshape(-1), lo, hi)
+        for output in self._outputs.each(X):
+            total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
         return total / self.n_teachers_
 
     def predict(self, X: MatrixLike) -> np.ndarray:

@@ -9,9 +9,10 @@ around every threshold in ``float32`` and ``float64``, with tied class
 proportions (in a leaf and summed over a forest), with blocks that lack a
 class, several classes, string labels, sparse and pandas input, behind a public
 first pipeline step, and in blocks small enough that the batch is cut many
-times. Regressors' stacked predictions equal ``predict`` too. Rows the trees
-would refuse (not finite once in ``float32``, sparse with 64-bit indices) are
-left to each tree's own ``predict``.
+times. Regressors' stacked predictions equal ``predict`` too, and
+``SubsampleAverageRegressor`` averages its tree teachers from them. Rows the
+trees would refuse (not finite once in ``float32``) are left to each tree's own
+``predict``; 64-bit sparse indices are narrowed as the trees narrow them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sklearn.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.tree import (
     DecisionTreeClassifier,
@@ -35,9 +37,14 @@ from sklearn.tree import (
     ExtraTreeRegressor,
 )
 
-from skprivpred import PrivateEverlastingClassifier, SubsampleAggregateClassifier, _trees
+from skprivpred import (
+    PrivateEverlastingClassifier,
+    SubsampleAggregateClassifier,
+    SubsampleAverageRegressor,
+    _trees,
+)
 from skprivpred._teachers import ConstantTeacher, TeacherEnsemble
-from skprivpred._trees import StackedTrees, is_stackable
+from skprivpred._trees import StackedPredictions, StackedTrees, is_stackable
 from skprivpred.preprocessing import PublicScaler
 
 CLASSIFIERS = [
@@ -357,3 +364,34 @@ def test_estimators_vote_tree_teachers_on_the_stacked_path():
     for _, tree in ensemble._tree_teachers:
         direct += tree.predict(queries)
     np.testing.assert_array_equal(ever._vote_counts(queries), direct)
+
+
+def test_regressor_teachers_are_stacked_and_averaged_as_their_predict():
+    rng = np.random.default_rng(23)
+    X = rng.normal(size=(2000, 3))
+    y = 100 * np.tanh(X[:, 0]) + rng.normal(size=2000)
+    reg = SubsampleAverageRegressor(n_teachers=40, y_bounds=(-80.0, 80.0), random_state=0).fit(
+        X, y
+    )  # default teachers: DecisionTreeRegressor
+    assert reg._outputs._stacked is not None and len(reg._outputs._stacked_ids) == 40
+    queries = rng.normal(size=(500, 3)) * 2
+    expected = np.zeros(500)
+    for teacher in reg._teachers:  # the same order of additions as the estimator's
+        expected += np.clip(teacher.predict(queries), -80.0, 80.0)
+    np.testing.assert_array_equal(reg._raw_score(queries), expected / 40)
+
+
+def test_stacked_predictions_mix_trees_and_other_regressors():
+    rng = np.random.default_rng(24)
+    X, y = rng.normal(size=(60, 2)), rng.normal(size=60)
+    models = [
+        DecisionTreeRegressor(max_depth=2).fit(X, y),
+        LinearRegression().fit(X, y),
+        RandomForestRegressor(n_estimators=3, random_state=0).fit(X, y),
+        ExtraTreeRegressor(random_state=0).fit(X[:20], y[:20]),
+    ]
+    outputs = StackedPredictions(models)
+    assert outputs._stacked_ids == [0, 2, 3]
+    queries = rng.normal(size=(300, 2))
+    for model, output in zip(models, outputs.each(queries), strict=True):
+        np.testing.assert_array_equal(output, model.predict(queries))
