@@ -162,9 +162,10 @@ class _Nodes:
     """
 
     first_child: np.ndarray  # (n_nodes,) intp
-    feature: np.ndarray  # (n_nodes,) intp, index into ``used_features``
+    feature: np.ndarray  # (n_nodes,) intp, column of X that the split reads (leaves: 0)
     threshold: np.ndarray  # (n_nodes,) float32
     used_features: np.ndarray  # (n_used,) intp, sorted columns of X the splits read
+    sparse_feature: np.ndarray  # (n_nodes,) intp, index into ``used_features``
     old_index: np.ndarray  # (n_nodes,) intp: node in the concatenated ``tree_`` arrays
     tree: np.ndarray  # (n_nodes,) intp: the tree each node belongs to
     levels: int
@@ -219,9 +220,10 @@ def _stack_nodes(trees: list, levels: int) -> _Nodes:
     thresholds[leaf] = np.inf
     return _Nodes(
         first_child=first_child,
-        feature=compact.astype(np.intp),
+        feature=np.where(leaf, 0, split_feature).astype(np.intp),
         threshold=thresholds,
         used_features=used.astype(np.intp),
+        sparse_feature=compact.astype(np.intp),
         old_index=old_index,
         tree=tree,
         levels=levels,
@@ -292,14 +294,15 @@ class StackedTrees:
             else None
         )
 
-    def _complete_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _complete_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every tree as a complete tree of depth ``levels``, in heap order.
 
         Slot 0 is the root, the children of slot ``s`` are ``2 s + 1`` and
         ``2 s + 2``; a leaf above the last level fills both its child slots
-        (threshold ``+inf``: rows go left, to itself). Returns the compact
-        feature and threshold of the ``2**levels - 1`` split slots and the
-        label of the ``2**levels`` leaf slots, each of shape (slots, n_trees).
+        (threshold ``+inf``: rows go left, to itself). Returns the feature (a
+        column of X, and an index into ``used_features``) and threshold of the
+        ``2**levels - 1`` split slots and the label of the ``2**levels`` leaf
+        slots, each of shape (slots, n_trees).
         """
         nodes = self._nodes
         assert self._leaf_labels is not None
@@ -312,7 +315,12 @@ class StackedTrees:
             slots[2 * slot + 1] = np.where(leaf, node, nodes.first_child[node])
             slots[2 * slot + 2] = np.where(leaf, node, nodes.first_child[node] + 1)
         split = slots[:n_split]
-        return nodes.feature[split], nodes.threshold[split], self._leaf_labels[slots[n_split:]]
+        return (
+            nodes.feature[split],
+            nodes.sparse_feature[split],
+            nodes.threshold[split],
+            self._leaf_labels[slots[n_split:]],
+        )
 
     def _single_tree_labels(self) -> np.ndarray | None:
         """Global label voted at every node by single-tree classifiers (their own argmax)."""
@@ -353,36 +361,40 @@ class StackedTrees:
         return X32 if finite else None
 
     def _columns(self, X32, rows: slice) -> np.ndarray:
-        """The columns the splits read, of ``rows``, dense and C-contiguous."""
-        used = self._nodes.used_features
+        """``rows`` dense and C-contiguous: every column, or the used ones of a sparse matrix.
+
+        Dense rows keep every column, so that the work depends on the public
+        width of X and not on which columns the fitted splits read; a sparse
+        matrix is densified on the columns the splits read only (its nodes
+        then use ``sparse_feature``).
+        """
         block = X32[rows]
         if sparse.issparse(block):
+            used = self._nodes.used_features
             return np.ascontiguousarray(block[:, used].toarray(), dtype=np.float32)
-        if used.size == block.shape[1] and used[-1] == used.size - 1:
-            return np.ascontiguousarray(block)
-        return np.ascontiguousarray(block[:, used])
+        return np.ascontiguousarray(block)
 
     # -- descent -----------------------------------------------------------------------------
-    def _go_right_at_roots(self, X_block: np.ndarray, roots: slice) -> np.ndarray:
-        """Whether each row goes right at the root of each tree ``roots`` (rows x trees)."""
-        nodes = self._nodes
-        if X_block.shape[1] == 1:  # one column: compare it to every root, no gather
-            return X_block > nodes.threshold[roots]
-        return np.take(X_block, nodes.feature[roots], axis=1) > nodes.threshold[roots]
+    def _leaves(self, X_block: np.ndarray, first: int, stop: int, feature) -> np.ndarray:
+        """Leaf reached by every row of ``X_block`` in trees ``first:stop`` (rows x trees).
 
-    def _leaves(self, X_block: np.ndarray, first: int, stop: int) -> np.ndarray:
-        """Leaf reached by every row of ``X_block`` in trees ``first:stop`` (rows x trees)."""
+        ``feature`` gives the column of ``X_block`` each node reads.
+        """
         nodes = self._nodes
-        n_rows, n_used = X_block.shape
+        n_rows, n_columns = X_block.shape
         roots = slice(first, stop)
-        node = nodes.first_child[roots] + self._go_right_at_roots(X_block, roots)
+        if n_columns == 1:  # one column: compare it to every root, no gather
+            go_right = X_block > nodes.threshold[roots]
+        else:
+            go_right = np.take(X_block, feature[roots], axis=1) > nodes.threshold[roots]
+        node = nodes.first_child[roots] + go_right
         flat = X_block.ravel()
-        row_start = (np.arange(n_rows, dtype=np.intp) * n_used)[:, None]
+        row_start = (np.arange(n_rows, dtype=np.intp) * n_columns)[:, None]
         for _ in range(1, nodes.levels):
-            if n_used == 1:
+            if n_columns == 1:
                 values = X_block
             else:
-                cells = nodes.feature[node]
+                cells = feature[node]
                 cells += row_start
                 values = flat[cells]
             go_right = values > nodes.threshold[node]
@@ -390,7 +402,9 @@ class StackedTrees:
             node += go_right
         return node
 
-    def _shallow_labels(self, X_block: np.ndarray, first: int, stop: int) -> np.ndarray:
+    def _shallow_labels(
+        self, X_block: np.ndarray, first: int, stop: int, sparse_rows: bool
+    ) -> np.ndarray:
         """Labels of single-tree classifiers ``first:stop`` from their complete tables.
 
         Every split slot is evaluated; from the bottom up, a slot's label is
@@ -399,7 +413,8 @@ class StackedTrees:
         integers. The work is the same for every row and tree.
         """
         assert self._shallow is not None
-        feature, threshold, leaf_label = self._shallow
+        dense_feature, sparse_feature, threshold, leaf_label = self._shallow
+        feature = sparse_feature if sparse_rows else dense_feature
         trees = slice(first, stop)
         n_split = threshold.shape[0]
         label = {n_split + k: leaf_label[k, trees] for k in range(n_split + 1)}
@@ -440,16 +455,20 @@ class StackedTrees:
         n_rows = X32.shape[0]
         per_model = group.trees_per_model
         shallow = per_model == 1 and self._shallow is not None
+        sparse_rows = sparse.issparse(X32)
+        feature = self._nodes.sparse_feature if sparse_rows else self._nodes.feature
+        n_columns = len(self._nodes.used_features) if sparse_rows else X32.shape[1]
         # Bytes per (row, tree) of the largest arrays: float32 values gathered and
         # one-byte labels (shallow), or node indices.
-        bytes_per_pair = (1 if len(self._nodes.used_features) == 1 else 4) if shallow else 8
+        bytes_per_pair = (1 if n_columns == 1 else 4) if shallow else 8
         for start, stop, first, last in self._blocks(group):
             for rows in self._row_blocks(n_rows, last - first, bytes_per_pair):
                 X_block = self._columns(X32, rows)
                 if shallow:
-                    on_block(rows, start, stop, self._shallow_labels(X_block, first, last))
+                    labels = self._shallow_labels(X_block, first, last, sparse_rows)
+                    on_block(rows, start, stop, labels)
                     continue
-                leaves = self._leaves(X_block, first, last)
+                leaves = self._leaves(X_block, first, last, feature)
                 if per_model == 1 and self._leaf_labels is not None:
                     outputs = self._leaf_labels[leaves]
                 elif per_model == 1:

@@ -231,14 +231,19 @@ def test_frames_with_feature_names():
     assert_votes_equal_predict(teachers, frame, np.array([0, 1]))
 
 
-def test_only_the_columns_the_splits_read_are_gathered():
+def test_dense_rows_keep_every_column_and_sparse_rows_the_used_ones():
     rng = np.random.default_rng(14)
     X = rng.normal(size=(300, 8))
     y = (X[:, 6] > 0).astype(int)
     teachers = [DecisionTreeClassifier(max_depth=1).fit(X[k::5], y[k::5]) for k in range(5)]
     stacked = StackedTrees(teachers, np.array([0, 1]))
     np.testing.assert_array_equal(stacked._nodes.used_features, [6])
-    assert_votes_equal_predict(teachers, rng.normal(size=(100, 8)), np.array([0, 1]))
+    queries = rng.normal(size=(100, 8))
+    assert stacked._columns(stacked.prepare(queries), slice(0, 10)).shape == (10, 8)
+    rows = sparse.csr_matrix(np.where(queries > 0.5, queries, 0.0))
+    assert stacked._columns(stacked.prepare(rows), slice(0, 10)).shape == (10, 1)
+    assert_votes_equal_predict(teachers, queries, np.array([0, 1]))
+    assert_votes_equal_predict(teachers, rows, np.array([0, 1]))
 
 
 def test_a_public_first_step_is_applied_once_and_the_trees_stacked():
