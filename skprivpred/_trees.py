@@ -5,7 +5,10 @@ trees (one per teacher). Calling each tree's ``predict`` costs a fixed Python
 overhead per tree and per call, whatever the number of rows; here the nodes of
 all trees are laid out in a few flat arrays and every (row, tree) pair descends
 one level at a time, vectorised with numpy over blocks of rows and trees whose
-size bounds the memory.
+size bounds the memory. Single trees whose depth cap is small
+(``SHALLOW_LEVELS``) are evaluated without any gather: every split of a
+complete tree of that depth is compared, and the leaf's label selected with
+bit operations.
 
 The answers are exactly those of each model's own ``predict``:
 
@@ -20,16 +23,21 @@ The answers are exactly those of each model's own ``predict``:
   runs in one thread; regressors answer the leaf value, or the mean over the
   forest accumulated in the same order.
 
-Rows that are not finite (which the estimators of this package refuse before
-they reach their teachers), sparse matrices with 64-bit indices, and inputs
-that do not convert to ``float32`` are not evaluated here: :meth:`StackedTrees.prepare`
-returns None and the caller lets every model answer through its own ``predict``.
+Rows that are not finite once in ``float32`` (which the estimators of this
+package refuse before they reach their teachers, except values beyond the
+``float32`` range), sparse matrices whose indices need 64 bits, and inputs
+that do not convert to ``float32`` are not evaluated here:
+:meth:`StackedTrees.prepare` returns None and the caller lets every model
+answer through its own ``predict``, which raises or not as it does.
 
-Every row descends the same number of levels: the smallest public cap on the
-depth of every tree (``max_depth``, or ``max_leaf_nodes - 1``), or the depth
-of the deepest fitted tree when a tree has neither. A leaf reached early stays
-where it is. So the work per batch depends on the number of rows, trees and
-levels, not on the path a row takes.
+Every row descends the same number of levels: the largest public cap on the
+depth of the trees (``max_depth``, or ``max_leaf_nodes - 1``), or the depth of
+the deepest fitted tree when a tree has neither (which then depends on the
+data). A leaf reached early stays where it is, and dense rows are read on all
+their columns. So the work per batch depends on the number of rows, columns,
+trees and levels, not on the path a row takes nor on the columns the fitted
+splits read (except for sparse rows, which are densified on those columns
+only).
 """
 
 from __future__ import annotations
