@@ -9,9 +9,10 @@ only two things from this module, and both are kept here in one place:
    randomness), so one changed row changes at most one teacher.
 
 Votes are returned as indices into the public label set ``classes``. Linear
-teachers are voted with one stacked matrix product; other teachers through their
-own ``predict``. Queries are processed in blocks of rows so that memory stays
-bounded for large batches.
+teachers are voted with one stacked matrix product, scikit-learn trees and
+forests by one stacked descent (:mod:`skprivpred._trees`); other teachers
+through their own ``predict``. Queries are processed in blocks of rows so that
+memory stays bounded for large batches.
 
 No teacher output ever raises (see "Teacher outputs that never raise" below):
 whether a teacher can answer a row depends on the rows it was fitted on, so a
@@ -30,13 +31,14 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
-from sklearn import linear_model
+from sklearn import config_context, linear_model
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
 from ._folding import fold_pipeline
+from ._trees import StackedTrees, is_stackable
 from .preprocessing import is_public
 
 # Public scikit-learn classifiers whose ``predict`` is exactly
@@ -64,6 +66,11 @@ SCORE_BLOCK_BYTES = 8 * 2**20
 # Query rows per joblib task when non-linear teachers vote in parallel (n_jobs > 1):
 # a public constant, so the cut never depends on the data.
 VOTE_BLOCK_ROWS = 2**16
+
+# Teacher fits are grouped into about this many joblib tasks per effective job
+# (one teacher per task when there are fewer teachers): thousands of small fits
+# then share a task's overhead, and the tasks still balance over the workers.
+FIT_TASKS_PER_JOB = 64
 
 
 def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -158,17 +165,35 @@ def _fit_one(estimator, X_part, y_part, y_index_part, fallback: ConstantTeacher 
         return fallback
 
 
-def _seed_teacher(estimator, rng: np.random.Generator):
-    """Give every unset ``random_state`` of a cloned teacher its own fit-stream seed."""
-    params = estimator.get_params(deep=True)
-    seeds = {
-        key: int(rng.integers(0, 2**31 - 1))
-        for key, value in params.items()
+def _seed_keys(estimator) -> list[str]:
+    """Parameters of ``estimator`` named ``random_state`` (at any depth) that are unset."""
+    return [
+        key
+        for key, value in estimator.get_params(deep=True).items()
         if (key == "random_state" or key.endswith("__random_state")) and value is None
-    }
-    if seeds:
-        estimator.set_params(**seeds)
-    return estimator
+    ]
+
+
+def _fit_batch(estimator, jobs: list, fallback=None) -> list:
+    """Fit one clone of ``estimator`` per job (one joblib task for many teachers).
+
+    Each job is ``(seeds, X_part, y_part, y_index_part)``; ``seeds`` set the
+    clone's unset ``random_state`` parameters. The clones differ only in these
+    integer seeds, so once one clone's ``fit`` has validated the parameters,
+    the next fits skip scikit-learn's parameter validation
+    (``skip_parameter_validation``); the data are validated by every fit.
+    """
+    teachers = []
+    validated = False
+    for seeds, X_part, y_part, y_index_part in jobs:
+        teacher = clone(estimator)
+        if seeds:
+            teacher.set_params(**seeds)
+        with config_context(skip_parameter_validation=validated):
+            fitted = _fit_one(teacher, X_part, y_part, y_index_part, fallback)
+        validated = validated or fitted is teacher
+        teachers.append(fitted)
+    return teachers
 
 
 def fit_teachers(
@@ -187,27 +212,40 @@ def fit_teachers(
     set and blocks with a single label get a :class:`ConstantTeacher`; for
     regression it is None. Teachers with an unset ``random_state`` are seeded
     from ``rng`` (the fit stream), in block order, so a fit is reproducible for
-    an integer seed whatever the joblib backend. With ``fallback`` (a
-    :class:`ConstantTeacher`, or an index in the public label set for one that
-    votes it), a teacher whose ``fit`` raises becomes that constant teacher
-    instead: whether a fit fails depends on its block's rows, so the failure
-    must not reach whoever sees the estimator's behaviour (the caller of
-    ``predict`` when a phase change fits teachers inside it, a service that
-    refits).
+    an integer seed whatever the joblib backend and however the fits are
+    grouped into tasks. With ``fallback`` (a :class:`ConstantTeacher`, or an
+    index in the public label set for one that votes it), a teacher whose
+    ``fit`` raises becomes that constant teacher instead: whether a fit fails
+    depends on its block's rows, so the failure must not reach whoever sees the
+    estimator's behaviour (the caller of ``predict`` when a phase change fits
+    teachers inside it, a service that refits).
+
+    The fits are grouped into about ``FIT_TASKS_PER_JOB`` joblib tasks per
+    effective job (:func:`_fit_batch`), consecutive blocks together; the
+    grouping depends only on the number of teachers and of jobs.
     """
     if fallback is not None and not isinstance(fallback, ConstantTeacher):
         fallback = ConstantTeacher(fallback)
-    teachers = [_seed_teacher(clone(estimator), rng) for _ in parts]
-    return Parallel(n_jobs=n_jobs)(
-        delayed(_fit_one)(
-            teacher,
-            take_rows(X, part),
-            y[part],
-            None if y_index is None else y_index[part],
-            fallback,
-        )
-        for teacher, part in zip(teachers, parts)
+    keys = _seed_keys(estimator)
+    seeds = [{key: int(rng.integers(0, 2**31 - 1)) for key in keys} for _ in parts]
+    per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
+
+    def jobs(start: int) -> list:
+        return [
+            (
+                seeds[k],
+                take_rows(X, parts[k]),
+                y[parts[k]],
+                None if y_index is None else y_index[parts[k]],
+            )
+            for k in range(start, min(start + per_task, len(parts)))
+        ]
+
+    batches = Parallel(n_jobs=n_jobs)(
+        delayed(_fit_batch)(estimator, jobs(start), fallback)
+        for start in range(0, len(parts), per_task)
     )
+    return [teacher for batch in batches for teacher in batch]
 
 
 def label_index(classes: np.ndarray, labels) -> np.ndarray:
@@ -515,7 +553,7 @@ class TeacherEnsemble:
         self.n_teachers = len(teachers)
         teachers, self._prefix = _shared_public_prefix(teachers)
         self._constant = []
-        linear, self._other = [], []
+        linear, trees, self._other = [], [], []
         for j, teacher in enumerate(teachers):
             if isinstance(teacher, ConstantTeacher):
                 self._constant.append((j, teacher.label_index))
@@ -525,6 +563,8 @@ class TeacherEnsemble:
                 folded := fold_pipeline(teacher, LINEAR_TEACHER_TYPES)
             ):
                 linear.append((j, folded))  # affine preprocessing folded into the weights
+            elif is_stackable(teacher, classes):
+                trees.append((j, teacher))
             else:
                 self._other.append((j, teacher))
         # A teacher with a label outside `classes` votes through its own predict, where
@@ -532,6 +572,8 @@ class TeacherEnsemble:
         self._other += [(j, teachers[j]) for j, t in linear if not self._knows_labels(t)]
         linear = [(j, t) for j, t in linear if self._knows_labels(t)]
         self._stack = self._build_stack(linear) if linear else None
+        self._trees = StackedTrees([t for _, t in trees], classes) if trees else None
+        self._tree_teachers = trees
 
     def _label_index(self, labels) -> np.ndarray:
         return label_index(self.classes, labels)
@@ -651,6 +693,18 @@ class TeacherEnsemble:
         constant = {j for j, _ in self._constant}
         return np.array([j for j in range(self.n_teachers) if j not in constant], dtype=np.intp)
 
+    def _tree_rows(self, X) -> tuple[Any, list]:
+        """Rows for the stacked trees, and the teachers that vote through their own ``predict``.
+
+        The rows are None when there are no tree teachers or when the trees do
+        not take this batch on the stacked path (:meth:`StackedTrees.prepare`);
+        the tree teachers then join the others.
+        """
+        X_trees = None if self._trees is None else self._trees.prepare(X)
+        if self._trees is None or X_trees is not None:
+            return X_trees, self._other
+        return None, self._other + self._tree_teachers
+
     def votes(self, X) -> np.ndarray:
         """Vote matrix of shape (n_rows, n_teachers): global label index per teacher.
 
@@ -666,7 +720,10 @@ class TeacherEnsemble:
         fitted = out if answered is None else np.empty((X.shape[0], self.n_teachers), np.intp)
         if self._stack is not None:
             fitted[:, self._stack.teacher_ids] = self._linear_votes(X)
-        for j, teacher in self._other:
+        X_trees, other = self._tree_rows(X)
+        if self._trees is not None and X_trees is not None:
+            fitted[:, [j for j, _ in self._tree_teachers]] = self._trees.votes(X_trees)
+        for j, teacher in other:
             fitted[:, j] = teacher_votes(teacher, X, self.classes)
         if answered is not None:
             ids = self._fitted_ids
@@ -679,10 +736,12 @@ class TeacherEnsemble:
         Equivalent to counting :meth:`votes` per label, without building the
         (rows x teachers) vote matrix: constant teachers add a fixed vector,
         linear teachers are counted from their stacked scores block by block
-        (bounded memory), and the other teachers vote through
-        :meth:`_add_other_votes`: in this process, or in parallel through joblib
-        when ``n_jobs`` (and the active joblib backend) give more than one job.
-        A teacher that cannot answer a row votes :data:`FALLBACK_LABEL_INDEX`.
+        (bounded memory), scikit-learn trees and forests from their stacked
+        descent (:class:`~skprivpred._trees.StackedTrees`, in this process),
+        and the other teachers vote through :meth:`_add_other_votes`: in this
+        process, or in parallel through joblib when ``n_jobs`` (and the active
+        joblib backend) give more than one job. A teacher that cannot answer a
+        row votes :data:`FALLBACK_LABEL_INDEX`.
         """
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
@@ -709,11 +768,14 @@ class TeacherEnsemble:
                 self._add_linear_votes(
                     counts[block], X.iloc[block] if hasattr(X, "iloc") else X[block]
                 )
-        if self._other:
-            self._add_other_votes(counts, X, n_jobs)
+        X_trees, other = self._tree_rows(X)
+        if self._trees is not None and X_trees is not None:
+            counts += self._trees.vote_counts(X_trees)
+        if other:
+            self._add_other_votes(counts, X, n_jobs, other)
 
-    def _add_other_votes(self, counts: np.ndarray, X, n_jobs: int | None) -> None:
-        """Add the votes of the non-linear teachers, through joblib if ``n_jobs`` allows.
+    def _add_other_votes(self, counts: np.ndarray, X, n_jobs: int | None, other: list) -> None:
+        """Add the votes of ``other`` (``(j, teacher)`` pairs), through joblib if ``n_jobs`` allows.
 
         A batch of at most ``VOTE_BLOCK_ROWS`` rows, or one effective job (the
         default: ``n_jobs=None`` under the loky backend), is voted here: every
@@ -724,7 +786,7 @@ class TeacherEnsemble:
         the cut; tasks are consumed in order as they finish, so memory is
         bounded by the blocks in flight, never rows x teachers.
         """
-        teachers = [teacher for _, teacher in self._other]
+        teachers = [teacher for _, teacher in other]
         n_rows = X.shape[0]
         block_rows = VOTE_BLOCK_ROWS
         if n_rows <= block_rows or effective_n_jobs(n_jobs) == 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from numbers import Integral, Real
 from typing import Any
 
@@ -23,6 +24,7 @@ from ._teachers import (
     teacher_proba,
     teacher_values,
 )
+from ._trees import StackedPredictions
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
@@ -683,6 +685,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
                 n_teachers,
                 fallback=ConstantTeacher(value=fallback_value((lo, hi))),
             )
+            self._outputs = StackedPredictions(self._teachers)  # tree teachers stacked
             self._y_bounds, self._clip_output = (lo, hi), bool(self.clip_output)
             self._set_noise(epsilon, delta, sensitivity=(hi - lo) / n_teachers)
         return self
@@ -691,8 +694,8 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         lo, hi = self._y_bounds
         midpoint = fallback_value(self._y_bounds)
         total = np.zeros(X.shape[0])
-        for teacher in self._teachers:
-            total += np.clip(teacher_values(teacher, X, midpoint), lo, hi)
+        for output in self._outputs.each(X, partial(teacher_values, fallback=midpoint)):
+            total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
         return total / self.n_teachers_
 
     def predict(self, X: MatrixLike) -> np.ndarray:

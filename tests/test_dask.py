@@ -99,7 +99,7 @@ def _fit_on_cluster(client, make_estimator, X, y):
     """Fit inside the dask backend; return the estimator and the workers that ran teacher fits."""
     with joblib.parallel_config(backend="dask"), distributed.get_task_stream(client) as stream:
         clf = make_estimator().fit(X, y)
-    workers = {task["worker"] for task in stream.data if "_fit_one" in str(task["key"])}
+    workers = {task["worker"] for task in stream.data if "_fit_batch" in str(task["key"])}
     return clf, workers
 
 
@@ -153,8 +153,9 @@ def _pipeline():
     [
         pytest.param(_tree, None, id="tree"),
         # Small row blocks: the 500-row batch is more than one block (where the
-        # ensemble votes its non-linear teachers through joblib, block by block).
-        pytest.param(_tree, 128, id="tree-row-blocks"),
+        # ensemble votes teachers that vote through their own predict through
+        # joblib, block by block; trees are voted by the stacked descent, here).
+        pytest.param(_boosting, 128, id="hist-gradient-boosting-row-blocks"),
         pytest.param(_boosting, None, id="hist-gradient-boosting"),
         pytest.param(_pipeline, None, id="pipeline"),
     ],
