@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import os
+import secrets
 import warnings
 from dataclasses import asdict, dataclass, replace
 from numbers import Integral, Real
@@ -1003,6 +1004,28 @@ def label_boost(
 STATUS_ACTIVE, STATUS_HALTED = "active", "halted"
 
 
+class _ProcessIdentity:
+    """This process: its id and a random token that every forked child replaces.
+
+    The token tells a forked child from its parent even if the child were
+    given a process id that the parent once had.
+    """
+
+    token = secrets.token_hex(16)
+
+    @classmethod
+    def renew(cls) -> None:
+        cls.token = secrets.token_hex(16)
+
+    @classmethod
+    def current(cls) -> tuple[int, str]:
+        return os.getpid(), cls.token
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_ProcessIdentity.renew)
+
+
 def _pool_form(X, X_checked) -> Any:
     """The public form of a training set: ``("frame", columns)``, ``"sparse"`` or ``"array"``."""
     if hasattr(X, "iloc"):
@@ -1241,12 +1264,12 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     # -- one owner of the fitted state ------------------------------------------------------
     def _own_stream(self) -> None:
         """Make this object, in this process, the one that answers from the fitted state."""
-        self._stream_owner: int | None = os.getpid()
+        self._stream_owner: tuple[int, str] | None = _ProcessIdentity.current()
 
     def _check_stream_owner(self) -> None:
         """Refuse a copy, or a forked child, before anything is validated, charged or drawn."""
         owner = self.__dict__.get("_stream_owner")
-        here = os.getpid()
+        here = _ProcessIdentity.current()
         if owner == here:
             return
         name = type(self).__name__
@@ -1257,8 +1280,9 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             )
         else:
             where = (
-                f"this {name} was fitted in process {owner} and is used in process {here}, a "
-                "fork of it (os.fork, a fork-based multiprocessing pool or a pre-forking server)"
+                f"this {name} was fitted in process {owner[0]} and is used in process "
+                f"{here[0]}, a fork of it (os.fork, a fork-based multiprocessing pool or a "
+                "pre-forking server)"
             )
         raise ForkedStateError(
             f"{where}. Its phase state (teachers, secret sub-samples, the count of the phase's "

@@ -933,19 +933,24 @@ def test_a_forked_child_refuses_to_answer_and_charges_nothing(threshold_data, tm
         clf, accountant = _fit_quietly(_simulated(), *threshold_data), None
         rows = np.full(5, 0.9)
     clf.predict(rows[:3])
+    parent = os.getpid()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report what predict does, then leave at once
         try:
             os.close(read)
-            os.write(write, _outcome_of(clf, rows).encode())
+            outcomes = [_outcome_of(clf, rows)]
+            os.getpid = lambda: parent  # as if the child had been given the parent's id
+            outcomes.append(_outcome_of(clf, rows))
+            os.write(write, "\n".join(outcomes).encode())
         finally:
             os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
-        outcome = pipe.read()
+        outcome, same_id = pipe.read().split("\n")
     os.waitpid(pid, 0)
-    assert outcome.startswith("ForkedStateError") and f"fitted in process {os.getpid()}" in outcome
+    assert outcome.startswith("ForkedStateError") and f"fitted in process {parent}" in outcome
+    assert same_id.startswith("ForkedStateError")  # the fork is told by a token, too
     assert clf.queries_in_phase_ == 3
     assert clf.predict(rows[:2]).shape == (2,)  # the parent still answers
     if accountant is not None:
