@@ -2033,7 +2033,11 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         feature's public scale otherwise). ``None``: the next phase trains on
         the released answers as they are, the only choice when the class
         cannot be enumerated (most scikit-learn learners). Needs
-        ``aggregator="gaussian"``.
+        ``aggregator="gaussian"``. Every query must be a point of the class
+        (its ``prepare``, called before the query is charged). A class of
+        your own (with ``prepare`` and ``prior_candidates``) must not raise in
+        ``prior_candidates`` on points that its ``prepare`` returned: that
+        call runs at the phase boundary, on other people's queries.
     aggregator : {"gaussian", "between_thresholds"}, default="gaussian"
         The per-query mechanism.
     top_budget : int, default=None

@@ -1044,6 +1044,23 @@ def test_mw_bad_queries_charge_nothing_and_draw_nothing(stream, queries, error, 
     assert acc.queries_answered == 1 and clf.queries_answered_ == 0 and _rng_state(clf) == state
 
 
+def test_an_expert_that_raises_on_a_query_raises_before_the_charge(stream):
+    """The experts are public: whether one raises depends on the query alone."""
+    X, y = stream
+
+    def fussy(X):
+        if np.any(np.asarray(X)[:, 0] > 100):
+            raise ValueError("fussy expert")
+        return np.zeros(len(X), dtype=int)
+
+    acc = PrivacyAccountant()
+    clf = MW([fussy, always_one], classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    state = _rng_state(clf)
+    with pytest.raises(ValueError, match="fussy expert"):
+        clf.predict(np.array([[0.0, 0.0], [101.0, 0.0]]))
+    assert acc.queries_answered == 1 and clf.queries_answered_ == 0 and _rng_state(clf) == state
+
+
 def test_mw_sample_weight_and_predict_before_fit(stream):
     X, y = stream
     with pytest.raises(TypeError, match="sample_weight"):
