@@ -1026,6 +1026,11 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_ProcessIdentity.renew)
 
 
+def _dense(X_checked):
+    """Validated rows as a dense array (a sparse matrix is densified)."""
+    return X_checked.toarray() if sparse.issparse(X_checked) else X_checked
+
+
 def _pool_form(X, X_checked) -> Any:
     """The public form of a training set: ``("frame", columns)``, ``"sparse"`` or ``"array"``."""
     if hasattr(X, "iloc"):
@@ -2281,7 +2286,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             n_samples = labels.size
             hclass = self._resolved_class()
             if hclass is not None:
-                hclass.prepare(X_checked[:1])  # the class must take these rows (public check)
+                hclass.prepare(_dense(X_checked[:1]))  # the class must take these rows
                 if isinstance(hclass, ThresholdClass):
                     hclass._prior()
             self._sizing = self._sizing_for(n_samples)
@@ -2475,8 +2480,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         rows = self._pool_rows(X, X_checked)
         if self._hclass is None:
             return _QueryBatch(rows, None)
-        dense = X_checked.toarray() if sparse.issparse(X_checked) else X_checked
-        return _QueryBatch(rows, np.asarray(self._hclass.prepare(dense)))
+        return _QueryBatch(rows, np.asarray(self._hclass.prepare(_dense(X_checked))))
 
     def _pool_rows(self, X, X_checked):
         """The query rows in the training set's form, so that a phase's queries concatenate.
@@ -2506,7 +2510,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                         f"numeric, got dtype {dense.dtype}. Nothing was charged."
                     ) from None
             return sparse.csr_matrix(dense)
-        dense = X_checked.toarray() if sparse.issparse(X_checked) else np.asarray(X_checked)
+        dense = np.asarray(_dense(X_checked))
         if form == "array":
             return dense if dense.dtype.kind in "biuf" else dense.astype(object)
         if hasattr(X, "iloc"):  # columns by position, as validated (names, if strings)
