@@ -13,6 +13,7 @@ from .everlasting import (
 from .exceptions import (
     BudgetExhaustedError,
     ConvergenceError,
+    ForkedStateError,
     HorizonExhaustedError,
     InsufficientSampleError,
     InvalidParameterError,
@@ -66,6 +67,7 @@ __all__ = [
     "ExpProjectedWalkClassifier",
     "ExponentialMechanismClassifier",
     "FiniteHypothesisClass",
+    "ForkedStateError",
     "GenericBBLClassifier",
     "HorizonExhaustedError",
     "InsufficientSampleError",

@@ -32,12 +32,15 @@ in :mod:`skprivpred.accounting`.
 from __future__ import annotations
 
 import math
+import os
+import secrets
 import warnings
 from dataclasses import asdict, dataclass, replace
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 from scipy.special import log_softmax
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -62,6 +65,7 @@ from .accounting import (
     zcdp_rho,
 )
 from .exceptions import (
+    ForkedStateError,
     InsufficientSampleError,
     InvalidParameterError,
     PhaseDataError,
@@ -1001,15 +1005,76 @@ def label_boost(
 STATUS_ACTIVE, STATUS_HALTED = "active", "halted"
 
 
+class _ProcessIdentity:
+    """This process: its id and a random token that every forked child replaces.
+
+    The token tells a forked child from its parent even if the child were
+    given a process id that the parent once had.
+    """
+
+    token = secrets.token_hex(16)
+
+    @classmethod
+    def renew(cls) -> None:
+        cls.token = secrets.token_hex(16)
+
+    @classmethod
+    def current(cls) -> tuple[int, str]:
+        return os.getpid(), cls.token
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_ProcessIdentity.renew)
+
+
+def _dense(X_checked):
+    """Validated rows as a dense array (a sparse matrix is densified)."""
+    return X_checked.toarray() if sparse.issparse(X_checked) else X_checked
+
+
+def _pool_form(X, X_checked) -> Any:
+    """The public form of a training set: ``("frame", columns)``, ``"sparse"`` or ``"array"``."""
+    if hasattr(X, "iloc"):
+        return ("frame", X.columns)
+    return "sparse" if sparse.issparse(X_checked) else "array"
+
+
+@dataclass(frozen=True)
+class _QueryBatch:
+    """Query rows as the teachers take them, and as the hypothesis class takes them (or None).
+
+    Sliced like an array (``take_rows``), so that the stream engine cuts it at
+    phase boundaries as one block.
+    """
+
+    rows: Any
+    points: np.ndarray | None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.rows.shape
+
+    def __getitem__(self, index: Any) -> _QueryBatch:
+        points = None if self.points is None else self.points[index]
+        return _QueryBatch(take_rows(self.rows, index), points)
+
+
 class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     """Phases, stream order, halting and the public stream attributes.
 
     A subclass provides, for the current phase: ``_prepare_queries(X)``
-    (validation), ``_answer_block(block, rng)`` (answers, as indices into
-    ``classes_``, for a prefix of the block; shorter only when the mechanism
-    halted), ``_record(block, answers, first_slot)`` (keep what the next phase
-    needs) and ``_next_phase()`` (train the next phase's teachers). The engine
-    cuts every call at phase boundaries, in row order, under the query lock.
+    (validation, before anything is charged: whatever the phase boundary will
+    need of a query is checked here, so that nothing raises after the charge),
+    ``_answer_block(block, rng)`` (answers, as indices into ``classes_``, for
+    a prefix of the block; shorter only when the mechanism halted),
+    ``_record(block, answers, first_slot)`` (keep what the next phase needs)
+    and ``_next_phase()`` (train the next phase's teachers). The engine cuts
+    every call at phase boundaries, in row order, under the query lock.
+
+    The fitted state has one owner: the object ``fit`` returned, in the
+    process that ran ``fit`` (:meth:`_own_stream`). A copy (pickle, joblib,
+    ``copy.deepcopy``) or the same object in a forked child refuses to answer
+    with :class:`~skprivpred.exceptions.ForkedStateError`.
     """
 
     # -- public, read-only stream attributes --------------------------------------------------
@@ -1095,7 +1160,13 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             The rows after the halting one were charged but not answered.
         BudgetExhaustedError
             If the accountant refuses the charge; nothing is answered then.
+        ForkedStateError
+            If this object is a copy of the fitted predictor (pickle, joblib,
+            ``copy.deepcopy``) or is used in a process forked from the one
+            that fitted it; nothing is charged or answered then.
         """
+        self._stream()  # NotFittedError before fit
+        self._check_stream_owner()
         self._raise_if_halted()
         X = self._prepare_queries(X)
         n_rows = X.shape[0]
@@ -1196,16 +1267,42 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
         row = np.asarray(x)
         return self.predict(row.reshape(1, -1))[0]
 
-    def __getstate__(self) -> dict:
-        if "_state" in self.__dict__:
-            warnings.warn(
-                f"copying or pickling a fitted {type(self).__name__} forks its stream state: "
-                "querying two copies re-uses the phase's secret sub-samples and doubles its "
-                "query capacity, which voids the privacy guarantee. Keep one live copy.",
-                PrivacyWarning,
-                stacklevel=2,
+    # -- one owner of the fitted state ------------------------------------------------------
+    def _own_stream(self) -> None:
+        """Make this object, in this process, the one that answers from the fitted state."""
+        self._stream_owner: tuple[int, str] | None = _ProcessIdentity.current()
+
+    def _check_stream_owner(self) -> None:
+        """Refuse a copy, or a forked child, before anything is validated, charged or drawn."""
+        owner = self.__dict__.get("_stream_owner")
+        here = _ProcessIdentity.current()
+        if owner == here:
+            return
+        name = type(self).__name__
+        if owner is None:
+            where = (
+                f"this {name} is a copy of a fitted predictor (made by pickle, joblib or "
+                "copy.deepcopy)"
             )
-        return super().__getstate__()
+        else:
+            where = (
+                f"this {name} was fitted in process {owner[0]} and is used in process "
+                f"{here[0]}, a fork of it (os.fork, a fork-based multiprocessing pool or a "
+                "pre-forking server)"
+            )
+        raise ForkedStateError(
+            f"{where}. Its phase state (teachers, secret sub-samples, the count of the phase's "
+            "answers) belongs to the object that fit returned, in the process that ran fit: "
+            "answering from a copy would answer more queries in a phase than the guarantee "
+            "allows. Nothing was charged. Query the original in its own process, or refit "
+            "this copy to start a new predictor (which spends its privacy again)."
+        )
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        if "_stream_owner" in state:
+            state["_stream_owner"] = None  # a copy never owns the fitted state
+        super().__setstate__(state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1327,11 +1424,36 @@ class GenericBBLClassifier(_EverlastingStream):
 
     The teachers, the BT noise, the sub-samples, the buffered queries and the
     vote fractions are secret; ``predict_proba`` and ``decision_function`` are
-    not offered. Copying or pickling a fitted predictor forks its stream and
-    voids the guarantee; refitting on the same data composes privacy loss.
-    The BT threshold noise is a floating-point Laplace draw (held secret; only
+    not offered. The sub-samples (``S_1``, ``Shat_i``, the kept query slots
+    of ``Dhat_i`` and the next pool) are drawn from the release stream, as the
+    noise is: a ``Generator`` passed as ``random_state`` seeds only the
+    partitions into teacher blocks, and a copy never shares them. The BT
+    threshold noise is a floating-point Laplace draw (held secret; only
     labels are released, drawn exactly from their closed-form law), a known
     limitation (Mironov 2012).
+
+    **Nothing raises beside the answer.** Every query is checked by the
+    class's ``prepare`` (a point outside a prediction matrix's domain, a
+    NaN) before anything is charged; after the charge nothing raises because
+    of a query: a callable hypothesis that gives no 0/1 label on a point
+    labels it 0 there (see
+    :class:`~skprivpred.hypotheses.FiniteHypothesisClass`), so neither an
+    answer nor the phase boundary, where the queries of others are
+    relabelled, can fail because of what someone else asked.
+
+    **One live copy.** The phase state (the teachers, the secret sub-samples,
+    the queries kept for the next phase, how many of the phase's queries were
+    answered) lives in the object that ``fit`` returned, in the process that
+    ran ``fit``. A copy of it (pickle, joblib, ``copy.deepcopy``; in this
+    process or another) and the object itself in a child process forked after
+    ``fit`` (``os.fork``, a fork-based ``multiprocessing.Pool``, a
+    pre-forking server) refuse ``predict``, ``query`` and ``score`` with
+    :class:`~skprivpred.ForkedStateError` before anything is charged:
+    answering from two copies would answer more queries per phase than the
+    guarantee allows and re-use the phase's secrets. A copy may be refit,
+    which starts a new predictor that it owns (refitting on the same data
+    composes privacy loss). To answer from several processes, send every
+    query to the process that fitted the predictor.
 
     Parameters
     ----------
@@ -1372,9 +1494,11 @@ class GenericBBLClassifier(_EverlastingStream):
         larger, conservative value in every privacy condition; where the paper
         writes ``ln``, the code uses ``ln``).
     random_state : int, Generator or None, default=None
-        Seeds the fit stream (sub-samples, partitions) and the query stream
-        (BT and LabelBoost noise). ``None`` (OS entropy) is the only safe
-        choice on private data: a known seed voids the guarantee.
+        Seeds the fit stream (the partitions into teacher blocks) and the
+        release stream (the privacy-amplifying sub-samples, BT and LabelBoost
+        noise); a ``Generator`` seeds the fit stream only. ``None`` (OS
+        entropy) is the only safe choice on private data: a known integer
+        seed voids the guarantee.
     classes : array-like of two labels, default=None
         The public label set; ``classes[1]`` (after sorting) is the label of
         ``1[x >= t]``. ``None`` reads it from ``y`` and emits a
@@ -1583,11 +1707,15 @@ class GenericBBLClassifier(_EverlastingStream):
                     stacklevel=2,
                 )
             fit_rng = self._start_streams()
+            release_rng = self._query_stream.rng
             first = schedule.phase(1)
-            kept = fit_rng.choice(labels.size, size=first.pool_size, replace=False)
+            # S_1, the privacy-amplifying sub-sample of S, is secret: drawn from the release
+            # stream, which a random_state object cannot replay and a copy never shares.
+            kept = release_rng.choice(labels.size, size=first.pool_size, replace=False)
             self._hclass, self._schedule, self._fit_rng = hclass, schedule, fit_rng
             self._state: dict[str, Any] = {"history": [], "status": STATUS_ACTIVE}
-            self._start_phase(first, points[kept], labels[kept])
+            self._start_phase(first, points[kept], labels[kept], release_rng)
+            self._own_stream()
             self.classes_ = classes
             self.required_samples_ = required
             self.privacy_guarantee_ = self._guarantee(schedule, first)
@@ -1650,17 +1778,29 @@ class GenericBBLClassifier(_EverlastingStream):
         return epsilon, delta, None
 
     # -- phases ------------------------------------------------------------------------------
-    def _start_phase(self, params: GenericBBLPhase, points: np.ndarray, labels: np.ndarray) -> None:
-        """Partition the pool, train teachers by ERM, start MultiBT, pre-draw the sub-samples."""
-        rng = self._fit_rng
-        order = rng.permutation(params.pool_size)
+    def _start_phase(
+        self,
+        params: GenericBBLPhase,
+        points: np.ndarray,
+        labels: np.ndarray,
+        release_rng: np.random.Generator,
+    ) -> None:
+        """Partition the pool, train teachers by ERM, start MultiBT, pre-draw the sub-samples.
+
+        The partition into teacher blocks is structure (fit stream); the
+        privacy-amplifying sub-samples (Shat_i, the kept query slots of Dhat_i)
+        are secret and come from the release stream.
+        """
+        order = self._fit_rng.permutation(params.pool_size)
         blocks = (params.n_teachers, params.teacher_size)
         teachers = self._hclass.erm(
             points[order].reshape(blocks + points.shape[1:]), labels[order].reshape(blocks)
         )
         bt = params.between_thresholds()
-        labelled = rng.choice(params.pool_size, size=params.labelled_size, replace=False)
-        slots = np.sort(rng.choice(params.phase_length, size=params.unlabelled_size, replace=False))
+        labelled = release_rng.choice(params.pool_size, size=params.labelled_size, replace=False)
+        slots = np.sort(
+            release_rng.choice(params.phase_length, size=params.unlabelled_size, replace=False)
+        )
         self._start_phase_state(params, bt)
         self._state.update(
             teachers=teachers,
@@ -1676,15 +1816,18 @@ class GenericBBLClassifier(_EverlastingStream):
         following = schedule.phase(state["params"].phase + 1)
         schedule.check_phase(following, schedule.phase(following.phase + 1))
         unlabelled = np.concatenate(state["kept_queries"])
+        release_rng = self._query_stream.rng
         _, new_labels = label_boost(
             self._hclass,
             state["labelled_points"],
             state["labelled_labels"],
             unlabelled,
-            self._query_stream.rng,
+            release_rng,
         )
-        kept = self._fit_rng.choice(len(unlabelled), size=following.pool_size, replace=False)
-        self._start_phase(following, unlabelled[kept], new_labels[kept].astype(np.intp))
+        kept = release_rng.choice(len(unlabelled), size=following.pool_size, replace=False)
+        self._start_phase(
+            following, unlabelled[kept], new_labels[kept].astype(np.intp), release_rng
+        )
 
     # -- queries ----------------------------------------------------------------------------
     def _prepare_queries(self, X: MatrixLike) -> np.ndarray:
@@ -1829,9 +1972,34 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     shared with other releases of the same data.
 
     Votes, teachers and buffered queries are secret; ``predict_proba`` and
-    ``decision_function`` are not offered. Copying or pickling a fitted
-    predictor forks its stream and voids the guarantee; refitting on the same
-    data composes privacy loss.
+    ``decision_function`` are not offered.
+
+    **Nothing raises beside the answer.** The queries of a phase become the
+    next phase's training pool, so everything the phase boundary needs of a
+    query is checked when the query is asked, before anything is charged: a
+    query is kept in the training set's form (an array query to a predictor
+    fitted on a DataFrame becomes a DataFrame with the training columns; one
+    fitted on a sparse matrix takes numeric dense queries only), and with a
+    ``hypothesis_class`` it must be a point of the class (its ``prepare``:
+    an index outside a prediction matrix's domain is refused, for example).
+    Relabelling never raises afterwards (a callable hypothesis that gives no
+    0/1 label on a point labels it 0 there), and a teacher whose ``fit``
+    raises becomes a constant teacher (see ``estimator``), so the call that
+    crosses a phase boundary never fails because of what someone else asked.
+
+    **One live copy.** The phase state (the teachers, the secret sub-samples,
+    the queries kept for the next phase, how many of the phase's queries were
+    answered) lives in the object that ``fit`` returned, in the process that
+    ran ``fit``. A copy of it (pickle, joblib, ``copy.deepcopy``; in this
+    process or another) and the object itself in a child process forked after
+    ``fit`` (``os.fork``, a fork-based ``multiprocessing.Pool``, a
+    pre-forking server) refuse ``predict``, ``query`` and ``score`` with
+    :class:`~skprivpred.ForkedStateError` before anything is charged:
+    answering from two copies would answer more queries per phase than the
+    guarantee allows and re-use the phase's secrets. A copy may be refit,
+    which starts a new predictor that it owns (refitting on the same data
+    composes privacy loss). To answer from several processes, send every
+    query to the process that fitted the predictor.
 
     Parameters
     ----------
@@ -1873,7 +2041,11 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         feature's public scale otherwise). ``None``: the next phase trains on
         the released answers as they are, the only choice when the class
         cannot be enumerated (most scikit-learn learners). Needs
-        ``aggregator="gaussian"``.
+        ``aggregator="gaussian"``. Every query must be a point of the class
+        (its ``prepare``, called before the query is charged). A class of
+        your own (with ``prepare`` and ``prior_candidates``) must not raise in
+        ``prior_candidates`` on points that its ``prepare`` returned: that
+        call runs at the phase boundary, on other people's queries.
     aggregator : {"gaussian", "between_thresholds"}, default="gaussian"
         The per-query mechanism.
     top_budget : int, default=None
@@ -2117,7 +2289,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             n_samples = labels.size
             hclass = self._resolved_class()
             if hclass is not None:
-                hclass.prepare(X_checked[:1])  # the class must take these rows (public check)
+                hclass.prepare(_dense(X_checked[:1]))  # the class must take these rows
                 if isinstance(hclass, ThresholdClass):
                     hclass._prior()
             self._sizing = self._sizing_for(n_samples)
@@ -2132,9 +2304,11 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                 )
             self._fit_rng = self._start_streams()
             self._hclass = hclass
+            self._pool_form = _pool_form(X, X_checked)
             self.classes_ = classes
             self._state: dict[str, Any] = {"history": [], "status": STATUS_ACTIVE}
             self._start_phase(first, X, labels)
+            self._own_stream()
             self.n_teachers_ = first.n_teachers
             self.noise_sigma_ = first.noise_sigma
             self.relabel_epsilon_ = (
@@ -2261,7 +2435,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         )
         self._start_phase_state(params, params.between_thresholds())
         self._state.update(
-            ensemble=TeacherEnsemble(teachers, self.classes_), queries=[], answers=[]
+            ensemble=TeacherEnsemble(teachers, self.classes_), queries=[], points=[], answers=[]
         )
 
     def _next_phase(self) -> None:
@@ -2272,6 +2446,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         draw from the query stream).
         """
         state = self._state
+        # Every block is in the training set's form (_pool_rows), so they concatenate.
         X_pool = concat_rows(state["queries"])
         labels = np.concatenate(state["answers"])
         params = self._phase_params(state["params"].phase + 1)
@@ -2279,7 +2454,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             raise RuntimeError("the phase pool does not match the public schedule.")
         if self._hclass is not None:
             assert params.relabel_epsilon is not None
-            labels = self._relabel(self._hclass.prepare(X_pool), labels, params.relabel_epsilon)
+            # The class's points were checked when each query was asked, before its charge.
+            points = np.concatenate(state["points"])
+            labels = self._relabel(points, labels, params.relabel_epsilon)
         self._start_phase(params, X_pool, labels)
 
     def _relabel(self, points: np.ndarray, labels: np.ndarray, epsilon: float) -> np.ndarray:
@@ -2287,7 +2464,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         return relabel_through_class(self._hclass, points, labels, epsilon, self._query_stream.rng)
 
     # -- queries ----------------------------------------------------------------------------
-    def _prepare_queries(self, X: MatrixLike) -> MatrixLike:
+    def _prepare_queries(self, X: MatrixLike) -> _QueryBatch:
+        """Validate the queries and put them in the form the phase boundary needs (no charge).
+
+        Everything the next phase will do with these rows is checked here,
+        where a refusal depends only on this call's own rows and public
+        facts: the rows take the training set's form (:meth:`_pool_rows`),
+        and the hypothesis class's ``prepare`` accepts them (a query outside
+        the class's domain is refused now, not at the phase boundary, where
+        the call that crosses it would raise for someone else's query).
+        """
         X_checked = validate_data(
             self,
             X,
@@ -2296,10 +2482,50 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             dtype=None,
             ensure_all_finite=True,
         )
-        return keep_frame(X, X_checked)
+        rows = self._pool_rows(X, X_checked)
+        if self._hclass is None:
+            return _QueryBatch(rows, None)
+        return _QueryBatch(rows, np.asarray(self._hclass.prepare(_dense(X_checked))))
 
-    def _answer_block(self, X, rng: np.random.Generator) -> np.ndarray:
-        votes = self._state["ensemble"].vote_counts(X)[:, 1]
+    def _pool_rows(self, X, X_checked):
+        """The query rows in the training set's form, so that a phase's queries concatenate.
+
+        The form is public (how the data holder passed the training set, and
+        the names of its columns, never its values or dtypes). A DataFrame
+        query stays one, with the training column labels (by position, which
+        ``validate_data`` checked); an array query to a predictor fitted on a
+        DataFrame becomes one with the training columns (dtypes inferred from
+        the query itself); rows for a predictor fitted on an array become an
+        array (numeric, else ``object``); for one fitted on a sparse matrix, a
+        sparse matrix (a dense query must then be numeric, else ``ValueError``
+        before the charge). Blocks of one form always concatenate.
+        """
+        form = self._pool_form
+        if form == "sparse":
+            if sparse.issparse(X_checked):
+                return X_checked
+            dense = np.asarray(X_checked)
+            if dense.dtype.kind not in "biuf":
+                try:
+                    dense = dense.astype(np.float64)
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"{type(self).__name__} was fitted on a sparse matrix, and its next "
+                        "phase trains on the queries in that form: dense query rows must be "
+                        f"numeric, got dtype {dense.dtype}. Nothing was charged."
+                    ) from None
+            return sparse.csr_matrix(dense)
+        dense = np.asarray(_dense(X_checked))
+        if form == "array":
+            return dense if dense.dtype.kind in "biuf" else dense.astype(object)
+        if hasattr(X, "iloc"):  # columns by position, as validated (names, if strings)
+            return X.set_axis(form[1], axis=1)
+        import pandas as pd
+
+        return pd.DataFrame(dense, columns=form[1]).infer_objects()
+
+    def _answer_block(self, X: _QueryBatch, rng: np.random.Generator) -> np.ndarray:
+        votes = self._state["ensemble"].vote_counts(X.rows)[:, 1]
         params = self._state["params"]
         if self._state["bt"] is not None:
             outcomes = self._state["bt"].answer(votes / params.n_teachers, rng)
@@ -2314,14 +2540,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         z = (votes - 0.5 * params.n_teachers) / params.noise_sigma
         return np.stack([norm.sf(z), norm.cdf(z)], axis=1)
 
-    def _record(self, X, answers: np.ndarray, first_slot: int) -> None:
-        self._state["queries"].append(X)
+    def _record(self, X: _QueryBatch, answers: np.ndarray, first_slot: int) -> None:
+        self._state["queries"].append(X.rows)
+        if X.points is not None:
+            self._state["points"].append(X.points)
         self._state["answers"].append(answers)
 
     # -- non-private diagnostics (tests only) -------------------------------------------------
     def _vote_counts(self, X) -> np.ndarray:
         """Teachers voting ``classes_[1]`` per row. NOT PRIVATE: leaks the teachers."""
-        return self._state["ensemble"].vote_counts(self._prepare_queries(X))[:, 1]
+        return self._state["ensemble"].vote_counts(self._prepare_queries(X).rows)[:, 1]
 
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row (Gaussian aggregator). NOT PRIVATE: leaks the votes."""

@@ -11,6 +11,7 @@ import numpy as np
 __all__ = [
     "BudgetExhaustedError",
     "ConvergenceError",
+    "ForkedStateError",
     "HorizonExhaustedError",
     "InsufficientSampleError",
     "InvalidParameterError",
@@ -113,6 +114,25 @@ class PredictorHaltedError(RuntimeError):
     def __init__(self, message: str, predictions=None) -> None:
         super().__init__(message)
         self.predictions = np.asarray([] if predictions is None else predictions)
+
+
+class ForkedStateError(RuntimeError):
+    """A copy of an everlasting predictor was asked to answer; only the fitted original answers.
+
+    The phase state of :class:`~skprivpred.PrivateEverlastingClassifier` and
+    :class:`~skprivpred.GenericBBLClassifier` (the teachers, the secret
+    sub-samples, the queries kept for the next phase, how many of the phase's
+    answers were given) lives in the object that ``fit`` returned, in the
+    process that ran it, and nowhere else. A copy of it (the same object in a
+    child made by ``os.fork``, such as a worker of a fork-based
+    ``multiprocessing.Pool`` or of a pre-forking server; an object restored
+    by pickle, joblib or ``copy.deepcopy``, in any process) would answer from
+    the same state: it would answer more queries in a phase than the
+    guarantee allows and re-use the phase's secrets. ``predict``, ``query``
+    and ``score`` of a copy raise this error before anything is validated,
+    charged or drawn; refitting the copy starts a new predictor, which it
+    then owns (and which spends its privacy again).
+    """
 
 
 class InsufficientSampleError(ValueError):

@@ -63,6 +63,7 @@ __all__ = [
     "PrivateExpertsClassifier",
     "mw_learning_rate",
     "mw_round_proba",
+    "mw_round_rho",
 ]
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -114,6 +115,33 @@ def mw_round_proba(rewards, rate: float, initial=None) -> np.ndarray:
         before += np.asarray(initial, dtype=float)
     # The exponential mechanism at epsilon = 2 * rate has weights exp(rate * U).
     return exponential_mechanism_proba(before, 2.0 * rate)
+
+
+def mw_round_rho(rate: float) -> float:
+    """zCDP ``rho`` of one round (or one query) of multiplicative weights at rate ``a``.
+
+    The choice, an exponential mechanism with weight ``exp(a U)`` on a utility
+    of sensitivity 1, is ``2a``-bounded-range, hence ``(2a)^2 / 8 = a^2 / 2``
+    -zCDP (Cesar & Rogers 2021), four times less than the
+    ``(2a)^2 / 2`` of a generic ``2a``-DP release.
+
+    Parameters
+    ----------
+    rate : float
+        The learning rate ``a > 0``.
+
+    Returns
+    -------
+    float
+        ``a^2 / 2``.
+
+    Examples
+    --------
+    >>> mw_round_rho(0.5)
+    0.125
+    """
+    validate_parameter_constraints({"rate": [_POSITIVE]}, {"rate": rate}, "mw_round_rho")
+    return float(rate) ** 2 / 2.0
 
 
 def mw_learning_rate(
@@ -577,14 +605,19 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
 
     The run of ``n_rounds`` rounds is one release: with an ``accountant``
     attached, the ``fit`` (or first ``partial_fit``) that starts it charges
-    ``(epsilon, delta)`` once, as one row, before any expert is drawn (the
-    rounds draw from the release stream). More rows
-    than ``n_rounds`` over a run is an error. Each row passed to ``predict`` (or
-    ``score``) is one further query, answered with fresh noise and
-    ``(2a, 0)``-DP; it is charged ``2a`` before any noise is drawn. Use a
-    ``"basic"`` accountant: the run and the queries have different per-row
-    guarantees. The cumulative rewards and the exact weights are secret; only
-    the chosen experts and the answers are released.
+    ``(epsilon, delta)`` once, as one row, with ``rho = n_rounds a^2 / 2``
+    (:func:`mw_round_rho`: every round is ``2a``-bounded-range, whichever
+    composition set the rate), before any expert is drawn (the rounds draw
+    from the release stream). More rows than ``n_rounds`` over a run is an
+    error. Each row passed to ``predict`` (or ``score``) is one further
+    query, answered with fresh noise, ``(2a, 0)``-DP and ``a^2 / 2``-zCDP;
+    it is charged ``2a`` with ``rho = a^2 / 2`` before any noise is drawn. A
+    ``"zcdp"`` accountant composes both exactly; a ``"basic"`` one adds the
+    epsilons (an ``"advanced"`` one refuses the second per-row guarantee).
+    The cumulative rewards and the exact weights are secret; only the chosen
+    experts and the answers are released. The experts are public: an expert
+    that raises on a query row raises before anything is charged, whatever
+    the private stream holds.
 
     **Regret** (Arora, Hazan & Kale 2012, Theorem 2.4). For ``0 < a <= 1.79``
     and every expert ``i``, ``E[sum_t r_t(i_t)] >= sum_t r_t(i) - a T - ln(K) / a``.
@@ -628,9 +661,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         first ``partial_fit`` or reads it from ``y`` with a
         :class:`~skprivpred.PrivacyWarning`.
     accountant : PrivacyAccountant, default=None
-        Charged ``(epsilon, delta)`` when a run starts and ``2a`` per query
-        row, before any noise is drawn; a call that would exceed its budget
-        raises :class:`~skprivpred.BudgetExhaustedError` and changes nothing.
+        Charged ``(epsilon, delta)`` (``rho = n_rounds a^2 / 2``) when a run
+        starts and ``2a`` (``rho = a^2 / 2``) per query row, before any noise
+        is drawn; a call that would exceed its budget raises
+        :class:`~skprivpred.BudgetExhaustedError` and changes nothing.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds two independent streams: one for the rounds' choices, one for
         the answers to queries. ``None`` (OS entropy) is the right choice in
@@ -655,10 +689,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     chosen_experts_ : ndarray of int of shape (n_rounds_run,)
         The released choice of each round so far (indices into ``experts``).
     privacy_guarantee_ : PrivacyGuarantee
-        ``(2a, 0)`` for each answered query row; ``details["release"]`` is the
-        :class:`~skprivpred.PrivacyGuarantee` of the sequence
-        ``chosen_experts_`` (``(epsilon, delta)``, with ``rho`` under zCDP)
-        and ``details["learning_rate"]`` is ``a``.
+        ``(2a, 0)`` and ``rho = a^2 / 2`` for each answered query row;
+        ``details["release"]`` is the :class:`~skprivpred.PrivacyGuarantee`
+        of the sequence ``chosen_experts_`` (``(epsilon, delta)`` and
+        ``rho = n_rounds a^2 / 2``) and ``details["learning_rate"]`` is ``a``.
     queries_answered_ : int
         Number of query rows answered since ``fit``.
 
@@ -666,6 +700,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     --------
     ExponentialMechanismClassifier : One hypothesis from a finite class, released at fit.
     mw_learning_rate : The rate from ``epsilon``, ``delta`` and ``n_rounds``.
+    mw_round_rho : The zCDP cost of a round or a query at that rate.
 
     References
     ----------
@@ -855,7 +890,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         # choices draw from a generator spawned from the release stream (never from the
         # fit stream, which a copied random_state object could replay).
         round_rng = self._release_model(
-            run["epsilon"], lambda rng: rng.spawn(1)[0], delta=run["delta"]
+            run["epsilon"],
+            lambda rng: rng.spawn(1)[0],
+            delta=run["delta"],
+            rho=run["n_rounds"] * mw_round_rho(run["rate"]),
         )
         self._round_stream = QueryStream(round_rng)
         # The run was charged for n_rounds rounds: every copy of this estimator counts the
@@ -874,24 +912,31 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         self.privacy_guarantee_ = self._guarantee(run)
 
     def _guarantee(self, run: dict) -> PrivacyGuarantee:
-        """Per query row ``(2a, 0)``; the run's guarantee is in ``details["release"]``."""
+        """Per query row ``(2a, 0)``, ``a^2/2``-zCDP; the run's guarantee is in ``details``.
+
+        Every round and every query is ``2a``-bounded-range, hence
+        ``a^2 / 2``-zCDP (Cesar & Rogers 2021), whichever composition set the
+        rate: the run's ``rho`` is ``n_rounds a^2 / 2`` and a query's is
+        ``a^2 / 2``, which is what the accountant is charged.
+        """
         rate, n_rounds = run["rate"], run["n_rounds"]
+        bounded_range = "2a-bounded-range rounds are a^2/2-zCDP (Cesar & Rogers 2021)"
         if run["delta"] == 0.0:
-            release_theorem = "basic composition of 2a-DP rounds (Dwork & Roth 2014, Theorem 3.16)"
-            release_rho = None
+            release_theorem = (
+                "basic composition of 2a-DP rounds (Dwork & Roth 2014, Theorem 3.16); "
+                f"{bounded_range}, composed by Bun & Steinke (2016)"
+            )
         elif self.composition == "zcdp":
             release_theorem = (
-                "2a-bounded-range rounds are a^2/2-zCDP (Cesar & Rogers 2021), composed by "
-                "Bun & Steinke (2016) and converted by the tight Renyi bound (Canonne, Kamath "
-                "& Steinke 2020)"
+                f"{bounded_range}, composed by Bun & Steinke (2016) and converted by the tight "
+                "Renyi bound (Canonne, Kamath & Steinke 2020)"
             )
-            release_rho = n_rounds * rate**2 / 2.0
         else:
             release_theorem = (
                 "advanced composition of 2a-DP rounds (Dwork, Rothblum & Vadhan 2010; Dwork & "
-                "Roth 2014, Theorem 3.20)"
+                f"Roth 2014, Theorem 3.20); {bounded_range}, composed by Bun & Steinke (2016)"
             )
-            release_rho = None
+        release_rho = n_rounds * mw_round_rho(rate)
         release = PrivacyGuarantee(
             epsilon=run["epsilon"],
             delta=run["delta"],
@@ -906,8 +951,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
             delta=0.0,
             unit=PER_QUERY_ROW,
             theorem="exponential mechanism with weight exp(a U) on cumulative rewards of "
-            "sensitivity 1 (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.10)",
+            "sensitivity 1 (McSherry & Talwar 2007; Dwork & Roth 2014, Theorem 3.10), "
+            "2a-bounded-range, hence a^2/2-zCDP (Cesar & Rogers 2021)",
             neighbouring="replace-one (one row of the stream)",
+            rho=mw_round_rho(rate),
             details={"learning_rate": rate, "release": release},
         )
 
@@ -975,8 +1022,12 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         n_rows = X_checked.shape[0]
         predictions = self._experts.predictions(X, n_rows)
         law = np.broadcast_to(self._current_law(), (n_rows, self.n_experts_))
+        guarantee = self.privacy_guarantee_
         chosen = self._release(
-            n_rows, self.privacy_guarantee_.epsilon, lambda rng: sample_categorical(law, rng)
+            n_rows,
+            guarantee.epsilon,
+            lambda rng: sample_categorical(law, rng),
+            rho=guarantee.rho,
         )
         return predictions[chosen, np.arange(n_rows)]
 

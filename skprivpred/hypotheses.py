@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, combinations
+from numbers import Real
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -1278,6 +1279,45 @@ class ThresholdClass:
         )
 
 
+def _positive_labels(values: np.ndarray) -> np.ndarray:
+    """Where ``values`` (1-D) is the label 1, as bools; any other value counts as label 0."""
+    if values.dtype.kind in "biuf":
+        return values == 1
+    if values.dtype.kind == "O":
+        return np.fromiter(
+            (isinstance(v, Real) and v == 1 for v in values),
+            dtype=bool,
+            count=values.shape[0],
+        )
+    return np.zeros(values.shape[0], dtype=bool)
+
+
+def _callable_labels(hypothesis: Any, points: np.ndarray, n_points: int) -> np.ndarray:
+    """0/1 labels of a callable hypothesis on ``points``; 0 wherever it gives no 0/1 label.
+
+    A call that raises or returns another shape than one label per point is
+    retried on each half of the points, down to single points, so that only
+    the points it fails on get the fallback 0 (the label of a point never
+    depends on which other points are evaluated with it, for a hypothesis
+    that labels each point on its own).
+    """
+    try:
+        values = np.asarray(hypothesis(points))
+    except Exception:  # a public function failing on some point: that point gets label 0
+        values = None
+    if values is not None and values.shape in ((n_points,), (n_points, 1)):
+        return _positive_labels(values.reshape(n_points)).astype(np.int8)
+    if n_points <= 1:
+        return np.zeros(n_points, dtype=np.int8)
+    half = n_points // 2
+    return np.concatenate(
+        [
+            _callable_labels(hypothesis, points[:half], half),
+            _callable_labels(hypothesis, points[half:], n_points - half),
+        ]
+    )
+
+
 class FiniteHypothesisClass:
     """A finite class of binary hypotheses, as a prediction matrix or as callables.
 
@@ -1296,6 +1336,18 @@ class FiniteHypothesisClass:
     Label 1 means ``classes_[1]``. ERM takes the lowest-index minimiser; LabelBoost
     de-duplicates the hypotheses' label vectors on the points (duplicate
     hypotheses add no weight).
+
+    A prediction matrix is checked when it is given (every entry 0 or 1), and
+    a query outside its domain is refused by :meth:`prepare`, which the
+    everlasting predictors call on every query before anything is charged.
+    Callables cannot be checked in advance: wherever one does not give one
+    label in {0, 1} for a point (it raises, returns another shape, or returns
+    another value) its label there is 0, that is ``classes_[0]``, silently and
+    whatever the other points are (a failing batch is split until the failing
+    points are found). The points a class is evaluated on later include other
+    people's queries, so a failure must not reach the caller: it would tell
+    which points were asked. Check the callables on rows of the expected form
+    before deploying.
     """
 
     def __init__(
@@ -1365,15 +1417,18 @@ class FiniteHypothesisClass:
         return x.astype(np.intp)
 
     def labels_on(self, points: np.ndarray) -> np.ndarray:
-        """Labels of every hypothesis on the points, shape (K, n_points), int8."""
+        """Labels of every hypothesis on the points, shape (K, n_points), int8; never raises.
+
+        A callable's label on a point where it does not give one label in
+        {0, 1} (it raises, returns another shape or another value) is 0, a
+        fixed public fallback (see the class's Notes).
+        """
         matrix = self._matrix()
         if matrix is not None:
             return matrix[:, points]
-        rows = [np.asarray(h(points)).ravel() for h in self._callables()]
-        labels = np.vstack(rows)
-        if labels.shape[1] != len(points) or not np.isin(labels, (0, 1)).all():
-            raise ValueError("every hypothesis must return one label in {0, 1} per row.")
-        return labels.astype(np.int8)
+        n_points = len(points)
+        rows = [_callable_labels(h, points, n_points) for h in self._callables()]
+        return np.vstack(rows).astype(np.int8) if rows else np.zeros((0, n_points), np.int8)
 
     def erm(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Multiplicity of each hypothesis among the blocks' ERM choices (lowest index on ties).

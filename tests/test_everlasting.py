@@ -6,11 +6,16 @@ The Figure-1 privacy-game harness and black-box audits live in tests/test_everla
 
 import copy
 import math
+import multiprocessing
+import os
 import pickle
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pytest
+from scipy import sparse
 from scipy.stats import binomtest, cauchy, chisquare, norm
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
@@ -34,6 +39,7 @@ from skprivpred.everlasting import (
 )
 from skprivpred.exceptions import (
     BudgetExhaustedError,
+    ForkedStateError,
     InsufficientSampleError,
     InvalidParameterError,
     PhaseDataError,
@@ -867,12 +873,141 @@ def test_in_pipeline():
     assert generic.predict(np.c_[x[:3], x[:3]]).shape == (3,)
 
 
-def test_copy_warns(threshold_data):
-    clf = _fit_quietly(_simulated(), *threshold_data)
-    with pytest.warns(PrivacyWarning, match="forks"):
-        pickle.dumps(clf)
-    with pytest.warns(PrivacyWarning, match="forks"):
-        copy.deepcopy(clf)
+# -- one live copy: copies and forked children refuse to answer ----------------------------------
+def _practical_with_ledger(tmp_path, **kwargs):
+    """A fitted practical predictor charging a file ledger (readable from every process)."""
+    rng = np.random.default_rng(40)
+    X = rng.random((400, 1))
+    accountant = PrivacyAccountant(delta=0.5, ledger=str(tmp_path / "budget.db"))
+    clf = _practical(20, epsilon=2.0, accountant=accountant, **kwargs)
+    return clf.fit(X, (X[:, 0] >= THRESHOLD).astype(int)), accountant
+
+
+@pytest.mark.parametrize(
+    "make_copy",
+    [copy.deepcopy, copy.copy, lambda est: pickle.loads(pickle.dumps(est))],
+    ids=["deepcopy", "copy", "pickle"],
+)
+def test_copies_refuse_to_answer_and_charge_nothing(threshold_data, tmp_path, make_copy):
+    """Regression: a copy answered from the same phase state (only a PrivacyWarning)."""
+    clf, accountant = _practical_with_ledger(tmp_path)
+    clf.predict(np.full((3, 1), 0.9))
+    state = (clf.phase_, clf.queries_in_phase_, clf.queries_answered_)
+    twin = make_copy(clf)
+    with pytest.raises(ForkedStateError, match="is a copy of a fitted predictor"):
+        twin.predict(np.full((5, 1), 0.9))
+    with pytest.raises(ForkedStateError):  # before any validation of the rows
+        twin.query(np.nan)
+    with pytest.raises(ForkedStateError):
+        twin.score(np.full((5, 1), 0.9), np.ones(5))
+    assert accountant.queries_answered == 3
+    assert (twin.phase_, twin.queries_in_phase_, twin.status_) == (1, 3, "active")  # readable
+    assert (clf.phase_, clf.queries_in_phase_, clf.queries_answered_) == state
+    assert clf.predict(np.full((2, 1), 0.9)).shape == (2,)  # the original still answers
+    assert accountant.queries_answered == 5
+    twin.fit(np.random.default_rng(41).random((400, 1)), np.arange(400) % 2)  # a new predictor
+    assert twin.predict(np.full((2, 1), 0.9)).shape == (2,) and twin.queries_in_phase_ == 2
+    generic = _fit_quietly(_simulated(), *threshold_data)
+    with pytest.raises(ForkedStateError, match="GenericBBLClassifier is a copy"):
+        make_copy(generic).predict([0.9])
+    assert generic.predict([0.9]).shape == (1,)
+
+
+def _outcome_of(clf, rows) -> str:
+    """What ``clf.predict(rows)`` does here: ``"answered"`` or the exception's name."""
+    try:
+        clf.predict(rows)
+    except Exception as error:  # noqa: BLE001 - reported to the parent process
+        return f"{type(error).__name__}: {error}"
+    return "answered"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+@pytest.mark.parametrize("estimator", ["practical", "generic"])
+def test_a_forked_child_refuses_to_answer_and_charges_nothing(threshold_data, tmp_path, estimator):
+    """Regression: a child forked after fit answered from the parent's phase state."""
+    if estimator == "practical":
+        clf, accountant = _practical_with_ledger(tmp_path)
+        rows = np.full((5, 1), 0.9)
+    else:
+        clf, accountant = _fit_quietly(_simulated(), *threshold_data), None
+        rows = np.full(5, 0.9)
+    clf.predict(rows[:3])
+    parent = os.getpid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what predict does, then leave at once
+        try:
+            os.close(read)
+            outcomes = [_outcome_of(clf, rows)]
+            os.getpid = lambda: parent  # as if the child had been given the parent's id
+            outcomes.append(_outcome_of(clf, rows))
+            os.write(write, "\n".join(outcomes).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        outcome, same_id = pipe.read().split("\n")
+    os.waitpid(pid, 0)
+    assert outcome.startswith("ForkedStateError") and f"fitted in process {parent}" in outcome
+    assert same_id.startswith("ForkedStateError")  # the fork is told by a token, too
+    assert clf.queries_in_phase_ == 3
+    assert clf.predict(rows[:2]).shape == (2,)  # the parent still answers
+    if accountant is not None:
+        assert accountant.queries_answered == 5  # the child charged nothing
+
+
+#: The predictor a fork-based pool's workers inherit (a module global, as in a real program).
+_INHERITED: dict = {}
+
+
+def _ask_inherited(rows):
+    return _outcome_of(_INHERITED["predictor"], rows).split(":")[0]
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method"
+)
+def test_fork_pool_workers_refuse_to_answer(tmp_path):
+    clf, accountant = _practical_with_ledger(tmp_path)
+    _INHERITED["predictor"] = clf
+    try:
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            outcomes = pool.map(_ask_inherited, [np.full((5, 1), 0.9)] * 4)
+    finally:
+        _INHERITED.clear()
+    assert outcomes == ["ForkedStateError"] * 4
+    assert accountant.queries_answered == 0 and clf.queries_in_phase_ == 0
+    assert clf.predict(np.full((5, 1), 0.9)).shape == (5,)
+
+
+def test_a_pickled_copy_refuses_in_another_process(tmp_path):
+    rng = np.random.default_rng(42)
+    X = rng.random((400, 1))
+    accountant = PrivacyAccountant(delta=0.5, ledger=str(tmp_path / "budget.db"))
+    clf = PrivateEverlastingClassifier(
+        DecisionTreeClassifier(max_depth=1),
+        n_teachers=20,
+        epsilon=2.0,
+        classes=(0, 1),
+        accountant=accountant,
+    ).fit(X, (X[:, 0] >= THRESHOLD).astype(int))
+    path = tmp_path / "predictor.pkl"
+    path.write_bytes(pickle.dumps(clf))
+    script = (
+        "import pickle, sys, numpy as np\n"
+        "clf = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "try:\n"
+        "    clf.predict(np.full((5, 1), 0.9)); print('answered')\n"
+        "except Exception as error:\n"
+        "    print(type(error).__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert done.stdout.strip() == "ForkedStateError", done.stderr
+    assert accountant.queries_answered == 0
+    assert clf.predict(np.full((5, 1), 0.9)).shape == (5,)
 
 
 # -- bad input ----------------------------------------------------------------------------------
@@ -1030,6 +1165,178 @@ def test_a_phase_may_mix_dataframe_and_array_queries():
     assert clf.phase_ == 2 and clf.queries_answered_ == 40
     answers = clf.predict(frame.iloc[:5])
     assert answers.shape == (5,) and set(answers) <= {0, 1}
+
+
+# -- nothing raises beside the answer: queries are checked before the charge ---------------------
+class _AnythingTeacher(ClassifierMixin, BaseEstimator):
+    """A teacher that fits and answers on any rows (strings included): votes ``classes_[0]``."""
+
+    def fit(self, X, y):
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X):
+        return np.zeros(X.shape[0], dtype=int)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _domain_predictor(hypothesis_class, accountant=None):
+    x = np.repeat(np.arange(20, dtype=float), 20).reshape(-1, 1)
+    clf = PrivateEverlastingClassifier(
+        DecisionTreeClassifier(max_depth=1),
+        epsilon=50.0,
+        n_teachers=20,
+        phase_length=100,
+        phase_growth=1.0,
+        hypothesis_class=hypothesis_class,
+        classes=(0, 1),
+        random_state=0,
+        accountant=accountant,
+    )
+    return clf.fit(x, (x[:, 0] >= 5).astype(int))
+
+
+def test_a_query_outside_the_class_domain_is_refused_before_the_charge():
+    """Regression: it was answered (and charged), and the call that crossed the phase
+    boundary then raised, every time, for whoever made it."""
+    accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
+    grid = np.arange(20)
+    matrix = FiniteHypothesisClass(predictions=(grid[None, :] >= grid[:, None]).astype(int))
+    clf = _domain_predictor(matrix, accountant)
+    draw = clf._query_stream.rng.bit_generator.state
+    for outside in ([[25.0]], [[2.5]], [[-1.0]]):
+        with pytest.raises(ValueError, match=r"integer domain indices in \[0, 20\)"):
+            clf.predict(np.array(outside))
+    assert accountant.queries_answered == 0 and clf.queries_in_phase_ == 0
+    assert clf._query_stream.rng.bit_generator.state == draw
+    queries = np.random.default_rng(43).integers(0, 20, (150, 1)).astype(float)
+    assert clf.predict(queries).shape == (150,) and clf.phase_ == 2  # across the boundary
+    generic = _fit_quietly(
+        _simulated(
+            hypothesis_class=matrix,
+            overrides={"n_teachers": 10, "teacher_size": 20, "phase_length": 800},
+        ),
+        np.repeat(grid, 400),
+        np.repeat(grid >= 5, 400).astype(int),
+    )
+    with pytest.raises(ValueError, match="integer domain indices"):
+        generic.predict([3, 25])
+    assert generic.queries_in_phase_ == 0 and generic.predict([3, 7]).tolist() == [0, 1]
+
+
+def test_a_query_without_a_binary_label_is_answered_with_the_fallback_label():
+    """Regression: a callable's label outside {0, 1} raised after the charge (GenericBBL:
+    in the answer; the practical predictor: when the pool was relabelled)."""
+    grid = np.arange(20)
+
+    def odd(X):  # 1[x >= 5], but 2 (not a label) at x = 19 and an error on x = 18
+        x = X[:, 0]
+        if np.any(x == 18):
+            raise ValueError("no label at 18")
+        return np.where(x == 19, 2, (x >= 5).astype(int))
+
+    # odd() comes first: ERM takes the lowest index among the consistent hypotheses
+    hypotheses = [odd] + [lambda X, t=t: (X[:, 0] >= t).astype(int) for t in range(20)]
+    callables = FiniteHypothesisClass(hypotheses=hypotheses)
+    x = np.repeat(grid[:18], 400).reshape(-1, 1).astype(float)
+    generic = _fit_quietly(
+        _simulated(
+            hypothesis_class=callables,
+            overrides={"n_teachers": 10, "teacher_size": 20, "phase_length": 800},
+        ),
+        x,
+        (x[:, 0] >= 5).astype(int),
+    )
+    assert generic._state["teachers"][0] == 10  # every teacher chose odd()
+    votes = generic._vote_fraction(np.array([[17.0], [18.0], [19.0]]))  # not private
+    assert votes.tolist() == [1.0, 0.0, 0.0]  # no label at 18 and 19: the fallback 0
+    assert generic.predict([[19.0], [18.0], [17.0]]).tolist() == [0, 0, 1]
+    assert generic.queries_in_phase_ == 3
+    assert generic.predict(np.full((800, 1), 19.0)).shape == (800,) and generic.phase_ == 2
+    accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
+    clf = _domain_predictor(callables, accountant)
+    clf.predict(np.array([[19.0], [18.0]]))
+    assert clf.predict(np.full((98, 1), 3.0)).shape == (98,) and clf.phase_ == 2
+    assert accountant.queries_answered == 100
+
+
+def test_a_phase_pool_takes_every_query_in_the_training_form():
+    """Regression: a query whose form did not fit the training set's (an array with a string
+    for a DataFrame, a dense object array for a sparse matrix) was answered, and the call
+    that crossed the phase boundary raised when the pool was assembled."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(44)
+    frame = pd.DataFrame({"x": rng.random(40)})
+    y = (frame["x"] >= THRESHOLD).astype(int)
+
+    def fitted(X):
+        accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
+        clf = PrivateEverlastingClassifier(
+            _AnythingTeacher(),
+            epsilon=50.0,
+            n_teachers=4,
+            phase_growth=1.0,
+            random_state=0,
+            classes=(0, 1),
+            accountant=accountant,
+        )
+        return clf.fit(X, y), accountant
+
+    text = np.array([["abc"]], dtype=object)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # feature names absent or unexpected
+        clf, accountant = fitted(frame)  # a DataFrame; an array query with a string
+        clf.predict(text)
+        assert clf.predict(frame.iloc[:39]).shape == (39,) and clf.phase_ == 2
+        clf, accountant = fitted(frame.to_numpy())  # an array; a sparse query, then strings
+        clf.predict(sparse.csr_matrix(frame.to_numpy()[:1]))
+        assert clf.predict(np.repeat(text, 39, axis=0)).shape == (39,) and clf.phase_ == 2
+        clf, accountant = fitted(sparse.csr_matrix(frame.to_numpy()))  # sparse; dense strings
+        with pytest.raises(ValueError, match="fitted on a sparse matrix.*must be numeric"):
+            clf.predict(text)
+        assert accountant.queries_answered == 0
+        clf.predict(frame.to_numpy()[:1])  # dense numeric rows are taken
+        assert clf.predict(sparse.csr_matrix(frame.to_numpy()[:39])).shape == (39,)
+        assert clf.phase_ == 2 and accountant.queries_answered == 40
+
+
+# -- GenericBBL: the privacy-amplifying sub-samples are secret --------------------------------
+def _sub_samples(clf):
+    state = clf._state
+    return state["kept_slots"].tolist(), state["labelled_points"].tolist()
+
+
+def test_genericbbl_sub_samples_are_not_reproduced_by_a_generator(threshold_data):
+    """Regression: S_1, Shat_1 and the kept query slots came from the fit stream, which a
+    Generator passed as random_state reproduces."""
+    x, y = threshold_data
+    fits = [_fit_quietly(_simulated(random_state=np.random.default_rng(7)), x, y) for _ in range(2)]
+    assert _sub_samples(fits[0]) != _sub_samples(fits[1])
+    assert not np.array_equal(fits[0]._state["teachers"], fits[1]._state["teachers"])
+    seeded = [_fit_quietly(_simulated(random_state=8), x, y) for _ in range(2)]
+    assert _sub_samples(seeded[0]) == _sub_samples(seeded[1])  # an int seed replays (tests)
+
+
+def test_genericbbl_copies_would_draw_different_sub_samples(threshold_data):
+    """Regression: an unpickled copy replayed the original's future sub-samples (the fit
+    stream is copied with it). Copies refuse to answer; had they answered, they would draw
+    their own (the release stream of a copy is fresh)."""
+    x, y = threshold_data
+    clf = _fit_quietly(_simulated(), x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        twins = [clf, copy.deepcopy(clf), pickle.loads(pickle.dumps(clf))]
+    queries = np.random.default_rng(9).random(16_000).reshape(-1, 1)
+    drawn = []
+    for twin in twins:  # the stream engine itself, past the owner check
+        twin._answer_stream(twin._prepare_queries(queries), twin._query_stream.rng)
+        assert twin.phase_ == 2
+        drawn.append(_sub_samples(twin))
+    assert drawn[0] != drawn[1] and drawn[0] != drawn[2] and drawn[1] != drawn[2]
 
 
 # -- the release path: an accountant charged per answered row ------------------------------------

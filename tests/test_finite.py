@@ -899,6 +899,40 @@ def test_advanced_setting_charges_epsilon_and_delta(stream):
     assert release.delta == 1e-6
 
 
+@pytest.mark.parametrize("delta, composition", [(0.0, "zcdp"), (1e-6, "zcdp"), (1e-6, "advanced")])
+def test_zcdp_accountant_is_charged_a_squared_over_two_per_round_and_per_query(
+    stream, delta, composition
+):
+    """Rounds and queries are 2a-bounded-range: rho = a^2 / 2 each (Cesar & Rogers 2021).
+
+    Before, the run was booked by basic composition (delta > 0) or at
+    (epsilon^2 / 2) (delta = 0), and each query at (2a)^2 / 2 = 2 a^2.
+    """
+    X, y = stream
+    budget_delta = 1e-3
+    acc = PrivacyAccountant(epsilon=50.0, delta=budget_delta, composition="zcdp", ledger=":memory:")
+    clf = MW(
+        EXPERTS,
+        epsilon=1.0,
+        delta=delta,
+        composition=composition,
+        classes=[0, 1],
+        accountant=acc,
+        random_state=0,
+    ).fit(X, y)
+    a, n_rounds = clf.learning_rate_, clf.n_rounds_
+    run_rho = n_rounds * a**2 / 2
+    assert acc.epsilon_spent == pytest.approx(eps_of_rho(run_rho, budget_delta))
+    clf.predict(X[:100])
+    total = run_rho + 100 * a**2 / 2
+    assert acc.epsilon_spent == pytest.approx(eps_of_rho(total, budget_delta))
+    assert acc.history()["rho"].iloc[-1] == pytest.approx(a**2 / 2)  # one query row
+    guarantee = clf.privacy_guarantee_
+    assert guarantee.rho == pytest.approx(a**2 / 2)
+    assert guarantee.details["release"].rho == pytest.approx(run_rho)
+    assert "bounded-range" in guarantee.theorem and "spec" not in str(guarantee)
+
+
 def test_predict_draws_fresh_experts_from_current_weights(stream):
     X, y = stream
     clf = MW([always_one, always_zero], epsilon=4.0, classes=[0, 1], random_state=0)
@@ -1007,6 +1041,23 @@ def test_mw_bad_queries_charge_nothing_and_draw_nothing(stream, queries, error, 
     state = _rng_state(clf)
     with pytest.raises(error, match=match):
         clf.predict(queries)
+    assert acc.queries_answered == 1 and clf.queries_answered_ == 0 and _rng_state(clf) == state
+
+
+def test_an_expert_that_raises_on_a_query_raises_before_the_charge(stream):
+    """The experts are public: whether one raises depends on the query alone."""
+    X, y = stream
+
+    def fussy(X):
+        if np.any(np.asarray(X)[:, 0] > 100):
+            raise ValueError("fussy expert")
+        return np.zeros(len(X), dtype=int)
+
+    acc = PrivacyAccountant()
+    clf = MW([fussy, always_one], classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    state = _rng_state(clf)
+    with pytest.raises(ValueError, match="fussy expert"):
+        clf.predict(np.array([[0.0, 0.0], [101.0, 0.0]]))
     assert acc.queries_answered == 1 and clf.queries_answered_ == 0 and _rng_state(clf) == state
 
 

@@ -179,3 +179,55 @@ def test_sampled_pool_holds_hyperplanes_through_public_points_in_both_orientatio
     np.testing.assert_array_equal(
         family.members(2 + 1000), (1000 + np.arange(windows[1000])) % 1001
     )
+
+
+# -- a callable class never raises on the points it is evaluated on ------------------------------
+def _picky(X):
+    """Label 1 at x >= 3; raises on a batch holding x = 7; label 2 at x = 5, NaN at x = 6."""
+    x = np.asarray(X)[:, 0]
+    if np.any(x == 7):
+        raise ValueError("cannot label 7")
+    labels = (x >= 3).astype(float)
+    labels[x == 5], labels[x == 6] = 2, np.nan
+    return labels
+
+
+def _wrong_shape(X):
+    return np.zeros(len(X) + 1)
+
+
+def _strings(X):
+    return np.where(np.asarray(X)[:, 0] >= 3, "1", "0").astype(object)
+
+
+def test_callable_labels_fall_back_to_zero_where_a_hypothesis_gives_no_binary_label():
+    """Regression: labels_on raised a ValueError (after the charge, in the everlasting
+    predictors) when a callable returned a label outside {0, 1}, and let a raising
+    callable's exception through."""
+    family = FiniteHypothesisClass(hypotheses=[_picky, _wrong_shape, _strings, lambda X: X[:, 0]])
+    points = np.arange(10, dtype=float).reshape(-1, 1)
+    labels = family.labels_on(points)
+    assert labels.dtype == np.int8 and labels.shape == (4, 10)
+    # only the failing points get the fallback 0
+    assert labels[0].tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 1, 1]
+    assert labels[1].tolist() == [0] * 10  # one label per row is never returned
+    assert labels[2].tolist() == [0] * 10  # strings are not labels
+    assert labels[3].tolist() == [0, 1] + [0] * 8  # the identity: 1 at x = 1 only
+    # a point's label does not depend on the points evaluated with it
+    for i in range(10):
+        assert family.labels_on(points[i : i + 1])[:, 0].tolist() == labels[:, i].tolist()
+    shuffled = np.random.default_rng(0).permutation(10)
+    assert np.array_equal(family.labels_on(points[shuffled]), labels[:, shuffled])
+
+
+def test_everlasting_protocol_of_a_callable_class_survives_failing_points():
+    family = FiniteHypothesisClass(hypotheses=[_picky, lambda X: (X[:, 0] >= 5).astype(int)])
+    points = np.arange(10, dtype=float).reshape(-1, 1)
+    teachers = family.erm(points.reshape(2, 5, 1), np.array([[0, 0, 0, 1, 1], [1, 1, 1, 1, 1]]))
+    assert teachers.tolist() == [1, 1]  # _picky fits the first block, x >= 5 the second
+    expected = [0, 0, 0, 0.5, 0.5, 0.5, 0.5, 0.5, 1, 1]
+    assert family.vote_fraction(teachers, points).tolist() == expected
+    found = family.candidates(points[:6], np.array([0, 0, 0, 1, 1, 1.0]), points[6:])
+    assert found.errors.shape == (2,)
+    prior = family.prior_candidates(points, np.zeros(10))
+    assert prior.errors.tolist() == [4.0, 5.0]
