@@ -14,7 +14,14 @@ one or two worker processes) on a free loopback port, sends real HTTP requests
   rows, a missing or wrong API key) get their status codes and charge nothing.
 * Per-client quotas are kept in the ledger; keys are re-read when their file changes.
 * No response or log line carries a stack trace; ``save_model`` refuses models whose
-  budget would not outlive the process.
+  budget would not outlive the process, and everlasting predictors.
+* Model files: a pickle is refused unread (its payload never runs), untrusted types are
+  refused by name unless trusted explicitly, malformed trees and files another user could
+  write are refused, a file that is not a model gets a one-line error; every servable
+  estimator survives the round trip and charges the same ledger.
+* Integers beyond 64 bits and JSON nested 100,000 deep are refused with 422, not 500.
+* ``GET /metrics`` (roles, the two-worker scrape under load), ``GET /openapi.json``
+  (validated), ``GET /card`` and :func:`model_card` (identical on neighbouring data sets).
 """
 
 from __future__ import annotations
@@ -22,11 +29,14 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import pickle
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,7 +44,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
+from sklearn.tree import DecisionTreeClassifier
 
+import skprivpred
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred._testing import free_port
 from skprivpred.serving import load_model, save_model
@@ -50,10 +62,19 @@ KEY_A, KEY_B = "alpha-key-0123456789abcdef", "beta-key-0123456789abcdef"
 class Service:
     """``python -m skprivpred.serving`` in a subprocess, on a free loopback port."""
 
-    def __init__(self, model: Path, log: Path, *extra: str, workers: int = 2) -> None:
-        self.port = free_port()
+    def __init__(
+        self, model: Path, log: Path, *extra: str, workers: int = 2, env: dict | None = None
+    ) -> None:
         self.log = log
         self._log_file = open(log, "ab")
+        for attempt in range(3):  # another process may take the free port before uvicorn binds
+            self._start(model, extra, workers, env)
+            if self._wait_until_healthy(last=attempt == 2):
+                return
+
+    def _start(self, model: Path, extra: tuple, workers: int, env: dict | None) -> None:
+        self.port = free_port()
+        base = {k: v for k, v in os.environ.items() if k != "SKPRIVPRED_API_KEYS"}
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -72,27 +93,37 @@ class Service:
             ],
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != "SKPRIVPRED_API_KEYS"},
+            env={**base, **(env or {})},
         )
+
+    def _wait_until_healthy(self, last: bool) -> bool:
         deadline = time.monotonic() + 120
         while True:
             try:
                 if self.request("GET", "/health")[0] == 200:
-                    break
+                    return True
             except OSError:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                busy = "address already in use" in self.log.read_text().lower()
+                if busy and not last and self.proc.poll() is not None:
+                    return False  # the port was taken: start again on another one
                 self.stop()
-                raise RuntimeError(f"the service did not start: {log.read_text()}")
+                raise RuntimeError(f"the service did not start: {self.log.read_text()}")
             time.sleep(0.2)
 
     def request(self, method: str, path: str, body=None, headers=None, raw: bytes | None = None):
+        status, _, text = self.request_raw(method, path, body, headers, raw)
+        return status, json.loads(text or b"null")
+
+    def request_raw(self, method: str, path: str, body=None, headers=None, raw=None):
+        """``(status, content type, body bytes)``."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
             data = raw if raw is not None else None if body is None else json.dumps(body).encode()
             conn.request(method, path, body=data, headers=headers or {})
             response = conn.getresponse()
-            return response.status, json.loads(response.read() or b"null")
+            return response.status, response.getheader("content-type"), response.read()
         finally:
             conn.close()
 
@@ -127,8 +158,8 @@ class Service:
 def service_factory(tmp_path):
     started: list[Service] = []
 
-    def start(model: Path, *extra: str, workers: int = 2) -> Service:
-        service = Service(model, tmp_path / "service.log", *extra, workers=workers)
+    def start(model: Path, *extra: str, workers: int = 2, env: dict | None = None) -> Service:
+        service = Service(model, tmp_path / "service.log", *extra, workers=workers, env=env)
         started.append(service)
         return service
 
@@ -152,7 +183,7 @@ def fitted_model(tmp_path: Path, cap_rows: int, *, frame: bool = False, name: st
     clf = SubsampleAggregateClassifier(
         LogisticRegression(), epsilon=EPSILON, n_teachers=8, classes=[0, 1], accountant=acc
     ).fit(X, y)
-    path = tmp_path / "model.joblib"
+    path = tmp_path / "model.skops"
     save_model(clf, path)
     return path, acc
 
@@ -363,7 +394,7 @@ def test_save_model_refuses_budgets_that_would_not_outlive_the_process(tmp_path)
     def fitted(**params):
         return SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1], **params).fit(X, y)
 
-    path = tmp_path / "m.joblib"
+    path = tmp_path / "m.skops"
     with pytest.raises(ValueError, match="has no PrivacyAccountant"):
         save_model(fitted(), path)
     with pytest.raises(ValueError, match="':memory:'"):
@@ -378,11 +409,347 @@ def test_save_model_refuses_budgets_that_would_not_outlive_the_process(tmp_path)
     assert not path.exists()
     good = fitted(accountant=PrivacyAccountant(epsilon=1.0, ledger=str(tmp_path / "b.db")))
     save_model(good, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # created for this user only
     loaded = load_model(path)
     assert loaded.accountant.ledger_url == good.accountant.ledger_url
-    (tmp_path / "not-a-model.joblib").write_bytes(b"")
+
+
+# -- model files: never a pickle ------------------------------------------------------------------
+class _RunsAShellCommand:
+    """What an attacker writes into a pickle: unpickling it runs ``touch <marker>``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def _run_command(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m skprivpred.serving ARGS`` that is expected to stop before serving."""
+    return subprocess.run(
+        [sys.executable, "-m", "skprivpred.serving", *args, "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _assert_one_line_refusal(done: subprocess.CompletedProcess, *phrases: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("skprivpred.serving: "), done.stderr
+    for phrase in phrases:
+        assert phrase in lines[0], (phrase, lines[0])
+
+
+def test_a_pickle_is_refused_unread_by_load_model_and_by_the_command(tmp_path):
     import joblib
 
-    joblib.dump({"something": 1}, tmp_path / "not-a-model.joblib")
-    with pytest.raises(ValueError, match="not written by skprivpred.serving.save_model"):
-        load_model(tmp_path / "not-a-model.joblib")
+    marker = tmp_path / "payload-ran"
+    payload = {"format": "skprivpred-model", "version": 1, "estimator": _RunsAShellCommand(marker)}
+    files = {
+        "pickle.pkl": pickle.dumps(payload),
+        "old.joblib": None,  # joblib.dump below
+        "compressed.joblib": None,
+    }
+    joblib.dump(payload, tmp_path / "old.joblib")
+    joblib.dump(payload, tmp_path / "compressed.joblib", compress=3)
+    (tmp_path / "pickle.pkl").write_bytes(files["pickle.pkl"])
+    for name in files:
+        os.chmod(tmp_path / name, 0o600)
+        with pytest.raises(ValueError, match="not a model file written by save_model") as info:
+            load_model(tmp_path / name)
+        assert "pickle" in str(info.value) and "\n" not in str(info.value)
+        assert not marker.exists()  # the payload never ran
+        done = _run_command(str(tmp_path / name))
+        _assert_one_line_refusal(done, "pickle")
+        assert not marker.exists()
+
+
+def test_a_file_that_is_not_a_model_gets_a_one_line_error(tmp_path):
+    import skops.io as sio
+
+    cases = {
+        "empty.skops": b"",
+        "text.skops": b"rows,of,csv\n1,2,3\n",
+        "zip-without-schema.skops": b"PK\x03\x04" + b"\x00" * 40,
+        "another-object.skops": sio.dumps({"weights": [1.0, 2.0]}),
+        "old-version.skops": sio.dumps({"format": "skprivpred-model", "version": 1}),
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        os.chmod(tmp_path / name, 0o600)
+        with pytest.raises(ValueError) as info:
+            load_model(tmp_path / name)
+        assert "\n" not in str(info.value) and name in str(info.value)
+    for name in ("text.skops", "another-object.skops"):
+        _assert_one_line_refusal(_run_command(str(tmp_path / name)), name)
+    _assert_one_line_refusal(_run_command(str(tmp_path / "missing.skops")), "missing.skops")
+
+
+def _write_teacher_module(directory: Path) -> str:
+    """A module with a user's teacher class, importable from ``directory``."""
+    (directory / "custom_teachers.py").write_text(
+        "from sklearn.linear_model import LogisticRegression\n\n\n"
+        "class MyTeacher(LogisticRegression):\n"
+        "    pass\n"
+    )
+    return "custom_teachers.MyTeacher"
+
+
+def test_untrusted_types_are_refused_by_name_and_trusting_admits_them(
+    tmp_path, service_factory, monkeypatch
+):
+    type_name = _write_teacher_module(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from custom_teachers import MyTeacher
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    acc = PrivacyAccountant(epsilon=1.0, ledger=str(tmp_path / "budget.db"), name="custom")
+    clf = SubsampleAggregateClassifier(
+        MyTeacher(), n_teachers=4, classes=[0, 1], epsilon=EPSILON, accountant=acc
+    ).fit(X, y)
+    path = tmp_path / "model.skops"
+    with pytest.warns(UserWarning, match=type_name):  # said when the file is written
+        save_model(clf, path)
+    with pytest.raises(ValueError, match=f"not trusted: {type_name}"):
+        load_model(path)
+    assert type(load_model(path, trusted=[type_name]).estimator) is MyTeacher
+    assert type(load_model(path, trusted=[MyTeacher]).estimator) is MyTeacher
+    with pytest.raises(TypeError, match="never True"):
+        load_model(path, trusted=True)
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    _assert_one_line_refusal(_run_command(str(path), env=env), type_name)
+    service = service_factory(path, "--trust", type_name, workers=1, env=env)
+    status, answer = service.request("POST", "/predict", {"rows": [[0.5, 0.0, 0.0]]})
+    assert status == 200 and acc.queries_answered == 1
+
+
+def test_a_skops_file_naming_a_function_is_refused_by_name(tmp_path):
+    import skops.io as sio
+
+    marker = tmp_path / "payload-ran"
+    # A file crafted by hand: a function where the estimator should be.
+    data = sio.dumps({"format": "skprivpred-model", "version": 2, "estimator": os.system})
+    (tmp_path / "crafted.skops").write_bytes(data)
+    os.chmod(tmp_path / "crafted.skops", 0o600)
+    with pytest.raises(ValueError, match=r"not trusted: (posix|os|nt)\.system"):
+        load_model(tmp_path / "crafted.skops")
+    assert not marker.exists()
+
+
+# The servable kinds: every estimator whose answers a service can charge (the everlasting
+# predictors are refused, the density has no predict).
+def _servable_recipes():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] > 0).astype(int)
+    y_real = X @ np.array([0.5, -0.25])
+    Xb = (X > 0).astype(int)
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": rng.choice(["x", "y", "z"], 400)})
+    encoded = make_pipeline(
+        __import__("sklearn.compose").compose.make_column_transformer(
+            (OneHotEncoder(handle_unknown="ignore"), ["c"]), remainder="passthrough"
+        ),
+        DecisionTreeClassifier(max_depth=3),
+    )
+    sp = skprivpred
+    return {
+        "SubsampleAggregateClassifier": (
+            sp.SubsampleAggregateClassifier(n_teachers=8, classes=[0, 1]),
+            X,
+            y,
+        ),
+        "SubsampleAggregateClassifier-frame-trees": (
+            sp.SubsampleAggregateClassifier(encoded, n_teachers=4, classes=[0, 1]),
+            frame,
+            y,
+        ),
+        "SubsampleAverageClassifier": (
+            sp.SubsampleAverageClassifier(
+                make_pipeline(StandardScaler(), LogisticRegression()), n_teachers=8, classes=[0, 1]
+            ),
+            X,
+            y,
+        ),
+        "SubsampleAverageRegressor": (
+            sp.SubsampleAverageRegressor(y_bounds=(-3.0, 3.0), n_teachers=8),
+            X,
+            y_real,
+        ),
+        "StableERMClassifier": (sp.StableERMClassifier(classes=[0, 1]), X, y),
+        "StableERMRegressor": (sp.StableERMRegressor(y_bounds=(-3.0, 3.0)), X, y_real),
+        "AveragedPSGDClassifier": (sp.AveragedPSGDClassifier(classes=[0, 1]), X, y),
+        "AveragedPSGDRegressor": (sp.AveragedPSGDRegressor(y_bounds=(-3.0, 3.0)), X, y_real),
+        "ExpProjectedWalkClassifier": (sp.ExpProjectedWalkClassifier(classes=[0, 1]), X[:, :1], y),
+        "ExponentialMechanismClassifier": (
+            sp.ExponentialMechanismClassifier(classes=[0, 1]),
+            Xb,
+            y,
+        ),
+        "PrivateHalfspacePPMClassifier": (
+            sp.PrivateHalfspacePPMClassifier(classes=[0, 1]),
+            X,
+            y,
+            {"is_public": np.arange(400) < 200},
+        ),
+        "DPValidatedLogisticRegression": (
+            sp.DPValidatedLogisticRegression(lam_grid=(0.01, 0.1), classes=[0, 1]),
+            X,
+            y,
+        ),
+        "PrivateGridSearchCV": (
+            sp.PrivateGridSearchCV(
+                sp.SubsampleAggregateClassifier(classes=[0, 1]), {"n_teachers": [5, 10]}
+            ),
+            X,
+            y,
+        ),
+        "Pipeline": (
+            make_pipeline(StandardScaler(), sp.SubsampleAggregateClassifier(classes=[0, 1])),
+            X,
+            y,
+        ),
+    }
+
+
+def _with_accountant(estimator, accountant):
+    params = estimator.get_params()
+    for key in params:
+        if key == "accountant" or key.endswith("__accountant"):
+            if "__estimator__" not in key and key != "estimator__accountant":
+                estimator.set_params(**{key: accountant})
+    if "estimator__accountant" in params and "accountant" not in params:
+        estimator.set_params(estimator__accountant=accountant)  # the search's candidates
+    return estimator
+
+
+# Their released object is the model (charged at fit): their answers are free.
+_RELEASED_MODELS = {
+    "ExponentialMechanismClassifier",
+    "PrivateHalfspacePPMClassifier",
+    "DPValidatedLogisticRegression",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_servable_recipes()))
+def test_every_servable_estimator_survives_the_round_trip_on_the_same_ledger(tmp_path, kind):
+    recipe = _servable_recipes()[kind]
+    estimator, X, y = recipe[:3]
+    fit_params = recipe[3] if len(recipe) > 3 else {}
+    acc = PrivacyAccountant(epsilon=1e6, ledger=str(tmp_path / "budget.db"), name=kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fitted = _with_accountant(estimator, acc).fit(X, y, **fit_params)
+    path = tmp_path / "model.skops"
+    save_model(fitted, path)
+    first, second = load_model(path), load_model(path)
+    assert type(first) is type(fitted)
+    loaded_budget = skprivpred.serving._model.budget_of(first)
+    assert loaded_budget.ledger_url == acc.ledger_url
+    assert loaded_budget._budget_id == acc._budget_id  # the same budget, not a new one
+    queries = X[:20] if not hasattr(X, "iloc") else X.iloc[:20]
+    before = acc.queries_answered
+    assert np.asarray(first.predict(queries)).shape == (20,)
+    # Read through the original accountant: the loaded copy charged the same ledger.
+    charged = acc.queries_answered - before
+    assert charged == (0 if kind in _RELEASED_MODELS else 20)
+    fitted.predict(queries)
+    assert loaded_budget.queries_answered == acc.queries_answered == before + 2 * charged
+    if kind == "SubsampleAverageRegressor":
+        # Each loaded copy draws fresh noise: the two never replay each other's answers.
+        assert not np.array_equal(first.predict(queries), second.predict(queries))
+
+
+# The crafted file copies the predictor, which warns that copies fork its stream state.
+@pytest.mark.filterwarnings("ignore::skprivpred.PrivacyWarning")
+def test_save_model_refuses_everlasting_predictors(tmp_path):
+    import skops.io as sio
+
+    from skprivpred import PrivateEverlastingClassifier
+
+    x = np.random.default_rng(1).random((8000, 1))
+    y = (x[:, 0] >= 0.3).astype(int)
+    acc = PrivacyAccountant(epsilon=1e6, delta=0.5, ledger=str(tmp_path / "budget.db"))
+    everlasting = PrivateEverlastingClassifier(
+        DecisionTreeClassifier(max_depth=1), n_teachers=100, accountant=acc
+    ).fit(x, y)
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    for model in (everlasting, make_pipeline(StandardScaler().fit(x), everlasting)):
+        with pytest.raises(ValueError, match="phase state .* lives in this Python process"):
+            save_model(model, tmp_path / "model.skops")
+    assert not (tmp_path / "model.skops").exists()
+    # A file that holds one anyway (written by hand) is refused, even with its type trusted.
+    crafted = tmp_path / "crafted.skops"
+    crafted.write_bytes(
+        sio.dumps({"format": "skprivpred-model", "version": 2, "estimator": everlasting})
+    )
+    os.chmod(crafted, 0o600)
+    with pytest.raises(ValueError, match="PrivateEverlastingClassifier"):
+        load_model(crafted)
+    trusted = sio.get_untrusted_types(file=crafted)
+    with pytest.raises(ValueError, match="phase state"):
+        load_model(crafted, trusted=trusted)
+
+
+def test_a_model_file_another_user_could_write_is_refused(tmp_path):
+    model, _ = fitted_model(tmp_path, cap_rows=10)
+    assert stat.S_IMODE(model.stat().st_mode) == 0o600
+    load_model(model)
+    os.chmod(model, 0o646)
+    with pytest.raises(ValueError, match="writable by other users"):
+        load_model(model)
+    os.chmod(model, 0o600)
+    os.chmod(tmp_path, 0o777)  # anyone could replace the file
+    try:
+        with pytest.raises(ValueError, match="the directory .* writable by other users"):
+            load_model(model)
+        _assert_one_line_refusal(_run_command(str(model)), "writable by other users")
+    finally:
+        os.chmod(tmp_path, 0o700)
+    if os.geteuid() == 0:  # another owner: only root can hand the file over
+        os.chown(model, 65534, 65534)
+        with pytest.raises(ValueError, match="belongs to uid 65534"):
+            load_model(model)
+        os.chown(model, 0, 0)
+    assert load_model(model) is not None
+
+
+def test_a_crafted_decision_tree_is_refused_before_it_answers(tmp_path):
+    from skprivpred import SubsampleAverageRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    acc = PrivacyAccountant(epsilon=1e3, ledger=str(tmp_path / "budget.db"))
+    model = SubsampleAverageRegressor(y_bounds=(-3.0, 3.0), n_teachers=4, accountant=acc)
+    model.fit(X, X[:, 0])
+    path = tmp_path / "model.skops"
+    save_model(model, path)
+    assert load_model(path) is not None  # honest trees load (Tree is trusted once checked)
+    from sklearn.tree import BaseDecisionTree
+
+    everything = skprivpred.serving._trust._objects(model)
+    trees = [obj.tree_ for obj in everything if isinstance(obj, BaseDecisionTree)]
+    assert len(trees) == 4
+    inner = np.flatnonzero(trees[0].children_left != -1)
+    edits = {
+        "splits on a feature index outside": ("feature", inner[0], 10**6),
+        "child index outside the tree": ("children_left", inner[-1], 0),
+    }
+    for message, (array, node, value) in edits.items():
+        original = int(getattr(trees[0], array)[node])
+        getattr(trees[0], array)[node] = value  # a view of the tree's node storage
+        save_model(model, path)
+        getattr(trees[0], array)[node] = original
+        with pytest.raises(ValueError, match=message):
+            load_model(path)
