@@ -753,3 +753,381 @@ def test_a_crafted_decision_tree_is_refused_before_it_answers(tmp_path):
         getattr(trees[0], array)[node] = original
         with pytest.raises(ValueError, match=message):
             load_model(path)
+
+
+# -- hostile bodies: 422, never 500 ----------------------------------------------------------------
+def test_huge_integers_and_deep_json_are_refused_with_422(tmp_path, service_factory):
+    model, acc = fitted_model(tmp_path, cap_rows=100, frame=True)
+    service = service_factory(model, workers=1)
+    huge = b"9" * 4000  # parses as a Python int; no float holds it
+    deep = b"[" * 100_000 + b"]" * 100_000
+    record = b'{"records": [{"age": %s, "hours": 0.2, "score": 0.1}]}'
+    cases = {
+        "int beyond 64 bits in rows": b'{"rows": [[18446744073709551616, 0.0, 0.0]]}',
+        "negative int beyond 64 bits in rows": b'{"rows": [[-9223372036854775809, 0, 0]]}',
+        "huge int in rows": b'{"rows": [[' + huge + b", 0.0, 0.0]]}",
+        "int beyond 64 bits in records": record % b"18446744073709551616",
+        "huge int in records": record % huge,
+        "100,000-deep JSON": deep,
+        "100,000-deep rows": b'{"rows": ' + deep + b"}",
+        "100,000-deep record value": record % deep,
+    }
+    answers = {case: service.request("POST", "/predict", raw=raw) for case, raw in cases.items()}
+    assert {case: status for case, (status, _) in answers.items()} == dict.fromkeys(cases, 422)
+    assert all(set(body) >= {"error"} for _, body in answers.values())
+    assert acc.queries_answered == 0
+    # The 64-bit range itself is accepted.
+    status, _ = service.request("POST", "/predict", raw=record % str(2**62).encode())
+    assert status == 200 and acc.queries_answered == 1
+
+
+# -- GET /metrics ---------------------------------------------------------------------------------
+def _scrape(service: Service, headers=None) -> tuple[int, dict]:
+    """``(status, {sample name + labels: value})`` of one scrape, parsed by prometheus_client."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, content_type, body = service.request_raw("GET", "/metrics", headers=headers)
+    if status != 200:
+        return status, json.loads(body)
+    assert content_type.startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return status, samples
+
+
+def _clients_in(samples: dict) -> set:
+    return {
+        key.split("client=", 1)[1].rstrip("}")
+        for key in samples
+        if key.startswith("skprivpred_client_quota_")
+    }
+
+
+def test_metrics_show_each_role_its_figures(tmp_path, service_factory):
+    model, acc = fitted_model(tmp_path, cap_rows=100)
+    keys = tmp_path / "keys.txt"
+    admin_key = "admin-key-0123456789abcdef"
+    keys.write_text(f"alpha:{KEY_A}\nbeta:{KEY_B}\nadmin:ops:{admin_key}\n")
+    quota = str(30 * EPSILON)
+    alpha, beta = {"X-API-Key": KEY_A}, {"X-API-Key": KEY_B}
+    admin, wrong = {"Authorization": f"Bearer {admin_key}"}, {"X-API-Key": "w" * 24}
+    service = service_factory(model, "--api-keys", str(keys), "--quota-epsilon", quota, workers=1)
+    assert service.request("POST", "/predict", {"rows": [[0.0, 0.0, 0.0]] * 10}, alpha)[0] == 200
+    assert service.request("POST", "/predict", {"rows": [[0.0, 0.0, 0.0]] * 5}, beta)[0] == 200
+    assert _scrape(service)[0] == 401 and _scrape(service, wrong)[0] == 401
+    status, mine = _scrape(service, alpha)
+    assert status == 200 and _clients_in(mine) == {"alpha"}  # its own quota, not beta's
+    assert mine["skprivpred_budget_rows_charged"] == 15
+    assert mine["skprivpred_budget_epsilon_cap"] == pytest.approx(100 * EPSILON)
+    assert mine["skprivpred_budget_epsilon_spent"] == pytest.approx(15 * EPSILON)
+    assert mine["skprivpred_budget_rows_remaining"] == 85
+    assert mine["skprivpred_client_quota_rows_charged{client=alpha}"] == 10
+    assert mine["skprivpred_client_quota_rows_remaining{client=alpha}"] == 20
+    assert mine["skprivpred_rows_answered_total"] == 15
+    assert mine["skprivpred_requests_total{endpoint=predict,status=200}"] == 2
+    status, everything = _scrape(service, admin)
+    assert status == 200 and _clients_in(everything) == {"alpha", "beta", "admin:ops"}
+    assert everything["skprivpred_client_quota_rows_charged{client=beta}"] == 5
+    assert acc.queries_answered == 15  # scrapes charge nothing
+    service.stop()
+    public = service_factory(
+        model, "--api-keys", str(keys), "--quota-epsilon", quota, "--metrics-public", workers=1
+    )
+    status, anyone = _scrape(public)
+    assert status == 200 and _clients_in(anyone) == set()  # the global figures only
+    assert anyone["skprivpred_budget_rows_charged"] == 15
+    assert _scrape(public, wrong)[0] == 401
+    assert _clients_in(_scrape(public, beta)[1]) == {"beta"}
+
+
+def test_two_workers_report_the_ledger_during_and_after_load(tmp_path, service_factory):
+    model, acc = fitted_model(tmp_path, cap_rows=600)
+    metrics_dir = tmp_path / "metrics"
+    service = service_factory(model, "--metrics-dir", str(metrics_dir))
+    assert len(service.workers()) == 2
+    assert stat.S_IMODE(metrics_dir.stat().st_mode) == 0o700
+    figures = (
+        "skprivpred_budget_rows_charged",
+        "skprivpred_budget_epsilon_spent",
+        "skprivpred_rows_answered_total",
+        "skprivpred_rows_refused_total",
+    )
+    done = threading.Event()
+    result: dict = {}
+
+    def load():
+        result.update(one_row_load(service, 800, 8))
+        done.set()
+
+    thread = threading.Thread(target=load)
+    thread.start()
+    previous, scrapes = dict.fromkeys(figures, 0.0), 0
+    while not done.is_set() and scrapes < 200:
+        status, samples = _scrape(service)
+        journal = acc.history()  # read after the scrape: the journal can only have grown
+        assert status == 200
+        charged_rows, charged_epsilon = int(journal["rows"].sum()), acc.epsilon_spent
+        now = {name: samples.get(name, 0.0) for name in figures}
+        for name in figures:
+            assert now[name] >= previous[name], name  # figures only grow
+        assert now["skprivpred_budget_rows_charged"] <= charged_rows
+        assert now["skprivpred_rows_answered_total"] <= charged_rows  # answered after charged
+        assert now["skprivpred_budget_epsilon_spent"] <= charged_epsilon * (1 + 1e-12)
+        previous, scrapes = now, scrapes + 1
+        time.sleep(0.05)
+    thread.join(timeout=600)
+    assert scrapes >= 3 and result == {"answered": 600, "refused": 200, "lost": 0, "other": 0}
+    for _ in range(4):  # whichever worker answers, the same figures: the ledger's
+        status, samples = _scrape(service)
+        assert samples["skprivpred_budget_rows_charged"] == acc.queries_answered == 600
+        assert int(acc.history()["rows"].sum()) == 600
+        assert samples["skprivpred_budget_epsilon_spent"] == pytest.approx(acc.epsilon_spent)
+        assert samples["skprivpred_budget_rows_remaining"] == 0
+        assert samples["skprivpred_rows_answered_total"] == 600
+        assert samples["skprivpred_rows_refused_total"] == 200
+        assert samples["skprivpred_requests_total{endpoint=predict,status=200}"] == 600
+        assert samples["skprivpred_requests_total{endpoint=predict,status=429}"] == 200
+        assert samples["skprivpred_request_duration_seconds_count{endpoint=predict}"] == 800
+    worker_files = {p.stem.split("_")[1] for p in metrics_dir.glob("counter_*.db")}
+    assert set(map(str, service.workers())) <= worker_files
+
+
+def test_the_metrics_directory_is_checked_like_the_ledgers(tmp_path):
+    from skprivpred.serving._metrics import prepare_metrics_directory
+
+    model, _ = fitted_model(tmp_path, cap_rows=10)
+    created = tmp_path / "new-metrics"
+    assert prepare_metrics_directory(str(created)) == str(created)
+    assert stat.S_IMODE(created.stat().st_mode) == 0o700
+    (created / "counter_1234.db").write_bytes(b"stale")
+    prepare_metrics_directory(str(created))
+    assert not (created / "counter_1234.db").exists()  # a previous run's counters
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    os.chmod(loose, 0o755)
+    link = tmp_path / "link"
+    link.symlink_to(created)
+    cases = [(loose, "mode 755"), (link, "symbolic link")]
+    if os.geteuid() == 0:
+        foreign = tmp_path / "foreign"
+        foreign.mkdir(mode=0o700)
+        os.chown(foreign, 65534, 65534)
+        cases.append((foreign, "belongs to uid 65534"))
+    for directory, reason in cases:
+        with pytest.raises(ValueError, match=reason):
+            prepare_metrics_directory(str(directory))
+        _assert_one_line_refusal(_run_command(str(model), "--metrics-dir", str(directory)), reason)
+
+
+# -- GET /openapi.json and GET /card ---------------------------------------------------------------
+def _public_schema_model(tmp_path: Path, name: str = "schema"):
+    from sklearn.pipeline import make_pipeline
+
+    from skprivpred.preprocessing import public_preprocessor
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {
+            "age": rng.normal(40, 10, 400),
+            "hours": rng.normal(40, 5, 400),
+            "job": rng.choice(["clerk", "nurse", "pilot"], 400),
+        }
+    )
+    y = (X["age"] > 40).astype(int)
+    schema = {
+        "numeric": {"age": {"scale": 100.0}, "hours": {"scale": 100.0}},
+        "categorical": {"job": ["clerk", "nurse", "pilot"]},
+    }
+    acc = PrivacyAccountant(epsilon=20 * EPSILON, ledger=str(tmp_path / "budget.db"), name=name)
+    model = make_pipeline(
+        public_preprocessor(schema),
+        SubsampleAggregateClassifier(
+            LogisticRegression(), epsilon=EPSILON, n_teachers=8, classes=[0, 1], accountant=acc
+        ),
+    ).fit(X, y)
+    path = tmp_path / "model.skops"
+    save_model(model, path)
+    return path, acc
+
+
+def _validator(document: dict, schema: dict):
+    """A JSON Schema validator of ``schema``, whose ``$ref``s point into ``document``."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    resource = Resource.from_contents(document, default_specification=DRAFT202012)
+    registry = Registry().with_resource("urn:skprivpred-api", resource)
+    rebased = json.loads(json.dumps(schema).replace('"#/', '"urn:skprivpred-api#/'))
+    return Draft202012Validator(rebased, registry=registry)
+
+
+def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, service_factory):
+    from openapi_spec_validator import validate
+
+    from skprivpred.serving import model_card
+
+    path, acc = _public_schema_model(tmp_path)
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"alpha:{KEY_A}\n")
+    service = service_factory(path, "--api-keys", str(keys), "--max-rows", "15", workers=1)
+    auth = {"X-API-Key": KEY_A}
+    assert service.request("GET", "/openapi.json")[0] == 401
+    status, document = service.request("GET", "/openapi.json", headers=auth)
+    assert status == 200
+    validate(document)  # raises on an invalid OpenAPI 3.1 document
+    schemas = document["components"]["schemas"]
+    record = schemas["Record"]
+    assert list(record["properties"]) == ["age", "hours", "job"]
+    assert record["properties"]["age"] == {"type": "number"}
+    assert record["properties"]["job"]["enum"] == ["clerk", "nurse", "pilot"]
+    rows = schemas["RowsRequest"]["properties"]["rows"]
+    assert rows["maxItems"] == 15 and rows["items"]["minItems"] == rows["items"]["maxItems"] == 3
+    predict = document["paths"]["/predict"]["post"]
+    assert set(predict["responses"]) == {"200", "401", "413", "422", "429", "500", "503"}
+    for endpoint in ("/budget", "/guarantee", "/card", "/metrics", "/health", "/openapi.json"):
+        assert "get" in document["paths"][endpoint], endpoint
+
+    def check(body, status_code: str):
+        response = predict["responses"][status_code]["content"]["application/json"]["schema"]
+        _validator(document, response).validate(body)
+
+    request = {"records": [{"age": 30.0, "hours": 40.0, "job": "nurse"}] * 10}
+    variants = predict["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
+    matching = [v for v in variants if _validator(document, v).is_valid(request)]
+    assert len(matching) == 1  # the request the client sends is described
+    status, body = service.request("POST", "/predict", request, auth)
+    assert status == 200 and body["predictions"]
+    check(body, "200")
+    status, body = service.request("POST", "/predict", {"records": [{"age": 1.0}]}, auth)
+    assert status == 422
+    check(body, "422")
+    status, body = service.request("POST", "/predict", request, auth)
+    assert status == 200
+    status, body = service.request("POST", "/predict", request, auth)  # 20 rows were allowed
+    assert status == 429 and acc.queries_answered == 20
+    check(body, "429")
+    # The model card, served: the same Markdown as model_card of the loaded model.
+    status, content_type, card = service.request_raw("GET", "/card", headers=auth)
+    assert status == 200 and content_type.startswith("text/markdown")
+    assert card.decode() == model_card(load_model(path))
+    assert service.request("GET", "/card")[0] == 401
+
+
+def test_openapi_and_card_hold_nothing_learned_from_the_rows(tmp_path):
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from skprivpred.serving import model_card
+    from skprivpred.serving._openapi import openapi_document
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=300), "job": rng.choice(["x", "y"], 300)})
+    X.loc[7, "job"] = "rare-secret-category"  # learned by the teachers' encoders
+    y = np.where(X["a"] > 0, "label-secret-yes", "label-secret-no")
+    teacher = make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["job"]), ("drop", [])),
+        LogisticRegression(),
+    )
+    acc = PrivacyAccountant(epsilon=1.0, ledger=str(tmp_path / "budget.db"))
+    with pytest.warns(skprivpred.PrivacyWarning):  # classes=None: read from y
+        model = SubsampleAggregateClassifier(teacher, n_teachers=4, accountant=acc).fit(X, y)
+    document = json.dumps(
+        openapi_document(
+            model,
+            version="x",
+            max_rows=10,
+            max_body_bytes=100,
+            keys_required=False,
+            metrics_public=False,
+        )
+    )
+    card = model_card(model)
+    for text in (document, card):
+        assert "rare-secret-category" not in text and "label-secret" not in text
+    assert "READ FROM THE TRAINING LABELS" in card  # the label set is flagged, not listed
+
+
+def _card_kinds():
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    sp, seed = skprivpred, 918273
+    encoded = make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["c"]), ("drop", [])),
+        LogisticRegression(),
+    )
+    return {
+        "SubsampleAggregateClassifier": lambda acc: sp.SubsampleAggregateClassifier(
+            n_teachers=8, classes=[0, 1], random_state=seed, accountant=acc
+        ),
+        "SubsampleAggregateClassifier-encoder": lambda acc: sp.SubsampleAggregateClassifier(
+            encoded, n_teachers=4, classes=[0, 1], random_state=seed, accountant=acc
+        ),
+        "SubsampleAverageRegressor": lambda acc: sp.SubsampleAverageRegressor(
+            y_bounds=(-3.0, 3.0), n_teachers=8, random_state=seed, accountant=acc
+        ),
+        "StableERMClassifier": lambda acc: sp.StableERMClassifier(
+            classes=[0, 1], random_state=seed, accountant=acc
+        ),
+        "AveragedPSGDRegressor": lambda acc: sp.AveragedPSGDRegressor(
+            y_bounds=(-3.0, 3.0), random_state=seed, accountant=acc
+        ),
+        "ExpProjectedWalkClassifier": lambda acc: sp.ExpProjectedWalkClassifier(
+            feature="a", classes=[0, 1], random_state=seed, accountant=acc
+        ),
+        "PrivateGridSearchCV": lambda acc: sp.PrivateGridSearchCV(
+            sp.SubsampleAggregateClassifier(classes=[0, 1], accountant=acc),
+            {"n_teachers": [5, 10]},
+            random_state=seed,
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_card_kinds()))
+def test_model_card_is_identical_on_neighbouring_data_sets(tmp_path, kind):
+    from skprivpred.serving import model_card
+
+    rng = np.random.default_rng(0)
+    D = pd.DataFrame(
+        {"a": rng.normal(size=400), "b": rng.normal(size=400), "c": rng.choice(["x", "y"], 400)}
+    )
+    D_prime = D.copy()
+    D_prime.loc[399] = [250.0, -250.0, "never-seen"]  # one row replaced, an extreme one
+    regression = "Regressor" in kind
+    cards = []
+    for data in (D, D_prime):
+        y = data["a"].clip(-3, 3) if regression else (data["a"] > 0).astype(int)
+        X = data if "encoder" in kind or "Walk" in kind else data[["a", "b"]]
+        # The same budget for both fits: one ledger, one name, the same terms.
+        acc = PrivacyAccountant(epsilon=50.0, ledger=str(tmp_path / "budget.db"), name="card")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            cards.append(model_card(_card_kinds()[kind](acc).fit(X, y)))
+    assert cards[0] == cards[1]
+    card = cards[0]
+    assert "918273" not in card and "seeded" in card  # the seed would regenerate the noise
+    assert " at 0x" not in card and skprivpred.__version__ in card
+    assert "replace-one" in card and "Cost of one answer" in card and "What is secret" in card
+
+
+def test_model_card_redacts_ledger_credentials(tmp_path, postgres_url):
+    from skprivpred.serving import model_card
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with_password = postgres_url.replace("postgres@", "postgres:hunter2-secret@", 1)
+    with_parameter = postgres_url + "?password=hunter3-secret&connect_timeout=5"
+    for i, (url, secret) in enumerate(
+        ((with_password, "hunter2-secret"), (with_parameter, "hunter3-secret"))
+    ):
+        acc = PrivacyAccountant(epsilon=1.0, ledger=url, name=f"card-{i}")
+        clf = SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1], accountant=acc).fit(X, y)
+        card = model_card(clf)
+        assert secret not in card and "***" in card and "PostgreSQL server" in card
