@@ -269,7 +269,7 @@ def model_card(model: Any) -> str:
     >>> X = np.random.default_rng(0).normal(size=(200, 2))
     >>> y = (X[:, 0] > 0).astype(int)
     >>> clf = SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1]).fit(X, y)
-    >>> print(model_card(clf).splitlines()[1])
+    >>> print(model_card(clf).splitlines()[0])
     # Model card: SubsampleAggregateClassifier
     """
     from sklearn.utils.validation import check_is_fitted
@@ -296,4 +296,4 @@ def model_card(model: Any) -> str:
             f"{title}/What is secret": _SECRET,
         }
     )
-    return card.render()
+    return card.render().lstrip("\n")

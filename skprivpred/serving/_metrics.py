@@ -214,16 +214,14 @@ class BudgetCollector:
             return
         families = {
             key: GaugeMetricFamily(
-                f"skprivpred_client_quota_{key}",
-                _HELP[key] + " (a client's quota)",
-                labels=["client"],
+                f"skprivpred_client_quota_{key}", _QUOTA_HELP[key], labels=["client"]
             )
             for key in ("epsilon_cap", "epsilon_spent", "epsilon_remaining", "rows_charged")
         }
         if self.row_cost is not None:
             families["rows_remaining"] = GaugeMetricFamily(
                 "skprivpred_client_quota_rows_remaining",
-                _HELP["rows_remaining"] + " (a client's quota)",
+                _QUOTA_HELP["rows_remaining"],
                 labels=["client"],
             )
         for client in sorted(self.quotas):
@@ -254,6 +252,14 @@ _HELP = {
     "rho_remaining": "rho left, if every further charge composes as zCDP",
     "rows_charged": "Query rows charged so far",
     "rows_remaining": "Query rows that still fit, at the cost of one answered row",
+}
+
+_QUOTA_HELP = {
+    "epsilon_cap": "A client's share of the budget (--quota-epsilon)",
+    "epsilon_spent": "Epsilon a client's answers have spent of its share",
+    "epsilon_remaining": "Epsilon left of a client's share",
+    "rows_charged": "Query rows charged to a client's share",
+    "rows_remaining": "Query rows that still fit a client's share",
 }
 
 _RHO_CAPS: dict[tuple[float, float], float] = {}
