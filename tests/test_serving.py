@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -1005,10 +1006,12 @@ def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, serv
     status, body = service.request("POST", "/predict", {"records": [{"age": 1.0}]}, auth)
     assert status == 422
     check(body, "422")
-    status, body = service.request("POST", "/predict", request, auth)
+    # Rows as the document says: the model's 3 input columns (not the 5 its encoder makes).
+    status, body = service.request("POST", "/predict", {"rows": [[30.0, 40.0, 1.0]] * 5}, auth)
     assert status == 200
+    check(body, "200")
     status, body = service.request("POST", "/predict", request, auth)  # 20 rows were allowed
-    assert status == 429 and acc.queries_answered == 20
+    assert status == 429 and acc.queries_answered == 15
     check(body, "429")
     # The model card, served: the same Markdown as model_card of the loaded model.
     status, content_type, card = service.request_raw("GET", "/card", headers=auth)
@@ -1127,7 +1130,7 @@ def test_model_card_redacts_ledger_credentials(tmp_path, postgres_url):
     for i, (url, secret) in enumerate(
         ((with_password, "hunter2-secret"), (with_parameter, "hunter3-secret"))
     ):
-        acc = PrivacyAccountant(epsilon=1.0, ledger=url, name=f"card-{i}")
+        acc = PrivacyAccountant(epsilon=1.0, ledger=url, name=f"card-{i}-{uuid.uuid4().hex}")
         clf = SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1], accountant=acc).fit(X, y)
         card = model_card(clf)
         assert secret not in card and "***" in card and "PostgreSQL server" in card

@@ -54,12 +54,13 @@ def _parse_int(digits: str) -> int:
     return value
 
 
+#: Roles in the key file: ``admin:NAME:KEY`` makes the client ``admin:NAME`` an administrator
+#: (``_clients.parse_keys`` names it so).
+ADMIN_PREFIX = "admin:"
+
+
 def _is_admin(client: str | None) -> bool:
     return client is not None and client.startswith(ADMIN_PREFIX)
-
-
-#: Roles in the key file: ``admin:NAME:KEY`` makes the client ``admin:NAME`` an administrator.
-ADMIN_PREFIX = "admin:"
 
 
 def _guard(metrics: ServiceMetrics):

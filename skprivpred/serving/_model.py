@@ -221,8 +221,11 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
         been written by another user. The message is one line.
     """
     name = os.fspath(path)
-    _check_not_writable_by_others(name)
-    with open(name, "rb") as handle:
+    # O_NONBLOCK: a FIFO in the file's place must not block the command.
+    descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        # The checks look at the file that was opened, not at whatever the name means later.
+        _check_not_writable_by_others(name, os.fstat(handle.fileno()))
         data = handle.read()
     if not data.startswith(_ZIP_MAGIC):
         raise ValueError(f"{name!r} is not a model file written by save_model{_kind(data)}.")
@@ -307,9 +310,12 @@ def _kind(data: bytes) -> str:
     return " (it is not a skops archive)"
 
 
-def _check_not_writable_by_others(path: str) -> None:
-    """Refuse a model file that another user could have written or replaced (POSIX)."""
-    info = os.stat(path)  # a missing file raises FileNotFoundError, with its name
+def _check_not_writable_by_others(path: str, info: os.stat_result) -> None:
+    """Refuse a model file that another user could have written or replaced (POSIX).
+
+    ``info`` is the status of the opened file; the directories above it (by its
+    resolved path) must not let another user replace it either.
+    """
     if not stat.S_ISREG(info.st_mode):
         raise ValueError(f"{path!r} is not a regular file.")
     getuid = getattr(os, "getuid", None)
