@@ -1134,3 +1134,34 @@ def test_model_card_redacts_ledger_credentials(tmp_path, postgres_url):
         clf = SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1], accountant=acc).fit(X, y)
         card = model_card(clf)
         assert secret not in card and "***" in card and "PostgreSQL server" in card
+
+
+def test_budget_figures_include_rho_for_a_zcdp_budget(tmp_path):
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from skprivpred.accounting import rho_cap
+    from skprivpred.serving._metrics import BudgetCollector
+
+    acc = PrivacyAccountant(
+        epsilon=1.0, delta=1e-6, composition="zcdp", ledger=str(tmp_path / "z.db")
+    )
+    acc.charge(10, 0.01, rho=0.01**2 / 8)
+    registry = CollectorRegistry()
+    registry.register(BudgetCollector(acc, (0.01, 0.0), {}))
+    text = generate_latest(registry).decode()
+    values = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    assert values["skprivpred_budget_rho_spent"] == pytest.approx(10 * 0.01**2 / 8)
+    assert values["skprivpred_budget_rho_cap"] == pytest.approx(rho_cap(1.0, 1e-6))
+    assert values["skprivpred_budget_epsilon_spent"] == pytest.approx(acc.epsilon_spent)
+    assert values["skprivpred_budget_rows_charged"] == 10
+
+
+def test_admin_lines_in_the_key_file():
+    from skprivpred.serving._clients import parse_keys
+
+    keys = parse_keys(f"alpha:{KEY_A}\nadmin:ops:{KEY_B}\n", "keys.txt")
+    assert keys == {"alpha": KEY_A, "admin:ops": KEY_B}
+    for malformed in (f"admin:{KEY_A}", f"admin::{KEY_A}"):
+        with pytest.raises(ValueError, match="admin:name:key"):
+            parse_keys(malformed, "keys.txt")
