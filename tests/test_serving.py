@@ -1167,3 +1167,17 @@ def test_admin_lines_in_the_key_file():
     for malformed in (f"admin:{KEY_A}", f"admin::{KEY_A}"):
         with pytest.raises(ValueError, match="admin:name:key"):
             parse_keys(malformed, "keys.txt")
+
+
+def test_every_trusted_skprivpred_type_exists():
+    import importlib
+
+    from skprivpred.serving._trust import SKPRIVPRED_STATE_TYPES, default_trusted_types
+
+    for name in SKPRIVPRED_STATE_TYPES:  # a renamed class would silently stop loading
+        module, _, attribute = name.rpartition(".")
+        assert isinstance(getattr(importlib.import_module(module), attribute), type), name
+    trusted = default_trusted_types()
+    assert "skprivpred.everlasting.PrivateEverlastingClassifier" not in trusted
+    assert "skprivpred.aggregate.SubsampleAggregateClassifier" in trusted
+    assert "sklearn.tree._tree.Tree" in trusted and "builtins.eval" not in trusted
