@@ -1,4 +1,4 @@
-"""``python -m skprivpred.serving MODEL [--ledger URL] [--host H] [--port P] [--workers N]``."""
+"""``python -m skprivpred.serving MODEL [--ledger URL] [--host H] [--port P] [--workers N] ...``."""
 
 from __future__ import annotations
 
@@ -6,11 +6,15 @@ import argparse
 import inspect
 import json
 import os
+import shutil
 import socket
 import sys
 
-from ._app import CONFIG_ENVIRONMENT_VARIABLE, create_app
-from ._model import load_model
+from ._metrics import (
+    MULTIPROCESS_ENVIRONMENT_VARIABLE,
+    default_metrics_directory,
+    prepare_metrics_directory,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,18 +32,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument(
         "--api-keys",
-        help="file of 'client:key' lines (re-read when it changes); without it, "
-        "the SKPRIVPRED_API_KEYS environment variable, else no keys",
+        help="file of 'client:key' lines, 'admin:name:key' for administrators (re-read when "
+        "it changes); without it, the SKPRIVPRED_API_KEYS environment variable, else no keys",
     )
     parser.add_argument(
         "--quota-epsilon", type=float, help="each client's share of the budget (needs keys)"
     )
     parser.add_argument("--max-rows", type=int, default=1000, help="rows per request at most")
     parser.add_argument("--max-body-bytes", type=int, default=1_000_000)
+    parser.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="MODULE.TYPE",
+        help="a type the model file may hold besides scikit-learn's and skprivpred's (repeat "
+        "for several); name only types you have reviewed",
+    )
+    parser.add_argument(
+        "--metrics-public",
+        action="store_true",
+        help="let /metrics show the global figures (budget, requests) without an API key",
+    )
+    parser.add_argument(
+        "--metrics-dir",
+        help="directory for the workers' metric files (owned by this user, mode 0700, "
+        "created if absent; default: a new one in the temporary directory)",
+    )
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     if args.workers < 1 or args.max_rows < 1 or args.max_body_bytes < 1:
         parser.error("--workers, --max-rows and --max-body-bytes must be at least 1")
+
+    temporary_metrics = None
+    try:
+        # prometheus_client reads the directory when it is first imported (here, or in each
+        # worker, which inherits the environment): set it before anything imports it.
+        requested = args.metrics_dir or os.environ.get(MULTIPROCESS_ENVIRONMENT_VARIABLE)
+        if requested is None:
+            requested = temporary_metrics = default_metrics_directory()
+        os.environ[MULTIPROCESS_ENVIRONMENT_VARIABLE] = prepare_metrics_directory(requested)
+    except (OSError, ValueError) as exc:
+        print(f"skprivpred.serving: {exc}", file=sys.stderr)
+        return 2
+
+    from ._app import CONFIG_ENVIRONMENT_VARIABLE, create_app
+    from ._model import budget_of, load_model
 
     config = {
         "model": os.path.abspath(args.model),
@@ -48,25 +85,53 @@ def main(argv: list[str] | None = None) -> int:
         "quota_epsilon": args.quota_epsilon,
         "max_rows": args.max_rows,
         "max_body_bytes": args.max_body_bytes,
+        "trusted": args.trust,
+        "metrics_public": args.metrics_public,
     }
     # Check everything once here, so that a bad model, ledger or key file stops the
     # command with a clear message instead of failing in every worker.
     try:
+        model = load_model(config["model"], trusted=config["trusted"] or None)
         create_app(
-            load_model(config["model"]),
+            model,
             ledger=config["ledger"],
             api_keys=config["api_keys"],
             quota_epsilon=config["quota_epsilon"],
             max_rows=config["max_rows"],
             max_body_bytes=config["max_body_bytes"],
+            metrics_public=config["metrics_public"],
         )
-    except (OSError, ValueError, RuntimeError) as exc:
-        print(f"skprivpred.serving: {exc}", file=sys.stderr)
+        budget = budget_of(model)
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+        print(f"skprivpred.serving: {_one_line(exc)}", file=sys.stderr)
+        _remove(temporary_metrics)
         return 2
 
+    from .._ledger import redact
+
+    # The model file names the budget it charges: say which, so an operator can check it.
+    print(
+        f"skprivpred.serving: charging the budget {budget.name!r} (epsilon={budget.epsilon:g}, "
+        f"delta={budget.delta:g}) in the ledger {redact(budget.ledger_url)}",
+        file=sys.stderr,
+        flush=True,
+    )
     os.environ[CONFIG_ENVIRONMENT_VARIABLE] = json.dumps(config)
-    serve(args.host, args.port, args.workers, args.log_level)
+    try:
+        serve(args.host, args.port, args.workers, args.log_level)
+    finally:
+        _remove(temporary_metrics)
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _remove(directory: str | None) -> None:
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def serve(host: str, port: int, workers: int, log_level: str) -> None:

@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import time
 from numbers import Real
 from typing import Any
 
@@ -15,11 +16,12 @@ import numpy as np
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, UnknownKey, parse_keys
+from ._metrics import BudgetCollector, ServiceMetrics
 from ._model import budget_of, load_model, per_row_guarantee
 
 __all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
@@ -42,39 +44,90 @@ def _reject_constant(token: str):
     raise _Refused(422, f"{token} is not allowed: every value must be finite.")
 
 
-def _guarded(endpoint):
-    """Answer every failure with a short JSON body: no trace, no secret, in the response or log."""
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
-    @functools.wraps(endpoint)
-    async def run(request: Request) -> JSONResponse:
-        try:
-            return await endpoint(request)
-        except _Refused as refusal:
-            return JSONResponse(refusal.body, status_code=refusal.status)
-        except LedgerError:
-            logger.error("the ledger is unavailable; nothing was charged or answered")
-            return JSONResponse(
-                {"error": "the privacy ledger is unavailable; nothing was charged or answered."},
-                status_code=503,
-            )
-        except Exception as exc:  # noqa: BLE001 - never let a trace (or a secret) out
-            logger.error("internal error (%s); nothing more is logged", type(exc).__name__)
-            return JSONResponse({"error": "internal error"}, status_code=500)
 
-    return run
+def _parse_int(digits: str) -> int:
+    """A JSON integer within the 64-bit range (a longer one is refused before it is converted)."""
+    value = int(digits) if len(digits) <= 20 else None
+    if value is None or not _INT64_MIN <= value <= _INT64_MAX:
+        raise _Refused(422, "every integer must lie within the 64-bit range (-2**63 to 2**63-1).")
+    return value
+
+
+#: Roles in the key file: ``admin:NAME:KEY`` makes the client ``admin:NAME`` an administrator
+#: (``_clients.parse_keys`` names it so).
+ADMIN_PREFIX = "admin:"
+
+
+def _is_admin(client: str | None) -> bool:
+    return client is not None and client.startswith(ADMIN_PREFIX)
+
+
+def _guard(metrics: ServiceMetrics):
+    """A decorator that answers every failure of an endpoint with a short JSON body.
+
+    No trace and no secret reach the response or the log. Every request is
+    counted by endpoint and status, and timed.
+    """
+
+    def guarded(name: str):
+        def wrap(endpoint):
+            @functools.wraps(endpoint)
+            async def run(request: Request) -> Response:
+                start = time.perf_counter()
+                response = await _answer_or_refuse(endpoint, request, metrics)
+                metrics.requests.labels(name, str(response.status_code)).inc()
+                metrics.latency.labels(name).observe(time.perf_counter() - start)
+                return response
+
+            return run
+
+        return wrap
+
+    return guarded
+
+
+async def _answer_or_refuse(endpoint, request: Request, metrics: ServiceMetrics) -> Response:
+    try:
+        return await endpoint(request)
+    except _Refused as refusal:
+        return JSONResponse(refusal.body, status_code=refusal.status)
+    except LedgerError:
+        metrics.ledger_errors.inc()
+        logger.error("the ledger is unavailable; nothing was charged or answered")
+        return JSONResponse(
+            {"error": "the privacy ledger is unavailable; nothing was charged or answered."},
+            status_code=503,
+        )
+    except Exception as exc:  # noqa: BLE001 - never let a trace (or a secret) out
+        logger.error("internal error (%s); nothing more is logged", type(exc).__name__)
+        return JSONResponse({"error": "internal error"}, status_code=500)
 
 
 class _Service:
     """What the endpoints share: the estimator, its budget, the clients and the limits."""
 
-    def __init__(self, estimator, clients: Clients, max_rows: int, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        estimator,
+        clients: Clients,
+        max_rows: int,
+        max_body_bytes: int,
+        metrics_public: bool = False,
+    ) -> None:
         self.estimator = estimator
         self.budget = budget_of(estimator)
         self.clients = clients
         self.max_rows = max_rows
         self.max_body_bytes = max_body_bytes
-        final = _final_step(estimator)
-        self.n_features = int(final.n_features_in_) if hasattr(final, "n_features_in_") else None
+        self.metrics_public = metrics_public
+        self.metrics = ServiceMetrics()
+        self._card: str | None = None
+        self._openapi: dict | None = None
+        # The width of a query row is the model's input width (a pipeline's first step).
+        n_features = getattr(estimator, "n_features_in_", None)
+        self.n_features = None if n_features is None else int(n_features)
         names = getattr(estimator, "feature_names_in_", None)
         self.feature_names = None if names is None else [str(n) for n in names]
         self.row_cost: tuple[float, float] | None = None
@@ -100,14 +153,62 @@ class _Service:
             )
 
     # -- requests --------------------------------------------------------------------------
-    def client(self, request: Request) -> str | None:
+    @staticmethod
+    def presented_key(request: Request) -> str | None:
         header = request.headers.get("authorization", "")
         presented = header[7:].strip() if header.lower().startswith("bearer ") else None
-        presented = presented or request.headers.get("x-api-key")
+        return presented or request.headers.get("x-api-key")
+
+    def client(self, request: Request) -> str | None:
         try:
-            return self.clients.identify(presented)
+            return self.clients.identify(self.presented_key(request))
         except UnknownKey:
             raise _Refused(401, "a valid API key is required.") from None
+
+    def metrics_quotas(self, request: Request) -> dict:
+        """The quotas this request may read: none, its own, or (an admin's) every client's.
+
+        Without keys configured, or with ``metrics_public`` and no key
+        presented, only the global figures are shown.
+        """
+        if not self.clients.required or (
+            self.metrics_public and self.presented_key(request) is None
+        ):
+            return {}
+        client = self.client(request)  # 401 for a missing or unknown key
+        names = sorted(self.clients._keys or ()) if _is_admin(client) else [client]
+        quotas = {}
+        for name in names:
+            quota = self.clients.quota(name)
+            if quota is not None:
+                quotas[name] = quota
+        return quotas
+
+    def scrape(self, quotas: dict) -> bytes:
+        """The metrics in the Prometheus text format (the budget read from the ledger now)."""
+        return self.metrics.exposition(BudgetCollector(self.budget, self.row_cost, quotas))
+
+    def card(self) -> str:
+        if self._card is None:
+            from ._card import model_card
+
+            self._card = model_card(self.estimator)
+        return self._card
+
+    def openapi(self) -> dict:
+        if self._openapi is None:
+            from .. import __version__
+            from ._openapi import openapi_document
+
+            self._openapi = openapi_document(
+                self.estimator,
+                version=__version__,
+                max_rows=self.max_rows,
+                max_body_bytes=self.max_body_bytes,
+                keys_required=self.clients.required,
+                metrics_public=self.metrics_public,
+            )
+        return self._openapi
 
     async def body(self, request: Request) -> tuple[dict, bool]:
         """The JSON object of the body, and whether it may hold ``true`` or ``false``."""
@@ -123,9 +224,11 @@ class _Service:
             chunks.append(chunk)
         raw = b"".join(chunks)
         try:
-            payload = json.loads(raw, parse_constant=_reject_constant)
+            payload = json.loads(raw, parse_constant=_reject_constant, parse_int=_parse_int)
         except _Refused:
             raise
+        except RecursionError:
+            raise _Refused(422, "the body is nested too deeply.") from None
         except (ValueError, UnicodeDecodeError):
             raise _Refused(422, "the body is not valid JSON.") from None
         if not isinstance(payload, dict):
@@ -153,7 +256,7 @@ class _Service:
             raise _Refused(422, "every value must be a number, not true or false.")
         try:
             X = np.array(rows, dtype=float)  # a string or a nested list fails here
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):
             raise _Refused(422, "every value must be a number.") from None
         if X.ndim != 2 or not np.all(np.isfinite(X)):
             raise _Refused(422, "every value must be a finite number.")
@@ -269,6 +372,7 @@ def create_app(
     quota_epsilon: float | None = None,
     max_rows: int = 1000,
     max_body_bytes: int = 1_000_000,
+    metrics_public: bool = False,
 ) -> Starlette:
     """The ASGI application that serves private answers of ``estimator``.
 
@@ -282,14 +386,20 @@ def create_app(
         address); see :meth:`~skprivpred.PrivacyAccountant.relocate`.
     api_keys : mapping, str, os.PathLike or None, default=None
         ``{client: key}`` or a file of ``client:key`` lines (re-read when it
-        changes). ``None`` and no ``SKPRIVPRED_API_KEYS`` in the environment:
-        no keys.
+        changes); a line ``admin:name:key`` (a mapping entry ``"admin:name":
+        key``) is an administrator, who may read every client's figures in
+        ``/metrics``. ``None`` and no ``SKPRIVPRED_API_KEYS`` in the
+        environment: no keys.
     quota_epsilon : float, default=None
         Per-client share of the global budget (needs keys).
     max_rows : int, default=1000
         Most rows one request may ask (HTTP 413 beyond).
     max_body_bytes : int, default=1000000
         Largest request body (HTTP 413 beyond).
+    metrics_public : bool, default=False
+        Whether ``/metrics`` shows the global figures (budget, request
+        counters) to requests without a key. A client key also sees its own
+        quota, an admin key every client's.
 
     Returns
     -------
@@ -301,31 +411,59 @@ def create_app(
     if api_keys is None and os.environ.get(KEYS_ENVIRONMENT_VARIABLE):
         api_keys = parse_keys(os.environ[KEYS_ENVIRONMENT_VARIABLE], KEYS_ENVIRONMENT_VARIABLE)
     service = _Service(
-        estimator, Clients(budget, api_keys, quota_epsilon), max_rows, max_body_bytes
+        estimator,
+        Clients(budget, api_keys, quota_epsilon),
+        max_rows,
+        max_body_bytes,
+        metrics_public=bool(metrics_public),
     )
     service.check_quotas()  # quotas that could never be charged stop the start
+    metrics = service.metrics
+    guarded = _guard(metrics)
 
-    @_guarded
+    @guarded("predict")
     async def predict(request: Request) -> JSONResponse:
         client = service.client(request)
         X = service.queries(*await service.body(request))
-        predictions = await run_in_threadpool(service.answer, X, client)
+        try:
+            predictions = await run_in_threadpool(service.answer, X, client)
+        except _Refused as refusal:
+            if refusal.status == 429:
+                metrics.rows_refused.inc(X.shape[0])
+            raise
+        metrics.rows_answered.inc(len(predictions))
         return JSONResponse(
             {"predictions": predictions, "epsilon_spent": service.budget.epsilon_spent}
         )
 
-    @_guarded
+    @guarded("budget")
     async def budget_endpoint(request: Request) -> JSONResponse:
         service.client(request)
         return JSONResponse(await run_in_threadpool(service.budget_report))
 
-    @_guarded
+    @guarded("guarantee")
     async def guarantee(request: Request) -> JSONResponse:
         service.client(request)
         guarantee = getattr(_final_step(estimator), "privacy_guarantee_", None)
         return JSONResponse(_jsonable(guarantee))
 
-    @_guarded
+    @guarded("card")
+    async def card(request: Request) -> Response:
+        service.client(request)
+        text = await run_in_threadpool(service.card)
+        return Response(text, media_type="text/markdown; charset=utf-8")
+
+    @guarded("openapi")
+    async def openapi(request: Request) -> JSONResponse:
+        service.client(request)
+        return JSONResponse(service.openapi())
+
+    @guarded("metrics")
+    async def metrics_endpoint(request: Request) -> Response:
+        body = await run_in_threadpool(lambda: service.scrape(service.metrics_quotas(request)))
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @guarded("health")
     async def health(request: Request) -> JSONResponse:
         await run_in_threadpool(lambda: service.budget.queries_answered)  # the ledger answers
         return JSONResponse({"status": "ok"})
@@ -335,6 +473,9 @@ def create_app(
             Route("/predict", predict, methods=["POST"]),
             Route("/budget", budget_endpoint, methods=["GET"]),
             Route("/guarantee", guarantee, methods=["GET"]),
+            Route("/card", card, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
         ]
     )
@@ -376,10 +517,11 @@ def app_from_environment() -> Starlette:
     """The application of one worker of ``python -m skprivpred.serving`` (a uvicorn factory)."""
     config = json.loads(os.environ[CONFIG_ENVIRONMENT_VARIABLE])
     return create_app(
-        load_model(config["model"]),
+        load_model(config["model"], trusted=config.get("trusted") or None),
         ledger=config.get("ledger"),
         api_keys=config.get("api_keys"),
         quota_epsilon=config.get("quota_epsilon"),
         max_rows=config["max_rows"],
         max_body_bytes=config["max_body_bytes"],
+        metrics_public=config.get("metrics_public", False),
     )

@@ -20,17 +20,24 @@ class UnknownKey(Exception):
 
 
 def parse_keys(text: str, source: str) -> dict[str, str]:
-    """``name:key`` pairs, one per line or separated by commas (``#`` starts a comment)."""
+    """``name:key`` pairs, one per line or separated by commas (``#`` starts a comment).
+
+    A line ``admin:name:key`` gives the client ``admin:name``, an administrator.
+    """
     keys: dict[str, str] = {}
     for raw in text.replace(",", "\n").splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         name, sep, key = line.partition(":")
+        if name.strip() == "admin":  # 'admin:NAME:KEY': client 'admin:NAME' has the admin role
+            name, sep, key = key.partition(":")
+            name = f"admin:{name.strip()}" if name.strip() else ""
         name, key = name.strip(), key.strip()
         if not sep or not name or not key:
             raise ValueError(
-                f"{source}: each API key is written 'name:key', got a malformed entry."
+                f"{source}: each API key is written 'name:key' (or 'admin:name:key' for an "
+                "administrator), got a malformed entry."
             )
         if len(key) < 16:
             raise ValueError(f"{source}: the key of client {name!r} is shorter than 16 characters.")

@@ -1,21 +1,31 @@
-"""Saving a fitted private estimator for a service, and finding its budget."""
+"""Saving a fitted private estimator for a service, and finding its budget.
+
+A model file is a :mod:`skops.io` archive, never a pickle: reading it constructs
+only trusted types (:mod:`._trust`) and runs no code from the file. It is
+written with mode 0600 and read only if no other user could have written it.
+"""
 
 from __future__ import annotations
 
 import math
 import os
+import stat
+import tempfile
+import warnings
+from collections.abc import Iterable
 from typing import Any
 
-import joblib
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
+from ._trust import check_trees, default_trusted_types, process_local
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "save_model"]
 
 _FORMAT = "skprivpred-model"
-_VERSION = 1
+_VERSION = 2  # 1 was a joblib pickle, no longer read
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def budget_of(estimator: BaseEstimator) -> PrivacyAccountant:
@@ -84,11 +94,14 @@ def per_row_guarantee(estimator: BaseEstimator) -> tuple[float, float]:
 
 
 def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
-    """Write a fitted private estimator to ``path`` (joblib) for ``skprivpred.serving``.
+    """Write a fitted private estimator to ``path`` for ``skprivpred.serving``.
 
-    The file holds the teachers: protect it like the training data. Its
-    accountant is saved by address, so every process that loads the file
-    charges the same ledger.
+    The file is a :mod:`skops.io` archive (not a pickle), created with mode
+    0600 and moved into place in one step. It holds the teachers: protect it
+    like the training data, and let no other user write it (whoever writes it
+    chooses the answers and the budget they are charged to;
+    :func:`load_model` refuses such a file). The accountant is saved by
+    address, so every process that loads the file charges the same ledger.
 
     Parameters
     ----------
@@ -96,17 +109,29 @@ def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
         A fitted skprivpred estimator (or a ``Pipeline`` ending in one) with one
         :class:`~skprivpred.PrivacyAccountant` whose ledger is a file or a
         server: not ``":memory:"``, and not the default ledger, a temporary
-        file deleted when the process that created it exits.
+        file deleted when the process that created it exits. Not an
+        everlasting predictor (:class:`~skprivpred.PrivateEverlastingClassifier`,
+        :class:`~skprivpred.GenericBBLClassifier`), whose phase state lives in
+        the process that fitted it.
     path : str or os.PathLike
-        Where to write.
+        Where to write (conventionally ``model.skops``).
 
     Raises
     ------
     ValueError
-        If the estimator has no accountant, or its ledger would not outlive
-        this process.
+        If the estimator has no accountant, its ledger would not outlive
+        this process, or its privacy state lives in the process.
+    TypeError
+        If the estimator holds an object that skops cannot write.
     sklearn.exceptions.NotFittedError
         If the estimator is not fitted.
+
+    Warns
+    -----
+    UserWarning
+        If the file holds types that :func:`load_model` does not trust by
+        default (a custom teacher, a function used as an expert): the message
+        names them, to be passed as ``trusted``.
     """
     check_is_fitted(estimator)
     budget = budget_of(estimator)
@@ -123,28 +148,210 @@ def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
             "the estimator's PrivacyAccountant has no epsilon cap (epsilon=inf): a served model "
             "needs a total budget."
         )
-    joblib.dump({"format": _FORMAT, "version": _VERSION, "estimator": estimator}, path)
+    local = process_local(estimator)
+    if local is not None:
+        raise ValueError(_process_local_message(local))
+    sio = _skops_io()
+    try:
+        data = sio.dumps({"format": _FORMAT, "version": _VERSION, "estimator": estimator})
+    except TypeError as exc:  # skops's UnsupportedTypeException says which type
+        raise TypeError(f"save_model cannot write this estimator: {exc}") from None
+    extra = sorted(set(sio.get_untrusted_types(data=data)) - set(default_trusted_types()))
+    if extra:
+        warnings.warn(
+            f"the model file holds types that load_model does not trust by default: {extra}. "
+            "Load it with load_model(path, trusted=[...]) or python -m skprivpred.serving "
+            "--trust TYPE, naming only types you have reviewed.",
+            UserWarning,
+            stacklevel=2,
+        )
+    _write_private(os.fspath(path), data)
 
 
-def load_model(path: str | os.PathLike) -> Any:
-    """Read a model written by :func:`save_model`.
+def _process_local_message(part: Any) -> str:
+    return (
+        f"{type(part).__name__} cannot be saved for a service: its phase state (the current "
+        "phase and the answers counted in it) lives in this Python process, not in the "
+        "ledger, so two processes loading the file would each run their own phases and "
+        "answer more queries per phase than its guarantee allows. Answer its queries from "
+        "the one process that fitted it."
+    )
+
+
+def _write_private(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` with mode 0600, replacing any file there in one step."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".skprivpred-model-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:  # mkstemp: O_EXCL, mode 0600
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.remove(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None = None) -> Any:
+    """Read a model written by :func:`save_model`, constructing only trusted types.
+
+    The file is read with :mod:`skops.io`: no code from the file runs, and a
+    type outside the trusted ones is refused by name. Pickles (joblib files,
+    the format of skprivpred before 0.1) are refused without being read.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file.
+        The file. On POSIX it must be owned by this user (or root) and
+        writable by no one else, and so must the directories above it (unless
+        sticky, as ``/tmp``): whoever can write the file chooses the answers
+        and the budget they are charged to.
+    trusted : iterable of str or type, default=None
+        Types to trust besides the defaults (scikit-learn's and skprivpred's
+        estimators and the state they hold), as fully qualified names
+        (``"mypackage.MyTeacher"``) or the types themselves. Name only types
+        you have reviewed: a trusted type is constructed from the file's data.
 
     Returns
     -------
     estimator
         The fitted estimator; its accountant charges the ledger it was saved with.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a model written by :func:`save_model` (a pickle, a
+        file of another kind, a damaged archive), holds an untrusted type, a
+        malformed decision tree or an everlasting predictor, or could have
+        been written by another user. The message is one line.
     """
-    payload = joblib.load(path)
+    name = os.fspath(path)
+    # O_NONBLOCK: a FIFO in the file's place must not block the command.
+    descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        # The checks look at the file that was opened, not at whatever the name means later.
+        _check_not_writable_by_others(name, os.fstat(handle.fileno()))
+        data = handle.read()
+    if not data.startswith(_ZIP_MAGIC):
+        raise ValueError(f"{name!r} is not a model file written by save_model{_kind(data)}.")
+    extra = _type_names(trusted)
+    allowed = sorted({*default_trusted_types(), *extra})
+    sio = _skops_io()
+    try:
+        untrusted = sorted(set(sio.get_untrusted_types(data=data)) - set(allowed))
+    except Exception as exc:  # noqa: BLE001 - a damaged or foreign archive, in one line
+        raise ValueError(
+            f"{name!r} is not a model file written by save_model (unreadable archive: "
+            f"{type(exc).__name__})."
+        ) from None
+    if untrusted:
+        raise ValueError(
+            f"{name!r} holds types that are not trusted: {', '.join(untrusted)}. Trust a type "
+            "only if you have reviewed it and the file's origin: load_model(path, trusted=[...]) "
+            "or --trust TYPE."
+        )
+    try:
+        payload = sio.loads(data, trusted=allowed)
+    except Exception as exc:  # noqa: BLE001 - a crafted state, in one line
+        raise ValueError(
+            f"{name!r} could not be read as a model file ({type(exc).__name__})."
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
-        raise ValueError(f"{os.fspath(path)!r} was not written by skprivpred.serving.save_model.")
+        raise ValueError(f"{name!r} was not written by skprivpred.serving.save_model.")
     if payload.get("version") != _VERSION:
         raise ValueError(
-            f"{os.fspath(path)!r} has model format version {payload.get('version')!r}; this "
+            f"{name!r} has model format version {payload.get('version')!r}; this "
             f"skprivpred reads version {_VERSION}."
         )
-    return payload["estimator"]
+    estimator = payload.get("estimator")
+    try:
+        check_trees(estimator)
+    except ValueError as exc:
+        raise ValueError(f"{name!r} is refused: {exc}.") from None
+    local = process_local(estimator)
+    if local is not None:
+        raise ValueError(f"{name!r} is refused: {_process_local_message(local)}")
+    return estimator
+
+
+def _skops_io():
+    try:
+        import skops.io
+    except ImportError:
+        raise ImportError(
+            "model files are read and written with skops: pip install 'skprivpred[serve]'."
+        ) from None
+    return skops.io
+
+
+def _type_names(trusted: Iterable[str | type] | None) -> list[str]:
+    if trusted is None:
+        return []
+    if isinstance(trusted, bool | str) or not isinstance(trusted, Iterable):
+        raise TypeError(
+            "trusted must be a list of type names or types (never True: trusting every type "
+            f"would let the file run code), got {trusted!r}."
+        )
+    names = []
+    for item in trusted:
+        if isinstance(item, type):
+            names.append(f"{item.__module__}.{item.__qualname__}")
+        elif isinstance(item, str) and item:
+            names.append(item)
+        else:
+            raise TypeError(f"trusted holds {item!r}; each entry is a type or its full name.")
+    return names
+
+
+def _kind(data: bytes) -> str:
+    """What a file that is not a skops archive looks like, for the error message."""
+    if data[:1] == b"\x80" or data[:2] in (b"x\x9c", b"\x1f\x8b") or data[:3] == b"\xfd7z":
+        return (
+            " (it looks like a pickle or joblib file, which could run code when read: refused "
+            "unread; re-save a model you trust with save_model, see the CHANGELOG)"
+        )
+    if not data:
+        return " (it is empty)"
+    return " (it is not a skops archive)"
+
+
+def _check_not_writable_by_others(path: str, info: os.stat_result) -> None:
+    """Refuse a model file that another user could have written or replaced (POSIX).
+
+    ``info`` is the status of the opened file; the directories above it (by its
+    resolved path) must not let another user replace it either.
+    """
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{path!r} is not a regular file.")
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # no POSIX owners: the directory's access control list protects it
+        return
+    uid = getuid()
+    target = os.path.realpath(path)
+    checks = [(target, info, "the model file")]
+    directory = os.path.dirname(target)
+    while True:
+        checks.append((directory, os.stat(directory), "the directory"))
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for where, entry, what in checks:
+        if entry.st_uid not in (uid, 0):
+            raise ValueError(
+                f"{path!r} is refused: {what} {where} belongs to uid {entry.st_uid}, not to "
+                f"this user (uid {uid}) or root, so another user could have written the model."
+            )
+        sticky = stat.S_ISDIR(entry.st_mode) and entry.st_mode & stat.S_ISVTX
+        others = entry.st_mode & stat.S_IWOTH and not sticky
+        group = entry.st_mode & stat.S_IWGRP and entry.st_gid != 0 and not sticky
+        if others or group:
+            raise ValueError(
+                f"{path!r} is refused: {what} {where} is writable by other users (mode "
+                f"{stat.S_IMODE(entry.st_mode):o}), so another user could have written or "
+                "replaced the model; remove their write permission (chmod go-w)."
+            )

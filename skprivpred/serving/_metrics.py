@@ -1,0 +1,276 @@
+"""``GET /metrics``: the service's counters, and the budget read from the ledger at each scrape.
+
+Request counters and latencies are kept by :mod:`prometheus_client`; with
+several workers, in its multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``: one
+file per worker process, summed at each scrape). The budget and the clients'
+quotas are not counters of a worker: they are read from the ledger at each
+scrape, so every worker reports the same figures, the ones every charge is
+checked against.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from ..accounting import PrivacyAccountant, rho_cap
+
+__all__ = [
+    "MULTIPROCESS_ENVIRONMENT_VARIABLE",
+    "BudgetCollector",
+    "ServiceMetrics",
+    "default_metrics_directory",
+    "prepare_metrics_directory",
+]
+
+#: Where prometheus_client's multiprocess mode keeps the workers' files (read at import).
+MULTIPROCESS_ENVIRONMENT_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _check_private_directory(path: str) -> None:
+    """Refuse a directory another user could have prepared: owner, symlink and mode 0700."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise ValueError(f"the metrics directory {path} is a symbolic link; refused.")
+    if not stat.S_ISDIR(info.st_mode):
+        raise ValueError(f"the metrics directory {path} is not a directory.")
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # not POSIX: the directory's access control list protects it
+        return
+    if info.st_uid != getuid():
+        raise ValueError(
+            f"the metrics directory {path} belongs to uid {info.st_uid}, not to this user "
+            f"(uid {getuid()}); refused: another user could have prepared its files."
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        raise ValueError(
+            f"the metrics directory {path} has mode {stat.S_IMODE(info.st_mode):o}, not 700; "
+            "refused (chmod 700 it, or let the service create it)."
+        )
+
+
+def _private_directory(path: str) -> str:
+    """``path`` as an absolute directory owned by this user with mode 0700 (created if absent)."""
+    path = os.path.abspath(path)
+    try:
+        os.mkdir(path, 0o700)  # the umask may only remove bits: checked below
+    except FileExistsError:
+        pass
+    _check_private_directory(path)
+    return path
+
+
+def default_metrics_directory() -> str:
+    """A new directory for this service's metric files, in the user's private temporary one.
+
+    ``$TMPDIR/skprivpred-<uid>/metrics-<pid>`` (the directory the default
+    ledgers use, with the same checks).
+    """
+    uid = str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    base = _private_directory(os.path.join(tempfile.gettempdir(), f"skprivpred-{uid}"))
+    return os.path.join(base, f"metrics-{os.getpid()}")
+
+
+def prepare_metrics_directory(path: str) -> str:
+    """Create or check the multiprocess directory and delete a previous run's metric files.
+
+    Parameters
+    ----------
+    path : str
+        The directory (created with mode 0700 if absent).
+
+    Returns
+    -------
+    str
+        Its absolute path.
+
+    Raises
+    ------
+    ValueError
+        If it is a symbolic link, is not owned by this user or its mode is not 0700.
+    """
+    path = _private_directory(path)
+    # Counters start at zero with the service: files left by an earlier run are stale.
+    for name in glob.glob(os.path.join(path, "*.db")):
+        os.remove(name)
+    return path
+
+
+class ServiceMetrics:
+    """The counters and latency histograms that every request updates.
+
+    In multiprocess mode (``PROMETHEUS_MULTIPROC_DIR`` set before
+    ``prometheus_client`` is imported) the values go to this process's files
+    in that directory; otherwise to a registry of this application.
+    """
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client.values import ValueClass
+
+        self.multiprocess = bool(getattr(ValueClass, "_multiprocess", False))
+        self._registry = None if self.multiprocess else CollectorRegistry(auto_describe=True)
+        registry = self._registry
+        self.requests = Counter(
+            "skprivpred_requests",
+            "HTTP requests answered, by endpoint and status code.",
+            ["endpoint", "status"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "skprivpred_request_duration_seconds",
+            "Time from a request's arrival to its response, by endpoint.",
+            ["endpoint"],
+            registry=registry,
+        )
+        self.rows_answered = Counter(
+            "skprivpred_rows_answered",
+            "Query rows answered (each charged to the budget before its answer).",
+            registry=registry,
+        )
+        self.rows_refused = Counter(
+            "skprivpred_rows_refused",
+            "Query rows refused because the budget, a client's quota or the horizon is spent.",
+            registry=registry,
+        )
+        self.ledger_errors = Counter(
+            "skprivpred_ledger_errors",
+            "Requests that failed because the ledger was unavailable (nothing charged).",
+            registry=registry,
+        )
+
+    def exposition(self, *collectors: Any) -> bytes:
+        """The text format of every counter (all workers) and of ``collectors``."""
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        registry = CollectorRegistry(auto_describe=False)
+        if self.multiprocess:
+            from prometheus_client.multiprocess import MultiProcessCollector
+
+            MultiProcessCollector(registry)
+        else:
+            registry.register(_Forward(self._registry))
+        for collector in collectors:
+            registry.register(collector)
+        return generate_latest(registry)
+
+
+class _Forward:
+    """A collector that yields another registry's metrics (to combine registries)."""
+
+    def __init__(self, registry: Any) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Any]:
+        yield from self._registry.collect()
+
+
+class BudgetCollector:
+    """The budget's figures, and the quotas of some clients, read from the ledger.
+
+    Parameters
+    ----------
+    budget : PrivacyAccountant
+        The global budget.
+    row_cost : tuple of float or None
+        ``(epsilon, delta)`` of one answered row, if the estimator states one.
+    quotas : dict of str to PrivacyAccountant
+        The clients whose quota to report, by name.
+    """
+
+    def __init__(self, budget: PrivacyAccountant, row_cost, quotas: dict) -> None:
+        self.budget = budget
+        self.row_cost = row_cost
+        self.quotas = quotas
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        budget = self.budget
+        epsilon_spent, delta_spent = budget.spent()
+        rows = budget.queries_answered
+        figures = {
+            "epsilon_cap": budget.epsilon,
+            "epsilon_spent": epsilon_spent,
+            "epsilon_remaining": max(budget.epsilon - epsilon_spent, 0.0),
+            "delta_cap": budget.delta,
+            "delta_spent": delta_spent,
+            "delta_remaining": max(budget.delta - delta_spent, 0.0),
+            "rows_charged": rows,
+        }
+        if budget.composition == "zcdp":
+            cap = _rho_cap(budget.epsilon, budget.delta)
+            spent = _rho_spent(budget)
+            figures.update(rho_cap=cap, rho_spent=spent, rho_remaining=max(cap - spent, 0.0))
+        if self.row_cost is not None:
+            figures["rows_remaining"] = budget.remaining_queries(*self.row_cost)
+        for key, value in figures.items():
+            yield GaugeMetricFamily(f"skprivpred_budget_{key}", _HELP[key], value=float(value))
+        if not self.quotas:
+            return
+        families = {
+            key: GaugeMetricFamily(
+                f"skprivpred_client_quota_{key}", _QUOTA_HELP[key], labels=["client"]
+            )
+            for key in ("epsilon_cap", "epsilon_spent", "epsilon_remaining", "rows_charged")
+        }
+        if self.row_cost is not None:
+            families["rows_remaining"] = GaugeMetricFamily(
+                "skprivpred_client_quota_rows_remaining",
+                _QUOTA_HELP["rows_remaining"],
+                labels=["client"],
+            )
+        for client in sorted(self.quotas):
+            quota = self.quotas[client]
+            spent = quota.spent()[0]
+            values = {
+                "epsilon_cap": quota.epsilon,
+                "epsilon_spent": spent,
+                "epsilon_remaining": max(quota.epsilon - spent, 0.0),
+                "rows_charged": quota.queries_answered,
+            }
+            if self.row_cost is not None:
+                values["rows_remaining"] = quota.remaining_queries(*self.row_cost)
+            for key, family in families.items():
+                family.add_metric([client], float(values[key]))
+        yield from families.values()
+
+
+_HELP = {
+    "epsilon_cap": "Total epsilon of the budget",
+    "epsilon_spent": "Epsilon spent so far, as the ledger records it",
+    "epsilon_remaining": "Epsilon left before the budget refuses",
+    "delta_cap": "Total delta of the budget",
+    "delta_spent": "Delta spent so far",
+    "delta_remaining": "Delta left before the budget refuses",
+    "rho_cap": "zCDP rho whose tight conversion is the (epsilon, delta) cap",
+    "rho_spent": "zCDP rho of the charges composed as zCDP so far",
+    "rho_remaining": "rho left, if every further charge composes as zCDP",
+    "rows_charged": "Query rows charged so far",
+    "rows_remaining": "Query rows that still fit, at the cost of one answered row",
+}
+
+_QUOTA_HELP = {
+    "epsilon_cap": "A client's share of the budget (--quota-epsilon)",
+    "epsilon_spent": "Epsilon a client's answers have spent of its share",
+    "epsilon_remaining": "Epsilon left of a client's share",
+    "rows_charged": "Query rows charged to a client's share",
+    "rows_remaining": "Query rows that still fit a client's share",
+}
+
+_RHO_CAPS: dict[tuple[float, float], float] = {}
+
+
+def _rho_cap(epsilon: float, delta: float) -> float:
+    if (epsilon, delta) not in _RHO_CAPS:  # a bisection: computed once per budget
+        _RHO_CAPS[epsilon, delta] = rho_cap(epsilon, delta) if epsilon != float("inf") else epsilon
+    return _RHO_CAPS[epsilon, delta]
+
+
+def _rho_spent(budget: PrivacyAccountant) -> float:
+    # The accountant reports (epsilon, delta) only; its ledger keeps the zCDP sum.
+    return float(budget._ledger.state(budget.name, budget._budget_id).totals.rho)

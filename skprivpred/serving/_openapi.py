@@ -1,0 +1,380 @@
+"""``GET /openapi.json``: an OpenAPI 3.1 description of the service, for generating clients.
+
+Every endpoint's request and response bodies, the error bodies included. The
+columns of a query come from public information only: the column names the
+model was fitted with and, when its input goes through a public preprocessor
+(:func:`skprivpred.preprocessing.public_preprocessor`: public category lists
+and numeric columns), their types. Nothing learned from the rows appears: no
+category that an encoder fitted on the data found, no label set read from
+``y``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import is_classifier, is_regressor
+
+__all__ = ["openapi_document", "public_columns"]
+
+_ANY_VALUE: dict = {"type": ["number", "string"]}
+
+
+def _jsonable_list(values: Any) -> list:
+    return [v.item() if isinstance(v, np.generic) else v for v in np.asarray(values).tolist()]
+
+
+def _column_names(columns: Any) -> list[str] | None:
+    if isinstance(columns, str):
+        return [columns]
+    if isinstance(columns, list | tuple) and all(isinstance(c, str) for c in columns):
+        return list(columns)
+    if isinstance(columns, np.ndarray) and columns.dtype.kind in "OU":
+        names = columns.tolist()
+        return names if all(isinstance(c, str) for c in names) else None
+    return None
+
+
+def _public_transformer_columns(transformer: Any) -> dict[str, dict] | None:
+    """Column schemas of a ``ColumnTransformer`` made only of public transformers, else None."""
+    from sklearn.compose import ColumnTransformer
+
+    from ..preprocessing import PublicOneHotEncoder, PublicScaler
+
+    if not isinstance(transformer, ColumnTransformer):
+        return None
+    found: dict[str, dict] = {}
+    for _, step, columns in transformer.transformers:
+        names = _column_names(columns)
+        if names is None:
+            return None
+        if isinstance(step, PublicScaler):
+            found.update({name: {"type": "number"} for name in names})
+        elif isinstance(step, PublicOneHotEncoder):
+            if not isinstance(step.categories, list | tuple) or len(step.categories) != len(names):
+                return None
+            for name, categories in zip(names, step.categories):
+                values = _jsonable_list(categories)
+                found[name] = {
+                    "enum": values,
+                    "description": "One of the public categories; any other value is encoded "
+                    "as none of them.",
+                }
+        elif isinstance(step, str) and step in ("drop", "passthrough"):
+            found.update({name: dict(_ANY_VALUE) for name in names})
+        else:
+            return None
+    return found
+
+
+def _final(estimator: Any) -> Any:
+    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+
+
+def public_columns(estimator: Any) -> dict[str, dict] | None:
+    """The JSON schema of each input column, from public information only.
+
+    The names are the column names the model was fitted with. A column's type
+    comes from a public preprocessor at the model's input (the first step of
+    the served pipeline, or of the teachers' pipeline): a number for a
+    :class:`~skprivpred.preprocessing.PublicScaler` column, one of the public
+    categories for a :class:`~skprivpred.preprocessing.PublicOneHotEncoder`
+    column; any other column is a number or a string.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The fitted served model.
+
+    Returns
+    -------
+    dict or None
+        ``{column: schema}`` in column order, or ``None`` if the model was
+        fitted without column names.
+    """
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None:
+        return None
+    columns = {str(name): dict(_ANY_VALUE) for name in names}
+    candidates = []
+    if hasattr(estimator, "steps"):
+        candidates.append(estimator.steps[0][1])
+    template = getattr(_final(estimator), "estimator", None)
+    if template is not None and hasattr(template, "steps"):
+        candidates.append(template.steps[0][1])
+    for candidate in candidates:
+        typed = _public_transformer_columns(candidate)
+        if typed:
+            for name, schema in typed.items():
+                if name in columns:
+                    columns[name] = schema
+            break
+    return columns
+
+
+def _prediction_schema(estimator: Any) -> dict:
+    final = _final(estimator)
+    if is_regressor(final):
+        return {"type": "number"}
+    classes = final.get_params().get("classes") if hasattr(final, "get_params") else None
+    if is_classifier(final) and classes is not None:  # a public label set, never read from y
+        return {"enum": _jsonable_list(classes)}
+    return {"type": ["number", "string", "integer"]}
+
+
+def _error(description: str, extra: dict | None = None) -> dict:
+    properties: dict = {"error": {"type": "string", "description": "What went wrong, in words."}}
+    properties.update(extra or {})
+    return {
+        "description": description,
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "required": ["error"], "properties": properties}
+            }
+        },
+    }
+
+
+def _json(description: str, schema: dict) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _text(description: str, media_type: str) -> dict:
+    return {"description": description, "content": {media_type: {"schema": {"type": "string"}}}}
+
+
+def openapi_document(
+    estimator: Any,
+    *,
+    version: str,
+    max_rows: int,
+    max_body_bytes: int,
+    keys_required: bool,
+    metrics_public: bool,
+) -> dict:
+    """The OpenAPI 3.1 document of a service answering ``estimator``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The fitted served model.
+    version : str
+        The skprivpred version (the API's version).
+    max_rows : int
+        Rows per request at most.
+    max_body_bytes : int
+        Largest request body.
+    keys_required : bool
+        Whether requests need an API key.
+    metrics_public : bool
+        Whether ``/metrics`` answers without a key.
+
+    Returns
+    -------
+    dict
+    """
+    final = _final(estimator)
+    n_features = getattr(estimator, "n_features_in_", None)
+    row: dict[str, Any] = {"type": "array", "items": {"type": "number"}}
+    if n_features is not None:
+        row.update(minItems=int(n_features), maxItems=int(n_features))
+    rows_request = {
+        "type": "object",
+        "required": ["rows"],
+        "additionalProperties": False,
+        "properties": {
+            "rows": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": max_rows,
+                "items": row,
+                "description": "One query per row, the features in the model's column order.",
+            }
+        },
+    }
+    request_variants = [{"$ref": "#/components/schemas/RowsRequest"}]
+    schemas: dict[str, Any] = {"RowsRequest": rows_request}
+    columns = public_columns(estimator)
+    if columns is not None:
+        schemas["Record"] = {
+            "type": "object",
+            "required": list(columns),
+            "additionalProperties": False,
+            "properties": columns,
+        }
+        schemas["RecordsRequest"] = {
+            "type": "object",
+            "required": ["records"],
+            "additionalProperties": False,
+            "properties": {
+                "records": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": max_rows,
+                    "items": {"$ref": "#/components/schemas/Record"},
+                    "description": "One query per record, by column name.",
+                }
+            },
+        }
+        request_variants.append({"$ref": "#/components/schemas/RecordsRequest"})
+    guarantee = getattr(final, "privacy_guarantee_", None)
+    refusal = {
+        "asked_rows": {"type": "integer"},
+        "remaining_rows": {"type": ["integer", "null"]},
+        "client": {"type": "string", "description": "Set when the client's quota is spent."},
+    }
+    unauthorised = _error("No API key, or an unknown one.")
+    secured: dict[str, dict] = {}
+
+    def responses(ok: dict, *codes: int, public: bool = False) -> dict:
+        table = {"200": ok}
+        if keys_required and not public:
+            table["401"] = unauthorised
+        for code in codes:
+            table[str(code)] = {
+                413: _error(f"More than {max_rows} rows, or a body over {max_body_bytes} bytes."),
+                422: _error(
+                    "The body is not a valid query (malformed or deeply nested JSON, wrong "
+                    "columns, a value that is not a finite number or allowed string, an "
+                    "integer outside the 64-bit range). Nothing was charged.",
+                    {
+                        "missing": {"type": "array", "items": {"type": "string"}},
+                        "unexpected": {"type": "array", "items": {"type": "string"}},
+                    },
+                ),
+                429: _error(
+                    "The privacy budget, the client's quota or the query horizon is spent; "
+                    "nothing was charged.",
+                    refusal,
+                ),
+                500: _error("Internal error (nothing more is said)."),
+                503: _error("The privacy ledger is unavailable; nothing was charged."),
+            }[code]
+        return table
+
+    def operation(summary: str, ok: dict, *codes: int, public: bool = False, **more) -> dict:
+        entry = {"summary": summary, "responses": responses(ok, *codes, public=public), **more}
+        if public:
+            entry["security"] = [{}]
+        elif keys_required:
+            entry["security"] = [{"bearer": []}, {"apiKey": []}]
+        return entry
+
+    budget_report = {
+        "type": "object",
+        "properties": {
+            **{
+                key: {"type": "number"}
+                for key in (
+                    "epsilon",
+                    "delta",
+                    "epsilon_spent",
+                    "delta_spent",
+                    "epsilon_remaining",
+                    "epsilon_per_row",
+                    "delta_per_row",
+                )
+            },
+            "name": {"type": "string"},
+            "composition": {"type": "string", "enum": ["basic", "advanced", "zcdp"]},
+            "queries_answered": {"type": "integer"},
+            "rows_remaining": {"type": ["integer", "null"]},
+        },
+    }
+    metrics = operation(
+        "Prometheus text format: request counters and latencies, and the budget read from the "
+        "ledger (a client key also sees its own quota, an admin key every client's).",
+        _text("The metrics.", "text/plain"),
+        503,
+    )
+    if metrics_public and keys_required:
+        metrics["security"] = [{}, {"bearer": []}, {"apiKey": []}]
+        metrics["responses"]["401"] = _error("An unknown API key (no key: the global figures).")
+    paths = {
+        "/predict": {
+            "post": operation(
+                "Private answers: one release per row, each charged before it is drawn.",
+                _json(
+                    "One answer per row, in order.",
+                    {
+                        "type": "object",
+                        "required": ["predictions", "epsilon_spent"],
+                        "properties": {
+                            "predictions": {
+                                "type": "array",
+                                "items": _prediction_schema(estimator),
+                            },
+                            "epsilon_spent": {
+                                "type": "number",
+                                "description": "The budget's epsilon spent after this answer.",
+                            },
+                        },
+                    },
+                ),
+                413,
+                422,
+                429,
+                500,
+                503,
+                requestBody={
+                    "required": True,
+                    "content": {"application/json": {"schema": {"oneOf": request_variants}}},
+                },
+            )
+        },
+        "/budget": {
+            "get": operation(
+                "The budget's spending, read from the ledger.",
+                _json("The budget.", budget_report),
+                503,
+            )
+        },
+        "/guarantee": {
+            "get": operation(
+                "The estimator's privacy guarantee (privacy_guarantee_).",
+                _json("The guarantee's fields.", {"type": "object"}),
+            )
+        },
+        "/card": {
+            "get": operation(
+                "The model card (Markdown): guarantee, budget, estimator, what is secret.",
+                _text("The card.", "text/markdown"),
+            )
+        },
+        "/metrics": {"get": metrics},
+        "/health": {
+            "get": operation(
+                "Whether the ledger answers.",
+                _json(
+                    "The ledger answers.",
+                    {"type": "object", "properties": {"status": {"const": "ok"}}},
+                ),
+                503,
+                public=True,
+            )
+        },
+        "/openapi.json": {
+            "get": operation("This document.", _json("OpenAPI 3.1.", {"type": "object"}))
+        },
+    }
+    components: dict[str, Any] = {"schemas": schemas}
+    if keys_required:
+        secured = {
+            "bearer": {"type": "http", "scheme": "bearer"},
+            "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+        }
+        components["securitySchemes"] = secured
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": f"skprivpred service: {type(final).__name__}",
+            "version": version,
+            "description": (
+                "Differentially private answers of a fitted model. "
+                + (f"Guarantee: {guarantee}." if guarantee is not None else "")
+            ),
+        },
+        "paths": paths,
+        "components": components,
+    }
