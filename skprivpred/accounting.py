@@ -478,6 +478,13 @@ class PrivacyGuarantee:
             ) from None
         object.__setattr__(self, "unit", unit)
 
+    def __setstate__(self, state: dict) -> None:
+        # A copy read back from a file (skops keeps a str enum as its text) is checked
+        # and converted like a new guarantee, so ``unit`` is always a GuaranteeUnit.
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        self.__post_init__()
+
     def __str__(self) -> str:
         if self.delta == 0:
             pair = f"{self.epsilon:g}-differential privacy"

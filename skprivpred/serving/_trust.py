@@ -55,6 +55,13 @@ SKPRIVPRED_STATE_TYPES = (
     "skprivpred._teachers.TeacherEnsemble",
     "skprivpred._teachers._LinearStack",
     "skprivpred._teachers.ConstantTeacher",
+    # The newest journal row an accountant has seen (to refuse a rolled-back ledger).
+    "skprivpred._ledger.Mark",
+    # Stacked tree teachers: node arrays copied from the (checked) fitted trees.
+    "skprivpred._trees.StackedTrees",
+    "skprivpred._trees.StackedPredictions",
+    "skprivpred._trees._Nodes",
+    "skprivpred._trees._Group",
     "skprivpred._folding.FoldedLinear",
     "skprivpred._folding._Affine",
     "skprivpred.linear._ScoreRelease",
