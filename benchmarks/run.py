@@ -497,7 +497,7 @@ def expected_cost(spec: EstimatorSpec, data: Dataset, epsilon: float) -> float:
     if n_teachers_for is None:
         n_teachers = getattr(estimator, "n_teachers", None) or 0
     else:
-        n_teachers = n_teachers_for(data.X_train.shape[0], len(np.unique(data.y_train[:2])) or 2)
+        n_teachers = n_teachers_for(data.X_train.shape[0], len(CLASSES))  # public label set
     return FIXED_COST_IN_TEACHERS + float(n_teachers)
 
 

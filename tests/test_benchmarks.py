@@ -239,8 +239,8 @@ def test_weighted_progress_has_no_check_before_the_end_or_without_a_half_way():
 def test_expected_cost_grows_with_the_public_number_of_teachers():
     run = pytest.importorskip("run")
     data = _common.Dataset(
-        "adult", pd_frame(), pd_frame(), np.array([0, 1] * 50), np.array([0, 1] * 50), "toy"
-    )
+        "adult", pd_frame(), pd_frame(), np.repeat([0, 1], 50), np.repeat([0, 1], 50), "toy"
+    )  # the label set is public: never read from the rows (here the first rows are all 0)
     sa = run.ESTIMATORS["sa-lr"]
     costs = {eps: run.expected_cost(sa, data, eps) for eps in (0.05, 1.0)}
     assert costs[0.05] == run.FIXED_COST_IN_TEACHERS + 443  # ceil(...) teachers at alpha=0.1
