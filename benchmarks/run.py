@@ -812,11 +812,15 @@ def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
         score = entry["score"]
         owners = ", ".join(label(e) for e in entry["estimators"])
         value = f"{score:.1f}" if metric == "rmse" else f"{score:.3f}"
-        ax.axhline(
-            score,
-            linestyle=baseline_dashes(j, len(baselines)),
+        color = f"C{estimators.index(entry['estimators'][0])}"
+        ax.axhline(score, linestyle=baseline_dashes(j, len(baselines)), linewidth=2.2, color=color)
+        # The legend shows a plain dashed line (an offset dash could fall outside its handle).
+        ax.plot(
+            [],
+            [],
+            linestyle=(0, (BASELINE_DASH / 2, BASELINE_DASH / 4)),
             linewidth=2.2,
-            color=f"C{estimators.index(entry['estimators'][0])}",
+            color=color,
             label=f"{name}: {value}\n  baseline of {owners}",
         )
     trivial = rows[0]["trivial_score"]
@@ -846,7 +850,7 @@ def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
         borderaxespad=0.0,
         title="private (markers) / non-private baselines (dashed, colour of their estimator)",
         title_fontsize="small",
-        handlelength=4.0,  # long enough to show an interleaved dash of every baseline
+        handlelength=3.0,
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
