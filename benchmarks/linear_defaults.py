@@ -42,7 +42,7 @@ Usage
 From the repository root::
 
     .venv/bin/python benchmarks/linear_defaults.py           # the targets, ~3 min
-    .venv/bin/python benchmarks/linear_defaults.py --tune    # the selection grid, ~15 min
+    .venv/bin/python benchmarks/linear_defaults.py --tune    # + the selection grid, ~1 min more
     .venv/bin/python benchmarks/linear_defaults.py --seeds 0 --datasets magic   # quick look
 """
 
