@@ -8,6 +8,7 @@ published split); how the benchmark splits its data is not a privacy matter.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import sys
@@ -359,3 +360,85 @@ def verdict(passed: bool | None) -> str:
     if passed is None:
         return "n/a"
     return "PASS" if passed else "MISS"
+
+
+class WeightedProgress:
+    """Remaining-time estimate over tasks of unequal expected cost, with its own check.
+
+    The tasks run in the order of ``weights`` (each task's expected cost, in any
+    unit). After each task the estimate is ``elapsed * (weight left) / (weight
+    done)``: exact when the costs are proportional to the weights, whatever the
+    machine's speed. The first time half of the weight is done (with tasks still
+    to run), the estimate is kept; :meth:`check` then compares it with the time
+    the rest really took.
+
+    Parameters
+    ----------
+    weights : sequence of float
+        Expected cost of each task, > 0, in the order they run.
+    clock : callable, default=time.perf_counter
+        Seconds, monotone (a fake clock in tests).
+    """
+
+    #: The estimate at half-way passes when it is within this factor of the real remaining time.
+    TOLERANCE = 2.0
+    #: Below this real remaining time (seconds) the check is not judged: timer noise and
+    #: one-off costs (a first import, a cache) dominate, and nobody waits for a bar.
+    MIN_SECONDS = 10.0
+
+    def __init__(self, weights: Sequence[float], clock: Callable[[], float] = time.perf_counter):
+        self.weights = [float(w) for w in weights]
+        if any(not w > 0 for w in self.weights):
+            raise ValueError(f"every weight must be > 0, got {weights!r}.")
+        self.total = sum(self.weights)
+        self.clock = clock
+        self.start = clock()
+        self.n_done = 0
+        self.weight_done = 0.0
+        self.halfway: tuple[float, float] | None = None  # (time, estimated remaining seconds)
+
+    def estimate(self) -> float | None:
+        """Estimated seconds left (``None`` before the first task is done)."""
+        if self.weight_done <= 0:
+            return None
+        elapsed = self.clock() - self.start
+        return elapsed * (self.total - self.weight_done) / self.weight_done
+
+    def task_done(self) -> None:
+        """Record that the next task in order has finished."""
+        self.weight_done += self.weights[self.n_done]
+        self.n_done += 1
+        if (
+            self.halfway is None
+            and self.weight_done >= self.total / 2
+            and self.n_done < len(self.weights)
+        ):
+            self.halfway = (self.clock(), float(self.estimate() or 0.0))
+
+    def remaining_text(self) -> str:
+        """``"about m:ss left"`` (empty before the first task is done)."""
+        estimate = self.estimate()
+        if estimate is None:
+            return ""
+        minutes, seconds = divmod(round(estimate), 60)
+        return f"about {minutes}:{seconds:02d} left"
+
+    def check(self) -> dict[str, Any] | None:
+        """At the end: the half-way estimate against the real remaining time (or ``None``).
+
+        ``passed`` when the ratio estimate / real is within ``[1 / TOLERANCE, TOLERANCE]``;
+        ``None`` (not judged) when the rest took less than ``MIN_SECONDS``.
+        """
+        if self.halfway is None or self.n_done < len(self.weights):
+            return None
+        at, estimate = self.halfway
+        actual = self.clock() - at
+        ratio = estimate / actual if actual > 0 else math.inf
+        return {
+            "estimate_seconds": estimate,
+            "actual_seconds": actual,
+            "ratio": ratio,
+            "passed": (
+                None if actual < self.MIN_SECONDS else 1 / self.TOLERANCE <= ratio <= self.TOLERANCE
+            ),
+        }

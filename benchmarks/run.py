@@ -58,8 +58,14 @@ Outputs, in ``--out`` (default ``benchmarks/results/``): ``run_results.json``
 (configuration, environment, every run, the summary and the targets) and one
 ``score_vs_epsilon_<dataset>.png`` per data set: one line per distinct
 non-private baseline (estimators with the same base pipeline share it), the
-legend outside the axes. Progress is shown per stage (data set x estimator):
-fits differ in cost by 100x, so no single ETA over all of them is given.
+legend outside the axes; each baseline in the colour of its estimator, with
+interleaved dashes, so two at the same value both show. Progress is shown per
+stage (data set x estimator): the stage's fits run seed by seed, each weighted
+by its expected cost (a fixed cost plus the public number of teachers), and the
+bar shows the remaining time those weights predict; at the end, each stage's
+estimate at half-way is compared with the time the rest really took (within 2x
+passes). Fits of different stages differ in cost by 100x, so no single estimate
+over all stages is given.
 
 Usage
 -----
@@ -94,6 +100,7 @@ from _common import (
     DATASETS,
     DEFAULT_OUT,
     Dataset,
+    WeightedProgress,
     environment,
     format_table,
     label,
@@ -470,24 +477,60 @@ def warm_up_workers(n_jobs: int) -> None:
     Parallel(n_jobs=n_jobs)(delayed(abs)(-i) for i in range(max(n_jobs, 1)))
 
 
-def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dict]]:
+#: Fixed cost of one fit (a baseline, a linear model, the overhead of an ensemble), in units
+#: of one teacher's fit and votes: a private ensemble of r teachers weighs this plus r. On
+#: Adult with LR teachers a fit and its answers took about (8 + r) x 0.3 s on two loaded
+#: cores (r = 12 to 443), and a baseline about 8 x 0.3 s.
+FIXED_COST_IN_TEACHERS = 8.0
+
+
+def expected_cost(spec: EstimatorSpec, data: Dataset, epsilon: float) -> float:
+    """Expected relative cost of one private fit and its answers, from public quantities.
+
+    Ensembles cost about one teacher per teacher (fit, then votes on the test rows) on
+    top of a fixed cost; their number of teachers is a public function of the
+    parameters and the number of rows (``n_teachers_for``). Everything else costs the
+    fixed cost.
+    """
+    estimator = spec.make_private(spec.make_base(None), epsilon, 0, 1, data)
+    n_teachers_for = getattr(estimator, "n_teachers_for", None)
+    if n_teachers_for is None:
+        n_teachers = getattr(estimator, "n_teachers", None) or 0
+    else:
+        n_teachers = n_teachers_for(data.X_train.shape[0], len(CLASSES))  # public label set
+    return FIXED_COST_IN_TEACHERS + float(n_teachers)
+
+
+def run_benchmark(
+    config: Config,
+) -> tuple[list[dict], list[dict], dict[str, dict], list[dict]]:
     """Every (data set, estimator, epsilon, seed) run and every baseline run.
+
+    Within a stage (data set x estimator) the runs go seed by seed, each seed over
+    every epsilon, so that any stretch of the stage mixes cheap and costly fits; the
+    stage's bar weighs each fit by :func:`expected_cost` and shows the remaining time
+    that those weights predict (:class:`_common.WeightedProgress`), which is checked
+    against the real remaining time at half-way.
 
     Returns
     -------
     runs, baselines : list of dict
-        One record per private fit/predict and per baseline fit/predict.
+        One record per private fit/predict and per baseline fit/predict, sorted by
+        data set, estimator, epsilon and seed.
     datasets : dict
         Sizes and split of each data set.
+    progress : list of dict
+        Per stage, the half-way estimate of the remaining time against the real one.
     """
     tasks = {name: DATASET_TASKS[name] for name in config.datasets}
     stages = [
         (d, e) for d in config.datasets for e in config.estimators if ESTIMATORS[e].task == tasks[d]
     ]
-    runs, baselines, datasets = [], [], {}
+    runs, baselines, datasets, progress = [], [], {}, []
     fitted_baselines: dict[tuple, dict] = {}  # one fit per (data set, base pipeline, seed)
-    # Fits of different estimators and epsilons differ in cost by 100x, so no global
-    # ETA: one bar counts the stages (data set x estimator), one the fits of a stage.
+    # One bar counts the stages (data set x estimator); one the fits of the current stage,
+    # with the remaining time its cost weights predict. Fits of different estimators differ
+    # in cost by 100x, so no single estimate over all stages is given.
     stage_bar = tqdm(
         total=len(stages),
         unit="stage",
@@ -508,33 +551,76 @@ def run_benchmark(config: Config) -> tuple[list[dict], list[dict], dict[str, dic
         stage_bar.set_description(f"{dataset_name}: {label(estimator_name)}")
         key = {"dataset": dataset_name, "estimator": estimator_name}
         start = time.perf_counter()
+        # The stage's fits, seed by seed; a baseline fitted by an earlier stage is reused.
+        plan: list[tuple[str, int, float | None, float]] = []
+        for seed in config.seeds:
+            if (dataset_name, spec.make_base, seed) not in fitted_baselines:
+                plan.append(("baseline", seed, None, FIXED_COST_IN_TEACHERS))
+            plan += [
+                ("private", seed, eps, expected_cost(spec, data, eps)) for eps in config.epsilons
+            ]
+        weighted = WeightedProgress([weight for *_, weight in plan])
         fits = tqdm(
-            total=len(config.seeds) * (len(config.epsilons) + 1),
+            total=len(plan),
             unit="fit",
             dynamic_ncols=True,
             position=1,
             leave=False,
+            bar_format="{desc} {n_fmt}/{total_fmt} fits [{elapsed}{postfix}]",
         )
-        for seed in config.seeds:
-            fits.set_description(f"baseline seed={seed}")
-            cache_key = (dataset_name, spec.make_base, seed)
-            if cache_key not in fitted_baselines:
-                fitted_baselines[cache_key] = run_baseline(spec, data, seed)
-            baselines.append({**key, "seed": seed, **fitted_baselines[cache_key]})
-            fits.update()
-        for epsilon in config.epsilons:
-            for seed in config.seeds:
+        for kind, seed, epsilon, _ in plan:
+            if kind == "baseline":
+                fits.set_description(f"baseline seed={seed}")
+                fitted_baselines[(dataset_name, spec.make_base, seed)] = run_baseline(
+                    spec, data, seed
+                )
+            else:
                 fits.set_description(f"eps={epsilon:g} seed={seed}")
                 record = run_private(spec, data, epsilon, seed, config.n_jobs)
                 runs.append({**key, "epsilon": epsilon, "seed": seed, **record})
-                fits.update()
+            weighted.task_done()
+            fits.set_postfix_str(weighted.remaining_text(), refresh=False)
+            fits.update()
         fits.close()
+        for seed in config.seeds:
+            record = fitted_baselines[(dataset_name, spec.make_base, seed)]
+            baselines.append({**key, "seed": seed, **record})
+        check = weighted.check()
+        if check is not None:
+            progress.append({**key, "n_fits": len(plan), **check})
         stage_bar.write(
             f"[{time.perf_counter() - start:6.1f} s] {dataset_name}: {label(estimator_name)}"
         )
         stage_bar.update()
     stage_bar.close()
-    return runs, baselines, datasets
+    order = itemgetter("dataset", "estimator", "epsilon", "seed")
+    stage_order = {stage: i for i, stage in enumerate(stages)}
+    runs.sort(key=lambda r: (stage_order[(r["dataset"], r["estimator"])], *order(r)[2:]))
+    return runs, baselines, datasets, progress
+
+
+def progress_text(progress: list[dict]) -> str:
+    """How well each stage's bar predicted its remaining time, at half-way."""
+    judged = [p for p in progress if p["passed"] is not None]
+    if not judged:
+        return (
+            "Progress estimates: no stage ran long enough after half-way "
+            f"(>= {WeightedProgress.MIN_SECONDS:g} s) to judge its estimate."
+        )
+    passed = sum(p["passed"] for p in judged)
+    lines = [
+        f"Progress estimates at half-way of each stage, against the real remaining time: "
+        f"{passed} of {len(judged)} within {WeightedProgress.TOLERANCE:g}x "
+        f"({verdict(passed == len(judged))}; stages with less than "
+        f"{WeightedProgress.MIN_SECONDS:g} s left are not judged)"
+    ]
+    for p in judged:
+        lines.append(
+            f"  {verdict(p['passed']):4}  {p['dataset']:8} {label(p['estimator'])}: estimated "
+            f"{p['estimate_seconds']:.0f} s, took {p['actual_seconds']:.0f} s "
+            f"(x{p['ratio']:.2f})"
+        )
+    return "\n".join(lines)
 
 
 # -- summaries, targets, table, plots -----------------------------------------------------
@@ -673,22 +759,34 @@ def targets_text(results: list[dict], note: str = "") -> str:
     return "\n".join(lines)
 
 
-#: Line styles of the baselines: each distinct baseline gets its own, so two that
-#: land on the same value still show as two patterns (their values are in the legend).
-BASELINE_STYLES = ("--", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 3)), (0, (2, 2)))
+#: Dash length (points) of the baseline lines.
+BASELINE_DASH = 7.0
+
+
+def baseline_dashes(index: int, count: int) -> tuple[float, tuple[float, float]]:
+    """Interleaved dashes: baseline ``index`` of ``count`` draws one dash in every ``count``.
+
+    All baselines share the period ``count * BASELINE_DASH`` and each starts at its own
+    offset, so two baselines at the same value alternate their colours along one line
+    instead of hiding each other.
+    """
+    return (index * BASELINE_DASH, (BASELINE_DASH, (count - 1) * BASELINE_DASH or 0.001))
 
 
 def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
     """Score against epsilon (log scale), mean ± sd, one line per distinct baseline.
 
-    The legend sits to the right of the axes, outside the data.
+    Each baseline is drawn in the colour of the (first) private estimator built on
+    it, and its legend entry names the estimators it belongs to; baselines have
+    interleaved dashes (:func:`baseline_dashes`), so two at the same value both
+    show. The legend sits to the right of the axes, outside the data.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10.5, 4.8))
+    fig, ax = plt.subplots(figsize=(12.0, 4.8))
     rows = [s for s in summary if s["dataset"] == dataset]
     estimators = list(dict.fromkeys(s["estimator"] for s in rows))
     for k, estimator in enumerate(estimators):
@@ -702,20 +800,28 @@ def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
             color=f"C{k}",
             label=label(estimator),
         )
-    baselines: dict[str, list[float]] = {}
+    baselines: dict[str, dict[str, Any]] = {}
     for s in rows:  # one line per distinct baseline, whichever estimators share it
-        baselines.setdefault(s["baseline"], [s["baseline_score_mean"]])
+        entry = baselines.setdefault(
+            s["baseline"], {"score": s["baseline_score_mean"], "estimators": []}
+        )
+        if s["estimator"] not in entry["estimators"]:
+            entry["estimators"].append(s["estimator"])
     metric = rows[0]["metric"]
-    for j, (name, (score,)) in enumerate(baselines.items()):
-        # The first baseline is a wide pale band, the others thin patterns on top of it:
-        # baselines with (nearly) the same score stay visible as band + pattern.
-        ax.axhline(
-            score,
-            linestyle="-" if j == 0 else BASELINE_STYLES[(j - 1) % len(BASELINE_STYLES)],
-            linewidth=5 if j == 0 else 1.6,
-            alpha=0.3 if j == 0 else 1.0,
-            color=("black", "black", "tab:brown", "tab:olive", "tab:cyan")[j % 5],
-            label=f"{name}: {score:.3f}" if metric != "rmse" else f"{name}: {score:.1f}",
+    for j, (name, entry) in enumerate(baselines.items()):
+        score = entry["score"]
+        owners = ", ".join(label(e) for e in entry["estimators"])
+        value = f"{score:.1f}" if metric == "rmse" else f"{score:.3f}"
+        color = f"C{estimators.index(entry['estimators'][0])}"
+        ax.axhline(score, linestyle=baseline_dashes(j, len(baselines)), linewidth=2.2, color=color)
+        # The legend shows a plain dashed line (an offset dash could fall outside its handle).
+        ax.plot(
+            [],
+            [],
+            linestyle=(0, (BASELINE_DASH / 2, BASELINE_DASH / 4)),
+            linewidth=2.2,
+            color=color,
+            label=f"{name}: {value}\n  baseline of {owners}",
         )
     trivial = rows[0]["trivial_score"]
     ax.axhline(
@@ -742,8 +848,9 @@ def plot_dataset(summary: list[dict], dataset: str, path: Path) -> Path:
         loc="upper left",
         bbox_to_anchor=(1.02, 1.0),
         borderaxespad=0.0,
-        title="private (markers) / non-private (lines)",
+        title="private (markers) / non-private baselines (dashed, colour of their estimator)",
         title_fontsize="small",
+        handlelength=3.0,
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -843,7 +950,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(SEEDED_NOTE)
     start = time.perf_counter()
     with threadpool_limits(limits=config.threads):
-        runs, baselines, datasets = run_benchmark(config)
+        runs, baselines, datasets, progress = run_benchmark(config)
     wall_seconds = time.perf_counter() - start
 
     summary = summarize(runs, baselines, datasets)
@@ -853,6 +960,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(summary_table(summary))
     print()
     print(targets_text(targets, note))
+    print()
+    print(progress_text(progress))
 
     results_dir = config.out
     payload = {
@@ -863,6 +972,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "wall_seconds": wall_seconds,
         "summary": summary,
         "targets": targets,
+        "progress_estimates": progress,
         "runs": runs,
         "baselines": baselines,
     }

@@ -81,6 +81,8 @@ __all__ = [
     "ConvergenceError",
     "StableERMClassifier",
     "StableERMRegressor",
+    "default_classifier_radius",
+    "default_feature_norm_bound",
     "erm_auto_lam",
     "erm_radius",
     "erm_sensitivity",
@@ -101,6 +103,14 @@ _DEFAULT_RELATIVE_TOL = 1e-4
 # every data set; any positive sensitivity is then valid. This keeps the noise
 # samplers away from a zero scale.
 _SMALLEST_SENSITIVITY = np.finfo(float).tiny
+
+# Default radius of the classifiers' coefficient ball, as a multiple of
+# s = sqrt(n epsilon / (1 + epsilon)) (the effective sample size of Corollary 4.11),
+# for features scaled to [-1, 1] (the scaling the documentation recommends, which
+# public_preprocessor produces). Chosen on a held-out third of Adult's training
+# split (never its test split), at epsilon 0.1 to 2; see benchmarks/linear_defaults.py.
+_ERM_RADIUS_PER_S = 0.08
+_PSGD_RADIUS_PER_S = 0.05
 
 _POSITIVE = Interval(Real, 0, None, closed="neither")
 _NON_NEGATIVE = Interval(Real, 0, None, closed="left")
@@ -234,6 +244,86 @@ def erm_auto_lam(
     )
     effective_n = n_samples * epsilon / (1.0 + epsilon)
     return 2.0 * norm_bound * loss_lipschitz / (radius * math.sqrt(effective_n))
+
+
+def default_feature_norm_bound(n_features: int) -> float:
+    """``feature_norm_bound="auto"``: ``sqrt(n_features)``, the largest norm of a row in [-1, 1]^d.
+
+    A public quantity (the number of columns), never a statistic of the rows.
+    It is a true bound for the scaling the documentation recommends (every
+    feature in ``[-1, 1]``, as :func:`~skprivpred.preprocessing.public_preprocessor`
+    produces); a tighter public bound, such as
+    :func:`~skprivpred.preprocessing.row_norm_bound` of the preprocessing,
+    means less noise.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of feature columns, >= 1.
+
+    Returns
+    -------
+    float
+        The bound ``X0``.
+
+    Examples
+    --------
+    >>> from skprivpred.linear import default_feature_norm_bound
+    >>> default_feature_norm_bound(16)
+    4.0
+    """
+    _check_args("default_feature_norm_bound", {"n_features": [_COUNT]}, n_features=n_features)
+    return math.sqrt(n_features)
+
+
+def default_classifier_radius(n_samples: int, epsilon: float, method: str) -> float:
+    """Default coefficient radius of the linear classifiers, from ``n`` and ``epsilon`` only.
+
+    ``R = c sqrt(n epsilon / (1 + epsilon))`` with ``c = 0.08`` for regularized
+    ERM (``lam`` then follows from Corollary 4.11) and ``c = 0.05`` for averaged
+    projected SGD (``eta`` from Theorem 4.12). The radius is in units of
+    features scaled to ``[-1, 1]``: a model in the ball moves its logit by at
+    most ``2 R`` when one feature crosses its range. It grows like the
+    square root of the effective sample size, as the noise per unit of query
+    norm then stays fixed (``2 c / (1 + epsilon)`` for ERM). The constants were
+    chosen on a held-out third of Adult's training split, at epsilon from 0.1
+    to 2, with and without a tight ``feature_norm_bound``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows ``n`` (public under replace-one neighbours).
+    epsilon : float
+        Per-query privacy parameter, > 0.
+    method : {"erm", "psgd"}
+        The estimator family.
+
+    Returns
+    -------
+    float
+        The radius ``R``.
+
+    Examples
+    --------
+    >>> from skprivpred.linear import default_classifier_radius
+    >>> round(default_classifier_radius(20_000, 1.0, "erm"), 6)
+    8.0
+    >>> round(default_classifier_radius(20_000, 1.0, "psgd"), 6)
+    5.0
+    """
+    _check_args(
+        "default_classifier_radius",
+        {
+            "n_samples": [_COUNT],
+            "epsilon": [_POSITIVE],
+            "method": [StrOptions({"erm", "psgd"})],
+        },
+        n_samples=n_samples,
+        epsilon=epsilon,
+        method=method,
+    )
+    per_s = _ERM_RADIUS_PER_S if method == "erm" else _PSGD_RADIUS_PER_S
+    return per_s * math.sqrt(n_samples * epsilon / (1.0 + epsilon))
 
 
 def erm_radius(lam: float, zero_loss: float) -> float:
@@ -452,16 +542,19 @@ class _Bounds:
         return None if self.y_bounds is None else 0.5 * (self.y_bounds[1] - self.y_bounds[0])
 
 
-class _FittedCoef(NamedTuple):
-    coef: np.ndarray
+class _FitPlan(NamedTuple):
+    """Everything public about a fit, resolved before any row is read beyond its shape."""
+
     per_unit_norm: float  # gamma(x) / ||x~||
+    model_radius: float | None  # bound on ||w|| of every model the solver can return
     public: dict  # resolved public attributes (lam_, radius_, tol_ or eta_)
     details: dict  # extra public entries of privacy_guarantee_.details
+    solve: Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]
 
 
 _SHARED_CONSTRAINTS: dict = {
     "epsilon": [_POSITIVE],
-    "feature_norm_bound": [_POSITIVE],
+    "feature_norm_bound": [_POSITIVE, StrOptions({"auto"})],
     "fit_intercept": ["boolean"],
     "intercept_scaling": [_POSITIVE],
     "huber_delta": [_POSITIVE],
@@ -498,7 +591,8 @@ class _PrivateLinearModel(PrivatePredictorMixin):
 
     Subclasses provide ``_encode_targets(y, bounds)`` (targets for the loss;
     the classifier also sets ``classes_``), ``_make_loss(bounds, radius)`` and
-    ``_fit_coef(features, targets, bounds, fit_rng)``.
+    ``_plan_fit(bounds, n_samples)`` (the public constants of the fit and its
+    solver).
     """
 
     _theorem = ""
@@ -533,23 +627,30 @@ class _PrivateLinearModel(PrivatePredictorMixin):
     # Provided by the subclasses (see the class docstring).
     _make_loss: Callable[[_Bounds, float], _Loss]
     _encode_targets: Callable[[np.ndarray, _Bounds], np.ndarray]
-    _fit_coef: Callable[..., _FittedCoef]
+    _plan_fit: Callable[[_Bounds, int], _FitPlan]
 
-    def _check_params(self) -> _Bounds:
-        """Cross-parameter rules (after ``_validate_params``); the resolved public bounds."""
+    def _check_params(self) -> None:
+        """Cross-parameter rules (after ``_validate_params``)."""
         check_noise_delta(self.noise, self.delta)
-        y_bounds = getattr(self, "y_bounds", None)
-        if self.loss == "squared" and y_bounds is None:
+        if self.loss == "squared" and getattr(self, "y_bounds", None) is None:
             raise InvalidParameterError(
                 "y_bounds is required with loss='squared' (its Lipschitz constant is R X + B, "
                 "B = (hi - lo) / 2): pass the public range (lo, hi) of the target, for example "
                 "its documented range, chosen without looking at the training data."
             )
+
+    def _bounds(self, n_features: int) -> _Bounds:
+        """The resolved public bounds (``feature_norm_bound="auto"`` from the number of columns)."""
+        y_bounds = getattr(self, "y_bounds", None)
+        if isinstance(self.feature_norm_bound, str):  # "auto"
+            feature_norm_bound = default_feature_norm_bound(n_features)
+        else:
+            feature_norm_bound = float(self.feature_norm_bound)
         return _Bounds(
             epsilon=float(self.epsilon),
             delta=float(self.delta),
             noise=self.noise,
-            feature_norm_bound=float(self.feature_norm_bound),
+            feature_norm_bound=feature_norm_bound,
             intercept_scaling=float(self.intercept_scaling) if self.fit_intercept else None,
             huber_delta=float(self.huber_delta),
             y_bounds=None if y_bounds is None else (float(y_bounds[0]), float(y_bounds[1])),
@@ -573,8 +674,17 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         -------
         self : object
             The fitted estimator.
+
+        Warns
+        -----
+        UserWarning
+            When the parameters make learning hopeless: the noise scale at
+            every query is at least the largest score any model within the
+            radius can reach there. Decided from public quantities only
+            (``epsilon``, ``n``, the bounds, ``lam`` or ``eta``), before any row
+            is used, so it is the same on every data set of the same size.
         """
-        bounds = self._check_fit_arguments(fit_params)
+        self._check_fit_arguments(fit_params)
         with self._unchanged_on_error():
             X, y = validate_data(
                 self,
@@ -586,31 +696,27 @@ class _PrivateLinearModel(PrivatePredictorMixin):
                 y_numeric=not isinstance(self, ClassifierMixin),
             )
             y = column_or_1d(y, warn=True)  # validate_data refused NaN and infinity in y
+            bounds = self._bounds(X.shape[1])
             targets = self._encode_targets(y, bounds)
+            # Every constant of the fit, and the noise, from public quantities only (n, the
+            # number of columns, the parameters), before any row is used.
+            plan = self._plan_fit(bounds, targets.shape[0])
+            release = _score_release(bounds, plan.per_unit_norm)
+            _warn_if_noise_dominates(type(self).__name__, bounds, plan, release)
             features, _ = _augmented_rows(X, bounds.feature_norm_bound, bounds.intercept_scaling)
             fit_rng = self._start_streams()
-            fitted = self._fit_coef(features, targets, bounds, fit_rng)
-            self._set_fitted(bounds, fitted)
+            coef = plan.solve(features, targets, fit_rng)
+            self._set_fitted(bounds, plan, release, coef)
         return self
 
-    def _set_fitted(self, bounds: _Bounds, fitted: _FittedCoef) -> None:
-        self._coef = fitted.coef
+    def _set_fitted(
+        self, bounds: _Bounds, plan: _FitPlan, release: _ScoreRelease, coef: np.ndarray
+    ) -> None:
+        self._coef = coef
         self._rows = (bounds.feature_norm_bound, bounds.intercept_scaling)
-        unit_sigma = None
-        if bounds.noise == "gaussian":
-            unit_sigma = gaussian_sigma(1.0, bounds.epsilon, bounds.delta, method="analytic")
-            # Calibrate (and cache) the grid's discrete Gaussian now, not at the first query.
-            discrete_gaussian_sigma(GRID_STEPS + 1, bounds.epsilon, bounds.delta)
-        release = _ScoreRelease(
-            epsilon=bounds.epsilon,
-            delta=bounds.delta,
-            noise=bounds.noise,
-            per_unit_norm=fitted.per_unit_norm,
-            reference_sensitivity=fitted.per_unit_norm * bounds.norm_bound,
-            gaussian_unit_sigma=unit_sigma,
-        )
         self._score_release = release
-        for name, value in fitted.public.items():
+        self.feature_norm_bound_ = bounds.feature_norm_bound
+        for name, value in plan.public.items():
             setattr(self, name, value)
         self.sensitivity_ = release.reference_sensitivity
         self.noise_scale_ = release.noise_scale(release.reference_sensitivity)
@@ -623,7 +729,7 @@ class _PrivateLinearModel(PrivatePredictorMixin):
                 "noise": bounds.noise,
                 "sensitivity": self.sensitivity_,
                 "noise_scale": self.noise_scale_,
-                **fitted.details,
+                **plan.details,
             },
         )
 
@@ -666,6 +772,52 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         return tags
 
 
+def _score_release(bounds: _Bounds, per_unit_norm: float) -> _ScoreRelease:
+    """The public release recipe of a fit whose sensitivity is ``per_unit_norm * ||x~||``."""
+    unit_sigma = None
+    if bounds.noise == "gaussian":
+        unit_sigma = gaussian_sigma(1.0, bounds.epsilon, bounds.delta, method="analytic")
+        # Calibrate (and cache) the grid's discrete Gaussian now, not at the first query.
+        discrete_gaussian_sigma(GRID_STEPS + 1, bounds.epsilon, bounds.delta)
+    return _ScoreRelease(
+        epsilon=bounds.epsilon,
+        delta=bounds.delta,
+        noise=bounds.noise,
+        per_unit_norm=per_unit_norm,
+        reference_sensitivity=per_unit_norm * bounds.norm_bound,
+        gaussian_unit_sigma=unit_sigma,
+    )
+
+
+def _warn_if_noise_dominates(
+    name: str, bounds: _Bounds, plan: _FitPlan, release: _ScoreRelease
+) -> None:
+    """Warn when the noise is at least the largest score any fitted model can reach.
+
+    Both sides are public and scale with the query's norm: at a query of norm
+    ``q`` the noise scale is ``noise_scale_ * q / X`` and no model with
+    ``||w|| <= R`` scores above ``R q``. Their ratio ``noise_scale_ / (R X)``
+    is the same for every query, and it reads no training row (the warning
+    fires, or not, identically on every data set of the same size).
+    """
+    if plan.model_radius is None:
+        return
+    noise = release.noise_scale(release.reference_sensitivity)
+    reach = plan.model_radius * bounds.norm_bound
+    if noise < reach:
+        return
+    warnings.warn(
+        f"{name} will answer with noise at least as large as any score: at a query of norm X "
+        f"= {bounds.norm_bound:.4g} the noise scale is {noise:.4g}, while no model with "
+        f"||w|| <= {plan.model_radius:.4g} scores above {reach:.4g} there (the ratio is the same "
+        "at every query). This follows from public quantities only (epsilon, the number of "
+        "training rows, feature_norm_bound, radius, lam or eta), not from the data: raise "
+        "epsilon, train on more rows, or change radius, lam or eta.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def _auto_radius(loss_at: Callable[[float], _Loss], bounds: _Bounds, n_samples: int) -> float:
     """The radius at which ``erm_radius(erm_auto_lam(R), loss(0))`` is ``R`` again.
 
@@ -693,6 +845,12 @@ class _StableERM(_PrivateLinearModel):
         "(gamma = (4 L X / (lam n) + 2 tol) ||x~||, Laplace scale gamma / epsilon)"
     )
 
+    def _default_radius(
+        self, loss_at: Callable[[float], _Loss], bounds: _Bounds, n_samples: int
+    ) -> float:
+        """``radius=None`` with ``lam="auto"``: the fixed point of :func:`_auto_radius`."""
+        return _auto_radius(loss_at, bounds, n_samples)
+
     def _resolve_radius_and_lam(self, bounds: _Bounds, n_samples: int):
         """``(radius, lam, loss)``: the given values, else their data-independent defaults."""
 
@@ -709,7 +867,7 @@ class _StableERM(_PrivateLinearModel):
                         "model (loss='huber' without y_bounds): pass a public bound R on the "
                         "norm of the coefficients, pass y_bounds, or pass a numeric lam."
                     )
-                radius = _auto_radius(loss_at, bounds, n_samples)
+                radius = self._default_radius(loss_at, bounds, n_samples)
             loss = loss_at(radius)
             lam = erm_auto_lam(n_samples, bounds.epsilon, radius, loss.lipschitz, bounds.norm_bound)
             return radius, lam, loss
@@ -719,20 +877,32 @@ class _StableERM(_PrivateLinearModel):
         # Only the squared loss's constant depends on the radius, and it always has one here.
         return radius, lam, loss_at(radius if radius is not None else math.inf)
 
-    def _fit_coef(self, features, targets, bounds: _Bounds, fit_rng) -> _FittedCoef:
-        n_samples = targets.shape[0]
+    def _plan_fit(self, bounds: _Bounds, n_samples: int) -> _FitPlan:
         norm_bound = bounds.norm_bound
         radius, lam, loss = self._resolve_radius_and_lam(bounds, n_samples)
         exact_stability = erm_sensitivity(
             n_samples, lam, loss.lipschitz, norm_bound, query_norm=1.0
         )
         tol = _DEFAULT_RELATIVE_TOL * exact_stability if self.tol is None else float(self.tol)
-        coef = _certified_erm(features, targets, loss, lam, radius, tol, self.max_iter)
         per_unit_norm = erm_sensitivity(
             n_samples, lam, loss.lipschitz, norm_bound, query_norm=1.0, solver_tol=tol
         )
-        public = {"lam_": lam, "radius_": radius, "tol_": tol}
-        return _FittedCoef(coef, per_unit_norm, public, {"lam": lam, "solver_accuracy": tol})
+        # Every regularised minimiser has ||w||^2 <= 2 loss(0) / lam (erm_radius).
+        reach = [] if radius is None else [radius]
+        if math.isfinite(loss.zero_loss):
+            reach.append(erm_radius(lam, loss.zero_loss))
+        max_iter = self.max_iter
+
+        def solve(features, targets, fit_rng) -> np.ndarray:
+            return _certified_erm(features, targets, loss, lam, radius, tol, max_iter)
+
+        return _FitPlan(
+            per_unit_norm=per_unit_norm,
+            model_radius=min(reach) if reach else None,
+            public={"lam_": lam, "radius_": radius, "tol_": tol},
+            details={"lam": lam, "solver_accuracy": tol},
+            solve=solve,
+        )
 
 
 class _AveragedPSGD(_PrivateLinearModel):
@@ -743,10 +913,12 @@ class _AveragedPSGD(_PrivateLinearModel):
         "(gamma = 2 eta L X ||x~|| n_epochs, twice the printed rate)"
     )
 
-    def _fit_coef(self, features, targets, bounds: _Bounds, fit_rng) -> _FittedCoef:
-        n_samples = targets.shape[0]
+    def _plan_fit(self, bounds: _Bounds, n_samples: int) -> _FitPlan:
         norm_bound = bounds.norm_bound
-        radius = float(self.radius)
+        if isinstance(self.radius, str):  # "auto" (the classifier's default)
+            radius = default_classifier_radius(n_samples, bounds.epsilon, "psgd")
+        else:
+            radius = float(self.radius)
         loss = self._make_loss(bounds, radius)
         if isinstance(self.eta, str):  # "auto": Theorem 4.12
             eta = psgd_step_size(n_samples, radius, loss.lipschitz, norm_bound)
@@ -762,15 +934,27 @@ class _AveragedPSGD(_PrivateLinearModel):
                 stacklevel=3,
             )
             eta = largest_stable_step
-        orders = [
-            fit_rng.permutation(n_samples) if self.shuffle else np.arange(n_samples)
-            for _ in range(self.n_epochs)
-        ]
-        result = _averaged_psgd(features, targets, loss, eta, radius, orders)
+        n_epochs, shuffle = self.n_epochs, self.shuffle
+
+        def solve(features, targets, fit_rng) -> np.ndarray:
+            orders = [
+                fit_rng.permutation(n_samples) if shuffle else np.arange(n_samples)
+                for _ in range(n_epochs)
+            ]
+            return _averaged_psgd(features, targets, loss, eta, radius, orders).average
+
         per_unit_norm = psgd_sensitivity(
-            eta, loss.lipschitz, norm_bound, query_norm=1.0, n_epochs=self.n_epochs
+            eta, loss.lipschitz, norm_bound, query_norm=1.0, n_epochs=n_epochs
         )
-        return _FittedCoef(result.average, per_unit_norm, {"eta_": eta}, {"eta": eta})
+        # No iterate leaves the ball, nor moves further than its steps: T eta L X after T steps.
+        steps_reach = n_epochs * n_samples * eta * loss.lipschitz * norm_bound
+        return _FitPlan(
+            per_unit_norm=per_unit_norm,
+            model_radius=min(radius, steps_reach),
+            public={"eta_": eta, "radius_": radius},
+            details={"eta": eta},
+            solve=solve,
+        )
 
 
 if TYPE_CHECKING:  # the query mixins are always combined with a _PrivateLinearModel
@@ -989,23 +1173,29 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         Regularization strength (``LogisticRegression(C)`` corresponds to
         ``lam = 1 / (C n)``). ``"auto"``: Corollary 4.11,
         ``lam = 2 X L / (R sqrt(n epsilon / (1 + epsilon)))``.
-    feature_norm_bound : float, default=1.0
+    feature_norm_bound : float or "auto", default="auto"
         Public bound ``X0`` on the Euclidean norm of a feature row. Training and
         query rows above it are scaled down to it (privacy holds whatever the
-        rows; only accuracy suffers from clipping). Choose it from the data's
-        documented ranges or a fixed preprocessing, never from the training
-        rows: for example scale the features by fixed public constants (or a
-        :class:`~sklearn.preprocessing.Normalizer`) so that rows have norm at
-        most 1 and keep the default.
+        rows; only accuracy suffers from clipping). ``"auto"``:
+        ``sqrt(n_features)`` (:func:`default_feature_norm_bound`), a true bound
+        when every feature lies in ``[-1, 1]``, the scaling the documentation
+        recommends. A tighter public bound means less noise: after
+        :func:`~skprivpred.preprocessing.public_preprocessor`, pass
+        ``row_norm_bound(preprocessor)``
+        (:func:`~skprivpred.preprocessing.row_norm_bound`; ``sqrt(14)`` for
+        Adult's schema against ``sqrt(105)`` for ``"auto"``). Never choose it
+        from the training rows.
     radius : float, default=None
         Public bound ``R`` on ``||w||`` (the ball the minimiser is sought in,
-        and the comparator ball of Corollary 4.11). ``None``: the
-        data-independent ``sqrt(2 loss(0) / lam)`` (:func:`erm_radius`), which
-        holds every regularised minimiser, so the constraint is inactive; with
-        ``lam="auto"`` the radius at which ``lam`` of Corollary 4.11 and that
-        radius agree (for the logistic loss ``R = ln(2) sqrt(n epsilon / (1 +
-        epsilon)) / X``). Pass a smaller value when a public prior bounds the
-        coefficients (for example from a model fitted on public data).
+        and the comparator ball of Corollary 4.11). ``None`` with
+        ``lam="auto"``: ``0.08 sqrt(n epsilon / (1 + epsilon))``
+        (:func:`default_classifier_radius`, for features in ``[-1, 1]``; it
+        keeps the Laplace scale per unit of query norm at ``0.16 / (1 +
+        epsilon)``). ``None`` with a numeric ``lam``: the data-independent
+        ``sqrt(2 loss(0) / lam)`` (:func:`erm_radius`), which holds every
+        regularised minimiser, so the constraint is inactive. Pass another
+        value when a public prior bounds the coefficients (for example a model
+        fitted on public data).
     fit_intercept : bool, default=True
         Append the constant feature ``intercept_scaling``; its coefficient is
         penalized and constrained like the others.
@@ -1039,6 +1229,8 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
     ----------
     classes_ : ndarray of shape (2,)
         The public label set.
+    feature_norm_bound_ : float
+        The feature norm bound ``X0`` used (``"auto"`` resolved).
     lam_ : float
         The regularization strength used.
     radius_ : float or None
@@ -1096,13 +1288,19 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         **_CLASSIFIER_CONSTRAINTS,
     }
 
+    def _default_radius(
+        self, loss_at: Callable[[float], _Loss], bounds: _Bounds, n_samples: int
+    ) -> float:
+        """``radius=None`` with ``lam="auto"``: :func:`default_classifier_radius`."""
+        return default_classifier_radius(n_samples, bounds.epsilon, "erm")
+
     def __init__(
         self,
         *,
         epsilon: float = 1.0,
         loss: str = "logistic",
         lam: float | str = "auto",
-        feature_norm_bound: float = 1.0,
+        feature_norm_bound: float | str = "auto",
         radius: float | None = None,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
@@ -1182,11 +1380,13 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
     lam : float or "auto", default="auto"
         Regularization strength (``Ridge(alpha)`` corresponds to
         ``lam = alpha / n`` up to the intercept). ``"auto"``: Corollary 4.11.
-    feature_norm_bound : float, default=1.0
+    feature_norm_bound : float or "auto", default="auto"
         Public bound ``X0`` on the Euclidean norm of a feature row; rows above
-        it are scaled down to it. Choose it from documented ranges or a fixed
-        public preprocessing (for example scale the rows to norm at most 1 and
-        keep the default), never from the training rows.
+        it are scaled down to it. ``"auto"``: ``sqrt(n_features)``
+        (:func:`default_feature_norm_bound`), a true bound when every feature
+        lies in ``[-1, 1]``. A tighter public bound means less noise, for
+        example :func:`~skprivpred.preprocessing.row_norm_bound` of a public
+        preprocessing. Never choose it from the training rows.
     radius : float, default=None
         Public bound ``R`` on ``||w||``. ``None``: the data-independent
         ``sqrt(2 loss(0) / lam)`` (:func:`erm_radius`; ``loss(0) = B^2 / 2``
@@ -1225,6 +1425,8 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
 
     Attributes
     ----------
+    feature_norm_bound_ : float
+        The feature norm bound ``X0`` used (``"auto"`` resolved).
     lam_ : float
         The regularization strength used.
     radius_ : float or None
@@ -1278,7 +1480,7 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         epsilon: float = 1.0,
         loss: str = "squared",
         lam: float | str = "auto",
-        feature_norm_bound: float = 1.0,
+        feature_norm_bound: float | str = "auto",
         radius: float | None = None,
         y_bounds: tuple[float, float] | None = None,
         clip_output: bool = True,
@@ -1361,17 +1563,27 @@ class AveragedPSGDClassifier(
     shuffle : bool, default=True
         Draw a fresh random order per epoch from the fit stream (never from the
         data); ``False`` keeps the row order.
-    feature_norm_bound : float, default=1.0
-        Public bound ``X0`` on the Euclidean norm of a feature row; rows above
-        it are scaled down to it. Choose it from documented ranges or a fixed
-        public preprocessing (rows scaled to norm at most 1 suit the default),
-        never from the training rows.
-    radius : float, default=1.0
+    feature_norm_bound : float or "auto", default="auto"
+        Public bound ``X0`` on the Euclidean norm of a feature row. Training and
+        query rows above it are scaled down to it (privacy holds whatever the
+        rows; only accuracy suffers from clipping). ``"auto"``:
+        ``sqrt(n_features)`` (:func:`default_feature_norm_bound`), a true bound
+        when every feature lies in ``[-1, 1]``, the scaling the documentation
+        recommends. A tighter public bound means less noise: after
+        :func:`~skprivpred.preprocessing.public_preprocessor`, pass
+        ``row_norm_bound(preprocessor)``
+        (:func:`~skprivpred.preprocessing.row_norm_bound`; ``sqrt(14)`` for
+        Adult's schema against ``sqrt(105)`` for ``"auto"``). Never choose it
+        from the training rows.
+    radius : float or "auto", default="auto"
         Public radius ``R`` of the coefficient ball (the projection set and the
-        comparator of Theorem 4.12). Unregularised SGD has no data-independent
-        radius of its own: choose ``R`` as a public prior bound on a good
-        model's coefficients (logits up to ``R X``), for example from a model
-        fitted on public data; ``eta="auto"`` and ``gamma`` grow with it.
+        comparator of Theorem 4.12); ``eta="auto"`` and ``gamma`` grow with it.
+        Unregularised SGD has no data-independent radius of its own.
+        ``"auto"``: ``0.05 sqrt(n epsilon / (1 + epsilon))``
+        (:func:`default_classifier_radius`, for features in ``[-1, 1]``), from
+        ``n`` and ``epsilon`` only. Pass another value when a public prior
+        bounds a good model's coefficients (logits up to ``R X``), for example
+        a model fitted on public data.
     fit_intercept : bool, default=True
         Append the constant feature ``intercept_scaling``.
     intercept_scaling : float, default=1.0
@@ -1395,6 +1607,10 @@ class AveragedPSGDClassifier(
     ----------
     classes_ : ndarray of shape (2,)
         The public label set.
+    feature_norm_bound_ : float
+        The feature norm bound ``X0`` used (``"auto"`` resolved).
+    radius_ : float
+        The coefficient radius used (``"auto"`` resolved).
     eta_ : float
         The step size used.
     sensitivity_ : float
@@ -1435,6 +1651,7 @@ class AveragedPSGDClassifier(
         **_SHARED_CONSTRAINTS,
         **_PSGD_CONSTRAINTS,
         **_CLASSIFIER_CONSTRAINTS,
+        "radius": [_POSITIVE, StrOptions({"auto"})],
     }
 
     def __init__(
@@ -1445,8 +1662,8 @@ class AveragedPSGDClassifier(
         eta: float | str = "auto",
         n_epochs: int = 1,
         shuffle: bool = True,
-        feature_norm_bound: float = 1.0,
-        radius: float = 1.0,
+        feature_norm_bound: float | str = "auto",
+        radius: float | str = "auto",
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
         huber_delta: float = 1.0,
@@ -1518,10 +1735,13 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         Passes over the data; ``gamma`` grows linearly with it.
     shuffle : bool, default=True
         Draw a fresh random order per epoch from the fit stream.
-    feature_norm_bound : float, default=1.0
+    feature_norm_bound : float or "auto", default="auto"
         Public bound ``X0`` on the Euclidean norm of a feature row; rows above
-        it are scaled down to it. Choose it from documented ranges or a fixed
-        public preprocessing, never from the training rows.
+        it are scaled down to it. ``"auto"``: ``sqrt(n_features)``
+        (:func:`default_feature_norm_bound`), a true bound when every feature
+        lies in ``[-1, 1]``. A tighter public bound means less noise, for
+        example :func:`~skprivpred.preprocessing.row_norm_bound` of a public
+        preprocessing. Never choose it from the training rows.
     radius : float, default=1.0
         Public radius ``R`` of the coefficient ball. Unregularised SGD has no
         data-independent radius of its own: choose ``R`` as a public prior
@@ -1550,6 +1770,10 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
 
     Attributes
     ----------
+    feature_norm_bound_ : float
+        The feature norm bound ``X0`` used (``"auto"`` resolved).
+    radius_ : float
+        The coefficient radius used (``"auto"`` resolved).
     eta_ : float
         The step size used.
     sensitivity_ : float
@@ -1600,7 +1824,7 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         eta: float | str = "auto",
         n_epochs: int = 1,
         shuffle: bool = True,
-        feature_norm_bound: float = 1.0,
+        feature_norm_bound: float | str = "auto",
         radius: float = 1.0,
         y_bounds: tuple[float, float] | None = None,
         clip_output: bool = True,

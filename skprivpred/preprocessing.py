@@ -11,7 +11,9 @@ per query batch instead of once per teacher.
 
 :func:`public_preprocessor` builds a ``ColumnTransformer`` of them from a schema
 (:func:`skprivpred.datasets.adult_schema`, :func:`skprivpred.datasets.magic_schema`,
-or your own).
+or your own), and :func:`row_norm_bound` states, from the parameters alone, the
+largest Euclidean norm a row of its output can have: the public
+``feature_norm_bound`` of the linear estimators.
 """
 
 # Authors: The skprivpred developers
@@ -19,6 +21,7 @@ or your own).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,7 +32,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._typing import MatrixLike, Self
 
-__all__ = ["PublicOneHotEncoder", "PublicScaler", "is_public", "public_preprocessor"]
+__all__ = [
+    "PublicOneHotEncoder",
+    "PublicScaler",
+    "is_public",
+    "public_preprocessor",
+    "row_norm_bound",
+]
 
 _NUMERIC_KEYS = {"center", "scale", "log", "squash", "clip"}
 
@@ -252,7 +261,10 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "n_features_in_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
-        n = self.n_features_in_
+        return self._map(X, self.n_features_in_)
+
+    def _map(self, X: np.ndarray, n: int) -> np.ndarray:
+        """The fixed map on a float array of ``n`` columns (modified in place)."""
         if self.clip is not None:
             low, high = self.clip
             X = np.clip(X, self._constant(low, "clip", n), self._constant(high, "clip", n))
@@ -264,6 +276,27 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if squash.any():
             X[:, squash] = np.tanh(X[:, squash])
         return X
+
+    def _column_bounds(self, n: int) -> np.ndarray:
+        """Largest ``|output|`` of each of ``n`` columns, from the constants alone (inf: none).
+
+        Every step of the map (clip, ``log1p``, ``(v - center) / scale`` with
+        ``scale > 0``, ``tanh``) is non-decreasing, so over the clip interval
+        ``[low, high]`` a column's output lies between the images of ``low`` and
+        ``high``, computed here by the same code as :meth:`transform`. A column
+        without clip bounds is bounded by 1 if squashed, else not at all.
+        """
+        squash = self._constant(self.squash, "squash", n, dtype=bool)
+        if self.clip is None:
+            return np.where(squash, 1.0, np.inf)
+        low, high = self.clip
+        ends = np.vstack([self._constant(low, "clip", n), self._constant(high, "clip", n)])
+        with np.errstate(invalid="ignore", divide="ignore"):  # log1p below -1: NaN
+            images = self._map(ends.astype(np.float64), n)
+        largest = np.max(np.abs(images), axis=0)
+        # A log of a value below -1 is undefined (NaN): no bound, unless squashed.
+        largest = np.where(np.isnan(largest), np.inf, largest)
+        return np.where(squash, np.minimum(largest, 1.0), largest)
 
 
 def public_preprocessor(schema: dict) -> ColumnTransformer:
@@ -366,3 +399,139 @@ def is_public(transformer: Any) -> bool:
         fitted = getattr(transformer, "transformers_", None)
         return fitted is not None and all(is_public(step) for _, step, _ in fitted)
     return False
+
+
+# A relative margin on the computed bound: the norm of a row, computed in floating
+# point, may round a few units in the last place above the exact bound.
+_ROUNDING_MARGIN = 1e-12
+
+
+def row_norm_bound(transformer: Any) -> float:
+    """The largest Euclidean norm a row of a public transformer's output can have.
+
+    Computed from the transformer's parameters alone (its constants, its
+    category lists, the number of its columns), never from data: the value to
+    pass as ``feature_norm_bound`` to the linear estimators
+    (:class:`~skprivpred.StableERMClassifier`,
+    :class:`~skprivpred.AveragedPSGDClassifier` and their regressors), so that
+    no row is clipped and the noise is calibrated to the tightest public bound.
+
+    - :class:`PublicOneHotEncoder`: each column becomes one block with at most
+      one 1 (all zeros for a value outside its list), so ``sqrt(n_columns)``.
+    - :class:`PublicScaler`: each step of its map is non-decreasing, so a
+      clipped column lies between the images of its clip bounds; a squashed
+      column lies in ``(-1, 1)``; a column neither clipped nor squashed has no
+      bound (``ValueError``).
+    - ``ColumnTransformer``: the blocks side by side, ``sqrt(sum of the
+      squared bounds)``; ``"drop"`` adds nothing, ``"passthrough"`` has no
+      bound.
+    - ``Pipeline``: the bound of its last step.
+
+    The result is a true bound with a relative margin of ``1e-12`` against
+    rounding.
+
+    Parameters
+    ----------
+    transformer : object
+        A public transformer (see :func:`is_public`), fitted or not; for example
+        ``public_preprocessor(schema)``. An unfitted :class:`PublicScaler` whose
+        constants are all scalars must be fitted first (its number of columns is
+        unknown), unless it sits in a ``ColumnTransformer`` with a column list.
+
+    Returns
+    -------
+    float
+        The bound.
+
+    Raises
+    ------
+    TypeError
+        If ``transformer`` is not made of public transformers only (the output
+        of preprocessing fitted to data has no public bound).
+    ValueError
+        If some output column is unbounded.
+
+    Examples
+    --------
+    >>> from skprivpred.datasets import adult_schema, magic_schema
+    >>> from skprivpred.preprocessing import public_preprocessor, row_norm_bound
+    >>> round(row_norm_bound(public_preprocessor(adult_schema())) ** 2, 6)  # 6 numbers, 8 one-hots
+    14.0
+    >>> round(row_norm_bound(public_preprocessor(magic_schema())) ** 2, 6)  # 10 squashed numbers
+    10.0
+    """
+    squared = _squared_bound(transformer, columns=None, where="")
+    return math.sqrt(squared) * (1.0 + _ROUNDING_MARGIN)
+
+
+def _squared_bound(transformer: Any, columns: list | None, where: str) -> float:
+    """Largest squared norm of an output row of ``transformer`` (its input ``columns`` if known)."""
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(transformer, str) or transformer is None:
+        if transformer == "drop":
+            return 0.0
+        raise ValueError(
+            f"{where or 'the transformer'} passes its columns through unchanged: their values "
+            "have no public bound; map them with a PublicScaler (clip bounds or squash) or drop "
+            "them."
+        )
+    if isinstance(transformer, PublicOneHotEncoder):
+        categories = getattr(transformer, "categories_", transformer.categories)
+        return float(len(categories))
+    if isinstance(transformer, PublicScaler):
+        bounds = transformer._column_bounds(_scaler_width(transformer, columns, where))
+        unbounded = np.flatnonzero(~np.isfinite(bounds))
+        if unbounded.size:
+            names = [columns[i] if columns is not None else i for i in unbounded.tolist()]
+            raise ValueError(
+                f"{where or 'PublicScaler'}: column(s) {names} are neither clipped nor squashed, "
+                "so their values have no public bound; give them clip bounds (from their "
+                "documented ranges) or squash=True."
+            )
+        return float(np.sum(np.square(bounds)))
+    if isinstance(transformer, Pipeline):
+        steps = [step for _, step in transformer.steps if step not in (None, "passthrough")]
+        if not steps:
+            return _squared_bound("passthrough", columns, where)
+        return _squared_bound(steps[-1], None, f"{where} (last step of a Pipeline)")
+    if isinstance(transformer, ColumnTransformer):
+        return _column_transformer_bound(transformer, where)
+    raise TypeError(
+        f"row_norm_bound knows the public transformers only (PublicOneHotEncoder, PublicScaler "
+        f"and Pipelines or ColumnTransformers of them), got {type(transformer).__name__}: the "
+        "output of preprocessing fitted to data has no public bound."
+    )
+
+
+def _scaler_width(scaler: PublicScaler, columns: list | None, where: str) -> int:
+    """Number of columns of a PublicScaler: fitted, given by its block, or by its constants."""
+    if hasattr(scaler, "n_features_in_"):
+        return int(scaler.n_features_in_)
+    if columns is not None:
+        return len(columns)
+    constants = (scaler.center, scaler.scale, scaler.log, scaler.squash, *(scaler.clip or ()))
+    sizes = {np.size(value) for value in constants if np.ndim(value) > 0}
+    if len(sizes) != 1:
+        raise ValueError(
+            f"{where or 'PublicScaler'}: the number of columns of an unfitted PublicScaler with "
+            "scalar constants is unknown; fit it first (fitting reads no row)."
+        )
+    return int(sizes.pop())
+
+
+def _column_transformer_bound(transformer: ColumnTransformer, where: str) -> float:
+    fitted = getattr(transformer, "transformers_", None)
+    blocks = list(fitted if fitted is not None else transformer.transformers)
+    if fitted is None and transformer.remainder != "drop":
+        blocks.append(("remainder", transformer.remainder, None))
+    total = 0.0
+    for name, step, selection in blocks:
+        columns = None
+        if selection is not None and not callable(selection) and np.ndim(selection) == 1:
+            selected = np.asarray(selection)
+            columns = (np.flatnonzero(selected) if selected.dtype == bool else selected).tolist()
+        if fitted is not None and name == "remainder" and columns == []:
+            continue  # no column left over
+        total += _squared_bound(step, columns, f"{where}block {name!r} of a ColumnTransformer")
+    return total

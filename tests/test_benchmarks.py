@@ -184,6 +184,88 @@ def test_peers_summary_and_markdown():
     assert "dp-lr" not in text and "sa-lr" not in text  # readable labels only
 
 
+# -- run.py's progress estimate ------------------------------------------------------------------
+class _FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _run_tasks(weights, costs):
+    clock = _FakeClock()
+    progress = _common.WeightedProgress(weights, clock=clock)
+    estimates = []
+    for cost in costs:
+        clock.now += cost
+        progress.task_done()
+        estimates.append(progress.estimate())
+    return progress, estimates
+
+
+def test_weighted_progress_is_exact_when_costs_follow_the_weights():
+    # Costly fits first (epsilon 0.05 before 1, as a stage used to run them): a count-based
+    # estimate would say 3 x 60 s = 180 s left after the first fit; the weights say 12 s.
+    weights = [463.0, 120.0, 43.0, 463.0, 120.0, 43.0]
+    progress, estimates = _run_tasks(weights, [w / 10 for w in weights])
+    assert estimates[0] == pytest.approx(sum(weights[1:]) / 10)
+    assert estimates[-1] == pytest.approx(0.0)
+    check = progress.check()
+    assert check["ratio"] == pytest.approx(1.0) and check["passed"]
+    assert check["actual_seconds"] == pytest.approx(sum(weights[3:]) / 10)  # half after 3 of 6
+    assert progress.remaining_text() == "about 0:00 left"
+
+
+def test_weighted_progress_check_flags_weights_that_miss_the_costs():
+    # Equal weights, but the second half costs 5x the first: the half-way estimate is 5x low.
+    progress, _ = _run_tasks([1.0] * 4, [10.0, 10.0, 50.0, 50.0])
+    check = progress.check()
+    assert check["ratio"] == pytest.approx(0.2) and check["passed"] is False
+    # Too short to judge: a few seconds of timer noise say nothing.
+    short, _ = _run_tasks([1.0] * 4, [1.0, 1.0, 4.0, 4.0])
+    assert short.check()["passed"] is None
+
+
+def test_weighted_progress_has_no_check_before_the_end_or_without_a_half_way():
+    progress, _ = _run_tasks([1.0, 1.0, 1.0], [20.0, 20.0])
+    assert progress.check() is None  # still running
+    single, _ = _run_tasks([1.0], [30.0])
+    assert single.check() is None  # half of the weight is reached only by the last task
+    with pytest.raises(ValueError, match="> 0"):
+        _common.WeightedProgress([1.0, 0.0])
+
+
+def test_expected_cost_grows_with_the_public_number_of_teachers():
+    run = pytest.importorskip("run")
+    data = _common.Dataset(
+        "adult", pd_frame(), pd_frame(), np.repeat([0, 1], 50), np.repeat([0, 1], 50), "toy"
+    )  # the label set is public: never read from the rows (here the first rows are all 0)
+    sa = run.ESTIMATORS["sa-lr"]
+    costs = {eps: run.expected_cost(sa, data, eps) for eps in (0.05, 1.0)}
+    assert costs[0.05] == run.FIXED_COST_IN_TEACHERS + 443  # ceil(...) teachers at alpha=0.1
+    assert costs[1.0] == run.FIXED_COST_IN_TEACHERS + 23
+    linear = run.expected_cost(run.ESTIMATORS["erm-lr"], data, 0.05)
+    assert (
+        linear
+        == run.FIXED_COST_IN_TEACHERS
+        == run.expected_cost(run.ESTIMATORS["erm-lr"], data, 1.0)
+    )
+
+
+def pd_frame():
+    pandas = pytest.importorskip("pandas")
+    return pandas.DataFrame({"a": np.arange(100.0)})
+
+
+def test_baselines_interleave_their_dashes():
+    run = pytest.importorskip("run")
+    styles = [run.baseline_dashes(j, 3) for j in range(3)]
+    offsets = [offset for offset, _ in styles]
+    assert len(set(offsets)) == 3  # each starts at its own place ...
+    assert {sum(pattern) for _, pattern in styles} == {3 * run.BASELINE_DASH}  # ... same period
+
+
 # -- the main job still runs ---------------------------------------------------------------------
 def test_quick_run_on_the_bundled_regression_data(tmp_path):
     pytest.importorskip("matplotlib")
@@ -206,3 +288,30 @@ def test_quick_run_on_the_bundled_regression_data(tmp_path):
     assert len({row["baseline"] for row in payload["summary"]}) == 2
     assert np.isfinite([row["baseline_score_mean"] for row in payload["summary"]]).all()
     assert (tmp_path / "score_vs_epsilon_diabetes.png").exists()
+    # The progress check is recorded for each stage with a half-way point, and printed.
+    for check in payload["progress_estimates"]:
+        assert check["passed"] in (True, False, None)  # None: too short to judge
+    assert "Progress estimates" in result.stdout
+
+
+def test_a_quick_run_with_several_fits_per_stage_records_its_progress_check(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("tqdm")
+    result = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--datasets", "diabetes", "--n-jobs", "1"]
+        + ["--estimators", "psgd-ridge", "--epsilons", "0.5", "1", "2", "--seeds", "0", "1"]
+        + ["--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    payload = json.loads((tmp_path / "run_results.json").read_text())
+    (check,) = payload["progress_estimates"]
+    assert check["estimator"] == "psgd-ridge" and check["n_fits"] == 8  # 2 x (baseline + 3)
+    assert check["estimate_seconds"] >= 0 and check["actual_seconds"] > 0
+    assert check["passed"] in (True, False, None)  # judged only past MIN_SECONDS
+    # the runs come back in (epsilon, seed) order, whatever order they ran in
+    assert [(r["epsilon"], r["seed"]) for r in payload["runs"]] == [
+        (e, s) for e in (0.5, 1.0, 2.0) for s in (0, 1)
+    ]

@@ -2,12 +2,16 @@
 
 ``test_user_guide_snippets_run`` executes the Python blocks of ``docs/quickstart.rst`` and
 ``docs/user_guide/*.rst`` (``.. code-block:: python`` and literal ``::`` blocks that parse as
-Python), in page order, in one namespace per page, as a reader would paste them. A snippet
-must therefore define (or import) every name it uses, or take it from an earlier block of the
-same page. A statement whose comment starts with an exception name (``# BudgetExhaustedError:
-nothing charged``) must raise that exception. Blocks that need infrastructure outside the test
-(a cluster, a running service) are listed in ``NOT_RUN`` with the reason. Pages that load
-Adult fetch it once into the local data cache (skipped when the registry is unreachable).
+Python), in page order, in one namespace per page, as a reader would paste them, and then the
+whole page once more in the same folder with a fresh namespace, as a reader who runs it again
+would: a page must be safe to run twice, and its accountants must end the second run with what
+they spent in the first (a durable budget gets a fresh ``name`` or path per run, never by
+deleting a ledger). A snippet must therefore define (or import) every name it uses, or take it
+from an earlier block of the same page. A statement whose comment starts with an exception
+name (``# BudgetExhaustedError: nothing charged``) must raise that exception. Blocks that need
+infrastructure outside the test (a cluster, a running service) are listed in ``NOT_RUN`` with
+the reason. Pages that load Adult fetch it once into the local data cache (skipped when the
+registry is unreachable).
 """
 
 import ast
@@ -102,6 +106,20 @@ def _run_block(source, namespace, label):
         ), f"{label}: expected {expected}, got {info.value!r}"
 
 
+def _spending(namespace):
+    """``{name: (epsilon_spent, queries_answered)}`` of the page's accountants."""
+    from skprivpred import PrivacyAccountant
+
+    spending = {}
+    for name, value in namespace.items():
+        if isinstance(value, PrivacyAccountant):
+            try:
+                spending[name] = (round(value.epsilon_spent, 9), value.queries_answered)
+            except Exception as exc:  # a page may end with its ledger gone, on purpose
+                spending[name] = type(exc).__name__
+    return spending
+
+
 def _needs_adult(blocks):
     return any("load_adult(" in source for _, source in blocks)
 
@@ -124,24 +142,30 @@ def test_user_guide_snippets_run(page, tmp_path, monkeypatch, request):
             )
     monkeypatch.chdir(tmp_path)  # snippets that write files (ledgers, models) write here
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    namespace = {"__name__": f"docs_{page.stem}"}
     ran = 0
-    for lineno, source in blocks:
-        label = f"{page.relative_to(DOCS)}:{lineno}"
-        if any(page.name == name and text in source for (name, text) in NOT_RUN):
-            continue
-        for (name, text), replacement in PATH_SUBSTITUTIONS.items():
-            if page.name == name:
-                source = source.replace(text, replacement.format(tmp_path=tmp_path))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PrivacyWarning and friends are part of the story
-            try:
-                _run_block(source, namespace, label)
-            except Exception as exc:
-                raise AssertionError(
-                    f"the snippet at {label} fails: {type(exc).__name__}: {exc}"
-                ) from exc
-        ran += 1
+    spent = []  # what each run's accountants hold at the end of the page
+    for attempt in ("first run", "second run, same folder"):
+        namespace = {"__name__": f"docs_{page.stem}"}
+        for lineno, source in blocks:
+            label = f"{page.relative_to(DOCS)}:{lineno} ({attempt})"
+            if any(page.name == name and text in source for (name, text) in NOT_RUN):
+                continue
+            for (name, text), replacement in PATH_SUBSTITUTIONS.items():
+                if page.name == name:
+                    source = source.replace(text, replacement.format(tmp_path=tmp_path))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # PrivacyWarning and friends are the story
+                try:
+                    _run_block(source, namespace, label)
+                except Exception as exc:
+                    raise AssertionError(
+                        f"the snippet at {label} fails: {type(exc).__name__}: {exc}"
+                    ) from exc
+            ran += 1
+        spent.append(_spending(namespace))
+    # Run again, the page's budgets start from zero again: none attaches to a spent one (a
+    # refused charge inside cross_val_score only shows as a NaN score).
+    assert spent[1] == spent[0], f"{page.name} run a second time spends differently: {spent}"
     if not ran:
         pytest.skip(f"every snippet of {page.name} needs outside infrastructure")
 

@@ -40,6 +40,8 @@ from skprivpred.linear import (
     ConvergenceError,
     StableERMClassifier,
     StableERMRegressor,
+    default_classifier_radius,
+    default_feature_norm_bound,
     erm_auto_lam,
     erm_radius,
     erm_sensitivity,
@@ -493,24 +495,24 @@ def test_psgd_step_above_two_over_sigma_is_capped_with_a_warning():
 class _PaperRatePSGDRegressor(AveragedPSGDRegressor):
     """Broken on purpose: noise for the printed rate R X / sqrt(n), half the true sensitivity."""
 
-    def _fit_coef(self, *args):
-        fitted = super()._fit_coef(*args)
+    def _plan_fit(self, *args):
+        fitted = super()._plan_fit(*args)
         return fitted._replace(per_unit_norm=fitted.per_unit_norm / 2)
 
 
 class _PaperRatePSGDClassifier(AveragedPSGDClassifier):
     """Broken on purpose, as :class:`_PaperRatePSGDRegressor`."""
 
-    def _fit_coef(self, *args):
-        fitted = super()._fit_coef(*args)
+    def _plan_fit(self, *args):
+        fitted = super()._plan_fit(*args)
         return fitted._replace(per_unit_norm=fitted.per_unit_norm / 2)
 
 
 class _QuarterNoiseERMRegressor(StableERMRegressor):
     """Broken on purpose: a quarter of the noise (the constant 1 instead of 4)."""
 
-    def _fit_coef(self, *args):
-        fitted = super()._fit_coef(*args)
+    def _plan_fit(self, *args):
+        fitted = super()._plan_fit(*args)
         return fitted._replace(per_unit_norm=fitted.per_unit_norm / 4)
 
 
@@ -657,7 +659,8 @@ def test_only_data_independent_public_attributes(cls):
     est = _make(cls).fit(X, y)
     public = {k for k in vars(est) if not k.startswith("_")} - set(est.get_params())
     expected = {"sensitivity_", "noise_scale_", "privacy_guarantee_", "n_features_in_"}
-    expected |= {"lam_", "radius_", "tol_"} if "ERM" in cls.__name__ else {"eta_"}
+    expected |= {"feature_norm_bound_", "radius_"}
+    expected |= {"lam_", "tol_"} if "ERM" in cls.__name__ else {"eta_"}
     expected |= {"classes_"} if cls in CLASSIFIERS else set()
     assert public == expected
     assert not hasattr(est, "coef_") and not hasattr(est, "intercept_")
@@ -857,17 +860,20 @@ def test_regressor_huber_needs_no_y_bounds_and_radius_none_is_unconstrained():
 
 
 # -- data-independent defaults and the target interval -------------------------------------------
-def test_stable_erm_fits_with_its_defaults_and_a_theory_radius():
+def test_stable_erm_fits_with_its_defaults_and_a_public_radius():
     X, y = _data(StableERMClassifier, n=400)
     with pytest.warns(PrivacyWarning, match="classes"):
-        clf = StableERMClassifier().fit(X, y)  # feature_norm_bound=1, radius from the theory
+        clf = StableERMClassifier().fit(X, y)
     n, s = 400, np.sqrt(400 * 1.0 / 2.0)
-    x_bound = np.hypot(1.0, 1.0)
-    # lam="auto" and radius=None: the fixed point R L = loss(0) s / X of Corollary 4.11
-    # and R = sqrt(2 loss(0) / lam), with L = 1 and loss(0) = ln 2.
-    assert clf.radius_ == pytest.approx(np.log(2.0) * s / x_bound)
+    # feature_norm_bound="auto": sqrt(n_features), the norm of a row of features in [-1, 1].
+    assert clf.feature_norm_bound_ == 2.0 == default_feature_norm_bound(4)
+    x_bound = np.hypot(2.0, 1.0)
+    # lam="auto" and radius=None: R = 0.08 s, then lam from Corollary 4.11 (L = 1).
+    assert clf.radius_ == pytest.approx(0.08 * s) == default_classifier_radius(n, 1.0, "erm")
     assert clf.lam_ == pytest.approx(erm_auto_lam(n, 1.0, clf.radius_, 1.0, x_bound))
-    assert clf.radius_ == pytest.approx(erm_radius(clf.lam_, np.log(2.0)))
+    assert np.linalg.norm(clf._coef) <= clf.radius_ * (1 + 1e-12)
+    # The Laplace scale per unit of query norm is 2 * 0.08 / (1 + epsilon), whatever X.
+    assert clf.sensitivity_ / x_bound / clf.epsilon == pytest.approx(0.08, rel=1e-3)
     fixed = _make(StableERMClassifier, radius=None, lam=0.05).fit(X, y)
     assert fixed.radius_ == pytest.approx(erm_radius(0.05, np.log(2.0)))
     assert np.linalg.norm(fixed._coef) <= fixed.radius_  # the constraint is never active
@@ -882,6 +888,102 @@ def test_squared_loss_auto_radius_solves_its_quadratic():
     r = reg.radius_
     assert r * (r * x_bound + b) == pytest.approx(0.5 * b**2 * s / x_bound)
     assert reg.lam_ == pytest.approx(erm_auto_lam(300, 1.0, r, r * x_bound + b, x_bound))
+
+
+def test_psgd_classifier_defaults_resolve_from_n_epsilon_and_the_width_only():
+    X, y = _data(AveragedPSGDClassifier, n=400, d=9)
+    clf = AveragedPSGDClassifier(classes=[0, 1], epsilon=0.5, random_state=0).fit(X, y)
+    assert clf.feature_norm_bound_ == 3.0  # sqrt(9)
+    s = np.sqrt(400 * 0.5 / 1.5)
+    assert clf.radius_ == pytest.approx(0.05 * s) == default_classifier_radius(400, 0.5, "psgd")
+    x_bound = np.hypot(3.0, 1.0)
+    assert clf.eta_ == pytest.approx(psgd_step_size(400, clf.radius_, 1.0, x_bound))
+    assert clf.sensitivity_ == pytest.approx(psgd_sensitivity(clf.eta_, 1.0, x_bound))
+    assert clf.get_params()["radius"] == "auto" == clf.get_params()["feature_norm_bound"]
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_defaults_resolve_from_the_shape_and_the_parameters_only(cls):
+    """Two data sets of the same shape, nothing else in common: the same public constants."""
+    X, y = _data(cls, n=300, d=4, seed=0)
+    X_other, y_other = _data(cls, n=300, d=4, seed=1)
+    X_other = X_other * 100.0  # far outside the unit box: clipped, never measured
+    public_bound = {"classes": [0, 1]} if cls in CLASSIFIERS else {"y_bounds": (-5.0, 5.0)}
+    est = cls(random_state=0, **public_bound)  # every other parameter at its default
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = clone(est).fit(X, y)
+        second = clone(est).fit(X_other, y_other)
+    public = ["feature_norm_bound_", "radius_", "sensitivity_", "noise_scale_"]
+    public += ["lam_", "tol_"] if "ERM" in cls.__name__ else ["eta_"]
+    for name in public:
+        assert getattr(first, name) == getattr(second, name), name
+    assert first.feature_norm_bound_ == 2.0  # sqrt(4 columns)
+
+
+def test_default_formulas_are_pinned_and_check_their_arguments():
+    assert default_feature_norm_bound(105) == pytest.approx(10.246950766)
+    assert default_classifier_radius(20_000, 1.0, "erm") == pytest.approx(8.0)
+    assert default_classifier_radius(20_000, 1.0, "psgd") == pytest.approx(5.0)
+    assert default_classifier_radius(3_000, 0.5, "erm") == pytest.approx(0.08 * np.sqrt(1000))
+    with pytest.raises(InvalidParameterError, match="n_features"):
+        default_feature_norm_bound(0)
+    with pytest.raises(InvalidParameterError, match="method"):
+        default_classifier_radius(100, 1.0, "sgd")
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        default_classifier_radius(100, 0.0, "erm")
+
+
+# -- the warning on hopeless public parameters -------------------------------------------------
+def _hopeless_warnings(est, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    return [str(w.message) for w in caught if "noise at least as large" in str(w.message)]
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_hopeless_public_parameters_warn_the_same_on_neighbouring_data_sets(cls):
+    # 40 rows at epsilon = 0.01: the noise dwarfs every score a model in the ball can reach.
+    X, y = _data(cls, n=40, seed=3)
+    X2, y2 = X.copy(), y.copy()
+    X2[0], y2[0] = -10 * X[0], (1 - y[0]) if cls in CLASSIFIERS else -y[0]  # one row replaced
+    est = _make(cls, epsilon=0.01)
+    if "ERM" in cls.__name__:
+        est.set_params(lam=0.1)
+    first = _hopeless_warnings(clone(est), X, y)
+    second = _hopeless_warnings(clone(est), X2, y2)
+    assert len(first) == 1 and first == second  # same text: public quantities only
+    fitted = clone(est).fit(X, y)
+    radius = (
+        fitted.radius_
+        if cls is not StableERMClassifier
+        else min(fitted.radius_, erm_radius(0.1, np.log(2.0)))
+    )
+    assert fitted.noise_scale_ >= radius * np.hypot(fitted.feature_norm_bound_, 1.0)
+    assert f"{fitted.noise_scale_:.4g}" in first[0]
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS, ids=lambda c: c.__name__)
+def test_defaults_and_usual_parameters_do_not_warn(cls):
+    X, y = _data(cls, n=400, seed=4)
+    X2, y2 = X.copy(), y.copy()
+    X2[0], y2[0] = -X[0], 1 - y[0]
+    for params in ({}, {"epsilon": 0.1}, {"feature_norm_bound": 3.0, "radius": 5.0}):
+        est = cls(classes=[0, 1], random_state=0, **params)
+        assert _hopeless_warnings(clone(est), X, y) == []
+        assert _hopeless_warnings(clone(est), X2, y2) == []
+
+
+def test_the_warning_comes_before_the_solver_reads_a_row():
+    """A hopeless setting warns even when the certified solver then fails on the data."""
+    X, y = _data(StableERMClassifier, n=40, seed=3)
+    est = _make(StableERMClassifier, epsilon=0.01, lam=0.1, max_iter=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ConvergenceError):
+            est.fit(X, y)
+    assert any("noise at least as large" in str(w.message) for w in caught)
 
 
 @pytest.mark.parametrize("cls", REGRESSORS, ids=lambda c: c.__name__)

@@ -336,6 +336,32 @@ def test_no_attribute_warning_or_log_holds_a_score(caplog):
     assert not hasattr(search, "cv_results_")
 
 
+@pytest.mark.parametrize("verbose", [0, 1, 2])
+def test_verbose_prints_counts_and_times_never_a_score(verbose, capsys):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    search = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(LogisticRegression(), classes=[0, 1]),
+        {"n_teachers": [5, 10, 20]},
+        random_state=np.random.SeedSequence(7),
+        verbose=verbose,
+    )
+    scores, _, _ = scores_and_split(search, X, y)
+    search.fit(X, y)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    if verbose == 0:
+        assert text == ""
+        return
+    assert "scoring 3 candidate(s) (5, 10, 20 teachers) fitted on 240 rows" in out.out
+    assert f"selected candidate {search.best_index_ + 1} of 3 in " in out.out
+    assert "refitted the selected candidate on all 300 rows in " in out.out
+    assert ("Done" in out.err) == (verbose >= 2)  # joblib's count of candidate fits
+    for score in scores:  # counts and times only
+        assert f"{score:.2f}" not in text and f"{100 * score:.1f}" not in text
+
+
 # -- bad input ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "key",
@@ -370,6 +396,7 @@ def test_grid_keys_that_set_the_privacy_contract_are_refused(key):
         ({"refit": "yes"}, InvalidParameterError, "refit"),
         ({"accountant": object()}, InvalidParameterError, "accountant"),
         ({"n_jobs": 1.5}, InvalidParameterError, "n_jobs"),
+        ({"verbose": -1}, InvalidParameterError, "'verbose' parameter"),
         ({"param_grid": {"n_teachers": 3}}, InvalidParameterError, "param_grid"),
         ({"param_grid": "n_teachers"}, InvalidParameterError, "param_grid"),
         ({"param_grid": {"no_such_parameter": [1]}}, InvalidParameterError, "no_such_parameter"),

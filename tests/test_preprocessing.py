@@ -4,9 +4,10 @@ What is checked: fitting on two different data sets of the same shape and names 
 the same transform (so the transformers are safe outside a private estimator);
 unknown categories encode as all zeros; the numeric map is the documented formula;
 ``public_preprocessor`` follows the schema (numeric first, then one-hot blocks, dense);
-the Adult schema reproduces the published category lists; bad input is refused
-clearly; an Adult pipeline with the public preprocessing outside and plain linear
-teachers inside fits and answers, and so does one with
+the Adult schema reproduces the published category lists; ``row_norm_bound`` is a true
+bound on the output's row norms (random and extreme rows of each schema) and is attained;
+bad input is refused clearly; an Adult pipeline with the public preprocessing outside and
+plain linear teachers inside fits and answers, and so does one with
 ``OneHotEncoder(handle_unknown="ignore")`` inside the teachers, rare categories and all.
 """
 
@@ -27,7 +28,12 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred._teachers import TeacherEnsemble
 from skprivpred.datasets import adult_schema, load_adult, magic_schema
-from skprivpred.preprocessing import PublicOneHotEncoder, PublicScaler, public_preprocessor
+from skprivpred.preprocessing import (
+    PublicOneHotEncoder,
+    PublicScaler,
+    public_preprocessor,
+    row_norm_bound,
+)
 
 SCHEMA = {
     "numeric": {
@@ -141,6 +147,103 @@ def test_the_shipped_schemas():
     adult["numeric"]["age"]["scale"] = -1.0  # a copy: the library's schema is unchanged
     assert adult_schema()["numeric"]["age"]["scale"] == 100.0
     assert len(magic_schema()["numeric"]) == 10 and magic_schema()["categorical"] == {}
+
+
+# -- the public bound on the output's row norms ----------------------------------------------------
+def _extreme_and_random_rows(schema: dict, n: int, seed: int) -> pd.DataFrame:
+    """Rows of a schema: every numeric column at, inside and far beyond its clip bounds (or at
+    huge magnitudes when it is only squashed), every categorical column on a public category or
+    an unknown value."""
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for name, spec in schema["numeric"].items():
+        low, high = spec.get("clip", (-1e6, 1e6))
+        candidates = np.array([low, high, 0.0, -1e12, 1e12, (low + high) / 2])
+        if spec.get("log"):
+            candidates = candidates[candidates >= max(low, 0.0)]  # log1p is for counts
+        values = rng.uniform(low, high, n)
+        pick = rng.random(n) < 0.5
+        values[pick] = rng.choice(candidates, pick.sum())
+        columns[name] = values
+    for name, categories in schema["categorical"].items():
+        columns[name] = rng.choice([*categories, "not-a-category"], n)
+    return pd.DataFrame(columns)
+
+
+@pytest.mark.parametrize("name", ["adult", "magic", "test"])
+def test_row_norm_bound_is_a_true_bound(name):
+    schema = {"adult": adult_schema(), "magic": magic_schema(), "test": SCHEMA}[name]
+    rows = _extreme_and_random_rows(schema, 20_000, seed=0)
+    preprocessor = public_preprocessor(schema)
+    bound = row_norm_bound(preprocessor)
+    norms = np.linalg.norm(preprocessor.fit(rows).transform(rows), axis=1)
+    assert np.all(norms <= bound)
+    assert row_norm_bound(preprocessor) == bound  # fitted or not: the same parameters
+    assert norms.max() >= 0.9 * bound  # and not a loose guess
+
+
+@pytest.mark.parametrize("schema", [adult_schema(), magic_schema()], ids=["adult", "magic"])
+def test_row_norm_bound_is_attained_by_the_shipped_schemas(schema):
+    """Every column at the end of its range that maps farthest from 0, one category each."""
+    highest = {
+        c: spec["clip"][1] if "clip" in spec else 1e12 for c, spec in schema["numeric"].items()
+    }
+    corner = pd.DataFrame({**highest, **{c: v[0] for c, v in schema["categorical"].items()}}, [0])
+    preprocessor = public_preprocessor(schema).fit(corner)
+    norm = np.linalg.norm(preprocessor.transform(corner))
+    assert row_norm_bound(preprocessor) * (1 - 1e-9) <= norm <= row_norm_bound(preprocessor)
+
+
+def test_row_norm_bound_of_the_shipped_schemas():
+    assert row_norm_bound(public_preprocessor(adult_schema())) == pytest.approx(np.sqrt(14))
+    assert row_norm_bound(public_preprocessor(magic_schema())) == pytest.approx(np.sqrt(10))
+    # The test schema: age in [0, 1.2], income in [0, log1p(1e6) / 12], the angle squashed
+    # from [(-180 - 45) / 90, (180 - 45) / 90], and two one-hot blocks.
+    expected = 1.2**2 + (np.log1p(1e6) / 12) ** 2 + np.tanh(225 / 90) ** 2 + 2
+    assert row_norm_bound(public_preprocessor(SCHEMA)) == pytest.approx(np.sqrt(expected))
+
+
+def test_row_norm_bound_of_each_public_transformer():
+    from sklearn.pipeline import Pipeline
+
+    assert row_norm_bound(PublicOneHotEncoder(categories=[["a", "b"], [1, 2, 3]])) == (
+        pytest.approx(np.sqrt(2))
+    )
+    scaler = PublicScaler(center=[1.0, 0.0], scale=[2.0, 4.0], clip=([0, -1], [10, 1]))
+    assert row_norm_bound(scaler) == pytest.approx(np.hypot(4.5, 0.25))  # (10 - 1) / 2, 1 / 4
+    assert row_norm_bound(PublicScaler(squash=True).fit(np.zeros((1, 9)))) == pytest.approx(3.0)
+    pipe = Pipeline([("a", PublicScaler()), ("b", PublicScaler(squash=True, scale=[1.0] * 4))])
+    assert row_norm_bound(pipe) == pytest.approx(2.0)  # the last step decides
+    dropped = ColumnTransformer([("x", "drop", [0]), ("y", scaler, [1, 2])])
+    assert row_norm_bound(dropped) == pytest.approx(np.hypot(4.5, 0.25))
+
+
+def test_row_norm_bound_refuses_what_has_no_public_bound():
+    unclipped = {"numeric": {"age": {"scale": 100.0}, "hours": {"scale": 100.0}}}
+    with pytest.raises(ValueError, match=r"\['age', 'hours'\] are neither clipped nor squashed"):
+        row_norm_bound(public_preprocessor(unclipped))
+    with pytest.raises(ValueError, match="passes its columns through"):
+        row_norm_bound(ColumnTransformer([("x", "passthrough", [0])]))
+    with pytest.raises(ValueError, match="passes its columns through"):
+        row_norm_bound(
+            ColumnTransformer([("x", PublicScaler(squash=True), [0])], remainder="passthrough")
+        )
+    with pytest.raises(ValueError, match="fit it first"):
+        row_norm_bound(PublicScaler(squash=True))
+    with pytest.raises(TypeError, match="StandardScaler"):
+        row_norm_bound(make_pipeline(StandardScaler()))
+
+
+def test_the_adult_clip_bounds_change_no_published_row(adult):
+    (X, _), (X_test, _) = adult
+    unclipped = adult_schema()
+    for spec in unclipped["numeric"].values():
+        del spec["clip"]
+    for rows in (X, X_test):
+        np.testing.assert_array_equal(
+            public_preprocessor(adult_schema()).fit(rows).transform(rows),
+            public_preprocessor(unclipped).fit(rows).transform(rows),
+        )
 
 
 # -- on Adult itself -------------------------------------------------------------------------------

@@ -7,9 +7,11 @@ transform chosen from its documented units (never from its values). It feeds
 nothing from the data, so they may sit outside a private estimator.
 
 Schema format: ``{"numeric": {column: {"scale": s, "center": c, "log": bool,
-"squash": bool}}, "categorical": {column: [category, ...]}}``; a numeric column
-becomes ``v -> log1p(v)`` if ``log``, then ``(v - center) / scale``, then ``tanh``
-if ``squash``.
+"squash": bool, "clip": (low, high)}}, "categorical": {column: [category, ...]}}``;
+a numeric column becomes ``clip(v, low, high)`` if ``clip``, then ``log1p`` if
+``log``, then ``(v - center) / scale``, then ``tanh`` if ``squash``. Clipped or
+squashed columns give the output a public norm bound
+(:func:`skprivpred.preprocessing.row_norm_bound`).
 """
 
 # Authors: The skprivpred developers
@@ -18,6 +20,7 @@ if ``squash``.
 from __future__ import annotations
 
 import copy
+import math
 
 __all__ = ["adult_schema", "magic_schema"]
 
@@ -133,14 +136,19 @@ _ADULT_CATEGORIES: dict[str, list[str]] = {
 
 
 # Numeric columns of Adult from their units: years, a census weight, a number of
-# years of education (1 to 16), dollars, hours a week; each to roughly [0, 1].
+# years of education (1 to 16), dollars, hours a week; each mapped to [0, 1]. The
+# clip bounds are the values the map sends to 0 and 1 (``expm1(15)`` and ``expm1(12)``
+# undo ``log1p(v) / 15`` and ``log1p(v) / 12``), chosen from the transform, not from
+# the data: every value of the published files lies inside them (age at most 90,
+# hours at most 99, capital gains at most the census top code 99,999), so they
+# change no row, and they make the output's norm publicly bounded (sqrt(14)).
 _ADULT_NUMERIC = {
-    "age": {"scale": 100.0},
-    "fnlwgt": {"scale": 15.0, "log": True},
-    "education-num": {"scale": 16.0},
-    "capital-gain": {"scale": 12.0, "log": True},
-    "capital-loss": {"scale": 12.0, "log": True},
-    "hours-per-week": {"scale": 100.0},
+    "age": {"scale": 100.0, "clip": (0.0, 100.0)},
+    "fnlwgt": {"scale": 15.0, "log": True, "clip": (0.0, math.expm1(15.0))},
+    "education-num": {"scale": 16.0, "clip": (0.0, 16.0)},
+    "capital-gain": {"scale": 12.0, "log": True, "clip": (0.0, math.expm1(12.0))},
+    "capital-loss": {"scale": 12.0, "log": True, "clip": (0.0, math.expm1(12.0))},
+    "hours-per-week": {"scale": 100.0, "clip": (0.0, 100.0)},
 }
 
 # MAGIC features from their documented units (mm, log10 of a photon count, ratios,
@@ -167,7 +175,11 @@ def adult_schema() -> dict:
 
     The category lists are those of the data set's documentation
     (``adult.names``); the missing value ``"?"`` is not a category, so it
-    encodes as all zeros. The numeric transforms come from the columns' units.
+    encodes as all zeros. The numeric transforms come from the columns' units
+    and map each column into ``[0, 1]`` (clipped at the values that map to 0
+    and 1), so a row of ``public_preprocessor(adult_schema())`` has norm at
+    most ``sqrt(14)`` (6 numbers and 8 one-hot blocks; see
+    :func:`~skprivpred.preprocessing.row_norm_bound`).
 
     Returns
     -------
@@ -179,7 +191,7 @@ def adult_schema() -> dict:
     >>> from skprivpred.datasets import adult_schema
     >>> schema = adult_schema()
     >>> len(schema["categorical"]["occupation"]), schema["numeric"]["age"]
-    (14, {'scale': 100.0})
+    (14, {'scale': 100.0, 'clip': (0.0, 100.0)})
     """
     return copy.deepcopy({"numeric": _ADULT_NUMERIC, "categorical": _ADULT_CATEGORIES})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from numbers import Integral, Real
 from typing import Any
@@ -146,6 +147,13 @@ class PrivateGridSearchCV(
         :class:`~skprivpred.SubsampleAggregateClassifier`).
     n_jobs : int, default=None
         joblib jobs for the candidate fits.
+    verbose : int, default=0
+        Progress messages on standard output, as in scikit-learn's searches:
+        ``>= 1`` the number of candidates, rows and teachers, and the wall time
+        of the selection and of the refit; ``>= 2`` also joblib's count of the
+        candidate fits done, with the elapsed time. Counts and times only: a
+        score is never printed (the scores are private; only the selected
+        index is released).
 
     Attributes
     ----------
@@ -212,6 +220,7 @@ class PrivateGridSearchCV(
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
+        "verbose": [Interval(Integral, 0, None, closed="left"), "boolean"],
     }
 
     def __init__(
@@ -226,6 +235,7 @@ class PrivateGridSearchCV(
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
         n_jobs: int | None = None,
+        verbose: int = 0,
     ) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
@@ -236,6 +246,7 @@ class PrivateGridSearchCV(
         self.accountant = accountant
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     # -- validation ---------------------------------------------------------------------------
     def _check_params(self) -> list[dict]:
@@ -309,6 +320,11 @@ class PrivateGridSearchCV(
             n_teachers = self._public_teachers(candidates, split[0].size, template)
             sensitivities = self._sensitivities(n_teachers, split[1].size)
             beta = float(sensitivities.max())
+            self._say(
+                f"scoring {len(candidates)} candidate(s) ({', '.join(map(str, n_teachers))} "
+                f"teachers) fitted on {split[0].size} rows, on {split[1].size} validation rows"
+            )
+            start = time.perf_counter()
 
             def release(release_rng) -> int:
                 """Score every candidate and select one: charged before any candidate is fitted."""
@@ -317,6 +333,10 @@ class PrivateGridSearchCV(
                 return self._select(scores, epsilon, sensitivities, release_rng)
 
             index = self._release_model(epsilon, release, rho=rho)
+            self._say(
+                f"selected candidate {index + 1} of {len(candidates)} in "
+                f"{time.perf_counter() - start:.1f} s"
+            )
             self.best_index_ = index
             self.best_params_ = dict(candidates[index])
             self.n_candidates_ = len(candidates)
@@ -353,9 +373,19 @@ class PrivateGridSearchCV(
                 accountant = self._charged_accountant()
                 if accountant is not None:
                     best.set_params(accountant=accountant)
+                refit_start = time.perf_counter()
                 self.best_estimator_ = best.fit(X, y)
                 self.classes_ = best.classes_
+                self._say(
+                    f"refitted the selected candidate on all {y.shape[0]} rows in "
+                    f"{time.perf_counter() - refit_start:.1f} s"
+                )
         return self
+
+    def _say(self, message: str) -> None:
+        """One progress line (``verbose >= 1``): counts and times only, never a score."""
+        if self.verbose:
+            print(f"[PrivateGridSearchCV] {message}", flush=True)
 
     @staticmethod
     def _split(n_samples: int, validation_size: float, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -409,7 +439,8 @@ class PrivateGridSearchCV(
             clone(template).set_params(**c, accountant=None, random_state=seed)
             for c, seed in zip(candidates, seeds)
         ]
-        scores = Parallel(n_jobs=self.n_jobs)(
+        # joblib reports the count of candidate fits done and the elapsed time only.
+        scores = Parallel(n_jobs=self.n_jobs, verbose=max(int(self.verbose) - 1, 0) * 10)(
             delayed(_candidate_score)(est, X_train, y_train, X_valid, valid_index, r)
             for est, r in zip(fitted, n_teachers)
         )
