@@ -570,7 +570,6 @@ def _hidden_query_cases() -> list[Case]:
             (X, y, {}),
             IN_DOMAIN * 7 + DOMAIN_BATTERY,  # past the phase boundary at 20 queries
             hidden=([inside], [outside]),
-            marks=[pytest.mark.xfail(strict=True, reason="fixed on branch h2-everlasting")],
         ),
     ]
 

@@ -43,7 +43,7 @@ from skprivpred import (
     SubsampleAverageRegressor,
     _trees,
 )
-from skprivpred._teachers import ConstantTeacher, TeacherEnsemble
+from skprivpred._teachers import FALLBACK_LABEL_INDEX, ConstantTeacher, TeacherEnsemble
 from skprivpred._trees import StackedPredictions, StackedTrees, is_stackable
 from skprivpred.preprocessing import PublicScaler
 
@@ -333,8 +333,17 @@ def test_rows_the_trees_refuse_go_to_their_own_predict():
     assert ensemble._trees is not None
     too_large = np.array([[1e39, 0.0]])  # finite in float64, inf in float32
     assert ensemble._trees.prepare(too_large) is None
-    with pytest.raises(ValueError, match="infinity"):  # as every tree's own predict
-        ensemble.vote_counts(too_large)
+    # Every tree's own predict raises on it, so each fitted tree votes the fallback label
+    # there (a teacher's failure never reaches the caller).
+    fitted_ids = [j for j, t in enumerate(teachers) if hasattr(t, "tree_")]
+    assert fitted_ids
+    for j in fitted_ids:
+        with pytest.raises(ValueError, match="infinity"):
+            teachers[j].predict(too_large)
+    votes = ensemble.votes(too_large)
+    assert (votes[0, fitted_ids] == FALLBACK_LABEL_INDEX).all()
+    expected = np.bincount(votes[0], minlength=2)[np.newaxis, :]
+    np.testing.assert_array_equal(ensemble.vote_counts(too_large), expected)
     # 64-bit sparse indices that fit in 32 bits are narrowed, by the trees as here.
     wide = sparse.csr_matrix(rng.normal(size=(40, 2)))
     wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
