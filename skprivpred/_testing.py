@@ -43,7 +43,7 @@ def free_port() -> int:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         address = listener.getsockname()
-        with socket.create_connection(address, timeout=10) as client:
+        with socket.create_connection(address, timeout=10):
             accepted, _ = listener.accept()
             accepted.close()  # the accepting side closes first: it keeps TIME_WAIT
         return address[1]
