@@ -211,9 +211,15 @@ def test_list_law_equals_brute_force_softmax():
 
 
 def test_selection_frequencies_match_the_exact_law(tiny_binary):
+    """Sample size from the bound: the law of ``_DoubledEM`` (twice the epsilon) is
+    rejected by the chi-square test of 750 fits with probability >= 0.99 (noncentral
+    chi-square, ``_audit_power.chi_square_power``, asserted below; 0.9994 in a simulation
+    of multinomial counts); the smallest expected count is 31."""
     X, y = tiny_binary
     law = EM(epsilon=1.0, classes=[0, 1])._selection_proba(X, y)
-    n = 6000
+    n = 750
+    doubled = _DoubledEM(epsilon=1.0, classes=[0, 1])._selection_proba(X, y)
+    assert chi_square_power(n, law, doubled, P_FALSE_ALARM) >= 0.99
     masks = []
     for seed in range(n):
         clf = EM(epsilon=1.0, classes=[0, 1], random_state=seed).fit(X, y)

@@ -214,8 +214,12 @@ def test_noisy_max_law_is_the_law_of_the_argmax_of_exponential_noise():
     assert stats.chisquare(counts, law * counts.sum()).pvalue > P_FALSE_ALARM
     # k = 2 closed form: P(1) = exp(-gap / s) / 2 with s = 2 beta / epsilon
     assert noisy_max_proba([0.0, -0.3], eps, beta)[1] == pytest.approx(0.5 * math.exp(-0.3 / 0.4))
-    # the estimator-facing sampler draws from that law (one uniform per draw)
-    draws = np.array([noisy_max_sample(scores, eps, beta, rng) for _ in range(20_000)])
+    # the estimator-facing sampler draws from that law (one uniform per draw); 2,000 draws:
+    # the law with noise beta (twice epsilon) is rejected with probability > 0.9999 (450
+    # draws would give 0.99; noncentral chi-square, asserted)
+    wrong = noisy_max_proba(scores, eps, beta / 2)
+    assert chi_square_power(2_000, law, wrong, P_FALSE_ALARM) > 0.9999
+    draws = np.array([noisy_max_sample(scores, eps, beta, rng) for _ in range(2_000)])
     assert stats.chisquare(np.bincount(draws, minlength=3), law * draws.size).pvalue > P_FALSE_ALARM
 
 
