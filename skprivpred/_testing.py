@@ -27,10 +27,26 @@ class PostgresUnavailable(RuntimeError):
 
 
 def free_port() -> int:
-    """A loopback TCP port that nothing listens on (at the time of the call)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback TCP port that nothing listens on, held back from other callers for a while.
+
+    Binding port 0 lets the kernel choose a free port, but once the probing socket
+    is closed another process (a parallel test worker, say) may be handed the same
+    port before our server binds it. So the port is left reserved: a connection to
+    it is accepted and closed from the accepting side first, which keeps the port
+    in ``TIME_WAIT`` (about a minute on Linux). The kernel does not hand out such a
+    port to ``bind(("127.0.0.1", 0))`` or to a plain ``bind`` to that port, while a
+    server that sets ``SO_REUSEADDR`` (as PostgreSQL and uvicorn do) can listen on
+    it at once.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        address = listener.getsockname()
+        with socket.create_connection(address, timeout=10):
+            accepted, _ = listener.accept()
+            accepted.close()  # the accepting side closes first: it keeps TIME_WAIT
+        return address[1]
 
 
 def _bindir() -> str:
@@ -93,10 +109,17 @@ def temporary_postgres(timeout: float = 60.0) -> Iterator[str]:
         initdb = [os.path.join(bindir, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"]
         if subprocess.run([*initdb, "-E", "UTF8"], **quiet).returncode != 0:
             raise PostgresUnavailable("initdb failed")
-        options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={root}"
-        start = [*pg_ctl, "-o", options, "-w", "-t", str(int(timeout)), "start"]
-        if subprocess.run(start, **quiet).returncode != 0:
-            raise PostgresUnavailable("pg_ctl start failed")
+        for attempt in range(3):  # another process may take the port first: try another
+            if attempt:
+                port = free_port()
+            options = (
+                f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={root}"
+            )
+            start = [*pg_ctl, "-o", options, "-w", "-t", str(int(timeout)), "start"]
+            if subprocess.run(start, **quiet).returncode == 0:
+                break
+        else:
+            raise PostgresUnavailable("pg_ctl start failed (three ports tried)")
         url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
         deadline = time.monotonic() + timeout
         while True:

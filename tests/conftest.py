@@ -4,6 +4,16 @@
 server binaries in a temporary directory, on 127.0.0.1 only, and stops it when
 the test session ends. In CI (``CI=true``) a server that cannot be started is
 an error, not a skip: ``.ci/run`` installs PostgreSQL.
+
+The suite runs in parallel (pytest-xdist): a session fixture is set up once per
+worker process, so each worker that runs a PostgreSQL test starts its own server
+(at most one per worker, each in its own directory, on its own reserved port,
+started within the fixture's timeout), and the tests of one worker share it.
+
+Each worker gets its share of the cores for native threads (BLAS, OpenMP), and so do
+the processes it starts: with two workers on two cores, two BLAS threads per worker
+would oversubscribe the machine, and OpenBLAS threads that wait on a busy core make
+the many tiny solves of the statistical tests an order of magnitude slower.
 """
 
 from __future__ import annotations
@@ -14,10 +24,36 @@ import pytest
 
 from skprivpred._testing import PostgresUnavailable, temporary_postgres
 
+_NATIVE_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+_THREAD_LIMITS = pytest.StashKey[object]()
+
+
+def pytest_configure(config):
+    """In a pytest-xdist worker, use at most cores / workers native threads.
+
+    A thread count the user sets in the environment is left alone.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers is None or any(name in os.environ for name in _NATIVE_THREAD_VARIABLES):
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = max(1, (cores or 1) // int(workers))
+    for name in _NATIVE_THREAD_VARIABLES:  # inherited by the processes the tests start
+        os.environ[name] = str(threads)
+    from threadpoolctl import threadpool_limits
+
+    config.stash[_THREAD_LIMITS] = threadpool_limits(limits=threads)  # held until exit
+
 
 @pytest.fixture(scope="session")
 def postgres_url():
-    """URL of a fresh PostgreSQL server on 127.0.0.1 (stopped at the end of the session)."""
+    """URL of a fresh PostgreSQL server on 127.0.0.1 (one per worker, stopped at its end)."""
     try:
         server = temporary_postgres()
         url = server.__enter__()

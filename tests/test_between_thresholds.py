@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from _audit_power import detection_power
 from scipy.integrate import quad
 from scipy.stats import chisquare
 
@@ -251,12 +252,22 @@ def _answer_bound(value, n_trials, seed):
 
 
 def test_audit_passes_and_flags_eight_times_less_noise(monkeypatch):
+    """Sample sizes from the bound (``_audit_power``, exact binomial sums, level 1e-3 / 6).
+
+    The answer law at 0.3 is about (0.563, 0.258, 0.180) (20,000 draws). A variant that
+    spends 2 on one outcome (its probability times exp(-2) at 0.4, the rest rescaled) is
+    flagged by 1,800 answers per value with probability >= 0.99 whichever outcome it
+    is (500, 1,250 and 1,800 for the three), so the estimator's run would catch such a
+    regression. The broken variant moves TOP from 0.137 to 0.462 (log-ratio 1.2, near
+    the claim): 8,150 answers flag it with probability >= 0.99 (asserted below).
+    """
+    assert detection_power(8_150, 0.462, None, 1.0, 1e-3 / 6, q=0.137) >= 0.99
     # One answer of an eps'-instance is at most eps'-DP (claim 1.0; its exact loss is ~0.17).
-    assert _answer_bound(0.3, 20_000, seed=30) <= 1.0
+    assert _answer_bound(0.3, 1_800, seed=30) <= 1.0
     honest_scales = between_thresholds_scales
     monkeypatch.setattr(
         "skprivpred.mechanisms.between_thresholds_scales",
         lambda epsilon, sensitivity: tuple(b / 8 for b in honest_scales(epsilon, sensitivity)),
     )
     # Broken: the TOP probability moves from 0.137 to 0.462 (log ratio 1.2).
-    assert _answer_bound(0.3, 20_000, seed=31) > 1.0
+    assert _answer_bound(0.3, 8_150, seed=31) > 1.0

@@ -26,6 +26,8 @@ from skprivpred import SubsampleAggregateClassifier, _teachers
 
 pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
+# One cluster per module: its tests run on one parallel worker (pytest-xdist, loadgroup).
+pytestmark = pytest.mark.xdist_group("dask-cluster")
 
 SEED = 7
 

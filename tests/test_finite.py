@@ -12,6 +12,7 @@ from itertools import product
 
 import numpy as np
 import pytest
+from _audit_power import chi_square_power, law_power
 from scipy.special import expit, gammaln
 from scipy.stats import chisquare
 from sklearn.base import clone
@@ -210,9 +211,15 @@ def test_list_law_equals_brute_force_softmax():
 
 
 def test_selection_frequencies_match_the_exact_law(tiny_binary):
+    """Sample size from the bound: the law of ``_DoubledEM`` (twice the epsilon) is
+    rejected by the chi-square test of 750 fits with probability >= 0.99 (noncentral
+    chi-square, ``_audit_power.chi_square_power``, asserted below; 0.9994 in a simulation
+    of multinomial counts); the smallest expected count is 31."""
     X, y = tiny_binary
     law = EM(epsilon=1.0, classes=[0, 1])._selection_proba(X, y)
-    n = 6000
+    n = 750
+    doubled = _DoubledEM(epsilon=1.0, classes=[0, 1])._selection_proba(X, y)
+    assert chi_square_power(n, law, doubled, P_FALSE_ALARM) >= 0.99
     masks = []
     for seed in range(n):
         clf = EM(epsilon=1.0, classes=[0, 1], random_state=seed).fit(X, y)
@@ -282,39 +289,53 @@ def test_threshold_log_ratio_between_neighbours_at_most_epsilon():
 
 # -- privacy: black-box audit over refits ------------------------------------------------------
 def _audit_pair():
-    """One feature: mistakes(constant 1) - mistakes(x_0) is 2 here and 0 in the neighbour."""
-    X = np.array([[1], [1], [0], [0], [0]])
-    y = np.array([1, 1, 0, 0, 1])
+    """One feature, always 0: the constant 1 makes 3 mistakes here and 2 in the neighbour,
+    the conjunction x_0 (always 0) 1 and 2: a tie in the neighbour, where the selection
+    law is (1/2, 1/2) for every rate, the most visible place for a rate that is too large.
+    """
+    X = np.zeros((4, 1), dtype=int)
+    y = np.array([0, 0, 0, 1])
     X2, y2 = X.copy(), y.copy()
-    y2[4] = 0  # replace row 4: (0, 1) -> (0, 0)
+    y2[0] = 1  # replace row 0: (0, 0) -> (0, 1)
     return (X, y), (X2, y2)
 
 
 def test_refit_audit_passes_estimator_and_flags_doubled_rate():
+    """Sample size from the bound (exact laws, ``_audit_power.law_power``).
+
+    ``_DoubledEM`` spends twice its epsilon. Its outcome 0 (the constant hypothesis) has
+    probability 0.0180 here and 0.5 in the neighbour (log-ratio 3.33; the estimator's:
+    0.1192 and 0.5, log-ratio 1.43 <= 2). With 1,350 fits per data set the two binomial
+    counts put the Clopper-Pearson bound above epsilon with probability at least 0.99
+    (1,300: below 0.99), computed exactly and asserted below; the same holds for the
+    estimator's own run, should it ever spend twice its epsilon. The estimator passes
+    with probability at least 1 - P_FALSE_ALARM whatever the number of fits.
+    """
     data, neighbour = _audit_pair()
-    epsilon = 2.0
+    epsilon, n_fits = 2.0, 1350
 
     def release(clf):
         return len(clf.selected_features_)
 
+    broken_laws = [
+        dict(enumerate(_DoubledEM(epsilon=epsilon, classes=[0, 1])._selection_proba(*d)))
+        for d in (data, neighbour)
+    ]
+    assert law_power(n_fits, *broken_laws, epsilon, P_FALSE_ALARM / 4) >= 0.99
     bound = release_epsilon_lower_bound(
         lambda s: EM(epsilon=epsilon, classes=[0, 1], random_state=s),
         data,
         neighbour,
         release,
-        2000,
+        n_fits,
     )
     assert bound <= epsilon
-    # The broken variant's outcome 0 has probability 0.1192 here and 0.0025 in the
-    # neighbour (log-ratio 3.88). With 8,000 fits per data set the binomial laws of the two
-    # counts put the Clopper-Pearson bound above epsilon except with probability 4e-12
-    # (computed exactly over both count distributions); with 2,000 it missed 83% of the time.
     broken = release_epsilon_lower_bound(
         lambda s: _DoubledEM(epsilon=epsilon, classes=[0, 1], random_state=s),
         data,
         neighbour,
         release,
-        8000,
+        n_fits,
         seed_offset=10_000,
     )
     assert broken > epsilon
@@ -734,11 +755,20 @@ def test_round_law_is_softmax_of_cumulative_rewards():
 
 
 def test_chosen_experts_follow_the_round_laws(stream):
+    """Sample size from the bound: ``_DoubledMW`` (twice the rate, so twice the epsilon)
+    has round laws (0.155, 0.422, 0.422) where the estimator's are (0.233, 0.384, 0.384);
+    with 1,000 fits the chi-square test of one such round rejects them with probability
+    0.991 (noncentral chi-square, ``_audit_power.chi_square_power``, asserted below;
+    0.9995 over the six rounds in a simulation of multinomial counts). The estimator
+    passes with probability at least 1 - P_FALSE_ALARM (expected counts >= 155)."""
     X, y = stream[0][:6], stream[1][:6]
     clf = MW(EXPERTS, epsilon=6.0, classes=[0, 1])
     laws = clf._round_proba(X, y)
     np.testing.assert_allclose(laws[0], 1 / 3)
-    n = 4000
+    n = 1000
+    doubled = _DoubledMW(EXPERTS, epsilon=6.0, classes=[0, 1])._round_proba(X, y)
+    power = max(chi_square_power(n, laws[t], doubled[t], P_FALSE_ALARM / 6) for t in range(6))
+    assert power >= 0.99
     chosen = np.array(
         [
             MW(EXPERTS, epsilon=6.0, classes=[0, 1], random_state=s).fit(X, y).chosen_experts_

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _audit_power import law_power
 from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
@@ -265,14 +266,35 @@ def _audit_transcripts(clf_a, clf_b, q, n_trials, weight=None):
     return float(bound.max())
 
 
+def _transcript_law(clf, q, weight=1):
+    """Exact law of a q-row transcript (rows are independent): NOT PRIVATE, a diagnostic."""
+    session = copy.deepcopy(clf)
+    session.epsilon_per_query_ = weight * clf.epsilon_per_query_
+    p = session._output_distribution(np.zeros((1, 1)))[0]
+    return {o: float(np.prod(p[list(o)])) for o in itertools.product([0, 1], repeat=q)}
+
+
 def test_black_box_transcript_audit_passes_and_flags_an_undivided_budget():
-    q = 3
+    """Sample size from the bound (exact transcript laws, ``_audit_power.law_power``).
+
+    On this pair the honest transcript's log-ratio is at most 0.5 (total epsilon 1).
+    Rows spending ``weight`` times their share give ``0.5 * weight``: weight 4 spends
+    twice the claimed total (log-ratio 2), and 1,250 sessions flag it with probability
+    at least 0.99; the broken variant below (weight 3: no division by the horizon,
+    log-ratio 1.5) needs 4,500 for 0.99 (both asserted below). The honest sessions
+    pass with probability at least 1 - 1e-3 whatever their number.
+    """
+    q, n_trials = 3, 4_500
     S = _session([1, 1, 0], n_queries=q, accountant=PrivacyAccountant(ledger=":memory:"))
     # one teacher's vote moves on every row
     S2 = _session([0, 1, 0], n_queries=q, accountant=PrivacyAccountant(ledger=":memory:"))
-    assert _audit_transcripts(S, S2, q, 20_000) <= 1.0
+    alpha = 1e-3 / (2 * 2**q)  # as in _audit_transcripts
+    for weight, n in ((4, 1_250), (q, n_trials)):
+        laws = _transcript_law(S, q, weight), _transcript_law(S2, q, weight)
+        assert law_power(n, *laws, 1.0, alpha) >= 0.99
+    assert _audit_transcripts(S, S2, q, n_trials) <= 1.0
     # broken on purpose: every row spends the whole total (no division by the horizon)
-    assert _audit_transcripts(S, S2, q, 20_000, weight=q) > 1.0
+    assert _audit_transcripts(S, S2, q, n_trials, weight=q) > 1.0
 
 
 def test_per_row_audit_at_eps0_on_flip_neighbours():

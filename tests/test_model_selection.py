@@ -254,17 +254,24 @@ def test_black_box_audit_passes_and_flags_beta_one_over_m():
     # At epsilon = 1 (beta = 1/2) its selection probability moves from 1/2 to 0.384
     # (log-ratio 0.26); with beta = 1/m = 1/30 it drops to 0.0255 (log-ratio 2.97), and
     # 600 searches per data set put the Clopper-Pearson bound near 1.9.
-    assert audit_index(PrivateGridSearchCV, 600) <= 1.0
-    assert audit_index(_BetaOneOverM, 600) > 1.0
+    # Sample sizes from the bound (``_audit_power.detection_power``, exact binomial sums
+    # at this level, P_FALSE_ALARM / 4 per interval): 860 searches flag a selection that
+    # spends twice epsilon here (1/2 against exp(-2) / 2) with probability >= 0.99, so
+    # the estimator's run would catch that regression (600 did with 0.76); 370 flag the
+    # 1/m variant (1/2 against 0.0255) with probability >= 0.99.
+    assert audit_index(PrivateGridSearchCV, 860) <= 1.0
+    assert audit_index(_BetaOneOverM, 370) > 1.0
 
 
 def test_black_box_audit_with_per_candidate_sensitivities():
     # r = 2 and r = 6 fragile teachers: a 0 in the training part lowers the scores by
     # 1/2 and 1/6; the law (divisor 1/2 + 1/6) moves P(r = 2) from 1/2 to about 0.384
     # (log-ratio 0.26), the 1/m variant (divisor 2/30) to about 0.031 (log-ratio 2.8).
+    # Sample sizes as above: 860 against a selection spending twice epsilon, 410 against
+    # the 1/m variant (1/2 against 0.031: power >= 0.99).
     grid = {"n_teachers": [2, 6], "estimator__fragile": [True]}
-    assert audit_index(PrivateGridSearchCV, 600, grid=grid) <= 1.0
-    assert audit_index(_BetaOneOverM, 600, grid=grid) > 1.0
+    assert audit_index(PrivateGridSearchCV, 860, grid=grid) <= 1.0
+    assert audit_index(_BetaOneOverM, 410, grid=grid) > 1.0
 
 
 # -- the accountant -------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("build")
+# One build per module: its tests run on one parallel worker (pytest-xdist, loadgroup).
+pytestmark = pytest.mark.xdist_group("packaging-build")
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from _audit_power import chi_square_power, detection_power, law_power
 from scipy import integrate, stats
 from scipy.special import expit, logsumexp
 from sklearn.base import clone
@@ -151,15 +152,23 @@ def test_noisy_max_law_equals_quadrature(seed):
 
 
 def test_noisy_max_frequencies_match_the_exact_law():
+    """Sample size from the bound: the law with noise beta instead of 2 beta spends twice
+    epsilon; with 1,000 draws the chi-square test against the exact law rejects draws from
+    it with probability > 0.9999, and the test against it rejects draws from the exact law
+    at 1e-6 with probability > 0.9999 (noncentral chi-square,
+    ``_audit_power.chi_square_power``, asserted below; 350 draws would give 0.99). The
+    smallest expected count is 16."""
     scores = np.array([-0.5, -0.3, -0.35, -0.9])
     rng = np.random.default_rng(3)
     clf = DPV(selection="noisy_max")
-    draws = np.array([clf._select(scores, 1.0, 0.1, rng) for _ in range(40_000)])
+    n = 1000
+    law, wrong = noisy_max_proba(scores, 1.0, 0.1), noisy_max_proba(scores, 1.0, 0.05)
+    assert chi_square_power(n, law, wrong, P_FALSE_ALARM) >= 0.9999
+    assert chi_square_power(n, wrong, law, 1e-6) >= 0.9999
+    draws = np.array([clf._select(scores, 1.0, 0.1, rng) for _ in range(n)])
     counts = np.bincount(draws, minlength=4)
-    law = noisy_max_proba(scores, 1.0, 0.1)
     assert stats.chisquare(counts, law * counts.sum()).pvalue > P_FALSE_ALARM
     # the estimator's noise is 2 beta Exp(mean 1/epsilon): with beta instead, the law differs
-    wrong = noisy_max_proba(scores, 1.0, 0.05)
     assert stats.chisquare(counts, wrong * counts.sum()).pvalue < 1e-6
 
 
@@ -205,8 +214,12 @@ def test_noisy_max_law_is_the_law_of_the_argmax_of_exponential_noise():
     assert stats.chisquare(counts, law * counts.sum()).pvalue > P_FALSE_ALARM
     # k = 2 closed form: P(1) = exp(-gap / s) / 2 with s = 2 beta / epsilon
     assert noisy_max_proba([0.0, -0.3], eps, beta)[1] == pytest.approx(0.5 * math.exp(-0.3 / 0.4))
-    # the estimator-facing sampler draws from that law (one uniform per draw)
-    draws = np.array([noisy_max_sample(scores, eps, beta, rng) for _ in range(20_000)])
+    # the estimator-facing sampler draws from that law (one uniform per draw); 2,000 draws:
+    # the law with noise beta (twice epsilon) is rejected with probability > 0.9999 (450
+    # draws would give 0.99; noncentral chi-square, asserted)
+    wrong = noisy_max_proba(scores, eps, beta / 2)
+    assert chi_square_power(2_000, law, wrong, P_FALSE_ALARM) > 0.9999
+    draws = np.array([noisy_max_sample(scores, eps, beta, rng) for _ in range(2_000)])
     assert stats.chisquare(np.bincount(draws, minlength=3), law * draws.size).pvalue > P_FALSE_ALARM
 
 
@@ -374,8 +387,15 @@ def test_no_candidate_model_or_score_is_stored(binary_data):
 
 
 # == black-box audit of the selected index =========================================================
-def _release_bound(make, data, neighbour, n_trials):
-    runs = [[make(seed).fit(*d).best_index_ for seed in range(n_trials)] for d in (data, neighbour)]
+def _selected_indices(make, data, n_trials):
+    return [make(seed).fit(*data).best_index_ for seed in range(n_trials)]
+
+
+def _release_bound(make, data, neighbour, n_trials, runs=None):
+    """Lower confidence bound on the log-ratio of the selected index's law (``runs``: the
+    selected indices on D and D' when they are already drawn)."""
+    if runs is None:
+        runs = [_selected_indices(make, d, n_trials) for d in (data, neighbour)]
     counts = [np.bincount(run, minlength=2) for run in runs]
     alpha = P_FALSE_ALARM / 4
     (lo1, hi1), (lo2, hi2) = (clopper_pearson(c, n_trials, alpha) for c in counts)
@@ -392,6 +412,17 @@ class _ExactArgmax(DPV):
 
 
 def test_selected_index_audit_passes_and_flags_exact_argmax():
+    """Sample sizes from the bound (``_audit_power.detection_power``, exact binomial sums).
+
+    Exact argmax selects index 0 with probability 1/2 on D (a tie) and 3/10 * 1/2 + 7/10
+    = 0.85 on D', so index 1 has 1/2 against 0.15 (log-ratio 1.20 > 0.3): 360 fits per
+    data set flag it with probability >= 0.99. The estimator's own run keeps 1,000 fits:
+    its log-ratio here is about 0 (beta is about 67, far above any score gap), so no
+    regression of the noise scale could show on this pair; against a law that spends
+    2 * 0.3 at the tie (1/2 against exp(-0.6) / 2) 1,000 fits have power 0.48 (2,130
+    would be needed), which is why this pair audits the selection rule, not its scale
+    (``test_noisy_max_is_epsilon_dp_and_half_the_noise_is_not`` checks the scale exactly).
+    """
     # D: ten copies of (x=1, y=+1): both candidates have w >= 1, every validation ramp loss
     # is 0, so the scores tie. D': row 0 becomes (x=0.2, y=+1); when it lands in V the
     # smaller lambda (larger w) wins.
@@ -412,8 +443,9 @@ def test_selected_index_audit_passes_and_flags_exact_argmax():
     )
     honest = _release_bound(lambda s: DPV(random_state=s, **kwargs), (X, y), (X2, y), 1000)
     assert honest <= alpha2
+    assert detection_power(360, 0.5, None, alpha2, P_FALSE_ALARM / 4, q=0.15) >= 0.99
     broken = _release_bound(
-        lambda s: _ExactArgmax(random_state=10_000 + s, **kwargs), (X, y), (X2, y), 1000
+        lambda s: _ExactArgmax(random_state=10_000 + s, **kwargs), (X, y), (X2, y), 360
     )
     assert broken > alpha2
 
@@ -689,8 +721,15 @@ def test_histogram_bad_data():
 
 
 def test_selected_index_audit_with_a_data_dependent_selection():
-    # Here the honest selection is far from uniform (beta ~ 1.1, epsilon_select = 2) and the
-    # neighbour (row 0 moved to the other side) shifts it; the shift stays within epsilon_select.
+    """Here the honest selection is far from uniform (beta ~ 1.1, epsilon_select = 2) and the
+    neighbour (row 0 moved to the other side) shifts it; the shift stays within epsilon_select.
+
+    Sample size from the bound: index 1 has probability about 0.29 on D (0.2925 in 400 fits;
+    0.24 to 0.34 covers it) and 0.335 on D'. A selection spending 2 * 2 = 4 (index 0's
+    probability on D' exp(-4) times that on D) is flagged by 400 fits per data set with
+    probability >= 0.998 over that range (``_audit_power.law_power``, asserted below at
+    0.24 and 0.34); the fits on D serve both the uniformity check and the audit.
+    """
     X = np.full((12, 1), 0.5)
     y = np.ones(12, dtype=int)
     y[-1], X[-1] = 0, -0.5
@@ -704,10 +743,16 @@ def test_selected_index_audit_with_a_data_dependent_selection():
         validation_size=0.25,
         classes=[0, 1],
     )
-    first = [DPV(random_state=s, **kwargs).fit(X, y).best_index_ for s in range(1000)]
-    lo, hi = clopper_pearson(sum(first), 1000, P_FALSE_ALARM)
+    n_trials = 400
+    for p1 in (0.24, 0.34):
+        doubled = {0: (1 - p1) * math.exp(-2 * alpha2), 1: 1 - (1 - p1) * math.exp(-2 * alpha2)}
+        assert law_power(n_trials, {0: 1 - p1, 1: p1}, doubled, alpha2, P_FALSE_ALARM / 4) >= 0.99
+    make = lambda s: DPV(random_state=s, **kwargs)  # noqa: E731
+    first = _selected_indices(make, (X, y), n_trials)
+    lo, hi = clopper_pearson(sum(first), n_trials, P_FALSE_ALARM)
     assert hi < 0.5  # not uniform: the audit below is not vacuous
-    assert _release_bound(lambda s: DPV(random_state=s, **kwargs), (X, y), (X2, y), 1000) <= alpha2
+    runs = [first, _selected_indices(make, (X2, y), n_trials)]
+    assert _release_bound(make, (X, y), (X2, y), n_trials, runs=runs) <= alpha2
 
 
 # == black-box audit of the released histogram =====================================================
@@ -720,8 +765,8 @@ def _noisy_histogram_sensitivity_one(u, n_bins, epsilon, rng):
     )
 
 
-def _histogram_release_bound(n_trials):
-    """Lower confidence bound on epsilon from the event {n~_0 <= 148 and n~_3 >= 251}.
+def _histogram_release_counts(n_trials):
+    """How often the event {n~_0 <= 148 and n~_3 >= 251} occurs in ``n_trials`` fits on D, D'.
 
     D has 150 rows in bin 0 and 250 in bin 3 (4 bins on [0, 1]); D' moves row 0 to bin 3.
     With a one-value grid the selection is trivial and the release is the training
@@ -745,14 +790,55 @@ def _histogram_release_bound(n_trials):
             ]
         )
         hits.append(int(np.sum((counts[:, 0] <= 148) & (counts[:, 3] >= 251))))
+    return hits
+
+
+def _histogram_event_law(scale_times_epsilon, epsilon_train=0.9):
+    """Exact probabilities of the event on D and D' (noise scale ``scale_times_epsilon / eps``).
+
+    The held-out row is uniform over the 400 rows: on D it is in bin 0 with probability
+    150/400 (training counts (149, 250)), else (150, 249); on D', 149/400 and (148, 251),
+    else (149, 250). The noise is discrete Laplace, ``P(z) = (1 - p) / (1 + p) p^|z|``.
+    """
+    p = math.exp(-epsilon_train / scale_times_epsilon)
+
+    def at_most(z):  # P(Z <= z)
+        return p**-z / (1 + p) if z < 0 else 1 - p ** (z + 1) / (1 + p)
+
+    def event(n0, n3):
+        return at_most(148 - n0) * (1 - at_most(250 - n3))
+
+    return (
+        150 / 400 * event(149, 250) + 250 / 400 * event(150, 249),
+        149 / 400 * event(148, 251) + 251 / 400 * event(149, 250),
+    )
+
+
+def _histogram_release_bound(hits, n_trials):
     alpha = P_FALSE_ALARM / 4
     (lo1, hi1), (lo2, hi2) = (clopper_pearson(h, n_trials, alpha) for h in hits)
     return float(max(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1)))
 
 
 def test_histogram_release_audit_passes_and_flags_sensitivity_one(monkeypatch):
-    assert _histogram_release_bound(3000) <= 1.0
-    monkeypatch.setattr(
-        "skprivpred.model_selection._validated._noisy_histogram", _noisy_histogram_sensitivity_one
-    )
-    assert _histogram_release_bound(3000) > 1.0
+    """Sample size from the bound: the sensitivity-one variant spends 2 epsilon_train = 1.8
+    on the event (probabilities 0.0400 on D and 0.2407 on D', exact: ``_histogram_event_law``;
+    the estimator's: 0.0954 and 0.2340, log-ratio 0.898 <= 1). With 1,800 fits per data set
+    the Clopper-Pearson bound exceeds 1 for that variant with probability >= 0.99 (1,750:
+    below), computed exactly and asserted below. The observed frequencies also match the
+    exact event probabilities (binomial tests)."""
+    n_trials = 1800
+    honest_law, broken_law = _histogram_event_law(2.0), _histogram_event_law(1.0)
+    p, q = broken_law
+    assert detection_power(n_trials, q, None, 1.0, P_FALSE_ALARM / 4, q=p) >= 0.99
+    for law, broken in ((honest_law, False), (broken_law, True)):
+        if broken:
+            monkeypatch.setattr(
+                "skprivpred.model_selection._validated._noisy_histogram",
+                _noisy_histogram_sensitivity_one,
+            )
+        hits = _histogram_release_counts(n_trials)
+        for h, prob in zip(hits, law):
+            assert stats.binomtest(h, n_trials, prob).pvalue > P_FALSE_ALARM / 4
+        bound = _histogram_release_bound(hits, n_trials)
+        assert bound > 1.0 if broken else bound <= 1.0
