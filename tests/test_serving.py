@@ -370,6 +370,22 @@ def test_each_answer_reports_the_spending_its_own_charge_left(tmp_path, service_
     )
 
 
+def test_no_access_log_drops_the_line_per_request_only(tmp_path, service_factory):
+    model, _ = fitted_model(tmp_path, cap_rows=10)
+    logs = []
+    for extra in ((), ("--no-access-log",)):
+        service = service_factory(model, "--log-level", "info", *extra, workers=1)
+        assert service.request("POST", "/predict", {"rows": [[0.1, -0.2, 0.3]]})[0] == 200
+        assert service.request("GET", "/budget")[0] == 200
+        service.stop()
+        text = service.log.read_text()
+        logs.append(text[sum(len(log) for log in logs) :])
+    with_access, without = logs
+    assert '"POST /predict HTTP/1.1" 200' in with_access and '"GET /budget HTTP/1.1"' in with_access
+    assert "Application startup complete" in without  # the info level is on
+    assert '"POST /predict' not in without and '"GET /' not in without
+
+
 def test_quotas_share_the_budget_and_keys_rotate(tmp_path, service_factory):
     model, acc = fitted_model(tmp_path, cap_rows=100)
     keys = tmp_path / "keys.txt"
