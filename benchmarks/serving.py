@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import http.client
 import importlib.util
 import json
@@ -79,22 +80,31 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 OVERHEAD_TARGET_MS = 1.5
 
 
+#: ``python -c`` code that runs the service command without httptools and uvloop (uvicorn
+#: then falls back to h11 and asyncio), as it was served before the ``serve`` extra had them.
+_WITHOUT_HTTPTOOLS = (
+    "import runpy, sys; sys.modules['httptools'] = sys.modules['uvloop'] = None; "
+    "runpy.run_module('skprivpred.serving', run_name='__main__')"
+)
+
+
 def start_service(
     model: Path,
     workers: int,
     log: Path,
     metrics_dir: Path,
     pythonpath: str | None = None,
+    h11: bool = False,
 ) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
+    command = ["-c", _WITHOUT_HTTPTOOLS] if h11 else ["-m", "skprivpred.serving"]
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "skprivpred.serving",
+            *command,
             str(model),
             "--port",
             str(port),
@@ -235,9 +245,17 @@ def checkout(revision: str, into: Path) -> Path:
     return into
 
 
-def _step(conns: dict, body: bytes, clf, row: np.ndarray, times: dict, headers=None) -> None:
-    """One request to each service, then ``predict`` in-process on the same row."""
-    for label, conn in conns.items():
+def _step(
+    index: int, conns: dict, body: bytes, clf, row: np.ndarray, times: dict, headers=None
+) -> None:
+    """One request to each service and one ``predict`` in-process on the same row.
+
+    Their order turns with ``index``: on a disk, the cost of a commit's flush
+    depends on the commit just before it, and each one follows each other as
+    often.
+    """
+
+    def request(label: str, conn: http.client.HTTPConnection) -> None:
         start = time.perf_counter()
         conn.request("POST", "/predict", body=body, headers=headers or {})
         response = conn.getresponse()
@@ -246,9 +264,17 @@ def _step(conns: dict, body: bytes, clf, row: np.ndarray, times: dict, headers=N
         if response.status != 200:
             raise RuntimeError(f"{label}: HTTP {response.status}")
         times.setdefault(label, []).append(elapsed)
-    start = time.perf_counter()
-    clf.predict(row)
-    times.setdefault("in-process predict", []).append(time.perf_counter() - start)
+
+    def predict() -> None:
+        start = time.perf_counter()
+        clf.predict(row)
+        times.setdefault("in-process predict", []).append(time.perf_counter() - start)
+
+    calls = [functools.partial(request, label, conn) for label, conn in conns.items()]
+    calls.append(predict)
+    turn = index % len(calls)
+    for call in calls[turn:] + calls[:turn]:
+        call()
 
 
 def one_client_latency(
@@ -261,17 +287,20 @@ def one_client_latency(
     requests: int,
     rounds: int,
     against: list[str],
+    against_h11: bool = False,
 ) -> dict:
     """Rounds of steps: a request to each service, then ``predict`` in-process."""
     services: dict[str, str | None] = {"service": None}
     for revision in against:
-        services[f"service at {revision}"] = str(checkout(revision, tmp / f"rev-{revision}"))
+        label = f"service at {revision}" + (" (h11, asyncio)" if against_h11 else "")
+        services[label] = str(checkout(revision, tmp / f"rev-{revision}"))
     started = {}
     conns = {}
     try:
         for label, pythonpath in services.items():
+            h11 = pythonpath is not None and against_h11
             started[label] = start_service(
-                model, 1, tmp / "latency.log", tmp / f"metrics-{len(started)}", pythonpath
+                model, 1, tmp / "latency.log", tmp / f"metrics-{len(started)}", pythonpath, h11
             )
             conns[label] = http.client.HTTPConnection("127.0.0.1", started[label][1], timeout=30)
         results = []
@@ -279,8 +308,8 @@ def one_client_latency(
             n_steps = requests if round_ else min(requests, 300)
             times: dict[str, list[float]] = {}
             load_before = os.getloadavg()[0]
-            for _ in range(n_steps):
-                _step(conns, body, clf, row, times)
+            for index in range(n_steps):
+                _step(index, conns, body, clf, row, times)
             back_to_back = []
             for _ in range(n_steps):
                 start = time.perf_counter()
@@ -301,11 +330,19 @@ def _round_figures(times: dict[str, list[float]], services: list[str], load: flo
     ms = {name: np.asarray(values) * 1e3 for name, values in times.items()}
     p50 = {name: float(np.percentile(values, 50)) for name, values in ms.items()}
     p99 = {name: float(np.percentile(values, 99)) for name, values in ms.items()}
-    figures = {"p50": p50, "p99": p99, "load": load, "overhead": {}, "paired": {}}
+    figures = {
+        "p50": p50,
+        "p99": p99,
+        "load": load,
+        "overhead": {},
+        "paired": {},
+        "over_back_to_back": {},
+    }
     baseline = ms["in-process predict"]
     for label in services:
         figures["overhead"][label] = p50[label] - p50["in-process predict"]
         figures["paired"][label] = float(np.median(ms[label] - baseline))
+        figures["over_back_to_back"][label] = p50[label] - p50["in-process predict, back to back"]
     return figures
 
 
@@ -327,6 +364,7 @@ def _median_over_rounds(results: list[dict], services: list[str]) -> dict:
             for label in services
         },
         "paired": median("paired"),
+        "over_back_to_back": median("over_back_to_back"),
         "load": [r["load"] for r in results],
         "services": services,
     }
@@ -385,11 +423,11 @@ def breakdown(model: Path, clf, row: np.ndarray, body: bytes, tmp: Path, request
         _wait_healthy(proc, port, tmp / "timed.log")
         conns = {"service": http.client.HTTPConnection("127.0.0.1", port, timeout=30)}
         headers = {"X-API-Key": key}
-        for _ in range(min(requests, 300)):  # warm-up
-            _step(conns, body, clf, row, {}, headers)
+        for index in range(min(requests, 300)):  # warm-up
+            _step(index, conns, body, clf, row, {}, headers)
         times = {}
-        for _ in range(requests):
-            _step(conns, body, clf, row, times, headers)
+        for index in range(requests):
+            _step(index, conns, body, clf, row, times, headers)
         conns["service"].close()
     finally:
         proc.send_signal(signal.SIGINT)
@@ -456,7 +494,8 @@ def print_latency(figures: dict, parts: dict | None, requests: int, ledger_dir: 
         print(
             f"{label}: overhead over predict in-process {figures['overhead'][label]:.3f} ms at "
             f"p50 (rounds {low:.3f} to {high:.3f}; target <= {OVERHEAD_TARGET_MS} ms: "
-            f"{verdict}); median step-by-step difference {figures['paired'][label]:.3f} ms"
+            f"{verdict}); median step-by-step difference {figures['paired'][label]:.3f} ms; "
+            f"over predict back to back {figures['over_back_to_back'][label]:.3f} ms"
         )
     if parts is None:
         return
@@ -519,6 +558,11 @@ def main(argv: list[str] | None = None) -> int:
         help="latency: also serve the model with the library at this git revision",
     )
     parser.add_argument(
+        "--against-h11",
+        action="store_true",
+        help="latency: serve the --against revisions with h11 and asyncio (no httptools, uvloop)",
+    )
+    parser.add_argument(
         "--ledger-dir", type=Path, help="directory of the SQLite ledger (default: a temporary one)"
     )
     parser.add_argument(
@@ -562,6 +606,7 @@ def main(argv: list[str] | None = None) -> int:
                     requests=args.requests,
                     rounds=args.rounds,
                     against=args.against,
+                    against_h11=args.against_h11,
                 )
                 if not args.no_breakdown:
                     results["breakdown"] = breakdown(
