@@ -302,11 +302,17 @@ def one_client_latency(
             started[label] = start_service(
                 model, 1, tmp / "latency.log", tmp / f"metrics-{len(started)}", pythonpath, h11
             )
-            conns[label] = http.client.HTTPConnection("127.0.0.1", started[label][1], timeout=30)
         results = []
         for round_ in range(rounds + 1):  # round 0 warms everything up
             n_steps = requests if round_ else min(requests, 300)
             times: dict[str, list[float]] = {}
+            # A new keep-alive connection per round: uvicorn closes one idle for 5 s.
+            for label, (_, port) in started.items():
+                if label in conns:
+                    conns[label].close()
+                conns[label] = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conns[label].request("GET", "/health")
+                conns[label].getresponse().read()
             load_before = os.getloadavg()[0]
             for index in range(n_steps):
                 _step(index, conns, body, clf, row, times)
