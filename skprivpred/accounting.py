@@ -26,6 +26,7 @@ import contextvars
 import math
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -542,6 +543,10 @@ class ChargeRecord:
     rows: int = 0
     epsilon_spent: float | None = None
     delta_spent: float | None = None
+    _newest: int | None = field(default=None, repr=False, compare=False)  # its journal row
+
+
+_RECORDS_LOCK = threading.Lock()
 
 
 #: The open :meth:`PrivacyAccountant.recording` blocks of this context:
@@ -1119,13 +1124,15 @@ class PrivacyAccountant:
             other._step(decide_linked(other, outcomes), record)
             for other, outcomes in zip(linked, decided[1:])
         ]
-        self._commit([self, *linked], steps)
+        marks = self._commit([self, *linked], steps)
         if horizon is not None:
             # The ledger's count is now at least what this charge brought it to.
             self._saw_horizon(horizon[0], counted[-1] + n_rows)
         if _RECORDING.get():
-            for budget, outcomes in zip([self, *linked], decided):
-                budget._record_charge(n_rows, *outcomes[-1])
+            for budget, outcomes, mark in zip([self, *linked], decided, marks):
+                assert mark is not None  # a recorded charge writes a journal row
+                totals, guarantee = outcomes[-1]
+                budget._record_charge(n_rows, totals, guarantee, mark)
 
     def _step(self, decide: Decide, charge: Charge, horizon=None, *, record=True) -> Step:
         """This budget's part of a transaction; a refusal is named after this budget."""
@@ -1141,7 +1148,7 @@ class PrivacyAccountant:
         return Step(self.name, self._budget_id, named, charge, horizon, record, self._seen)
 
     def _record_charge(
-        self, n_rows: int, totals: Totals, guarantee: tuple[float, float] | None
+        self, n_rows: int, totals: Totals, guarantee: tuple[float, float] | None, mark: Mark
     ) -> None:
         """Note a committed charge, and the sums it left, in this budget's open records."""
         identity = self._identity()
@@ -1149,14 +1156,18 @@ class PrivacyAccountant:
         if not records:
             return
         spent = self._best(totals, None if guarantee is None else guarantee[0])
-        for record in records:
-            record.rows += n_rows
-            record.epsilon_spent, record.delta_spent = spent
+        with _RECORDS_LOCK:  # a context copied into several threads shares its records
+            for record in records:
+                record.rows += n_rows
+                if record._newest is None or mark.id > record._newest:  # commit order
+                    record._newest = mark.id
+                    record.epsilon_spent, record.delta_spent = spent
 
-    def _commit(self, budgets: list[PrivacyAccountant], steps: list[Step]) -> None:
+    def _commit(self, budgets: list[PrivacyAccountant], steps: list[Step]) -> list[Mark | None]:
         marks = self._ledger.transact(steps)
         for budget, mark in zip(budgets, marks):
             budget._saw(mark)
+        return marks
 
     def _linked(self) -> list[PrivacyAccountant]:
         """The budgets that :meth:`charging_also` links to this one here (this context)."""

@@ -46,6 +46,7 @@ from skprivpred import (
     PrivacyAccountant,
     SubsampleAggregateClassifier,
 )
+from skprivpred._ledger import Mark, Totals
 from skprivpred._testing import free_port, temporary_postgres
 
 # One process of the concurrency and crash tests: attaches to the budget and charges.
@@ -716,6 +717,35 @@ def test_recording_reports_what_each_charge_committed(kind, composition, tmp_pat
         assert (mine.epsilon_spent, mine.delta_spent) == pytest.approx(budget.spent(), rel=1e-12)
     budget.charge(1, 0.1)  # after the block: not recorded
     assert mine.rows == 4 and theirs.rows == 3 and budget.queries_answered == 11
+
+
+def test_a_recording_shared_by_threads_keeps_the_last_commit(tmp_path):
+    """Threads that run a copy of the recording's context: every row counted, and the
+    figure is the one the last commit left (not the last thread to note its charge)."""
+    import contextvars
+    import threading
+
+    budget = PrivacyAccountant(epsilon=1e6, ledger=str(tmp_path / "s.db"), name="shared")
+    with budget.recording() as record:
+        context = contextvars.copy_context()
+
+    def charges():
+        for _ in range(50):
+            budget.charge(1, 1.0)
+
+    threads = [threading.Thread(target=context.copy().run, args=(charges,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert record.rows == budget.queries_answered == 200
+    assert record.epsilon_spent == budget.epsilon_spent == 200.0
+    # A thread that notes its charge late (after a later commit was noted) changes nothing
+    # but the rows: the figure stays the one of the newest journal row.
+    with budget.recording() as late:
+        budget._record_charge(1, Totals(201, 201.0, 0, 0, 0, 0), None, Mark(202, 0.0))
+        budget._record_charge(1, Totals(4, 4.0, 0, 0, 0, 0), None, Mark(4, 0.0))
+    assert late.rows == 2 and late.epsilon_spent == 201.0
 
 
 def test_linked_budgets_in_threads_never_overspend(tmp_path):
