@@ -23,28 +23,33 @@ budget from the ledger, writing the text format) and its median wall time. Targe
 at most 5 ms of CPU per scrape.
 
 One client's latency (``--only latency``): 1 worker, one client thread on one
-keep-alive connection, 1-row requests. Each step of the loop sends one request and
-then calls ``predict`` in-process on the same row, so that the service and its
-baseline share the machine's load and the ledger: the ``--ledger-dir`` file, charged
-by both. Reported over ``--rounds`` rounds of ``--requests`` steps: p50 and p99 of
-the service and of the in-process ``predict``, their difference at p50 (the
-service's *overhead*; target: at most 1.5 ms) and the median of the step-by-step
-differences, each as the median over the rounds, with the load average. Then where
-the time goes, timed in the same steps in this process: the application itself
-(the same Starlette app, called through ASGI without a server), the pieces of a
-request (JSON decoding, row checks, the API-key check, the thread-pool hop, the
-estimator's input validation, the ledger commit, JSON encoding, the metrics) and,
-by difference, HTTP (client, loopback and uvicorn), the estimator's votes and draw,
-and the application's routing and middleware. ``--against REV`` also serves the
-model with the library of a git revision (``git archive``), interleaved in the same
-steps, for a before/after in one run.
+keep-alive connection, 1-row requests. Each step sends one request and calls
+``predict`` in-process on the same row (their order turns at each step), so that the
+service and its baseline share the machine's load and the ledger: the file in
+``--ledger-dir``, charged by both. Reported over ``--rounds`` rounds of
+``--requests`` steps: p50 and p99 of the service and of the in-process ``predict``
+(and of ``predict`` called back to back), their difference at p50 (the service's
+*overhead*; target: at most 1.5 ms) and the median of the step-by-step differences,
+each as the median over the rounds, with the load average at each round.
+``--against REV`` also serves the model with the library of a git revision (``git
+archive``) in the same steps, for a before/after in one run (``--against-h11``:
+without httptools and uvloop, as the service ran before the ``serve`` extra had
+them).
+
+Then where the time goes (unless ``--no-breakdown``): the service runs with timers
+around the stages of ``POST /predict`` (``_serving_timers.py``) and a key file of two
+clients, for ``--requests`` more steps; per request, HTTP (client, loopback, uvicorn)
+is the client's round trip less the application's time, and the application's parts
+(body and JSON, key check, row checks, thread-pool hop, the estimator's input
+validation, ledger commit, votes and draw, JSON encoding, metrics, routing and
+middleware) come from its nested timers; reported: the median of each.
 
 Usage
 -----
 From the repository root (needs the ``serve`` extra)::
 
     .venv/bin/python benchmarks/serving.py                 # everything, about 2 minutes
-    .venv/bin/python benchmarks/serving.py --only latency --against 4a93cb2
+    .venv/bin/python benchmarks/serving.py --only latency --against 4a93cb2 --against-h11
     .venv/bin/python benchmarks/serving.py --only latency --ledger-dir /dev/shm
 """
 
