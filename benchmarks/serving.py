@@ -5,34 +5,64 @@ What is measured
 A 23-teacher Adult model (``SubsampleAggregateClassifier(LogisticRegression())`` at
 ``epsilon=1``, on the public design matrix of ``_design.py``) with a SQLite-ledger
 accountant is saved with ``skprivpred.serving.save_model`` and served by
-``python -m skprivpred.serving`` on 127.0.0.1 with 1 and then 2 worker processes.
-For requests of 1 and of 100 rows, ``--clients`` threads (keep-alive connections)
-send requests for ``--seconds`` seconds; reported: requests per second, rows per
-second and p50/p99 latency, next to the same calls to ``predict`` in-process (one
-thread, the same accountant and ledger). Every answered row is charged to the
-ledger, exactly as in deployment.
+``python -m skprivpred.serving`` on 127.0.0.1. Every answered row is charged to the
+ledger, exactly as in deployment (WAL, ``synchronous=FULL``: one committed, flushed
+transaction per request).
 
-Then the cost of one ``GET /metrics`` scrape: the application is built in this
-process over the metric files the two workers left (prometheus_client's
-multiprocess mode), and 20 scrapes are sent to it through ASGI; reported: the
-median CPU time of one scrape (``time.process_time``: summing the worker files,
-reading the budget from the ledger, writing the text format) and its median
-wall time. Target: at most 5 ms of CPU per scrape.
+Throughput (``--only throughput``): with 1 and then 2 worker processes, for requests
+of 1 and of 100 rows, ``--clients`` threads (keep-alive connections) send requests
+for ``--seconds`` seconds; reported: requests per second, rows per second and p50/p99
+latency, next to the same calls to ``predict`` in-process (one thread, back to back,
+the same accountant and ledger).
+
+The cost of one ``GET /metrics`` scrape (with the throughput): the application is
+built in this process over the metric files the two workers left (prometheus_client's
+multiprocess mode), and 20 scrapes are sent to it through ASGI; reported: the median
+CPU time of one scrape (``time.process_time``: summing the worker files, reading the
+budget from the ledger, writing the text format) and its median wall time. Target:
+at most 5 ms of CPU per scrape.
+
+One client's latency (``--only latency``): 1 worker, one client thread on one
+keep-alive connection, 1-row requests. Each step sends one request and calls
+``predict`` in-process on the same row (their order turns at each step), so that the
+service and its baseline share the machine's load and the ledger: the file in
+``--ledger-dir``, charged by both. Reported over ``--rounds`` rounds of
+``--requests`` steps: p50 and p99 of the service and of the in-process ``predict``
+(and of ``predict`` called back to back), their difference at p50 (the service's
+*overhead*; target: at most 1.5 ms) and the median of the step-by-step differences,
+each as the median over the rounds, with the load average at each round.
+``--against REV`` also serves the model with the library of a git revision (``git
+archive``) in the same steps, for a before/after in one run (``--against-h11``:
+without httptools and uvloop, as the service ran before the ``serve`` extra had
+them).
+
+Then where the time goes (unless ``--no-breakdown``): the service runs with timers
+around the stages of ``POST /predict`` (``_serving_timers.py``) and a key file of two
+clients, for ``--requests`` more steps; per request, HTTP (client, loopback, uvicorn)
+is the client's round trip less the application's time, and the application's parts
+(body and JSON, key check, row checks, thread-pool hop, the estimator's input
+validation, ledger commit, votes and draw, JSON encoding, metrics, routing and
+middleware) come from its nested timers; reported: the median of each.
 
 Usage
 -----
 From the repository root (needs the ``serve`` extra)::
 
-    .venv/bin/python benchmarks/serving.py            # about a minute
+    .venv/bin/python benchmarks/serving.py                 # everything, about 2 minutes
+    .venv/bin/python benchmarks/serving.py --only latency --against 4a93cb2 --against-h11
+    .venv/bin/python benchmarks/serving.py --only latency --ledger-dir /dev/shm
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import http.client
+import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,16 +79,37 @@ from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred._testing import free_port
 from skprivpred.serving import save_model
 
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+#: Overhead target of one client's 1-row request over ``predict`` in-process (p50, ms).
+OVERHEAD_TARGET_MS = 1.5
+
+
+#: ``python -c`` code that runs the service command without httptools and uvloop (uvicorn
+#: then falls back to h11 and asyncio), as it was served before the ``serve`` extra had them.
+_WITHOUT_HTTPTOOLS = (
+    "import runpy, sys; sys.modules['httptools'] = sys.modules['uvloop'] = None; "
+    "runpy.run_module('skprivpred.serving', run_name='__main__')"
+)
+
 
 def start_service(
-    model: Path, workers: int, log: Path, metrics_dir: Path
+    model: Path,
+    workers: int,
+    log: Path,
+    metrics_dir: Path,
+    pythonpath: str | None = None,
+    h11: bool = False,
 ) -> tuple[subprocess.Popen, int]:
     port = free_port()
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    command = ["-c", _WITHOUT_HTTPTOOLS] if h11 else ["-m", "skprivpred.serving"]
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "skprivpred.serving",
+            *command,
             str(model),
             "--port",
             str(port),
@@ -73,18 +124,15 @@ def start_service(
         ],
         stdout=open(log, "ab"),
         stderr=subprocess.STDOUT,
+        env=env,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/health")
-            if conn.getresponse().status == 200:
-                return proc, port
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the service did not start; see {log}")
+    _wait_healthy(proc, port, log)
+    return proc, port
+
+
+def stop_service(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(timeout=60)
 
 
 def load(port: int, body: bytes, clients: int, seconds: float) -> list[float]:
@@ -126,47 +174,55 @@ def in_process(clf, rows: np.ndarray, seconds: float) -> list[float]:
     return latencies
 
 
-def scrape_cost(model: Path, metrics_dir: Path, n_scrapes: int = 20) -> tuple[float, float]:
-    """Median CPU and wall milliseconds of one ``GET /metrics``, through ASGI in this process."""
-    # prometheus_client reads its multiprocess directory when it is first imported.
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
-    from skprivpred.serving import create_app, load_model
+def _asgi_request(app, method: str, path: str, body: bytes = b"", headers=()):
+    """A coroutine that sends one request to ``app`` through ASGI; returns the status."""
+    status: list[int] = []
+    sent = False
 
-    app = create_app(load_model(model))
+    async def receive():
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
 
-    async def get(path: str) -> int:
-        status = []
+    async def send(message):
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
 
-        async def receive():
-            return {"type": "http.request", "body": b"", "more_body": False}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"content-length", str(len(body)).encode()), *headers],
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 1),
+        "root_path": "",
+    }
 
-        async def send(message):
-            if message["type"] == "http.response.start":
-                status.append(message["status"])
-
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": b"",
-            "headers": [],
-            "http_version": "1.1",
-            "scheme": "http",
-            "server": ("127.0.0.1", 80),
-            "client": ("127.0.0.1", 1),
-            "root_path": "",
-        }
+    async def run() -> int:
         await app(scope, receive, send)
         return status[0]
 
+    return run()
+
+
+def scrape_cost(model: Path, n_scrapes: int = 20) -> tuple[float, float]:
+    """Median CPU and wall milliseconds of one ``GET /metrics``, through ASGI in this process."""
+    from skprivpred.serving import create_app, load_model
+
+    app = create_app(load_model(model))
     loop = asyncio.new_event_loop()
     try:
-        loop.run_until_complete(get("/metrics"))  # warm-up
+        loop.run_until_complete(_asgi_request(app, "GET", "/metrics"))  # warm-up
         cpu, wall = [], []
         for _ in range(n_scrapes):
             start_cpu, start_wall = time.process_time(), time.perf_counter()
-            if loop.run_until_complete(get("/metrics")) != 200:
+            if loop.run_until_complete(_asgi_request(app, "GET", "/metrics")) != 200:
                 raise RuntimeError("GET /metrics failed")
             cpu.append(time.process_time() - start_cpu)
             wall.append(time.perf_counter() - start_wall)
@@ -181,10 +237,348 @@ def summary(label: str, n_rows: int, latencies: list[float], seconds: float) -> 
     return [label, n_rows, round(rate, 1), round(rate * n_rows), *np.percentile(ms, [50, 99])]
 
 
+# -- one client's latency -----------------------------------------------------------------------
+def checkout(revision: str, into: Path) -> Path:
+    """The ``skprivpred`` package of a git revision, extracted under ``into``."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "archive", revision, "skprivpred"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def _step(
+    index: int, conns: dict, body: bytes, clf, row: np.ndarray, times: dict, headers=None
+) -> None:
+    """One request to each service and one ``predict`` in-process on the same row.
+
+    Their order turns with ``index``: on a disk, the cost of a commit's flush
+    depends on the commit just before it, and each one follows each other as
+    often.
+    """
+
+    def request(label: str, conn: http.client.HTTPConnection) -> None:
+        start = time.perf_counter()
+        conn.request("POST", "/predict", body=body, headers=headers or {})
+        response = conn.getresponse()
+        response.read()
+        elapsed = time.perf_counter() - start
+        if response.status != 200:
+            raise RuntimeError(f"{label}: HTTP {response.status}")
+        times.setdefault(label, []).append(elapsed)
+
+    def predict() -> None:
+        start = time.perf_counter()
+        clf.predict(row)
+        times.setdefault("in-process predict", []).append(time.perf_counter() - start)
+
+    calls = [functools.partial(request, label, conn) for label, conn in conns.items()]
+    calls.append(predict)
+    turn = index % len(calls)
+    for call in calls[turn:] + calls[:turn]:
+        call()
+
+
+def one_client_latency(
+    model: Path,
+    clf,
+    row: np.ndarray,
+    body: bytes,
+    tmp: Path,
+    *,
+    requests: int,
+    rounds: int,
+    against: list[str],
+    against_h11: bool = False,
+) -> dict:
+    """Rounds of steps: a request to each service, then ``predict`` in-process."""
+    services: dict[str, str | None] = {"service": None}
+    for revision in against:
+        label = f"service at {revision}" + (" (h11, asyncio)" if against_h11 else "")
+        services[label] = str(checkout(revision, tmp / f"rev-{revision}"))
+    started = {}
+    conns = {}
+    try:
+        for label, pythonpath in services.items():
+            h11 = pythonpath is not None and against_h11
+            started[label] = start_service(
+                model, 1, tmp / "latency.log", tmp / f"metrics-{len(started)}", pythonpath, h11
+            )
+        results = []
+        for round_ in range(rounds + 1):  # round 0 warms everything up
+            n_steps = requests if round_ else min(requests, 300)
+            times: dict[str, list[float]] = {}
+            # A new keep-alive connection per round: uvicorn closes one idle for 5 s.
+            for label, (_, port) in started.items():
+                if label in conns:
+                    conns[label].close()
+                conns[label] = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conns[label].request("GET", "/health")
+                conns[label].getresponse().read()
+            load_before = os.getloadavg()[0]
+            for index in range(n_steps):
+                _step(index, conns, body, clf, row, times)
+            back_to_back = []
+            for _ in range(n_steps):
+                start = time.perf_counter()
+                clf.predict(row)
+                back_to_back.append(time.perf_counter() - start)
+            times["in-process predict, back to back"] = back_to_back
+            if round_:
+                results.append(_round_figures(times, list(services), load_before))
+    finally:
+        for conn in conns.values():
+            conn.close()
+        for proc, _ in started.values():
+            stop_service(proc)
+    return _median_over_rounds(results, list(services))
+
+
+def _round_figures(times: dict[str, list[float]], services: list[str], load: float) -> dict:
+    ms = {name: np.asarray(values) * 1e3 for name, values in times.items()}
+    p50 = {name: float(np.percentile(values, 50)) for name, values in ms.items()}
+    p99 = {name: float(np.percentile(values, 99)) for name, values in ms.items()}
+    figures = {
+        "p50": p50,
+        "p99": p99,
+        "load": load,
+        "overhead": {},
+        "paired": {},
+        "over_back_to_back": {},
+    }
+    baseline = ms["in-process predict"]
+    for label in services:
+        figures["overhead"][label] = p50[label] - p50["in-process predict"]
+        figures["paired"][label] = float(np.median(ms[label] - baseline))
+        figures["over_back_to_back"][label] = p50[label] - p50["in-process predict, back to back"]
+    return figures
+
+
+def _median_over_rounds(results: list[dict], services: list[str]) -> dict:
+    def median(key: str) -> dict:
+        names = results[0][key]
+        return {name: float(np.median([r[key][name] for r in results])) for name in names}
+
+    return {
+        "rounds": results,
+        "p50": median("p50"),
+        "p99": median("p99"),
+        "overhead": median("overhead"),
+        "overhead_range": {
+            label: (
+                min(r["overhead"][label] for r in results),
+                max(r["overhead"][label] for r in results),
+            )
+            for label in services
+        },
+        "paired": median("paired"),
+        "over_back_to_back": median("over_back_to_back"),
+        "load": [r["load"] for r in results],
+        "services": services,
+    }
+
+
+#: The stages the timed service records (``_serving_timers.py``), nested as they run.
+_STAGES = (
+    "application (ASGI)",
+    "body: read and decode JSON",
+    "API key check",
+    "row checks",
+    "thread-pool call",
+    "answer (in the thread pool)",
+    "estimator predict",
+    "estimator input validation",
+    "ledger commit (the charge)",
+    "JSON encode",
+    "metrics",
+)
+
+
+def breakdown(model: Path, clf, row: np.ndarray, body: bytes, tmp: Path, requests: int) -> dict:
+    """Where one request's time goes, timed inside the service (``_serving_timers.py``).
+
+    The service runs with timers around its stages and an API key file of two
+    clients (the request presents a key); the same steps as the latency rounds
+    (one request, then ``predict`` in-process). Per request: HTTP (client,
+    loopback, uvicorn) is the client's round trip less the application's time;
+    the other pieces by difference of nested timers. Medians over the requests.
+    """
+    keys = tmp / "keys.txt"
+    key = "benchmark-key-0123456789abcdef"
+    keys.write_text(f"alpha:other-key-0123456789abcdef\nbeta:{key}\n")
+    out = tmp / "stages.json"
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("_serving_timers.py")),
+            str(out),
+            str(model),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--api-keys",
+            str(keys),
+            "--metrics-dir",
+            str(tmp / "metrics-timed"),
+        ],
+        stdout=open(tmp / "timed.log", "ab"),
+        stderr=subprocess.STDOUT,
+    )
+    times: dict[str, list[float]] = {}
+    try:
+        _wait_healthy(proc, port, tmp / "timed.log")
+        conns = {"service": http.client.HTTPConnection("127.0.0.1", port, timeout=30)}
+        headers = {"X-API-Key": key}
+        for index in range(min(requests, 300)):  # warm-up
+            _step(index, conns, body, clf, row, {}, headers)
+        times = {}
+        for index in range(requests):
+            _step(index, conns, body, clf, row, times, headers)
+        conns["service"].close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    records = json.loads(out.read_text())[-requests:]
+    stage = {name: np.array([r.get(name, 0.0) for r in records]) * 1e3 for name in _STAGES}
+    service = np.asarray(times["service"]) * 1e3
+    predict = np.asarray(times["in-process predict"]) * 1e3
+    app = stage["application (ASGI)"]
+    pieces = {
+        "service (HTTP round trip, timed)": service,
+        "HTTP: client, loopback, uvicorn": service - app,
+        "application (ASGI)": app,
+        "body: read and decode JSON": stage["body: read and decode JSON"],
+        "API key check": stage["API key check"],
+        "row checks": stage["row checks"],
+        "thread-pool hop": stage["thread-pool call"] - stage["answer (in the thread pool)"],
+        "answer: contexts, to list": stage["answer (in the thread pool)"]
+        - stage["estimator predict"],
+        "estimator predict": stage["estimator predict"],
+        "estimator input validation": stage["estimator input validation"],
+        "ledger commit (the charge)": stage["ledger commit (the charge)"],
+        "votes and draw": stage["estimator predict"]
+        - stage["estimator input validation"]
+        - stage["ledger commit (the charge)"],
+        "JSON encode": stage["JSON encode"],
+        "metrics": stage["metrics"],
+        "routing, middleware, sending": app
+        - stage["body: read and decode JSON"]
+        - stage["API key check"]
+        - stage["row checks"]
+        - stage["thread-pool call"]
+        - stage["JSON encode"]
+        - stage["metrics"],
+        "in-process predict": predict,
+        "overhead (service - in-process)": service - predict,
+    }
+    return {
+        "requests": requests,
+        "p50": {name: float(np.median(values)) for name, values in pieces.items()},
+        "overhead_p50": float(np.median(service) - np.median(predict)),
+        "load": os.getloadavg()[0],
+    }
+
+
+def print_latency(figures: dict, parts: dict | None, requests: int, ledger_dir: str) -> None:
+    p50, p99 = figures["p50"], figures["p99"]
+    services = figures["services"]
+    loads = ", ".join(f"{value:.1f}" for value in figures["load"])
+    http_impl = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop_impl = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    print(
+        f"\nOne client, 1-row requests, 1 worker ({http_impl}, {loop_impl}), SQLite ledger in "
+        f"{ledger_dir}: {len(figures['rounds'])} rounds of {requests} steps (each: one request, "
+        f"then predict in-process); medians over the rounds; load average at each round: {loads}"
+    )
+    rows = []
+    for name in [*services, "in-process predict", "in-process predict, back to back"]:
+        rows.append([name, f"{p50[name]:.3f}", f"{p99[name]:.3f}"])
+    print(format_table(rows, ["where", "p50 ms", "p99 ms"]))
+    for label in services:
+        low, high = figures["overhead_range"][label]
+        verdict = "PASS" if figures["overhead"][label] <= OVERHEAD_TARGET_MS else "MISS"
+        print(
+            f"{label}: overhead over predict in-process {figures['overhead'][label]:.3f} ms at "
+            f"p50 (rounds {low:.3f} to {high:.3f}; target <= {OVERHEAD_TARGET_MS} ms: "
+            f"{verdict}); median step-by-step difference {figures['paired'][label]:.3f} ms; "
+            f"over predict back to back {figures['over_back_to_back'][label]:.3f} ms"
+        )
+    if parts is None:
+        return
+    print(
+        f"\nWhere the time goes: the service with timers around its stages and an API key "
+        f"file of 2 clients, {parts['requests']} steps; median per request (ms)"
+    )
+    layout = [
+        ("service (HTTP round trip, timed)", 0),
+        ("HTTP: client, loopback, uvicorn", 1),
+        ("application (ASGI)", 1),
+        ("body: read and decode JSON", 2),
+        ("API key check", 2),
+        ("row checks", 2),
+        ("thread-pool hop", 2),
+        ("answer: contexts, to list", 2),
+        ("estimator predict", 2),
+        ("estimator input validation", 3),
+        ("ledger commit (the charge)", 3),
+        ("votes and draw", 3),
+        ("JSON encode", 2),
+        ("metrics", 2),
+        ("routing, middleware, sending", 2),
+        ("in-process predict", 0),
+        ("overhead (service - in-process)", 0),
+    ]
+    table = [["  " * depth + name, f"{parts['p50'][name]:.3f}"] for name, depth in layout]
+    print(format_table(table, ["piece", "p50 ms"]))
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/health")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the service did not start; see {log}")
+
+
+# -- the command ----------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", choices=["throughput", "latency"], help="one part only")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each load")
     parser.add_argument("--clients", type=int, default=8, help="concurrent client threads")
+    parser.add_argument("--requests", type=int, default=2000, help="latency: steps per round")
+    parser.add_argument("--rounds", type=int, default=3, help="latency: rounds")
+    parser.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="REV",
+        help="latency: also serve the model with the library at this git revision",
+    )
+    parser.add_argument(
+        "--against-h11",
+        action="store_true",
+        help="latency: serve the --against revisions with h11 and asyncio (no httptools, uvloop)",
+    )
+    parser.add_argument(
+        "--ledger-dir", type=Path, help="directory of the SQLite ledger (default: a temporary one)"
+    )
+    parser.add_argument(
+        "--no-breakdown", action="store_true", help="latency: skip the timed service"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
 
@@ -193,59 +587,90 @@ def main(argv: list[str] | None = None) -> int:
     rows = {1: X_test[:1], 100: X_test[:100]}
     bodies = {n: json.dumps({"rows": r.tolist()}).encode() for n, r in rows.items()}
 
-    table = []
-    with tempfile.TemporaryDirectory() as tmp:
-        acc = PrivacyAccountant(epsilon=1e12, ledger=str(Path(tmp) / "budget.db"))
-        clf = SubsampleAggregateClassifier(
-            LogisticRegression(max_iter=1000), epsilon=1.0, classes=[0, 1], accountant=acc
-        ).fit(X_train, data.y_train)
-        model = Path(tmp) / "model.skops"
-        metrics_dir = Path(tmp) / "metrics"
-        save_model(clf, model)
-        for n_rows, batch in rows.items():
-            table.append(
-                summary(
-                    "in-process predict", n_rows, in_process(clf, batch, args.seconds), args.seconds
+    results: dict = {"environment": environment()}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        ledger_dir = tmp if args.ledger_dir is None else args.ledger_dir
+        ledger = Path(tempfile.mkdtemp(dir=ledger_dir, prefix="skprivpred-bench-"))
+        metrics_dir = tmp / "metrics"
+        # The applications built in this process (the scrape, the latency's pieces) count in
+        # prometheus_client's multiprocess mode, as the service does: in the directory of
+        # the workers' files, in a file of this process (made after the scrape has read it).
+        metrics_dir.mkdir(mode=0o700)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+        try:
+            acc = PrivacyAccountant(epsilon=1e12, ledger=str(ledger / "budget.db"))
+            clf = SubsampleAggregateClassifier(
+                LogisticRegression(max_iter=1000), epsilon=1.0, classes=[0, 1], accountant=acc
+            ).fit(X_train, data.y_train)
+            model = tmp / "model.skops"
+            save_model(clf, model)
+            if args.only != "latency":
+                results["throughput"] = throughput(args, clf, model, rows, bodies, tmp, metrics_dir)
+            if args.only != "throughput":
+                results["latency"] = one_client_latency(
+                    model,
+                    clf,
+                    rows[1],
+                    bodies[1],
+                    tmp,
+                    requests=args.requests,
+                    rounds=args.rounds,
+                    against=args.against,
+                    against_h11=args.against_h11,
                 )
-            )
-        for workers in (1, 2):
-            proc, port = start_service(model, workers, Path(tmp) / "service.log", metrics_dir)
-            try:
-                load(port, bodies[1], args.clients, 1.0)  # warm-up
-                for n_rows, body in bodies.items():
-                    latencies = load(port, body, args.clients, args.seconds)
-                    table.append(
-                        summary(f"service, {workers} worker(s)", n_rows, latencies, args.seconds)
+                if not args.no_breakdown:
+                    results["breakdown"] = breakdown(
+                        model, clf, rows[1], bodies[1], tmp, args.requests
                     )
-            finally:
-                proc.terminate()
-                proc.wait(timeout=60)
-        scrape_cpu, scrape_wall = scrape_cost(model, metrics_dir)
-        answered = acc.queries_answered
+                print_latency(
+                    results["latency"], results.get("breakdown"), args.requests, str(ledger_dir)
+                )
+            results["rows_charged"] = acc.queries_answered
+        finally:
+            import shutil
 
+            shutil.rmtree(ledger, ignore_errors=True)
+    print(f"{results['rows_charged']} rows charged to the SQLite ledger in all")
+    path = write_json(args.out / "serving_results.json", results)
+    print(f"wrote {path}")
+    return 0
+
+
+def throughput(args, clf, model: Path, rows: dict, bodies: dict, tmp: Path, metrics_dir: Path):
+    table = []
+    for n_rows, batch in rows.items():
+        table.append(
+            summary(
+                "in-process predict", n_rows, in_process(clf, batch, args.seconds), args.seconds
+            )
+        )
+    for workers in (1, 2):
+        proc, port = start_service(model, workers, tmp / "service.log", metrics_dir)
+        try:
+            load(port, bodies[1], args.clients, 1.0)  # warm-up
+            for n_rows, body in bodies.items():
+                latencies = load(port, body, args.clients, args.seconds)
+                table.append(
+                    summary(f"service, {workers} worker(s)", n_rows, latencies, args.seconds)
+                )
+        finally:
+            stop_service(proc)
+    scrape_cpu, scrape_wall = scrape_cost(model)
     header = ["where", "rows/request", "requests/s", "rows/s", "p50 ms", "p99 ms"]
-    print(
-        f"{args.clients} client threads, {args.seconds:g} s per figure; "
-        f"{answered} rows charged to the SQLite ledger in all"
-    )
+    print(f"{args.clients} client threads, {args.seconds:g} s per figure")
     print(format_table([[*r[:4], f"{r[4]:.2f}", f"{r[5]:.2f}"] for r in table], header))
     print(
         f"GET /metrics after the 2-worker load: {scrape_cpu:.2f} ms CPU per scrape "
         f"(median of 20; target <= 5 ms), {scrape_wall:.2f} ms wall"
     )
-    path = write_json(
-        args.out / "serving_results.json",
-        {
-            "clients": args.clients,
-            "seconds": args.seconds,
-            "rows": [dict(zip(header, r)) for r in table],
-            "scrape_cpu_ms_median": scrape_cpu,
-            "scrape_wall_ms_median": scrape_wall,
-            "environment": environment(),
-        },
-    )
-    print(f"wrote {path}")
-    return 0
+    return {
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "rows": [dict(zip(header, r)) for r in table],
+        "scrape_cpu_ms_median": scrape_cpu,
+        "scrape_wall_ms_median": scrape_wall,
+    }
 
 
 if __name__ == "__main__":

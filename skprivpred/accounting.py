@@ -26,6 +26,7 @@ import contextvars
 import math
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -67,6 +68,7 @@ from .utils._param_validation import (
 
 __all__ = [
     "PER_QUERY_ROW",
+    "ChargeRecord",
     "GuaranteeUnit",
     "PrivacyAccountant",
     "PrivacyGuarantee",
@@ -521,6 +523,36 @@ def _checked(caller: str, value, name: str, constraint) -> float:
 #: ``((identity of the charged budget, budgets charged with it), ...)``.
 _LINKED: contextvars.ContextVar[tuple[tuple[tuple[str, str, str], tuple[Any, ...]], ...]] = (
     contextvars.ContextVar("skprivpred_linked_budgets", default=())
+)
+
+
+@dataclass
+class ChargeRecord:
+    """What a budget's charges committed within :meth:`PrivacyAccountant.recording`.
+
+    Attributes
+    ----------
+    rows : int
+        Query rows charged to the budget in the block (``0``: no charge).
+    epsilon_spent, delta_spent : float or None
+        The budget's guarantee spent (as :meth:`PrivacyAccountant.spent`
+        reports it) right after the block's last charge was committed,
+        including that charge; ``None`` if nothing was charged in the block.
+    """
+
+    rows: int = 0
+    epsilon_spent: float | None = None
+    delta_spent: float | None = None
+    _newest: int | None = field(default=None, repr=False, compare=False)  # its journal row
+
+
+_RECORDS_LOCK = threading.Lock()
+
+
+#: The open :meth:`PrivacyAccountant.recording` blocks of this context:
+#: ``((identity of the recorded budget, its record), ...)``.
+_RECORDING: contextvars.ContextVar[tuple[tuple[tuple[str, str, str], ChargeRecord], ...]] = (
+    contextvars.ContextVar("skprivpred_charge_records", default=())
 )
 
 
@@ -1068,27 +1100,39 @@ class PrivacyAccountant:
         pure_rho = epsilon**2 / 2.0 if rho is None else rho
         record = Charge(n_rows, epsilon, delta, pure_rho if delta == 0 else None, source)
         counted: list[int] = []  # the horizon's count as the transaction read it
+        linked = self._linked()
+        # Each budget's decision, per attempt of the transaction (the last one committed).
+        decided: list[list] = [[] for _ in range(1 + len(linked))]
 
         def decide(state: LedgerState):
             counted.append(state.horizon_answered)
-            return self._decide(state, n_rows, epsilon, delta, rho, horizon)
+            decided[0].append(self._decide(state, n_rows, epsilon, delta, rho, horizon))
+            return decided[0][-1]
 
-        def decide_linked(other: PrivacyAccountant) -> Decide:
+        def decide_linked(other: PrivacyAccountant, outcomes: list) -> Decide:
             def decide(state: LedgerState):
                 try:
-                    return other._decide(state, n_rows, epsilon, delta, rho, None)
+                    outcomes.append(other._decide(state, n_rows, epsilon, delta, rho, None))
                 except BudgetExhaustedError as refusal:  # say which of the budgets refused
                     raise other._refusal(f"the budget {other.name!r} refuses: {refusal}") from None
+                return outcomes[-1]
 
             return decide
 
-        linked = self._linked()
         steps = [self._step(decide, record, horizon)]
-        steps += [other._step(decide_linked(other), record) for other in linked]
-        self._commit([self, *linked], steps)
+        steps += [
+            other._step(decide_linked(other, outcomes), record)
+            for other, outcomes in zip(linked, decided[1:])
+        ]
+        marks = self._commit([self, *linked], steps)
         if horizon is not None:
             # The ledger's count is now at least what this charge brought it to.
             self._saw_horizon(horizon[0], counted[-1] + n_rows)
+        if _RECORDING.get():
+            for budget, outcomes, mark in zip([self, *linked], decided, marks):
+                assert mark is not None  # a recorded charge writes a journal row
+                totals, guarantee = outcomes[-1]
+                budget._record_charge(n_rows, totals, guarantee, mark)
 
     def _step(self, decide: Decide, charge: Charge, horizon=None, *, record=True) -> Step:
         """This budget's part of a transaction; a refusal is named after this budget."""
@@ -1103,10 +1147,27 @@ class PrivacyAccountant:
 
         return Step(self.name, self._budget_id, named, charge, horizon, record, self._seen)
 
-    def _commit(self, budgets: list[PrivacyAccountant], steps: list[Step]) -> None:
+    def _record_charge(
+        self, n_rows: int, totals: Totals, guarantee: tuple[float, float] | None, mark: Mark
+    ) -> None:
+        """Note a committed charge, and the sums it left, in this budget's open records."""
+        identity = self._identity()
+        records = [record for owner, record in _RECORDING.get() if owner == identity]
+        if not records:
+            return
+        spent = self._best(totals, None if guarantee is None else guarantee[0])
+        with _RECORDS_LOCK:  # a context copied into several threads shares its records
+            for record in records:
+                record.rows += n_rows
+                if record._newest is None or mark.id > record._newest:  # commit order
+                    record._newest = mark.id
+                    record.epsilon_spent, record.delta_spent = spent
+
+    def _commit(self, budgets: list[PrivacyAccountant], steps: list[Step]) -> list[Mark | None]:
         marks = self._ledger.transact(steps)
         for budget, mark in zip(budgets, marks):
             budget._saw(mark)
+        return marks
 
     def _linked(self) -> list[PrivacyAccountant]:
         """The budgets that :meth:`charging_also` links to this one here (this context)."""
@@ -1168,6 +1229,42 @@ class PrivacyAccountant:
             yield
         finally:
             _LINKED.reset(token)
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[ChargeRecord]:
+        """Within the block, note what each charge of this budget committed.
+
+        A service answers a request with what it has spent without reading the
+        ledger a second time: ``with budget.recording() as charges:
+        estimator.predict(X)``, then ``charges.epsilon_spent`` is the budget's
+        spending right after the request's charge was committed (a read made
+        later would also count other processes' charges since). Charges made
+        in the block in this thread, or in a task that copies its
+        ``contextvars`` context, are recorded, including the charges that
+        :meth:`charging_also` links to another budget's. Nothing is recorded
+        for a refused charge.
+
+        Yields
+        ------
+        ChargeRecord
+            Filled in as the charges are committed: the rows charged in the
+            block, and the ``(epsilon, delta)`` spent after its last charge.
+
+        Examples
+        --------
+        >>> acc = PrivacyAccountant(epsilon=1.0, ledger=":memory:")
+        >>> acc.charge(n_rows=1, epsilon=0.25)
+        >>> with acc.recording() as charges:
+        ...     acc.charge(n_rows=2, epsilon=0.25)
+        >>> charges.rows, charges.epsilon_spent
+        (2, 0.75)
+        """
+        record = ChargeRecord()
+        token = _RECORDING.set((*_RECORDING.get(), (self._identity(), record)))
+        try:
+            yield record
+        finally:
+            _RECORDING.reset(token)
 
     def remaining_queries(
         self, epsilon: float, delta: float = 0.0, rho: float | None = None

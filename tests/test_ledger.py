@@ -46,6 +46,7 @@ from skprivpred import (
     PrivacyAccountant,
     SubsampleAggregateClassifier,
 )
+from skprivpred._ledger import Mark, Totals
 from skprivpred._testing import free_port, temporary_postgres
 
 # One process of the concurrency and crash tests: attaches to the budget and charges.
@@ -673,6 +674,78 @@ def test_linked_budgets_are_charged_together_or_not_at_all(kind, tmp_path, reque
     with pytest.raises(ValueError, match="to itself"):
         with budget.charging_also(budget):
             pass
+
+
+@pytest.mark.parametrize("composition", ["basic", "advanced", "zcdp"])
+@pytest.mark.parametrize("kind", [":memory:", "sqlite", "postgresql"])
+def test_recording_reports_what_each_charge_committed(kind, composition, tmp_path, request):
+    """A record holds the spending right after its block's last commit, not a later read."""
+    import threading
+
+    ledger = {":memory:": ":memory:", "sqlite": str(tmp_path / "r.db")}.get(
+        kind
+    ) or request.getfixturevalue("postgres_url")
+    terms = {"basic": {}, "advanced": {"delta_prime": 1e-6}, "zcdp": {}}[composition]
+    delta = 0.0 if composition == "basic" else 1e-5
+    budget = PrivacyAccountant(
+        epsilon=50.0, delta=delta, composition=composition, ledger=ledger, name=new_name(), **terms
+    )
+    quota = PrivacyAccountant(epsilon=5.0, delta=delta, ledger=budget, name=budget.name + "/q")
+    budget.charge(2, 0.1)  # before the block: not recorded
+    with budget.recording() as mine, quota.recording() as theirs:
+        assert (mine.rows, mine.epsilon_spent, mine.delta_spent) == (0, None, None)
+        with budget.charging_also(quota):
+            budget.charge(3, 0.1)
+        at_commit = budget.spent()
+        assert mine.rows == 3
+        assert (mine.epsilon_spent, mine.delta_spent) == pytest.approx(at_commit, rel=1e-12)
+        assert theirs.rows == 3
+        assert (theirs.epsilon_spent, theirs.delta_spent) == pytest.approx(quota.spent())
+        # Another thread (its own context, as another process would) charges the same budget:
+        # the ledger moves on, the record keeps what this block's commit left.
+        elsewhere = threading.Thread(target=budget.charge, args=(4, 0.1))
+        elsewhere.start()
+        elsewhere.join(timeout=60)
+        assert budget.queries_answered == 9 and budget.spent()[0] > at_commit[0] + 0.3
+        assert mine.rows == 3
+        assert (mine.epsilon_spent, mine.delta_spent) == pytest.approx(at_commit, rel=1e-12)
+        with pytest.raises(BudgetExhaustedError):
+            budget.charge(10**6, 0.1)  # refused: nothing recorded
+        assert mine.rows == 3 and mine.epsilon_spent == pytest.approx(at_commit[0], rel=1e-12)
+        budget.charge(1, 0.1)  # recorded: the last commit of the block wins
+        assert mine.rows == 4
+        assert (mine.epsilon_spent, mine.delta_spent) == pytest.approx(budget.spent(), rel=1e-12)
+    budget.charge(1, 0.1)  # after the block: not recorded
+    assert mine.rows == 4 and theirs.rows == 3 and budget.queries_answered == 11
+
+
+def test_a_recording_shared_by_threads_keeps_the_last_commit(tmp_path):
+    """Threads that run a copy of the recording's context: every row counted, and the
+    figure is the one the last commit left (not the last thread to note its charge)."""
+    import contextvars
+    import threading
+
+    budget = PrivacyAccountant(epsilon=1e6, ledger=str(tmp_path / "s.db"), name="shared")
+    with budget.recording() as record:
+        context = contextvars.copy_context()
+
+    def charges():
+        for _ in range(50):
+            budget.charge(1, 1.0)
+
+    threads = [threading.Thread(target=context.copy().run, args=(charges,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert record.rows == budget.queries_answered == 200
+    assert record.epsilon_spent == budget.epsilon_spent == 200.0
+    # A thread that notes its charge late (after a later commit was noted) changes nothing
+    # but the rows: the figure stays the one of the newest journal row.
+    with budget.recording() as late:
+        budget._record_charge(1, Totals(201, 201.0, 0, 0, 0, 0), None, Mark(202, 0.0))
+        budget._record_charge(1, Totals(4, 4.0, 0, 0, 0, 0), None, Mark(4, 0.0))
+    assert late.rows == 2 and late.epsilon_spent == 201.0
 
 
 def test_linked_budgets_in_threads_never_overspend(tmp_path):

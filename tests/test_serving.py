@@ -30,10 +30,12 @@ import http.client
 import json
 import os
 import pickle
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -322,6 +324,66 @@ def test_bad_requests_get_their_status_and_charge_nothing(tmp_path, service_fact
     status, guarantee = service.request("GET", "/guarantee", headers=auth)
     assert status == 200 and guarantee["epsilon"] == EPSILON and "Dwork" in guarantee["theorem"]
     assert service.request("GET", "/budget")[0] == 401  # the budget is for clients too
+
+
+def test_each_answer_reports_the_spending_its_own_charge_left(tmp_path, service_factory, request):
+    """An answer's ``epsilon_spent`` is the ledger's sum right after that answer's charge.
+
+    Another process charges the same budget all along, a tenth of a row's epsilon at a
+    time: each answer's figure must be the journal's running sum at the answer's own
+    charge. A second read of the ledger after the answer (what the service did before it
+    took the figure from its charge's transaction) would count charges made since.
+    """
+    # On a memory file system (when there is one) a commit costs no disk flush: the other
+    # charges come often enough to fall between an answer's charge and its response.
+    shm = Path("/dev/shm")
+    where = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() else tmp_path
+    if where != tmp_path:
+        request.addfinalizer(lambda: shutil.rmtree(where, ignore_errors=True))
+    model, acc = fitted_model(where, cap_rows=10**6)
+    service = service_factory(model, workers=1)
+    stop = threading.Event()
+
+    def other_process():
+        while not stop.is_set():
+            acc.charge(1, EPSILON / 10, source="other")
+
+    charger = threading.Thread(target=other_process)
+    charger.start()
+    try:
+        answers = [
+            service.request("POST", "/predict", {"rows": [[0.1, -0.2, 0.3]]}) for _ in range(100)
+        ]
+    finally:
+        stop.set()
+        charger.join(timeout=60)
+    assert all(status == 200 for status, _ in answers)
+    journal = acc.history()
+    running, at_answers = 0.0, []
+    for rows, epsilon, source in zip(journal["rows"], journal["epsilon"], journal["estimator"]):
+        running = running + rows * epsilon  # the ledger's own order of additions
+        if source == "SubsampleAggregateClassifier":
+            at_answers.append(running)
+    assert (journal["estimator"] == "other").sum() > 50  # the charges did interleave
+    assert [answer["epsilon_spent"] for _, answer in answers] == pytest.approx(
+        at_answers, rel=1e-12
+    )
+
+
+def test_no_access_log_drops_the_line_per_request_only(tmp_path, service_factory):
+    model, _ = fitted_model(tmp_path, cap_rows=10)
+    logs = []
+    for extra in ((), ("--no-access-log",)):
+        service = service_factory(model, "--log-level", "info", *extra, workers=1)
+        assert service.request("POST", "/predict", {"rows": [[0.1, -0.2, 0.3]]})[0] == 200
+        assert service.request("GET", "/budget")[0] == 200
+        service.stop()
+        text = service.log.read_text()
+        logs.append(text[sum(len(log) for log in logs) :])
+    with_access, without = logs
+    assert '"POST /predict HTTP/1.1" 200' in with_access and '"GET /budget HTTP/1.1"' in with_access
+    assert "Application startup complete" in without  # the info level is on
+    assert '"POST /predict' not in without and '"GET /' not in without
 
 
 def test_quotas_share_the_budget_and_keys_rotate(tmp_path, service_factory):

@@ -59,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         "created if absent; default: a new one in the temporary directory)",
     )
     parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="do not log a line per request (uvicorn's access log, written at the info level)",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1 or args.max_rows < 1 or args.max_body_bytes < 1:
         parser.error("--workers, --max-rows and --max-body-bytes must be at least 1")
@@ -118,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     os.environ[CONFIG_ENVIRONMENT_VARIABLE] = json.dumps(config)
     try:
-        serve(args.host, args.port, args.workers, args.log_level)
+        serve(args.host, args.port, args.workers, args.log_level, access_log=args.access_log)
     finally:
         _remove(temporary_metrics)
     return 0
@@ -134,8 +140,12 @@ def _remove(directory: str | None) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def serve(host: str, port: int, workers: int, log_level: str) -> None:
-    """Run uvicorn: one process, or a supervisor of ``workers`` processes on one socket."""
+def serve(host: str, port: int, workers: int, log_level: str, *, access_log: bool = True) -> None:
+    """Run uvicorn: one process, or a supervisor of ``workers`` processes on one socket.
+
+    uvicorn parses HTTP with httptools and runs uvloop's event loop when they
+    are installed (the ``serve`` extra installs both), else h11 and asyncio.
+    """
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
@@ -146,6 +156,7 @@ def serve(host: str, port: int, workers: int, log_level: str) -> None:
         port=port,
         workers=workers,
         log_level=log_level,
+        access_log=access_log,
     )
     server = uvicorn.Server(config)
     try:

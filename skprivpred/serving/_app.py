@@ -292,7 +292,7 @@ class _Service:
                     raise _Refused(422, "every value must be a finite number.")
         return pd.DataFrame.from_records(records, columns=self.feature_names)
 
-    def answer(self, X, client: str | None) -> list:
+    def answer(self, X, client: str | None) -> tuple[list, float]:
         """Answer ``X``, charging the global budget and the client's quota in one transaction.
 
         The estimator checks the rows before it charges (bad rows: 422, nothing
@@ -301,12 +301,17 @@ class _Service:
         (:meth:`~skprivpred.PrivacyAccountant.charging_also`): a quota pays for
         exactly the rows the global budget pays for, and a refusal of either
         charges neither.
+
+        Returns the predictions and the global budget's epsilon spent right
+        after their charge was committed, as that charge's transaction left it
+        (:meth:`~skprivpred.PrivacyAccountant.recording`): no second read of
+        the ledger.
         """
         n_rows = X.shape[0]
         quota = self.clients.quota(client)
         linked = contextlib.nullcontext() if quota is None else self.budget.charging_also(quota)
         try:
-            with linked:
+            with linked, self.budget.recording() as charged:
                 predictions = self.estimator.predict(X)
         except BudgetExhaustedError as exc:
             if quota is not None and exc.budget == quota.name:
@@ -326,7 +331,10 @@ class _Service:
             raise _Refused(
                 422, "the model cannot read these rows (check types and values)."
             ) from None
-        return np.asarray(predictions).tolist()
+        spent = charged.epsilon_spent
+        if spent is None:  # answered without a charge (a student after the hand-off)
+            spent = self.budget.epsilon_spent
+        return np.asarray(predictions).tolist(), spent
 
     def _exhausted(self, n_rows: int, horizon: bool = False) -> _Refused:
         remaining = self.remaining_rows()
@@ -426,15 +434,13 @@ def create_app(
         client = service.client(request)
         X = service.queries(*await service.body(request))
         try:
-            predictions = await run_in_threadpool(service.answer, X, client)
+            predictions, epsilon_spent = await run_in_threadpool(service.answer, X, client)
         except _Refused as refusal:
             if refusal.status == 429:
                 metrics.rows_refused.inc(X.shape[0])
             raise
         metrics.rows_answered.inc(len(predictions))
-        return JSONResponse(
-            {"predictions": predictions, "epsilon_spent": service.budget.epsilon_spent}
-        )
+        return JSONResponse({"predictions": predictions, "epsilon_spent": epsilon_spent})
 
     @guarded("budget")
     async def budget_endpoint(request: Request) -> JSONResponse:

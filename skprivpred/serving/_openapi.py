@@ -307,7 +307,10 @@ def openapi_document(
                             },
                             "epsilon_spent": {
                                 "type": "number",
-                                "description": "The budget's epsilon spent after this answer.",
+                                "description": (
+                                    "The budget's epsilon spent once this answer's charge was "
+                                    "committed (this answer and every charge before it)."
+                                ),
                             },
                         },
                     },
