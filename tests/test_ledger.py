@@ -130,16 +130,17 @@ def test_history_without_pandas_is_a_list_of_records(monkeypatch):
 
 
 # -- processes ------------------------------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_four_processes_never_overspend(ledger_url):
     name, eps, cap = new_name(), 0.01, 500
     total = cap * eps
     PrivacyAccountant(epsilon=total, ledger=ledger_url, name=name)  # create the budget
-    workers = [start_worker(ledger_url, name, total, eps, 300) for _ in range(4)]
+    workers = [fork_charger(ledger_url, name, total, eps, 300) for _ in range(4)]
     results = []
-    for worker in workers:
-        out, err = worker.communicate(timeout=300)
-        assert worker.returncode == 0, err
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    for pid, output in workers:
+        code, result = finish(pid, output)
+        assert code == 0
+        results.append(result)
     answered = sum(r["answered"] for r in results)
     assert answered == cap  # exactly the cap: never more, and nothing lost
     assert sum(r["refused"] for r in results) == 4 * 300 - cap
@@ -151,13 +152,12 @@ def test_four_processes_never_overspend(ledger_url):
         acc.charge(1, eps)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_processes_creating_one_new_ledger_at_once(ledger_url):
     name = new_name()  # nobody has created this budget (nor, for SQLite, the file) yet
-    workers = [start_worker(ledger_url, name, 1e3, 0.01, 50) for _ in range(4)]
-    for worker in workers:
-        out, err = worker.communicate(timeout=300)
-        assert worker.returncode == 0, err
-        assert json.loads(out.strip().splitlines()[-1]) == {"answered": 50, "refused": 0}
+    workers = [fork_charger(ledger_url, name, 1e3, 0.01, 50) for _ in range(4)]
+    for pid, output in workers:
+        assert finish(pid, output) == (0, {"answered": 50, "refused": 0})
     acc = PrivacyAccountant(epsilon=1e3, ledger=ledger_url, name=name)
     assert acc.queries_answered == 200
 
@@ -178,25 +178,73 @@ def test_restart_sees_the_spending_and_refuses_past_the_cap(ledger_url):
     assert acc.queries_answered == 10
 
 
+def fork_charger(url: str, name: str, total: float, eps: float, calls: int = -1):
+    """A forked child that charges ``eps`` per row; its output, line by line.
+
+    The child is a process of its own (its own ledger connection, opened after the
+    fork), started without a new interpreter, so that tests can run many of them
+    cheaply. Like :data:`WORKER`, it prints ``ready``, then ``answered k`` after
+    each committed charge, and, after ``calls`` calls (``-1``: until it is killed),
+    a JSON line of the rows answered and refused; it exits with status 0.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 1
+        try:
+            os.close(read_end)
+            out = os.fdopen(write_end, "w", buffering=1)  # line-buffered: one write per line
+            acc = PrivacyAccountant(epsilon=total, ledger=url, name=name)
+            out.write("ready\n")
+            answered = refused = i = 0
+            while calls < 0 or i < calls:
+                i += 1
+                try:
+                    acc.charge(1, eps, source="worker")
+                except BudgetExhaustedError:
+                    refused += 1
+                    continue
+                answered += 1
+                out.write(f"answered {answered}\n")  # only after the charge is committed
+            out.write(json.dumps({"answered": answered, "refused": refused}) + "\n")
+            out.flush()
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    return pid, os.fdopen(read_end)
+
+
+def finish(pid: int, output) -> tuple[int, dict]:
+    """Wait for a forked charger that runs to its end: its exit status and its last line."""
+    with output:
+        lines = output.read().splitlines()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), json.loads(lines[-1]) if lines else {}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_sigkill_never_loses_a_committed_charge(ledger_url):
+    """20 charging processes, each killed with SIGKILL at a random moment of its loop."""
     name, eps = new_name(), 1e-3
     total = 1e6
     acc = PrivacyAccountant(epsilon=total, ledger=ledger_url, name=name)
     rng = np.random.default_rng(20)
     reported = 0
     for _ in range(20):
-        worker = start_worker(ledger_url, name, total, eps, -1)
-        assert worker.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.25))  # a random moment inside the charging loop
-        os.kill(worker.pid, signal.SIGKILL)
-        out, _ = worker.communicate(timeout=60)
-        assert worker.returncode == -signal.SIGKILL
-        # Whole lines only: the kill may cut the last one short.
-        lines = [
-            line.split()
-            for line in out.splitlines(keepends=True)
-            if line.startswith("answered ") and line.endswith("\n")
-        ]
+        pid, output = fork_charger(ledger_url, name, total, eps)
+        with output:
+            assert output.readline().strip() == "ready"
+            time.sleep(rng.uniform(0.0, 0.25))  # a random moment inside the charging loop
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+            # Whole lines only: the kill may cut the last one short.
+            lines = [
+                line.split()
+                for line in output.read().splitlines(keepends=True)
+                if line.startswith("answered ") and line.endswith("\n")
+            ]
         reported += int(lines[-1][1]) if lines else 0
         # The ledger opens, is consistent, and holds every reported charge (at most one
         # more: a charge committed just before the kill, whose answer was never printed).
