@@ -1352,6 +1352,16 @@ class PrivacyAccountant:
         """Delta of everything released so far (under the chosen composition)."""
         return self.spent()[1]
 
+    @property
+    def rho_spent(self) -> float:
+        """zCDP rho of the pure (delta = 0) releases so far, as the ledger sums it.
+
+        Under ``composition="zcdp"`` this is the budget's zCDP spending (compare
+        with :func:`rho_cap`); under the other compositions it is recorded but
+        not what limits the budget.
+        """
+        return float(self._state().totals.rho)
+
     def spent(self) -> tuple[float, float]:
         """The ``(epsilon, delta)`` guarantee of everything released so far.
 

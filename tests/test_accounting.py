@@ -490,8 +490,10 @@ def test_zcdp_pure_charges_use_rho_and_ledger_charges_compose_basically():
 
     acc = PrivacyAccountant(epsilon=4.0, delta=1e-5, composition="zcdp")
     acc.charge(100, 0.05)  # generic pure DP: rho = eps^2 / 2
+    assert acc.rho_spent == pytest.approx(100 * 0.05**2 / 2)
     assert acc.epsilon_spent == pytest.approx(eps_of_rho(100 * 0.05**2 / 2, 1e-5))
     acc.charge(10, 0.1, delta=1e-7)  # an (eps, delta) mechanism: the ledger
+    assert acc.rho_spent == pytest.approx(100 * 0.05**2 / 2)  # not in the zCDP sum
     expected = eps_of_rho(100 * 0.05**2 / 2, 1e-5 - 10 * 1e-7) + 10 * 0.1
     assert acc.epsilon_spent == pytest.approx(min(expected, 100 * 0.05 + 10 * 0.1))
     before = state_of(acc)
@@ -520,6 +522,7 @@ def test_gaussian_charge_with_rho_composes_as_zcdp():
     with_rho.charge(n_rows=100, epsilon=eps_row, delta=delta_row, rho=rho)
     without.charge(n_rows=100, epsilon=eps_row, delta=delta_row)
     # zCDP: 100 rho = 0.1, converted once at the whole delta budget.
+    assert (with_rho.rho_spent, without.rho_spent) == (pytest.approx(100 * rho), 0.0)
     assert with_rho.epsilon_spent == pytest.approx(eps_of_rho(100 * rho, 1e-5), rel=1e-9)
     assert with_rho.epsilon_spent < without.epsilon_spent == pytest.approx(100 * eps_row)
 

@@ -204,7 +204,7 @@ class BudgetCollector:
         }
         if budget.composition == "zcdp":
             cap = _rho_cap(budget.epsilon, budget.delta)
-            spent = _rho_spent(budget)
+            spent = budget.rho_spent
             figures.update(rho_cap=cap, rho_spent=spent, rho_remaining=max(cap - spent, 0.0))
         if self.row_cost is not None:
             figures["rows_remaining"] = budget.remaining_queries(*self.row_cost)
@@ -270,7 +270,3 @@ def _rho_cap(epsilon: float, delta: float) -> float:
         _RHO_CAPS[epsilon, delta] = rho_cap(epsilon, delta) if epsilon != float("inf") else epsilon
     return _RHO_CAPS[epsilon, delta]
 
-
-def _rho_spent(budget: PrivacyAccountant) -> float:
-    # The accountant reports (epsilon, delta) only; its ledger keeps the zCDP sum.
-    return float(budget._ledger.state(budget.name, budget._budget_id).totals.rho)
