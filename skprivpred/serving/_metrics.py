@@ -269,4 +269,3 @@ def _rho_cap(epsilon: float, delta: float) -> float:
     if (epsilon, delta) not in _RHO_CAPS:  # a bisection: computed once per budget
         _RHO_CAPS[epsilon, delta] = rho_cap(epsilon, delta) if epsilon != float("inf") else epsilon
     return _RHO_CAPS[epsilon, delta]
-
