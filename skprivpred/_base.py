@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import sys
 import threading
 import types
@@ -242,14 +243,26 @@ class QueryStream:
 _LIVE_STREAMS: weakref.WeakSet[QueryStream] = weakref.WeakSet()
 
 
-def _reseed_streams_after_fork() -> None:
-    """In a forked child: no stream may replay the noise the parent draws next."""
+#: A random token of this process, replaced in every forked child: it tells a child from
+#: its parent even if the child were given a process id that the parent once had.
+_PROCESS_TOKEN = secrets.token_hex(16)
+
+
+def process_identity() -> tuple[int, str]:
+    """This process: its id and a random token that every forked child replaces."""
+    return os.getpid(), _PROCESS_TOKEN
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child: a new process identity, and no stream may replay the parent's noise."""
+    global _PROCESS_TOKEN
+    _PROCESS_TOKEN = secrets.token_hex(16)
     for stream in list(_LIVE_STREAMS):
         stream.reseed()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; other systems have no fork
-    os.register_at_fork(after_in_child=_reseed_streams_after_fork)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def check_noise_delta(noise: str, delta: float) -> None:

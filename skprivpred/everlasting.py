@@ -32,8 +32,6 @@ in :mod:`skprivpred.accounting`.
 from __future__ import annotations
 
 import math
-import os
-import secrets
 import warnings
 from dataclasses import asdict, dataclass, replace
 from numbers import Integral, Real
@@ -52,6 +50,7 @@ from ._base import (
     PrivatePredictorMixin,
     finite_target_column,
     keep_frame,
+    process_identity,
     resolve_binary_classes,
 )
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
@@ -1005,28 +1004,6 @@ def label_boost(
 STATUS_ACTIVE, STATUS_HALTED = "active", "halted"
 
 
-class _ProcessIdentity:
-    """This process: its id and a random token that every forked child replaces.
-
-    The token tells a forked child from its parent even if the child were
-    given a process id that the parent once had.
-    """
-
-    token = secrets.token_hex(16)
-
-    @classmethod
-    def renew(cls) -> None:
-        cls.token = secrets.token_hex(16)
-
-    @classmethod
-    def current(cls) -> tuple[int, str]:
-        return os.getpid(), cls.token
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_ProcessIdentity.renew)
-
-
 def _dense(X_checked):
     """Validated rows as a dense array (a sparse matrix is densified)."""
     return X_checked.toarray() if sparse.issparse(X_checked) else X_checked
@@ -1270,12 +1247,12 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     # -- one owner of the fitted state ------------------------------------------------------
     def _own_stream(self) -> None:
         """Make this object, in this process, the one that answers from the fitted state."""
-        self._stream_owner: tuple[int, str] | None = _ProcessIdentity.current()
+        self._stream_owner: tuple[int, str] | None = process_identity()
 
     def _check_stream_owner(self) -> None:
         """Refuse a copy, or a forked child, before anything is validated, charged or drawn."""
         owner = self.__dict__.get("_stream_owner")
-        here = _ProcessIdentity.current()
+        here = process_identity()
         if owner == here:
             return
         name = type(self).__name__
