@@ -62,6 +62,21 @@ def reject_fit_params(estimator, fit_params: dict) -> None:
         raise TypeError(f"{type(estimator).__name__}.fit got unexpected parameters: {names}.")
 
 
+def known_label_index(classes: np.ndarray, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Index of every label in ``classes`` (sorted), and which labels are in it at all.
+
+    Never raises for labels that numpy can compare with ``classes``: a label
+    outside the set (or of another type) is reported in the mask, never by an
+    exception whose presence would depend on the teacher.
+    """
+    labels = np.asarray(labels)
+    index = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
+    known = np.asarray(classes[index] == labels)
+    if known.shape != index.shape:  # numpy could not compare them element by element
+        known = np.zeros(index.shape, dtype=bool)
+    return index, known
+
+
 def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
     """The public label set: ``classes`` if given, else the labels of ``y`` with a warning.
 

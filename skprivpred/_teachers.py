@@ -37,6 +37,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
+from ._base import known_label_index
 from ._folding import fold_pipeline
 from ._trees import StackedTrees, is_stackable
 from .preprocessing import is_public
@@ -263,21 +264,6 @@ def label_index(classes: np.ndarray, labels) -> np.ndarray:
     return index
 
 
-def known_label_index(classes: np.ndarray, labels) -> tuple[np.ndarray, np.ndarray]:
-    """Index of every label in ``classes`` (sorted), and which labels are in it at all.
-
-    Never raises for labels that numpy can compare with ``classes``: a label
-    outside the set (or of another type) is reported in the mask, never by an
-    exception whose presence would depend on the teacher.
-    """
-    labels = np.asarray(labels)
-    index = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
-    known = np.asarray(classes[index] == labels)
-    if known.shape != index.shape:  # numpy could not compare them element by element
-        known = np.zeros(index.shape, dtype=bool)
-    return index, known
-
-
 # -- Teacher outputs that never raise --------------------------------------------------------
 #
 # Whether a teacher can answer a query row depends on the rows it was fitted on: an encoder
@@ -365,7 +351,7 @@ def teacher_rows(method, X, convert: Callable[[Any, int], Any], fallback, dtype)
     return out
 
 
-def _one_per_row(output, n_rows: int) -> np.ndarray:
+def one_per_row(output, n_rows: int) -> np.ndarray:
     """``output`` as a 1-D array of ``n_rows`` entries (a single column is accepted)."""
     output = np.asarray(output)
     if output.ndim == 2 and output.shape[1] == 1:
@@ -385,7 +371,7 @@ def teacher_votes(teacher, X, classes: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], teacher.label_index, dtype=np.intp)
 
     def convert(labels, n_rows: int):
-        return known_label_index(classes, _one_per_row(labels, n_rows))
+        return known_label_index(classes, one_per_row(labels, n_rows))
 
     return teacher_rows(teacher.predict, X, convert, FALLBACK_LABEL_INDEX, np.intp)
 
@@ -440,7 +426,7 @@ def teacher_values(teacher, X, fallback: float) -> np.ndarray:
         return np.full(X.shape[0], teacher.value)
 
     def convert(values, n_rows: int):
-        values = _one_per_row(np.asarray(values, dtype=float), n_rows)
+        values = one_per_row(np.asarray(values, dtype=float), n_rows)
         return values, np.isfinite(values)
 
     return teacher_rows(teacher.predict, X, convert, fallback, float)

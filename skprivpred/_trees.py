@@ -62,6 +62,8 @@ from sklearn.tree import (
 )
 from sklearn.utils.validation import check_array
 
+from ._base import known_label_index
+
 # Exact types only: a subclass may override ``predict``.
 TREE_CLASSIFIER_TYPES = (DecisionTreeClassifier, ExtraTreeClassifier)
 TREE_REGRESSOR_TYPES = (DecisionTreeRegressor, ExtraTreeRegressor)
@@ -107,13 +109,11 @@ def _trees_of(model) -> list | None:
 
 def _global_labels(classes: np.ndarray, labels: np.ndarray) -> np.ndarray | None:
     """Index in the sorted public ``classes`` of every label, or None if one is missing."""
-    labels = np.asarray(labels)
     try:
-        index = np.clip(np.searchsorted(classes, labels), 0, len(classes) - 1)
-        found = classes[index] == labels
+        index, known = known_label_index(classes, labels)
     except TypeError:  # labels of another kind than the public ones (str against int)
         return None
-    return index if bool(np.all(found)) else None
+    return index if bool(np.all(known)) else None
 
 
 def is_stackable(model, classes: np.ndarray | None = None) -> bool:

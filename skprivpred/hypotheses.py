@@ -35,6 +35,7 @@ from scipy.spatial import ConvexHull
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from ._teachers import one_per_row, teacher_rows
 from ._typing import MatrixLike
 from .exceptions import InvalidParameterError
 
@@ -1292,30 +1293,21 @@ def _positive_labels(values: np.ndarray) -> np.ndarray:
     return np.zeros(values.shape[0], dtype=bool)
 
 
-def _callable_labels(hypothesis: Any, points: np.ndarray, n_points: int) -> np.ndarray:
+def _callable_labels(hypothesis: Any, points: np.ndarray) -> np.ndarray:
     """0/1 labels of a callable hypothesis on ``points``; 0 wherever it gives no 0/1 label.
 
     A call that raises or returns another shape than one label per point is
-    retried on each half of the points, down to single points, so that only
-    the points it fails on get the fallback 0 (the label of a point never
-    depends on which other points are evaluated with it, for a hypothesis
-    that labels each point on its own).
+    retried on each half of the points, down to single points, as a teacher's
+    output is (:func:`~skprivpred._teachers.teacher_rows`), so that only the
+    points it fails on get the fallback 0 (the label of a point never depends
+    on which other points are evaluated with it, for a hypothesis that labels
+    each point on its own).
     """
-    try:
-        values = np.asarray(hypothesis(points))
-    except Exception:  # a public function failing on some point: that point gets label 0
-        values = None
-    if values is not None and values.shape in ((n_points,), (n_points, 1)):
-        return _positive_labels(values.reshape(n_points)).astype(np.int8)
-    if n_points <= 1:
-        return np.zeros(n_points, dtype=np.int8)
-    half = n_points // 2
-    return np.concatenate(
-        [
-            _callable_labels(hypothesis, points[:half], half),
-            _callable_labels(hypothesis, points[half:], n_points - half),
-        ]
-    )
+
+    def convert(values, n_points: int):
+        return _positive_labels(one_per_row(values, n_points)), np.ones(n_points, dtype=bool)
+
+    return teacher_rows(hypothesis, points, convert, 0, np.int8)
 
 
 class FiniteHypothesisClass:
@@ -1427,7 +1419,7 @@ class FiniteHypothesisClass:
         if matrix is not None:
             return matrix[:, points]
         n_points = len(points)
-        rows = [_callable_labels(h, points, n_points) for h in self._callables()]
+        rows = [_callable_labels(h, points) for h in self._callables()]
         return np.vstack(rows).astype(np.int8) if rows else np.zeros((0, n_points), np.int8)
 
     def erm(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
