@@ -1135,17 +1135,8 @@ class PrivacyAccountant:
                 budget._record_charge(n_rows, totals, guarantee, mark)
 
     def _step(self, decide: Decide, charge: Charge, horizon=None, *, record=True) -> Step:
-        """This budget's part of a transaction; a refusal is named after this budget."""
-
-        def named(state: LedgerState):
-            try:
-                return decide(state)
-            except BudgetExhaustedError as refusal:
-                if getattr(refusal, "budget", None) is None:
-                    refusal.budget = self.name
-                raise
-
-        return Step(self.name, self._budget_id, named, charge, horizon, record, self._seen)
+        """This budget's part of a transaction (its refusals come from :meth:`_refusal`)."""
+        return Step(self.name, self._budget_id, decide, charge, horizon, record, self._seen)
 
     def _record_charge(
         self, n_rows: int, totals: Totals, guarantee: tuple[float, float] | None, mark: Mark
