@@ -176,13 +176,10 @@ class _Service:
         ):
             return {}
         client = self.client(request)  # 401 for a missing or unknown key
-        names = sorted(self.clients._keys or ()) if _is_admin(client) else [client]
-        quotas = {}
-        for name in names:
-            quota = self.clients.quota(name)
-            if quota is not None:
-                quotas[name] = quota
-        return quotas
+        if _is_admin(client):
+            return self.clients.quotas()
+        quota = self.clients.quota(client)
+        return {} if quota is None else {client: quota}
 
     def scrape(self, quotas: dict) -> bytes:
         """The metrics in the Prometheus text format (the budget read from the ledger now)."""
