@@ -46,18 +46,20 @@ import os
 import random
 import re
 import sqlite3
-import stat
-import tempfile
 import threading
 import time
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from ._private_dirs import (
+    make_private_directory,
+    private_directory_problem,
+    user_temporary_directory,
+)
 from .exceptions import LedgerError
 
 __all__ = [
@@ -955,49 +957,23 @@ if hasattr(os, "register_at_fork"):
 def default_ledger_path() -> str:
     """A new file name in this user's private temporary directory (created if needed).
 
-    On POSIX systems the directory ``$TMPDIR/skprivpred-<uid>`` must be a real
-    directory (not a symbolic link), owned by this user, with mode 0700:
-    anything else may have been prepared by another local user, who could then
-    copy or replace the budget's file, and raises :class:`LedgerError`. On
-    other systems the directory is inside the user's own temporary directory
-    (on Windows ``%LOCALAPPDATA%\\Temp``, which the user's profile permissions
-    protect).
+    The directory ``$TMPDIR/skprivpred-<uid>`` must be a real directory (not a
+    symbolic link) and, on POSIX systems, owned by this user with mode 0700
+    (:mod:`skprivpred._private_dirs`): anything else may have been prepared by
+    another local user, who could then copy or replace the budget's file, and
+    raises :class:`LedgerError`. On other systems the directory is inside the
+    user's own temporary directory (on Windows ``%LOCALAPPDATA%\\Temp``, which
+    the user's profile permissions protect).
     """
-    directory = Path(tempfile.gettempdir()) / f"skprivpred-{_user_id()}"
+    directory = user_temporary_directory()
     try:
-        os.mkdir(directory, 0o700)
-        created = True
-    except FileExistsError:
-        created = False
+        make_private_directory(directory)
     except OSError as exc:
         raise LedgerError(
             f"the default ledger's directory {directory} cannot be created: {exc.strerror}. "
             "Pass ledger='path/to/budget.db' to keep the budget elsewhere."
         ) from None
-    if os.name == "posix":
-        if created:
-            os.chmod(directory, 0o700)  # whatever the umask took away from the owner
-        _check_private_directory(directory)
-    return str(directory / f"budget-{uuid.uuid4().hex}.db")
-
-
-def _user_id() -> str:
-    getuid = getattr(os, "getuid", None)
-    return str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
-
-
-def _check_private_directory(directory: Path) -> None:
-    """Refuse a directory that another user could have prepared or can write to."""
-    info = os.lstat(directory)
-    problem = None
-    if stat.S_ISLNK(info.st_mode):
-        problem = "is a symbolic link"
-    elif not stat.S_ISDIR(info.st_mode):
-        problem = "is not a directory"
-    elif info.st_uid != os.getuid():
-        problem = f"is owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
-    elif stat.S_IMODE(info.st_mode) != 0o700:
-        problem = f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0700"
+    problem = private_directory_problem(directory)
     if problem is not None:
         raise LedgerError(
             f"the default ledger's directory {directory} {problem}: another user may have "
@@ -1005,6 +981,7 @@ def _check_private_directory(directory: Path) -> None:
             "Remove it if you do not know where it comes from, or pass "
             "ledger='path/to/budget.db' in a directory of your own."
         )
+    return str(directory / f"budget-{uuid.uuid4().hex}.db")
 
 
 def _remove_temporary(pid: int) -> None:

@@ -975,16 +975,16 @@ def test_the_metrics_directory_is_checked_like_the_ledgers(tmp_path):
     os.chmod(loose, 0o755)
     link = tmp_path / "link"
     link.symlink_to(created)
-    cases = [(loose, "mode 755"), (link, "symbolic link")]
+    cases = [(loose, "mode 0755"), (link, "symbolic link")]
     if os.geteuid() == 0:
         foreign = tmp_path / "foreign"
         foreign.mkdir(mode=0o700)
         os.chown(foreign, 65534, 65534)
-        cases.append((foreign, "belongs to uid 65534"))
+        cases.append((foreign, "is owned by uid 65534"))
     for directory, reason in cases:
         with pytest.raises(ValueError, match=reason):
             prepare_metrics_directory(str(directory))
-    _assert_one_line_refusal(_run_command(str(model), "--metrics-dir", str(loose)), "mode 755")
+    _assert_one_line_refusal(_run_command(str(model), "--metrics-dir", str(loose)), "mode 0755")
 
 
 # -- GET /openapi.json and GET /card ---------------------------------------------------------------

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import glob
 import os
-import stat
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+from .._private_dirs import (
+    make_private_directory,
+    private_directory_problem,
+    user_temporary_directory,
+)
 from ..accounting import PrivacyAccountant, rho_cap
 
 __all__ = [
@@ -31,36 +34,21 @@ __all__ = [
 MULTIPROCESS_ENVIRONMENT_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 
-def _check_private_directory(path: str) -> None:
-    """Refuse a directory another user could have prepared: owner, symlink and mode 0700."""
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        raise ValueError(f"the metrics directory {path} is a symbolic link; refused.")
-    if not stat.S_ISDIR(info.st_mode):
-        raise ValueError(f"the metrics directory {path} is not a directory.")
-    getuid = getattr(os, "getuid", None)
-    if getuid is None:  # not POSIX: the directory's access control list protects it
-        return
-    if info.st_uid != getuid():
-        raise ValueError(
-            f"the metrics directory {path} belongs to uid {info.st_uid}, not to this user "
-            f"(uid {getuid()}); refused: another user could have prepared its files."
-        )
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        raise ValueError(
-            f"the metrics directory {path} has mode {stat.S_IMODE(info.st_mode):o}, not 700; "
-            "refused (chmod 700 it, or let the service create it)."
-        )
-
-
 def _private_directory(path: str) -> str:
-    """``path`` as an absolute directory owned by this user with mode 0700 (created if absent)."""
+    """``path`` as an absolute directory owned by this user with mode 0700 (created if absent).
+
+    The checks are the default ledger directory's
+    (:func:`~skprivpred._private_dirs.private_directory_problem`).
+    """
     path = os.path.abspath(path)
-    try:
-        os.mkdir(path, 0o700)  # the umask may only remove bits: checked below
-    except FileExistsError:
-        pass
-    _check_private_directory(path)
+    make_private_directory(path)
+    problem = private_directory_problem(path)
+    if problem is not None:
+        raise ValueError(
+            f"the metrics directory {path} {problem}; refused: another user could have "
+            "prepared its files (chmod 700 a directory of your own, or let the service "
+            "create it)."
+        )
     return path
 
 
@@ -70,8 +58,7 @@ def default_metrics_directory() -> str:
     ``$TMPDIR/skprivpred-<uid>/metrics-<pid>`` (the directory the default
     ledgers use, with the same checks).
     """
-    uid = str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    base = _private_directory(os.path.join(tempfile.gettempdir(), f"skprivpred-{uid}"))
+    base = _private_directory(str(user_temporary_directory()))
     return os.path.join(base, f"metrics-{os.getpid()}")
 
 
