@@ -934,8 +934,9 @@ class _PostgresLedger(_SQLLedger):
 
 
 def redact(url: str) -> str:
-    """The URL without its password."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """The URL without its credentials: the user's password and ``password=`` parameters."""
+    url = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    return re.sub(r"((?:password|sslpassword)=)[^&\s]*", r"\1***", url, flags=re.I)
 
 
 # -- opening ------------------------------------------------------------------------------------

@@ -453,6 +453,11 @@ def test_the_password_of_a_server_url_is_never_shown():
 
     assert redact("postgresql://alice:s3cret@db:5432/x") == "postgresql://alice:***@db:5432/x"
     assert "s3cret" not in redact("postgres://bob:s3cret@h/d")
+    # libpq also takes the password as a query parameter.
+    assert (
+        redact("postgresql://db/x?sslmode=require&Password=s3cret&sslpassword=k3y&port=1")
+        == "postgresql://db/x?sslmode=require&Password=***&sslpassword=***&port=1"
+    )
 
 
 def test_spent_totals_are_recomputed_from_the_ledger_not_the_object(tmp_path):

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, UnknownKey, parse_keys
 from ._metrics import BudgetCollector, ServiceMetrics
-from ._model import budget_of, load_model, per_row_guarantee
+from ._model import budget_of, final_step, load_model, per_row_guarantee
 
 __all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
 
@@ -345,7 +345,7 @@ class _Service:
         remaining = []
         if self.row_cost is not None:
             remaining.append(self.budget.remaining_queries(*self.row_cost))
-        horizon = getattr(_final_step(self.estimator), "queries_remaining_", None)
+        horizon = getattr(final_step(self.estimator), "queries_remaining_", None)
         if horizon is not None:
             remaining.append(int(horizon))
         return min(remaining) if remaining else None
@@ -447,7 +447,7 @@ def create_app(
     @guarded("guarantee")
     async def guarantee(request: Request) -> JSONResponse:
         service.client(request)
-        guarantee = getattr(_final_step(estimator), "privacy_guarantee_", None)
+        guarantee = getattr(final_step(estimator), "privacy_guarantee_", None)
         return JSONResponse(_jsonable(guarantee))
 
     @guarded("card")
@@ -492,10 +492,6 @@ def _refusal_message(what: str, used_up: str, remaining: int | None, asked: int)
         left = "1 row" if remaining == 1 else f"{remaining} rows"
         return f"{what} has {left} left, fewer than the {asked} asked; nothing was charged."
     return f"{what} cannot pay for these rows now; nothing was charged."
-
-
-def _final_step(estimator):
-    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
 
 
 def _jsonable(value: Any) -> Any:

@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator
 
 from .._ledger import redact
 from ..accounting import PrivacyAccountant
-from ._model import budget_of, per_row_guarantee
+from ._model import budget_of, final_step, per_row_guarantee
 
 __all__ = ["model_card"]
 
@@ -43,15 +43,6 @@ _SECRET = (
     "model file holds the teachers: protect it like the training data, and let no one else "
     "write it (whoever writes it chooses the answers and the budget)."
 )
-
-
-def _final(estimator: Any) -> Any:
-    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
-
-
-def _redact(url: str) -> str:
-    """A ledger address without its credentials (user password, ``password=`` parameters)."""
-    return re.sub(r"((?:password|sslpassword)=)[^&\s]*", r"\1***", redact(url), flags=re.I)
 
 
 def _ledger_kind(url: str) -> str:
@@ -179,7 +170,7 @@ def _budget_section(estimator: Any) -> str:
         rows.append(("Query rows at most", str(budget.n_queries)))
     rows += [
         ("Ledger kind", _ledger_kind(budget.ledger_url)),
-        ("Ledger", _redact(budget.ledger_url)),
+        ("Ledger", redact(budget.ledger_url)),
     ]
     return (
         "Every answer is charged to this budget, in its ledger, before it is drawn; when the "
@@ -278,7 +269,7 @@ def model_card(model: Any) -> str:
     import skprivpred
 
     check_is_fitted(model)
-    final = _final(model)
+    final = final_step(model)
     import sklearn
 
     title = f"Model card: {type(final).__name__}"

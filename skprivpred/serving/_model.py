@@ -61,6 +61,11 @@ def budget_of(estimator: BaseEstimator) -> PrivacyAccountant:
     return next(iter(found.values()))
 
 
+def final_step(estimator: BaseEstimator) -> Any:
+    """The estimator, or a pipeline's last step: what answers and states the guarantee."""
+    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+
+
 def _steps(estimator: BaseEstimator) -> list:
     steps = [estimator]
     for _, step in getattr(estimator, "steps", []):

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
+from ._model import final_step
+
 __all__ = ["openapi_document", "public_columns"]
 
 _ANY_VALUE: dict = {"type": ["number", "string"]}
@@ -68,10 +70,6 @@ def _public_transformer_columns(transformer: Any) -> dict[str, dict] | None:
     return found
 
 
-def _final(estimator: Any) -> Any:
-    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
-
-
 def public_columns(estimator: Any) -> dict[str, dict] | None:
     """The JSON schema of each input column, from public information only.
 
@@ -100,7 +98,7 @@ def public_columns(estimator: Any) -> dict[str, dict] | None:
     candidates = []
     if hasattr(estimator, "steps"):
         candidates.append(estimator.steps[0][1])
-    template = getattr(_final(estimator), "estimator", None)
+    template = getattr(final_step(estimator), "estimator", None)
     if template is not None and hasattr(template, "steps"):
         candidates.append(template.steps[0][1])
     for candidate in candidates:
@@ -114,7 +112,7 @@ def public_columns(estimator: Any) -> dict[str, dict] | None:
 
 
 def _prediction_schema(estimator: Any) -> dict:
-    final = _final(estimator)
+    final = final_step(estimator)
     if is_regressor(final):
         return {"type": "number"}
     classes = final.get_params().get("classes") if hasattr(final, "get_params") else None
@@ -174,7 +172,7 @@ def openapi_document(
     -------
     dict
     """
-    final = _final(estimator)
+    final = final_step(estimator)
     n_features = getattr(estimator, "n_features_in_", None)
     row: dict[str, Any] = {"type": "array", "items": {"type": "number"}}
     if n_features is not None:
