@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _charging import charge_and_report
 
 from skprivpred import (
     BudgetExhaustedError,
@@ -49,28 +50,16 @@ from skprivpred import (
 from skprivpred._ledger import Mark, Totals
 from skprivpred._testing import free_port, temporary_postgres
 
-# One process of the concurrency and crash tests: attaches to the budget and charges.
+# A new interpreter that attaches to the budget and charges (the restart test): the loop is
+# the forked chargers' (_charging.py).
 WORKER = textwrap.dedent(
-    """
-    import json, sys
-    from skprivpred.accounting import BudgetExhaustedError, PrivacyAccountant
+    f"""
+    import sys
+    sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+    from _charging import charge_and_report
 
-    url, name, total, eps, calls = sys.argv[1], sys.argv[2], float(sys.argv[3]), \\
-        float(sys.argv[4]), int(sys.argv[5])
-    acc = PrivacyAccountant(epsilon=total, ledger=url, name=name)
-    print("ready", flush=True)
-    answered = refused = 0
-    i = 0
-    while calls < 0 or i < calls:
-        i += 1
-        try:
-            acc.charge(1, eps, source="worker")
-        except BudgetExhaustedError:
-            refused += 1
-            continue
-        answered += 1
-        print(f"answered {answered}", flush=True)  # only after the charge is committed
-    print(json.dumps({"answered": answered, "refused": refused}), flush=True)
+    url, name, total, eps, calls = sys.argv[1:]
+    charge_and_report(sys.stdout, url, name, float(total), float(eps), int(calls))
     """
 )
 
@@ -183,9 +172,10 @@ def fork_charger(url: str, name: str, total: float, eps: float, calls: int = -1)
 
     The child is a process of its own (its own ledger connection, opened after the
     fork), started without a new interpreter, so that tests can run many of them
-    cheaply. Like :data:`WORKER`, it prints ``ready``, then ``answered k`` after
-    each committed charge, and, after ``calls`` calls (``-1``: until it is killed),
-    a JSON line of the rows answered and refused; it exits with status 0.
+    cheaply. It runs :func:`_charging.charge_and_report`, as :data:`WORKER` does:
+    ``ready``, then ``answered k`` after each committed charge, and, after
+    ``calls`` calls (``-1``: until it is killed), a JSON line of the rows answered
+    and refused; it exits with status 0.
     """
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -193,21 +183,8 @@ def fork_charger(url: str, name: str, total: float, eps: float, calls: int = -1)
         status = 1
         try:
             os.close(read_end)
-            out = os.fdopen(write_end, "w", buffering=1)  # line-buffered: one write per line
-            acc = PrivacyAccountant(epsilon=total, ledger=url, name=name)
-            out.write("ready\n")
-            answered = refused = i = 0
-            while calls < 0 or i < calls:
-                i += 1
-                try:
-                    acc.charge(1, eps, source="worker")
-                except BudgetExhaustedError:
-                    refused += 1
-                    continue
-                answered += 1
-                out.write(f"answered {answered}\n")  # only after the charge is committed
-            out.write(json.dumps({"answered": answered, "refused": refused}) + "\n")
-            out.flush()
+            with os.fdopen(write_end, "w") as out:
+                charge_and_report(out, url, name, total, eps, calls)
             status = 0
         finally:
             os._exit(status)
