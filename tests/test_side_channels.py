@@ -78,32 +78,42 @@ def _category_column(X) -> np.ndarray:
     return np.asarray(X, dtype=object)[:, 0]
 
 
-class UnseenCategoryClassifier(ClassifierMixin, BaseEstimator):
-    """Votes its block's majority label; fails on a category (column 0) its block never held.
+class _FailsOnUnseenCategories(BaseEstimator):
+    """A teacher that fails on a category (column 0) its block never held.
 
-    ``failure`` is how it fails on such a row: ``"raise"`` (a ``KeyError`` for the whole
-    batch), ``"label"`` (it predicts a label outside the public label set) or ``"nan"``
-    (NaN probabilities). Its ``fit`` raises on a block that holds the category
-    ``"poison"``, whatever ``failure`` says.
+    ``failure`` is how it fails on such a row (``"raise"``: a ``KeyError`` for the whole
+    batch; the other values are the subclass's). Its ``fit`` raises on a block that holds
+    the category ``"poison"``, whatever ``failure`` says.
     """
 
     def __init__(self, failure: str = "raise") -> None:
         self.failure = failure
 
-    def fit(self, X, y):
+    def _fit_block(self, X) -> None:
         column = _category_column(X)
         if any(value == "poison" for value in column):
             raise ValueError("this block cannot be fitted")
         self.seen_ = set(column.tolist())
-        self.classes_, counts = np.unique(y, return_counts=True)
-        self.majority_ = int(np.argmax(counts))
-        return self
 
     def _unseen(self, X) -> np.ndarray:
         unseen = np.array([value not in self.seen_ for value in _category_column(X)], dtype=bool)
         if unseen.any() and self.failure == "raise":
             raise KeyError("a category this teacher never saw")
         return unseen
+
+
+class UnseenCategoryClassifier(ClassifierMixin, _FailsOnUnseenCategories):
+    """Votes its block's majority label; fails on a category its block never held.
+
+    ``failure``: ``"raise"``, ``"label"`` (it predicts a label outside the public label
+    set) or ``"nan"`` (NaN probabilities).
+    """
+
+    def fit(self, X, y):
+        self._fit_block(X)
+        self.classes_, counts = np.unique(y, return_counts=True)
+        self.majority_ = int(np.argmax(counts))
+        return self
 
     def predict(self, X):
         unseen = self._unseen(X)
@@ -121,28 +131,19 @@ class UnseenCategoryClassifier(ClassifierMixin, BaseEstimator):
         return proba
 
 
-class UnseenCategoryRegressor(RegressorMixin, BaseEstimator):
-    """Predicts its block's mean; fails on a category (column 0) its block never held.
+class UnseenCategoryRegressor(RegressorMixin, _FailsOnUnseenCategories):
+    """Predicts its block's mean; fails on a category its block never held.
 
-    ``failure``: ``"raise"`` (a ``KeyError``), ``"nan"`` or ``"inf"`` (that value is
-    predicted). Its ``fit`` raises on a block that holds the category ``"poison"``.
+    ``failure``: ``"raise"``, ``"nan"`` or ``"inf"`` (that value is predicted).
     """
 
-    def __init__(self, failure: str = "raise") -> None:
-        self.failure = failure
-
     def fit(self, X, y):
-        column = _category_column(X)
-        if any(value == "poison" for value in column):
-            raise ValueError("this block cannot be fitted")
-        self.seen_ = set(column.tolist())
+        self._fit_block(X)
         self.mean_ = float(np.mean(y))
         return self
 
     def predict(self, X):
-        unseen = np.array([value not in self.seen_ for value in _category_column(X)], dtype=bool)
-        if unseen.any() and self.failure == "raise":
-            raise KeyError("a category this teacher never saw")
+        unseen = self._unseen(X)
         values = np.full(unseen.size, self.mean_)
         values[unseen] = np.nan if self.failure == "nan" else np.inf
         return values
