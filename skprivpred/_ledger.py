@@ -78,6 +78,7 @@ __all__ = [
     "open_ledger_url",
     "redact",
     "reopen_ledger",
+    "sqlite_path",
 ]
 
 SCHEMA_VERSION = "1"
@@ -1051,14 +1052,20 @@ def open_ledger_url(ledger: Any) -> str:
     )
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file of a ``sqlite:///`` address, or None for any other ledger."""
+    return url[len("sqlite:///") :] if url.startswith("sqlite:///") else None
+
+
 def reopen_ledger(url: str, timeout: float) -> Ledger:
     """The persistent ledger at ``url`` (one object per address and process)."""
     with _OPEN_LOCK:
         key = f"{url}#{timeout!r}"
         ledger = _OPEN.get(key)
         if ledger is None:
-            if url.startswith("sqlite:///"):
-                ledger = _SQLiteLedger(url[len("sqlite:///") :], timeout)
+            path = sqlite_path(url)
+            if path is not None:
+                ledger = _SQLiteLedger(path, timeout)
             else:
                 ledger = _PostgresLedger(url, timeout)
             _OPEN[key] = ledger

@@ -55,6 +55,20 @@ def _parse_int(digits: str) -> int:
     return value
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose keys are all distinct (a repeated key is refused, at any depth).
+
+    Parsers disagree on a repeated key (Python keeps the last value, others the
+    first): a proxy or a log that reads the other one would count differently.
+    """
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _Refused(422, "a key appears twice in one JSON object; each may appear once.")
+        obj[key] = value
+    return obj
+
+
 #: Roles in the key file: ``admin:NAME:KEY`` makes the client ``admin:NAME`` an administrator
 #: (``_clients.parse_keys`` names it so).
 ADMIN_PREFIX = "admin:"
@@ -221,7 +235,12 @@ class _Service:
             chunks.append(chunk)
         raw = b"".join(chunks)
         try:
-            payload = json.loads(raw, parse_constant=_reject_constant, parse_int=_parse_int)
+            payload = json.loads(
+                raw,
+                parse_constant=_reject_constant,
+                parse_int=_parse_int,
+                object_pairs_hook=_unique_keys,
+            )
         except _Refused:
             raise
         except RecursionError:
