@@ -53,7 +53,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
-from urllib.parse import quote
+from urllib.parse import quote, unquote, unquote_plus
 
 from ._private_dirs import (
     make_private_directory,
@@ -365,7 +365,7 @@ def _same_config(budget: dict, name: str, config: dict, url: str) -> str:
     """The stored budget's id, if its configuration is the one asked for."""
     if budget["config"] != config:
         raise ValueError(
-            f"the ledger {url} already holds a budget named {name!r} with "
+            f"the ledger {redact(url)} already holds a budget named {name!r} with "
             f"{_describe(budget['config'])}, not {_describe(config)}; a budget's terms never "
             "change: use its terms, or another name."
         )
@@ -566,7 +566,7 @@ class _SQLLedger(Ledger):
             )
         elif row[0] != SCHEMA_VERSION:
             raise LedgerError(
-                f"the ledger {self.url} has schema version {row[0]!r}; this skprivpred reads "
+                f"the ledger {redact(self.url)} has schema version {row[0]!r}; this skprivpred reads "
                 f"version {SCHEMA_VERSION!r}."
             )
 
@@ -931,13 +931,112 @@ class _PostgresLedger(_SQLLedger):
 
     def _error(self, exc: Exception) -> LedgerError:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = redact(text, secrets_of=self.url)  # a driver may quote a piece of the address
         return LedgerError(f"the PostgreSQL ledger {redact(self.url)} failed: {text}.")
 
 
-def redact(url: str) -> str:
-    """The URL without its credentials: the user's password and ``password=`` parameters."""
-    url = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
-    return re.sub(r"((?:password|sslpassword)=)[^&\s]*", r"\1***", url, flags=re.I)
+#: Connection parameters that hold a secret, or say where one is kept (libpq's names).
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword", "passfile"})
+#: ``key = value`` in a libpq connection string: a single-quoted value (backslash escapes
+#: ``\'`` and ``\\``, the closing quote perhaps missing), else a run of non-blanks.
+_CONNINFO_PARAMETER = re.compile(r"([A-Za-z_]+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)")
+_HIDDEN = "***"
+#: A libpq ``key=value`` connection string (a file name would not start a word with these).
+_LIBPQ_CONNINFO = re.compile(
+    r"(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|sslpassword|sslmode|service)"
+    r"\s*=",
+    re.I,
+)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def redact(address: str, *, secrets_of: str | None = None) -> str:
+    """``address`` with every password it holds replaced by ``***``.
+
+    Hides the password of the user information (``scheme://user:PW@host``,
+    ``scheme://:PW@host`` with no user name), and the values of the
+    ``password``, ``sslpassword`` and ``passfile`` parameters, in a URL's query
+    (``?password=PW``, whatever the case and whatever the value holds, quotes
+    and blanks included) and in a libpq connection string (``password='a b'``).
+    Everything else is kept as it was written, so a mistyped address can be
+    recognised.
+
+    Parameters
+    ----------
+    address : str
+        A ledger's address, or any text that may hold one (an error message).
+    secrets_of : str, default=None
+        An address whose passwords must not appear in ``address`` at all, even
+        apart from their parameter name (a driver's message may quote a piece of
+        the address it could not parse).
+
+    Returns
+    -------
+    str
+    """
+    if address.startswith("sqlite:"):
+        hidden = address  # a file's path holds no credentials
+    elif _URL.match(address):
+        hidden = _redact_url(address)
+    else:
+        hidden = _CONNINFO_PARAMETER.sub(_hide_parameter, address)
+    if secrets_of is not None:
+        for secret in sorted(_secrets(secrets_of), key=len, reverse=True):
+            hidden = hidden.replace(secret, _HIDDEN)
+    return hidden
+
+
+def _hide_parameter(match: re.Match) -> str:
+    key, equals, value = match.groups()
+    secret = key.lower() in _SECRET_PARAMETERS and value not in ("", _HIDDEN)
+    return key + equals + (_HIDDEN if secret else value)
+
+
+def _split_url(address: str) -> tuple[str, str, str, str]:
+    """``(scheme://, user information, rest of the authority and path, query)``.
+
+    The user information ends at the last ``@`` before the query (a password
+    may hold an unescaped ``@`` or ``/``); the query is everything after the
+    first ``?`` (a ``#`` may be part of a password, so no fragment is split off).
+    """
+    scheme, _, rest = address.partition("://")
+    location, question, query = rest.partition("?")
+    user_info, at, host = location.rpartition("@")
+    return scheme + "://", user_info + at, host if at else location, question + query
+
+
+def _redact_url(address: str) -> str:
+    start, user_info, location, query = _split_url(address)
+    if ":" in user_info:
+        user_info = user_info.split(":", 1)[0] + ":" + _HIDDEN + "@"
+    if query:
+        pieces = query[1:].split("&")
+        for i, piece in enumerate(pieces):
+            key, equals, _ = piece.partition("=")
+            if equals and unquote_plus(key).strip().lower() in _SECRET_PARAMETERS:
+                pieces[i] = key + "=" + _HIDDEN
+        query = "?" + "&".join(pieces)
+    return start + user_info + location + query
+
+
+def _secrets(address: str) -> set[str]:
+    """The passwords (and password files) that ``address`` holds, raw and decoded."""
+    found = []
+    if _URL.match(address):
+        _, user_info, _, query = _split_url(address)
+        if ":" in user_info:
+            found.append(user_info[:-1].split(":", 1)[1])
+        for piece in query[1:].split("&"):
+            key, equals, value = piece.partition("=")
+            if equals and unquote_plus(key).strip().lower() in _SECRET_PARAMETERS:
+                found.append(value)
+    else:
+        for key, _, value in _CONNINFO_PARAMETER.findall(address):
+            if key.lower() in _SECRET_PARAMETERS:
+                found.append(value)
+    secrets = set(found) | {unquote(value) for value in found}
+    secrets |= {value.strip("'") for value in secrets}
+    return {value for value in secrets if value}
 
 
 # -- opening ------------------------------------------------------------------------------------
@@ -1038,6 +1137,12 @@ def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
 
 def open_ledger_url(ledger: Any) -> str:
     """The canonical address of a file or server ledger (absolute paths)."""
+    if isinstance(ledger, str) and _LIBPQ_CONNINFO.search(ledger) and "://" not in ledger:
+        raise ValueError(
+            f"ledger {redact(ledger)!r} looks like a libpq connection string, which would "
+            "be taken for a file name; pass a server's address as 'postgresql://...' "
+            "(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS)."
+        )
     if isinstance(ledger, os.PathLike) or (
         isinstance(ledger, str) and "://" not in ledger and ledger
     ):
@@ -1048,7 +1153,7 @@ def open_ledger_url(ledger: Any) -> str:
         return ledger
     raise ValueError(
         f"ledger must be None, ':memory:', a file path, 'sqlite:///path' or "
-        f"'postgresql://...', got {ledger!r}."
+        f"'postgresql://...', got {redact(ledger) if isinstance(ledger, str) else ledger!r}."
     )
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import stat
+import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_serving import (  # the real service in a subprocess, and a model to serve
     EPSILON,
@@ -122,3 +124,89 @@ def test_duplicate_json_keys_at_any_depth_are_refused_and_charge_nothing(tmp_pat
     assert acc.queries_answered == 0 and len(acc.history()) == 0
     status, _ = service.request("POST", "/predict", raw=b'{"rows": ' + two + b"}")
     assert status == 200 and acc.queries_answered == 2
+
+
+# -- ledger passwords ----------------------------------------------------------------------------
+#: Every form a password takes in a ledger's address (``SECRET`` stands for it).
+PASSWORD_FORMS = {
+    "user and password": "postgresql://alice:SECRET@db:5432/x",
+    "password, no user": "postgresql://:SECRET@db/x?user=u",
+    "password with @ and /": "postgresql://u:SE@CR/ET@db/x",
+    "password= parameter": "postgresql://db/x?sslmode=require&Password=SECRET&port=1",
+    "quoted value with a blank": "postgresql://db/x?password='SE CRET'&port=1",
+    "sslpassword=": "postgresql://db/x?sslpassword=SECRET",
+    "passfile=": "postgresql://db/x?passfile=/home/u/SECRET",
+    "encoded parameter name": "postgresql://db/x?pass%77ord=SECRET",
+    "conninfo": "host=db user=u password=SECRET dbname=x",
+    "conninfo, quoted": "host=db password = 'SE \\' CRET' dbname=x",
+    "conninfo sslpassword": "host=db sslpassword=SECRET",
+}
+
+
+def _hidden(text: str) -> bool:
+    return not any(piece in text for piece in ("SECRET", "SE@CR", "SE CRET", "SE \\'", "CRET"))
+
+
+@pytest.mark.parametrize("form", PASSWORD_FORMS)
+def test_redact_hides_every_password_form_and_keeps_the_rest(form):
+    from skprivpred._ledger import redact
+
+    address = PASSWORD_FORMS[form]
+    shown = redact(address)
+    assert _hidden(shown) and "***" in shown, shown
+    assert "db" in shown and redact(shown) == shown  # the rest is kept as written
+    # Mistyped addresses are refused with the address shown, without its password.
+    with pytest.raises(ValueError, match="ledger must be|libpq connection string") as refused:
+        PrivacyAccountant(ledger=address.replace("postgresql://", "postgresq://"))
+    assert _hidden(str(refused.value)) and "***" in str(refused.value)
+
+
+def test_a_file_path_and_other_parameters_are_shown_whole():
+    from skprivpred._ledger import redact
+
+    assert redact("sqlite:////data/a:b@c.db") == "sqlite:////data/a:b@c.db"
+    address = "postgresql://u@db:5/x?sslmode=require&password='a b'&application_name=p"
+    assert (
+        redact(address) == "postgresql://u@db:5/x?sslmode=require&password=***&application_name=p"
+    )
+
+
+def test_no_password_shows_in_the_card_the_repr_messages_or_the_log(tmp_path, postgres_url):
+    from skprivpred import SubsampleAggregateClassifier
+    from skprivpred.exceptions import LedgerError
+    from skprivpred.serving import model_card, save_model
+
+    # The fixture's server trusts every local connection: any password is accepted.
+    assert postgres_url.startswith("postgresql://postgres@")
+    rest = postgres_url[len("postgresql://postgres@") :]
+    addresses = {
+        "no user": f"postgresql://:SECRET@{rest}?user=postgres",
+        "user": f"postgresql://postgres:SE%40CR%2FET@{rest}",
+        "quoted": f"postgresql://postgres@{rest}?password='SE%20CRET'",
+        "sslpassword": f"postgresql://postgres@{rest}?sslpassword=SECRET",
+        "passfile": f"postgresql://postgres@{rest}?passfile={tmp_path}/SECRET",
+    }
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(100, 2)), rng.integers(0, 2, 100)
+    for form, address in addresses.items():
+        acc = PrivacyAccountant(epsilon=1.0, ledger=address, name=f"card-{uuid.uuid4().hex}")
+        clf = SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1], accountant=acc)
+        clf.fit(X, y)
+        shown = {"card": model_card(clf), "repr": repr(acc), "estimator repr": repr(clf)}
+        assert all(_hidden(text) and "***" in text for text in shown.values()), (form, shown)
+    # The driver's messages: a server that refuses the connection, and an address that
+    # libpq cannot parse (its message quotes the password).
+    for address in (
+        "postgresql://u:SECRET@127.0.0.1:1/x",
+        f"postgresql://postgres@{rest}?password='SE CRET'",
+    ):
+        with pytest.raises(LedgerError) as failed:
+            PrivacyAccountant(epsilon=1.0, ledger=address, timeout=1)
+        assert _hidden(str(failed.value)) and "***" in str(failed.value), str(failed.value)
+    # The command's log line names the ledger it charges, and its refusals name the address.
+    model = tmp_path / "model.skops"
+    save_model(clf, model)
+    os.chmod(model, 0o600)
+    done = _run_command(str(model), "--ledger", "postgresql://:SECRET@127.0.0.1:1/x?user=u")
+    _assert_one_line_refusal(done, "postgresql://:***@127.0.0.1:1/x?user=u")
+    assert _hidden(done.stderr)
