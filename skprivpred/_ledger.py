@@ -566,8 +566,8 @@ class _SQLLedger(Ledger):
             )
         elif row[0] != SCHEMA_VERSION:
             raise LedgerError(
-                f"the ledger {redact(self.url)} has schema version {row[0]!r}; this skprivpred reads "
-                f"version {SCHEMA_VERSION!r}."
+                f"the ledger {redact(self.url)} has schema version {row[0]!r}; this "
+                f"skprivpred reads version {SCHEMA_VERSION!r}."
             )
 
     def _select_budget(self, cursor, name: str, *, lock: bool):
