@@ -210,3 +210,72 @@ def test_no_password_shows_in_the_card_the_repr_messages_or_the_log(tmp_path, po
     done = _run_command(str(model), "--ledger", "postgresql://:SECRET@127.0.0.1:1/x?user=u")
     _assert_one_line_refusal(done, "postgresql://:***@127.0.0.1:1/x?user=u")
     assert _hidden(done.stderr)
+
+
+# -- model files: libsvm's arrays ----------------------------------------------------------------
+def _svms(model) -> list:
+    from sklearn.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+
+    from skprivpred.serving._trust import _objects
+
+    kinds = (SVC, NuSVC, SVR, NuSVR, OneClassSVM)
+    return [obj for obj in _objects(model) if isinstance(obj, kinds)]
+
+
+def test_a_model_file_with_inconsistent_svm_arrays_is_refused(tmp_path):
+    from sklearn.svm import SVC
+
+    from skprivpred import SubsampleAggregateClassifier
+    from skprivpred.serving import load_model, save_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    acc = PrivacyAccountant(epsilon=10.0, ledger=str(tmp_path / "budget.db"))
+    model = SubsampleAggregateClassifier(SVC(), n_teachers=3, classes=[0, 1], accountant=acc)
+    model.fit(X, y)
+    path = tmp_path / "model.skops"
+    save_model(model, path)
+    assert load_model(path) is not None  # the honest model loads
+    teacher = _svms(model)[0]
+    honest = dict(vars(teacher))
+    edits = {
+        # The red team's file: decision_function read past the dual coefficients.
+        "_dual_coef_ does not match": {"_dual_coef_": honest["_dual_coef_"][:, :1].copy()},
+        "support counts do not add up": {"_n_support": honest["_n_support"] + 1},
+        "support_ is not a C-ordered 1-D int32": {"support_": honest["support_"].astype(int)},
+        "support vectors do not match": {"support_vectors_": honest["support_vectors_"][:-1]},
+        "support indices lie outside": {"support_": honest["support_"] + 10**6},
+        "intercepts do not match": {"_intercept_": np.zeros(3)},
+        "probability calibration": {"_probA": np.zeros(2), "_probB": np.zeros(2)},
+    }
+    for message, changes in edits.items():
+        vars(teacher).update(changes)
+        save_model(model, path)
+        vars(teacher).update(honest)
+        with pytest.raises(ValueError, match=message) as refused:
+            load_model(path)
+        assert "\n" not in str(refused.value) and "model.skops" in str(refused.value)
+
+
+@pytest.mark.parametrize("kind", ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "sparse SVC"])
+def test_honest_svms_pass_and_a_shrunk_dual_coef_is_caught(kind):
+    import scipy.sparse as sp
+    import sklearn.svm
+
+    from skprivpred.serving._trust import check_svms
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 3))
+    y = rng.integers(0, 3, 80) if "SVC" in kind else X[:, 0]
+    if kind == "sparse SVC":
+        X = sp.csr_matrix(X)
+    svm = getattr(sklearn.svm, kind.split()[-1])()
+    svm.fit(X) if kind == "OneClassSVM" else svm.fit(X, y)
+    check_svms([svm])
+    if kind == "sparse SVC":
+        svm._dual_coef_ = sp.csr_matrix(svm._dual_coef_.toarray()[:, :1])
+    else:
+        svm._dual_coef_ = svm._dual_coef_[:, :1].copy()
+    with pytest.raises(ValueError, match="_dual_coef_ does not match"):
+        check_svms([svm])

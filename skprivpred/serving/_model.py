@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from ._trust import check_trees, default_trusted_types, process_local
+from ._trust import check_svms, check_trees, default_trusted_types, process_local
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "save_model"]
 
@@ -275,6 +275,7 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
     estimator = payload.get("estimator")
     try:
         check_trees(estimator)
+        check_svms(estimator)
     except ValueError as exc:
         raise ValueError(f"{name!r} is refused: {exc}.") from None
     local = process_local(estimator)
