@@ -56,6 +56,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, unquote_plus
 
 from ._private_dirs import (
+    foreign_control,
     make_private_directory,
     private_directory_problem,
     user_temporary_directory,
@@ -746,6 +747,10 @@ class _SQLLedger(Ledger):
         )
 
 
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_uid, info.st_gid)
+
+
 class _SQLiteLedger(_SQLLedger):
     """A SQLite file in WAL mode with ``synchronous=FULL``; writers take ``BEGIN IMMEDIATE``."""
 
@@ -781,25 +786,29 @@ class _SQLiteLedger(_SQLLedger):
         )
         return cursor.fetchone() is not None
 
-    def _file_identity(self) -> tuple[int, int] | None:
+    def _file_identity(self) -> tuple[int, ...] | None:
+        """Which file the path names, its owner and its mode (a link is not followed)."""
         try:
-            info = os.stat(self.path)
+            info = os.lstat(self.path)
         except OSError:
             return None
-        return (info.st_dev, info.st_ino)
+        return _identity(info)
 
     def _replaced(self, local) -> bool:
         # An open connection keeps reading the file it opened, even once the path names
         # another file (a deleted ledger, or one replaced by a copy): reopen, so that the
-        # ledger at the path is the one that is checked and charged.
+        # ledger at the path is the one that is checked and charged. A new owner or mode
+        # reopens it too, and is checked then.
         return self._file_identity() != getattr(local, "file", None)
 
     def _opened(self, local) -> None:
         local.file = self._file_identity()
 
     def _connect(self, *, create: bool):
+        self._refuse_if_foreign()
         if create:
             self._create_file()
+        opened = self._open_checked()
         conn = sqlite3.connect(
             f"file:{quote(self.path)}?mode=rw",
             uri=True,
@@ -815,7 +824,49 @@ class _SQLiteLedger(_SQLLedger):
         except sqlite3.Error:
             conn.close()
             raise  # _run retries while busy, then raises LedgerError
+        finally:
+            if opened is not None:
+                os.close(opened[0])
+        if opened is not None and self._file_identity() != opened[1]:
+            conn.close()
+            raise LedgerError(
+                f"the ledger file {self.path} was replaced while it was being opened; "
+                "another user may control its directory, so it is not used."
+            )
         return conn
+
+    def _refuse_if_foreign(self, info: os.stat_result | None = None) -> None:
+        """Raise if another local user controls the ledger file or a directory above it."""
+        problem = foreign_control(self.path, "the ledger file", info=info, strict_directory=True)
+        if problem is not None:
+            raise LedgerError(
+                f"{problem}. A ledger another user controls could be reset or replaced "
+                "(spending the budget again), so it is not used."
+            )
+
+    def _open_checked(self) -> tuple[int, tuple[int, ...]] | None:
+        """Open the ledger file without following a link and check the file that was opened.
+
+        ``sqlite3`` cannot be told not to follow a symbolic link: the file it
+        opens next is compared with this one (:meth:`_connect`). Returns the
+        descriptor and the file's identity, or None if there is no file (SQLite
+        then reports it missing).
+        """
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            descriptor = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        except OSError:
+            self._refuse_if_foreign()  # a symbolic link (ELOOP) is named as one
+            return None  # no permission: SQLite reports it
+        try:
+            info = os.fstat(descriptor)
+            self._refuse_if_foreign(info)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        return descriptor, _identity(info)
 
     def _create_file(self) -> None:
         """Create the file if it does not exist: by this user only, mode 0600.

@@ -12,7 +12,10 @@ What is checked (each was reproduced on the service before the fix):
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -20,6 +23,7 @@ import numpy as np
 import pytest
 from test_serving import (  # the real service in a subprocess, and a model to serve
     EPSILON,
+    KEY_A,
     Service,
     _assert_one_line_refusal,
     _run_command,
@@ -27,6 +31,7 @@ from test_serving import (  # the real service in a subprocess, and a model to s
 )
 
 from skprivpred import PrivacyAccountant
+from skprivpred.exceptions import LedgerError
 from skprivpred.serving._metrics import METRICS_MARKER, prepare_metrics_directory
 
 pytest.importorskip("uvicorn")
@@ -173,7 +178,6 @@ def test_a_file_path_and_other_parameters_are_shown_whole():
 
 def test_no_password_shows_in_the_card_the_repr_messages_or_the_log(tmp_path, postgres_url):
     from skprivpred import SubsampleAggregateClassifier
-    from skprivpred.exceptions import LedgerError
     from skprivpred.serving import model_card, save_model
 
     # The fixture's server trusts every local connection: any password is accepted.
@@ -279,3 +283,145 @@ def test_honest_svms_pass_and_a_shrunk_dual_coef_is_caught(kind):
         svm._dual_coef_ = svm._dual_coef_[:, :1].copy()
     with pytest.raises(ValueError, match="_dual_coef_ does not match"):
         check_svms([svm])
+
+
+# -- files another local user controls -----------------------------------------------------------
+OTHER = 65534  # another local user (nobody)
+
+
+def _as_another_user(*command: str) -> None:
+    """Run ``command`` as uid/gid 65534 with ``setpriv`` (needs root)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("acting as another user needs root and setpriv")
+    subprocess.run(
+        ["setpriv", f"--reuid={OTHER}", f"--regid={OTHER}", "--clear-groups", *command],
+        check=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def shared():
+    """A directory in /tmp that every user may write, sticky and owned by root like /tmp."""
+    if os.geteuid() != 0:
+        pytest.skip("a directory like /tmp and a second user need root")
+    directory = Path(tempfile.mkdtemp(prefix="skprivpred-shared-", dir="/tmp"))
+    os.chmod(directory, 0o1777)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _mine(directory: Path) -> Path:
+    directory.mkdir(mode=0o700)
+    return directory
+
+
+def test_a_ledger_file_another_user_owns_or_can_write_is_refused(tmp_path, shared):
+    # The red team's file: another user created the explicit ledger path, mode 0666.
+    planted = shared / "budget.db"
+    _as_another_user("sh", "-c", f"umask 0; touch {planted}")
+    owned = rf"ledger file {planted} belongs to another user \(owner uid {OTHER}, mode 0666\)"
+    with pytest.raises(LedgerError, match=owned):
+        PrivacyAccountant(epsilon=1.0, ledger=str(planted))
+    assert planted.stat().st_size == 0  # nothing was written into it
+    # The same file in a directory of this user's: its owner and mode are named.
+    own = _mine(tmp_path / "own")
+    path = own / "budget.db"
+    acc = PrivacyAccountant(epsilon=1.0, ledger=str(path), name="b")
+    acc.charge(1, 0.9)
+    os.chmod(path, 0o666)
+    with pytest.raises(LedgerError, match=r"budget\.db is writable by other users .*mode 0666"):
+        PrivacyAccountant(epsilon=1.0, ledger=str(path), name="b")
+    os.chmod(path, 0o600)
+    os.chown(path, OTHER, OTHER)  # the file handed to another user
+    with pytest.raises(LedgerError, match=rf"belongs to another user \(owner uid {OTHER}, mode"):
+        PrivacyAccountant(epsilon=1.0, ledger=str(path), name="b")
+    os.chown(path, 0, 0)
+    assert PrivacyAccountant(epsilon=1.0, ledger=str(path), name="b").epsilon_spent == 0.9
+
+
+def test_a_ledger_directory_another_user_controls_is_refused(tmp_path, shared):
+    # Its own directory: no exception even when sticky and root's (SQLite's -wal, -shm and
+    # -journal files are created without O_EXCL).
+    with pytest.raises(LedgerError, match=rf"lies in {shared} \(owner uid 0, mode 1777\)"):
+        PrivacyAccountant(epsilon=1.0, ledger=str(shared / "new.db"))
+    assert os.listdir(shared) == []
+    # A directory above it: refused if another user owns or can write it, unless it is
+    # sticky and root's like /tmp.
+    _as_another_user("mkdir", "-m", "755", str(shared / "theirs"))
+    _as_another_user("mkdir", "-m", "777", str(shared / "theirs" / "open"))
+    inner = shared / "theirs" / "open" / "mine"
+    inner.mkdir(mode=0o700)
+    with pytest.raises(LedgerError, match=rf"lies in {shared}/theirs/open \(owner uid {OTHER}"):
+        PrivacyAccountant(epsilon=1.0, ledger=str(inner / "budget.db"))
+    assert os.listdir(inner) == []
+    below_tmp = _mine(shared / "mine") / "budget.db"  # under a sticky root directory: fine
+    assert PrivacyAccountant(epsilon=1.0, ledger=str(below_tmp)).epsilon_spent == 0.0
+
+
+def test_a_ledger_path_that_is_a_symbolic_link_is_refused(tmp_path, shared):
+    own = _mine(tmp_path / "own")
+    target = own / "budget.db"
+    PrivacyAccountant(epsilon=1.0, ledger=str(target), name="b").charge(1, 0.5)
+    # Another user's link to their own file (fs.protected_symlinks=0 on the red team's host).
+    _as_another_user("sh", "-c", f"umask 077; touch {shared}/theirs.db")
+    _as_another_user("ln", "-s", f"{shared}/theirs.db", f"{shared}/link.db")
+    with pytest.raises(LedgerError, match=r"link\.db is a symbolic link \(owner uid 65534"):
+        PrivacyAccountant(epsilon=1.0, ledger=str(shared / "link.db"))
+    # This user's own link too: sqlite3 would follow whatever it points to later.
+    (own / "link.db").symlink_to(target)
+    with pytest.raises(LedgerError, match=r"link\.db is a symbolic link"):
+        PrivacyAccountant(epsilon=1.0, ledger=str(own / "link.db"), name="b")
+
+
+def test_the_default_directory_in_a_folder_another_user_owns_is_refused(
+    tmp_path, shared, monkeypatch
+):
+    _as_another_user("mkdir", "-m", "755", str(shared / "their-tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(shared / "their-tmp"))
+    with pytest.raises(LedgerError, match=rf"lies in {shared}/their-tmp \(owner uid {OTHER}"):
+        PrivacyAccountant(epsilon=1.0)
+    # The private directory was created (by this user, 0700) but holds no budget.
+    assert os.listdir(shared / "their-tmp" / f"skprivpred-{os.getuid()}") == []
+
+
+def test_a_model_file_others_can_read_is_refused(tmp_path):
+    from skprivpred.serving import load_model
+
+    model, _ = fitted_model(tmp_path, cap_rows=10)
+    os.chmod(model, 0o644)  # the red team's model loaded at 0644: it holds the teachers
+    with pytest.raises(ValueError, match=r"is readable by other users \(owner uid \d+, mode 0644"):
+        load_model(model)
+    _assert_one_line_refusal(_run_command(str(model)), str(model), "mode 0644")
+    os.chmod(model, 0o600)
+    assert load_model(model) is not None
+
+
+def test_an_api_key_file_others_can_read_is_refused_at_start_and_at_every_reload(tmp_path, start):
+    model, acc = fitted_model(tmp_path, cap_rows=100)
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"alpha:{KEY_A}\n")  # the umask leaves it 0644
+    assert stat.S_IMODE(keys.stat().st_mode) == 0o644
+    done = _run_command(str(model), "--api-keys", str(keys))
+    _assert_one_line_refusal(done, f"the API key file {keys} is readable by other users")
+    os.chmod(keys, 0o600)
+    service = start(model, "--api-keys", str(keys))
+    auth = {"X-API-Key": KEY_A}
+    body = {"rows": [[0.1, 0.2, 0.3]]}
+    assert service.request("POST", "/predict", body, auth)[0] == 200
+    # Opened to others while the service runs (a chmod changes no content): refused at once.
+    for mode in (0o640, 0o604, 0o602):
+        os.chmod(keys, mode)
+        status, answer = service.request("POST", "/predict", body, auth)
+        assert status == 503 and "key file is refused" in answer["error"], mode
+    assert acc.queries_answered == 1  # nothing charged while refused
+    os.chmod(keys, 0o600)
+    assert service.request("POST", "/predict", body, auth)[0] == 200
+    log = service.log.read_text()
+    assert f"the API key file {keys} is writable by other users" in log and KEY_A not in log
+    if os.geteuid() == 0:  # another owner (only root can hand a file over)
+        os.chown(keys, OTHER, OTHER)
+        assert service.request("POST", "/predict", body, auth)[0] == 503
+        assert f"belongs to another user (owner uid {OTHER}" in service.log.read_text()
+        os.chown(keys, 0, 0)
+        assert service.request("POST", "/predict", body, auth)[0] == 200

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
-from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, UnknownKey, parse_keys
+from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
 from ._metrics import BudgetCollector, ServiceMetrics
 from ._model import budget_of, final_step, load_model, per_row_guarantee
 
@@ -178,6 +178,11 @@ class _Service:
             return self.clients.identify(self.presented_key(request))
         except UnknownKey:
             raise _Refused(401, "a valid API key is required.") from None
+        except KeyFileRefused as refused:
+            logger.error("%s", refused)  # names the file, its owner and mode; no key
+            raise _Refused(
+                503, "the service's API key file is refused; no key is accepted."
+            ) from None
 
     def metrics_quotas(self, request: Request) -> dict:
         """The quotas this request may read: none, its own, or (an admin's) every client's.
