@@ -33,7 +33,10 @@ older copy (a restored backup, which rolls spending back) and raises.
 Files are created by this user only: a new SQLite file with ``O_EXCL`` and mode
 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode), and the
 default ledger's directory is refused unless it is a real directory owned by
-this user with mode 0700.
+this user with mode 0700. A SQLite ledger that another local user controls (the
+file, its directory or one above it, or a symbolic link in its place) is refused
+before SQLite opens it (:func:`~skprivpred._private_dirs.foreign_control`).
+Addresses are shown only through :func:`redact`, which hides every password.
 """
 
 from __future__ import annotations
