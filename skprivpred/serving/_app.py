@@ -61,11 +61,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     Parsers disagree on a repeated key (Python keeps the last value, others the
     first): a proxy or a log that reads the other one would count differently.
     """
-    obj: dict = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _Refused(422, "a key appears twice in one JSON object; each may appear once.")
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Refused(422, "a key appears twice in one JSON object; each may appear once.")
     return obj
 
 
