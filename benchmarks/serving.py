@@ -408,6 +408,7 @@ def breakdown(model: Path, clf, row: np.ndarray, body: bytes, tmp: Path, request
     """
     keys = tmp / "keys.txt"
     key = "benchmark-key-0123456789abcdef"
+    keys.touch(mode=0o600)  # the service refuses a key file that others can read
     keys.write_text(f"alpha:other-key-0123456789abcdef\nbeta:{key}\n")
     out = tmp / "stages.json"
     port = free_port()

@@ -33,7 +33,10 @@ older copy (a restored backup, which rolls spending back) and raises.
 Files are created by this user only: a new SQLite file with ``O_EXCL`` and mode
 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode), and the
 default ledger's directory is refused unless it is a real directory owned by
-this user with mode 0700.
+this user with mode 0700. A SQLite ledger that another local user controls (the
+file, its directory or one above it, or a symbolic link in its place) is refused
+before SQLite opens it (:func:`~skprivpred._private_dirs.foreign_control`).
+Addresses are shown only through :func:`redact`, which hides every password.
 """
 
 from __future__ import annotations
@@ -53,9 +56,10 @@ import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
-from urllib.parse import quote
+from urllib.parse import quote, unquote, unquote_plus
 
 from ._private_dirs import (
+    foreign_control,
     make_private_directory,
     private_directory_problem,
     user_temporary_directory,
@@ -78,6 +82,7 @@ __all__ = [
     "open_ledger_url",
     "redact",
     "reopen_ledger",
+    "sqlite_path",
 ]
 
 SCHEMA_VERSION = "1"
@@ -364,7 +369,7 @@ def _same_config(budget: dict, name: str, config: dict, url: str) -> str:
     """The stored budget's id, if its configuration is the one asked for."""
     if budget["config"] != config:
         raise ValueError(
-            f"the ledger {url} already holds a budget named {name!r} with "
+            f"the ledger {redact(url)} already holds a budget named {name!r} with "
             f"{_describe(budget['config'])}, not {_describe(config)}; a budget's terms never "
             "change: use its terms, or another name."
         )
@@ -565,8 +570,8 @@ class _SQLLedger(Ledger):
             )
         elif row[0] != SCHEMA_VERSION:
             raise LedgerError(
-                f"the ledger {self.url} has schema version {row[0]!r}; this skprivpred reads "
-                f"version {SCHEMA_VERSION!r}."
+                f"the ledger {redact(self.url)} has schema version {row[0]!r}; this "
+                f"skprivpred reads version {SCHEMA_VERSION!r}."
             )
 
     def _select_budget(self, cursor, name: str, *, lock: bool):
@@ -745,6 +750,10 @@ class _SQLLedger(Ledger):
         )
 
 
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_uid, info.st_gid)
+
+
 class _SQLiteLedger(_SQLLedger):
     """A SQLite file in WAL mode with ``synchronous=FULL``; writers take ``BEGIN IMMEDIATE``."""
 
@@ -780,25 +789,29 @@ class _SQLiteLedger(_SQLLedger):
         )
         return cursor.fetchone() is not None
 
-    def _file_identity(self) -> tuple[int, int] | None:
+    def _file_identity(self) -> tuple[int, ...] | None:
+        """Which file the path names, its owner and its mode (a link is not followed)."""
         try:
-            info = os.stat(self.path)
+            info = os.lstat(self.path)
         except OSError:
             return None
-        return (info.st_dev, info.st_ino)
+        return _identity(info)
 
     def _replaced(self, local) -> bool:
         # An open connection keeps reading the file it opened, even once the path names
         # another file (a deleted ledger, or one replaced by a copy): reopen, so that the
-        # ledger at the path is the one that is checked and charged.
+        # ledger at the path is the one that is checked and charged. A new owner or mode
+        # reopens it too, and is checked then.
         return self._file_identity() != getattr(local, "file", None)
 
     def _opened(self, local) -> None:
         local.file = self._file_identity()
 
     def _connect(self, *, create: bool):
+        self._refuse_if_foreign()
         if create:
             self._create_file()
+        opened = self._open_checked()
         conn = sqlite3.connect(
             f"file:{quote(self.path)}?mode=rw",
             uri=True,
@@ -814,7 +827,49 @@ class _SQLiteLedger(_SQLLedger):
         except sqlite3.Error:
             conn.close()
             raise  # _run retries while busy, then raises LedgerError
+        finally:
+            if opened is not None:
+                os.close(opened[0])
+        if opened is not None and self._file_identity() != opened[1]:
+            conn.close()
+            raise LedgerError(
+                f"the ledger file {self.path} was replaced while it was being opened; "
+                "another user may control its directory, so it is not used."
+            )
         return conn
+
+    def _refuse_if_foreign(self, info: os.stat_result | None = None) -> None:
+        """Raise if another local user controls the ledger file or a directory above it."""
+        problem = foreign_control(self.path, "the ledger file", info=info, strict_directory=True)
+        if problem is not None:
+            raise LedgerError(
+                f"{problem}. A ledger another user controls could be reset or replaced "
+                "(spending the budget again), so it is not used."
+            )
+
+    def _open_checked(self) -> tuple[int, tuple[int, ...]] | None:
+        """Open the ledger file without following a link and check the file that was opened.
+
+        ``sqlite3`` cannot be told not to follow a symbolic link: the file it
+        opens next is compared with this one (:meth:`_connect`). Returns the
+        descriptor and the file's identity, or None if there is no file (SQLite
+        then reports it missing).
+        """
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            descriptor = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        except OSError:
+            self._refuse_if_foreign()  # a symbolic link (ELOOP) is named as one
+            return None  # no permission: SQLite reports it
+        try:
+            info = os.fstat(descriptor)
+            self._refuse_if_foreign(info)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        return descriptor, _identity(info)
 
     def _create_file(self) -> None:
         """Create the file if it does not exist: by this user only, mode 0600.
@@ -930,13 +985,112 @@ class _PostgresLedger(_SQLLedger):
 
     def _error(self, exc: Exception) -> LedgerError:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = redact(text, secrets_of=self.url)  # a driver may quote a piece of the address
         return LedgerError(f"the PostgreSQL ledger {redact(self.url)} failed: {text}.")
 
 
-def redact(url: str) -> str:
-    """The URL without its credentials: the user's password and ``password=`` parameters."""
-    url = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
-    return re.sub(r"((?:password|sslpassword)=)[^&\s]*", r"\1***", url, flags=re.I)
+#: Connection parameters that hold a secret, or say where one is kept (libpq's names).
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword", "passfile"})
+#: ``key = value`` in a libpq connection string: a single-quoted value (backslash escapes
+#: ``\'`` and ``\\``, the closing quote perhaps missing), else a run of non-blanks.
+_CONNINFO_PARAMETER = re.compile(r"([A-Za-z_]+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)")
+_HIDDEN = "***"
+#: A libpq ``key=value`` connection string (a file name would not start a word with these).
+_LIBPQ_CONNINFO = re.compile(
+    r"(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|sslpassword|sslmode|service)"
+    r"\s*=",
+    re.I,
+)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def redact(address: str, *, secrets_of: str | None = None) -> str:
+    """``address`` with every password it holds replaced by ``***``.
+
+    Hides the password of the user information (``scheme://user:PW@host``,
+    ``scheme://:PW@host`` with no user name), and the values of the
+    ``password``, ``sslpassword`` and ``passfile`` parameters, in a URL's query
+    (``?password=PW``, whatever the case and whatever the value holds, quotes
+    and blanks included) and in a libpq connection string (``password='a b'``).
+    Everything else is kept as it was written, so a mistyped address can be
+    recognised.
+
+    Parameters
+    ----------
+    address : str
+        A ledger's address, or any text that may hold one (an error message).
+    secrets_of : str, default=None
+        An address whose passwords must not appear in ``address`` at all, even
+        apart from their parameter name (a driver's message may quote a piece of
+        the address it could not parse).
+
+    Returns
+    -------
+    str
+    """
+    if address.startswith("sqlite:"):
+        hidden = address  # a file's path holds no credentials
+    elif _URL.match(address):
+        hidden = _redact_url(address)
+    else:
+        hidden = _CONNINFO_PARAMETER.sub(_hide_parameter, address)
+    if secrets_of is not None:
+        for secret in sorted(_secrets(secrets_of), key=len, reverse=True):
+            hidden = hidden.replace(secret, _HIDDEN)
+    return hidden
+
+
+def _hide_parameter(match: re.Match) -> str:
+    key, equals, value = match.groups()
+    secret = key.lower() in _SECRET_PARAMETERS and value not in ("", _HIDDEN)
+    return key + equals + (_HIDDEN if secret else value)
+
+
+def _split_url(address: str) -> tuple[str, str, str, str]:
+    """``(scheme://, user information, rest of the authority and path, query)``.
+
+    The user information ends at the last ``@`` before the query (a password
+    may hold an unescaped ``@`` or ``/``); the query is everything after the
+    first ``?`` (a ``#`` may be part of a password, so no fragment is split off).
+    """
+    scheme, _, rest = address.partition("://")
+    location, question, query = rest.partition("?")
+    user_info, at, host = location.rpartition("@")
+    return scheme + "://", user_info + at, host if at else location, question + query
+
+
+def _redact_url(address: str) -> str:
+    start, user_info, location, query = _split_url(address)
+    if ":" in user_info:
+        user_info = user_info.split(":", 1)[0] + ":" + _HIDDEN + "@"
+    if query:
+        pieces = query[1:].split("&")
+        for i, piece in enumerate(pieces):
+            key, equals, _ = piece.partition("=")
+            if equals and unquote_plus(key).strip().lower() in _SECRET_PARAMETERS:
+                pieces[i] = key + "=" + _HIDDEN
+        query = "?" + "&".join(pieces)
+    return start + user_info + location + query
+
+
+def _secrets(address: str) -> set[str]:
+    """The passwords (and password files) that ``address`` holds, raw and decoded."""
+    found = []
+    if _URL.match(address):
+        _, user_info, _, query = _split_url(address)
+        if ":" in user_info:
+            found.append(user_info[:-1].split(":", 1)[1])
+        for piece in query[1:].split("&"):
+            key, equals, value = piece.partition("=")
+            if equals and unquote_plus(key).strip().lower() in _SECRET_PARAMETERS:
+                found.append(value)
+    else:
+        for key, _, value in _CONNINFO_PARAMETER.findall(address):
+            if key.lower() in _SECRET_PARAMETERS:
+                found.append(value)
+    secrets = set(found) | {unquote(value) for value in found}
+    secrets |= {value.strip("'") for value in secrets}
+    return {value for value in secrets if value}
 
 
 # -- opening ------------------------------------------------------------------------------------
@@ -1037,6 +1191,12 @@ def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
 
 def open_ledger_url(ledger: Any) -> str:
     """The canonical address of a file or server ledger (absolute paths)."""
+    if isinstance(ledger, str) and _LIBPQ_CONNINFO.search(ledger) and "://" not in ledger:
+        raise ValueError(
+            f"ledger {redact(ledger)!r} looks like a libpq connection string, which would "
+            "be taken for a file name; pass a server's address as 'postgresql://...' "
+            "(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS)."
+        )
     if isinstance(ledger, os.PathLike) or (
         isinstance(ledger, str) and "://" not in ledger and ledger
     ):
@@ -1047,8 +1207,13 @@ def open_ledger_url(ledger: Any) -> str:
         return ledger
     raise ValueError(
         f"ledger must be None, ':memory:', a file path, 'sqlite:///path' or "
-        f"'postgresql://...', got {ledger!r}."
+        f"'postgresql://...', got {redact(ledger) if isinstance(ledger, str) else ledger!r}."
     )
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a ``sqlite:///`` address, or None for any other ledger."""
+    return url[len("sqlite:///") :] if url.startswith("sqlite:///") else None
 
 
 def reopen_ledger(url: str, timeout: float) -> Ledger:
@@ -1057,8 +1222,9 @@ def reopen_ledger(url: str, timeout: float) -> Ledger:
         key = f"{url}#{timeout!r}"
         ledger = _OPEN.get(key)
         if ledger is None:
-            if url.startswith("sqlite:///"):
-                ledger = _SQLiteLedger(url[len("sqlite:///") :], timeout)
+            path = sqlite_path(url)
+            if path is not None:
+                ledger = _SQLiteLedger(path, timeout)
             else:
                 ledger = _PostgresLedger(url, timeout)
             _OPEN[key] = ledger

@@ -173,6 +173,13 @@ def service_factory(tmp_path):
     assert "Traceback" not in log, log  # never a stack trace in the service's log
 
 
+def write_key_file(path: Path, text: str) -> None:
+    """Write an API key file as the deploying guide does: readable by its owner only (0600)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 def fitted_model(tmp_path: Path, cap_rows: int, *, frame: bool = False, name: str = "test"):
     """A fitted classifier whose budget (a SQLite file) allows ``cap_rows`` answers."""
     rng = np.random.default_rng(0)
@@ -281,7 +288,7 @@ def test_a_killed_worker_and_a_restart_never_overspend(tmp_path, service_factory
 def test_bad_requests_get_their_status_and_charge_nothing(tmp_path, service_factory):
     model, acc = fitted_model(tmp_path, cap_rows=100, frame=True)
     keys = tmp_path / "keys.txt"
-    keys.write_text(f"# client:key\nalpha:{KEY_A}\n")
+    write_key_file(keys, f"# client:key\nalpha:{KEY_A}\n")
     service = service_factory(
         model, "--api-keys", str(keys), "--max-rows", "5", "--max-body-bytes", "2000", workers=1
     )
@@ -389,7 +396,7 @@ def test_no_access_log_drops_the_line_per_request_only(tmp_path, service_factory
 def test_quotas_share_the_budget_and_keys_rotate(tmp_path, service_factory):
     model, acc = fitted_model(tmp_path, cap_rows=100)
     keys = tmp_path / "keys.txt"
-    keys.write_text(f"alpha:{KEY_A}\nbeta:{KEY_B}\n")
+    write_key_file(keys, f"alpha:{KEY_A}\nbeta:{KEY_B}\n")
     service = service_factory(
         model, "--api-keys", str(keys), "--quota-epsilon", str(30 * EPSILON), workers=1
     )
@@ -408,7 +415,7 @@ def test_quotas_share_the_budget_and_keys_rotate(tmp_path, service_factory):
     # Rotate: beta's key is replaced in the file; the running service follows.
     new_beta = "beta-key-rotated-0123456789"
     time.sleep(0.01)
-    keys.write_text(f"alpha:{KEY_A}\nbeta:{new_beta}\n")
+    write_key_file(keys, f"alpha:{KEY_A}\nbeta:{new_beta}\n")
     os.utime(keys, ns=(time.time_ns(), time.time_ns() + 10**9))
     assert service.request("POST", "/predict", rows, beta)[0] == 401
     assert service.request("POST", "/predict", rows, {"X-API-Key": new_beta})[0] == 200
@@ -777,14 +784,14 @@ def test_a_model_file_another_user_could_write_is_refused(tmp_path):
     os.chmod(model, 0o600)
     os.chmod(tmp_path, 0o777)  # anyone could replace the file
     try:
-        with pytest.raises(ValueError, match="the directory .* writable by other users"):
+        with pytest.raises(ValueError, match="lies in .* which other users can write"):
             load_model(model)
-        _assert_one_line_refusal(_run_command(str(model)), "writable by other users")
+        _assert_one_line_refusal(_run_command(str(model)), "which other users can write")
     finally:
         os.chmod(tmp_path, 0o700)
     if os.geteuid() == 0:  # another owner: only root can hand the file over
         os.chown(model, 65534, 65534)
-        with pytest.raises(ValueError, match="belongs to uid 65534"):
+        with pytest.raises(ValueError, match="belongs to another user .owner uid 65534"):
             load_model(model)
         os.chown(model, 0, 0)
     assert load_model(model) is not None
@@ -875,7 +882,7 @@ def test_metrics_show_each_role_its_figures(tmp_path, service_factory):
     model, acc = fitted_model(tmp_path, cap_rows=100)
     keys = tmp_path / "keys.txt"
     admin_key = "admin-key-0123456789abcdef"
-    keys.write_text(f"alpha:{KEY_A}\nbeta:{KEY_B}\nadmin:ops:{admin_key}\n")
+    write_key_file(keys, f"alpha:{KEY_A}\nbeta:{KEY_B}\nadmin:ops:{admin_key}\n")
     quota = str(30 * EPSILON)
     alpha, beta = {"X-API-Key": KEY_A}, {"X-API-Key": KEY_B}
     admin, wrong = {"Authorization": f"Bearer {admin_key}"}, {"X-API-Key": "w" * 24}
@@ -1037,7 +1044,7 @@ def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, serv
 
     path, acc = _public_schema_model(tmp_path)
     keys = tmp_path / "keys.txt"
-    keys.write_text(f"alpha:{KEY_A}\n")
+    write_key_file(keys, f"alpha:{KEY_A}\n")
     service = service_factory(path, "--api-keys", str(keys), "--max-rows", "15", workers=1)
     auth = {"X-API-Key": KEY_A}
     assert service.request("GET", "/openapi.json")[0] == 401

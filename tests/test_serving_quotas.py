@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
-from test_serving import Service  # the real service in a subprocess
+from test_serving import Service, write_key_file  # the real service in a subprocess
 
 from skprivpred import (
     AveragedPSGDClassifier,
@@ -62,7 +62,7 @@ def start(tmp_path):
 
 def keys_file(tmp_path: Path) -> Path:
     keys = tmp_path / "keys.txt"
-    keys.write_text(f"alpha:{KEY_A}\nbeta:{KEY_B}\n")
+    write_key_file(keys, f"alpha:{KEY_A}\nbeta:{KEY_B}\n")
     return keys
 
 

@@ -6,14 +6,15 @@ import argparse
 import inspect
 import json
 import os
-import shutil
 import socket
 import sys
 
+from .._ledger import open_ledger_url, redact, sqlite_path
 from ._metrics import (
     MULTIPROCESS_ENVIRONMENT_VARIABLE,
     default_metrics_directory,
     prepare_metrics_directory,
+    remove_metrics_directory,
 )
 
 
@@ -55,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--metrics-dir",
-        help="directory for the workers' metric files (owned by this user, mode 0700, "
-        "created if absent; default: a new one in the temporary directory)",
+        help="a directory dedicated to the workers' metric files (owned by this user, mode "
+        "0700, created if absent, never the ledger's; default: a new one in the temporary "
+        "directory)",
     )
     parser.add_argument("--log-level", default="info")
     parser.add_argument(
@@ -69,23 +71,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1 or args.max_rows < 1 or args.max_body_bytes < 1:
         parser.error("--workers, --max-rows and --max-body-bytes must be at least 1")
 
+    from ._model import budget_of, load_model
+
+    model_path = os.path.abspath(args.model)
     temporary_metrics = None
     try:
-        # prometheus_client reads the directory when it is first imported (here, or in each
-        # worker, which inherits the environment): set it before anything imports it.
+        # Loading the model does not import prometheus_client, which reads the metrics
+        # directory when it is first imported (here, or in each worker, which inherits the
+        # environment): the directory is set before anything imports it.
+        model = load_model(model_path, trusted=args.trust or None)
+        ledger_url = open_ledger_url(args.ledger) if args.ledger else budget_of(model).ledger_url
         requested = args.metrics_dir or os.environ.get(MULTIPROCESS_ENVIRONMENT_VARIABLE)
         if requested is None:
             requested = temporary_metrics = default_metrics_directory()
-        os.environ[MULTIPROCESS_ENVIRONMENT_VARIABLE] = prepare_metrics_directory(requested)
-    except (OSError, ValueError) as exc:
-        print(f"skprivpred.serving: {exc}", file=sys.stderr)
+        os.environ[MULTIPROCESS_ENVIRONMENT_VARIABLE] = prepare_metrics_directory(
+            requested, ledger_path=sqlite_path(ledger_url)
+        )
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+        print(f"skprivpred.serving: {_one_line(exc)}", file=sys.stderr)
         return 2
 
     from ._app import CONFIG_ENVIRONMENT_VARIABLE, create_app
-    from ._model import budget_of, load_model
 
     config = {
-        "model": os.path.abspath(args.model),
+        "model": model_path,
         "ledger": args.ledger,
         "api_keys": None if args.api_keys is None else os.path.abspath(args.api_keys),
         "quota_epsilon": args.quota_epsilon,
@@ -97,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     # Check everything once here, so that a bad model, ledger or key file stops the
     # command with a clear message instead of failing in every worker.
     try:
-        model = load_model(config["model"], trusted=config["trusted"] or None)
         create_app(
             model,
             ledger=config["ledger"],
@@ -112,8 +120,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skprivpred.serving: {_one_line(exc)}", file=sys.stderr)
         _remove(temporary_metrics)
         return 2
-
-    from .._ledger import redact
 
     # The model file names the budget it charges: say which, so an operator can check it.
     print(
@@ -137,7 +143,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _remove(directory: str | None) -> None:
     if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
+        remove_metrics_directory(directory)
 
 
 def serve(host: str, port: int, workers: int, log_level: str, *, access_log: bool = True) -> None:

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
-from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, UnknownKey, parse_keys
+from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
 from ._metrics import BudgetCollector, ServiceMetrics
 from ._model import budget_of, final_step, load_model, per_row_guarantee
 
@@ -53,6 +53,18 @@ def _parse_int(digits: str) -> int:
     if value is None or not _INT64_MIN <= value <= _INT64_MAX:
         raise _Refused(422, "every integer must lie within the 64-bit range (-2**63 to 2**63-1).")
     return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose keys are all distinct (a repeated key is refused, at any depth).
+
+    Parsers disagree on a repeated key (Python keeps the last value, others the
+    first): a proxy or a log that reads the other one would count differently.
+    """
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Refused(422, "a key appears twice in one JSON object; each may appear once.")
+    return obj
 
 
 #: Roles in the key file: ``admin:NAME:KEY`` makes the client ``admin:NAME`` an administrator
@@ -164,6 +176,11 @@ class _Service:
             return self.clients.identify(self.presented_key(request))
         except UnknownKey:
             raise _Refused(401, "a valid API key is required.") from None
+        except KeyFileRefused as refused:
+            logger.error("%s", refused)  # names the file, its owner and mode; no key
+            raise _Refused(
+                503, "the service's API key file is refused; no key is accepted."
+            ) from None
 
     def metrics_quotas(self, request: Request) -> dict:
         """The quotas this request may read: none, its own, or (an admin's) every client's.
@@ -221,7 +238,12 @@ class _Service:
             chunks.append(chunk)
         raw = b"".join(chunks)
         try:
-            payload = json.loads(raw, parse_constant=_reject_constant, parse_int=_parse_int)
+            payload = json.loads(
+                raw,
+                parse_constant=_reject_constant,
+                parse_int=_parse_int,
+                object_pairs_hook=_unique_keys,
+            )
         except _Refused:
             raise
         except RecursionError:

@@ -7,9 +7,10 @@ import os
 import threading
 from collections.abc import Mapping
 
+from .._private_dirs import foreign_control
 from ..accounting import PrivacyAccountant
 
-__all__ = ["Clients", "UnknownKey", "parse_keys"]
+__all__ = ["Clients", "KeyFileRefused", "UnknownKey", "parse_keys"]
 
 #: Environment variable that may hold the keys, as ``name:key`` pairs separated by commas.
 KEYS_ENVIRONMENT_VARIABLE = "SKPRIVPRED_API_KEYS"
@@ -17,6 +18,10 @@ KEYS_ENVIRONMENT_VARIABLE = "SKPRIVPRED_API_KEYS"
 
 class UnknownKey(Exception):
     """The request presented no key, or a key that is not configured."""
+
+
+class KeyFileRefused(ValueError):
+    """Another local user could read or write the API key file: no key is accepted."""
 
 
 def parse_keys(text: str, source: str) -> dict[str, str]:
@@ -80,7 +85,7 @@ class Clients:
         self._lock = threading.Lock()
         self._quotas: dict[str, PrivacyAccountant] = {}
         self._file: str | None = None
-        self._file_mtime: float | None = None
+        self._file_state: tuple[int, ...] | None = None
         self._keys: dict[str, str] | None = None
         if isinstance(keys, Mapping):
             self._keys = parse_keys(",".join(f"{n}:{k}" for n, k in keys.items()), "api_keys")
@@ -94,12 +99,35 @@ class Clients:
         return self._keys is not None
 
     def _reload(self) -> None:
+        """Re-read the key file when it changed (its content, owner or mode), checking it first.
+
+        As ``ssh`` does for its keys, the file is refused while another user
+        could read or write it, or replace it through a directory above it
+        (:func:`~skprivpred._private_dirs.foreign_control`): then no key is
+        accepted, until the file is fixed.
+        """
         assert self._file is not None
-        mtime = os.stat(self._file).st_mtime_ns
-        if mtime != self._file_mtime:
-            with open(self._file, encoding="utf-8") as handle:
-                keys = parse_keys(handle.read(), self._file)
-            self._keys, self._file_mtime = keys, mtime
+        info = os.stat(self._file)
+        # A chmod or chown changes the ctime, an edit the mtime (and ctime), a new file the inode.
+        state = (info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_mode, info.st_uid)
+        if state == self._file_state:
+            return
+        with open(self._file, encoding="utf-8") as handle:
+            problem = foreign_control(
+                self._file,
+                "the API key file",
+                info=os.fstat(handle.fileno()),
+                secret=True,
+                allow_link=True,
+            )
+            if problem is not None:
+                self._keys = {}  # fail closed: keys are required and none matches
+                raise KeyFileRefused(
+                    f"{problem}. Another user could read the keys or add one, so no key "
+                    "is accepted until it is fixed."
+                )
+            keys = parse_keys(handle.read(), self._file)
+        self._keys, self._file_state = keys, state
 
     def identify(self, presented: str | None) -> str | None:
         """The client's name for a presented key (``None`` when no keys are configured).

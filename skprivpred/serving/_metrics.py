@@ -10,8 +10,10 @@ checked against.
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import os
+import re
+import stat
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +30,7 @@ __all__ = [
     "ServiceMetrics",
     "default_metrics_directory",
     "prepare_metrics_directory",
+    "remove_metrics_directory",
 ]
 
 #: Where prometheus_client's multiprocess mode keeps the workers' files (read at import).
@@ -62,13 +65,34 @@ def default_metrics_directory() -> str:
     return os.path.join(base, f"metrics-{os.getpid()}")
 
 
-def prepare_metrics_directory(path: str) -> str:
+#: The file that marks a metrics directory as this service's own (so a restart may clean it).
+METRICS_MARKER = ".skprivpred-metrics"
+#: The names of prometheus_client's multiprocess files: ``counter_<pid>.db``,
+#: ``gauge_<mode>_<pid>.db``, ``histogram_<pid>.db``, ``summary_<pid>.db``.
+_METRIC_FILE = re.compile(r"(?:counter|histogram|summary|gauge_[a-z]+)_[0-9]+\.db")
+
+
+def _listing(names: list[str], limit: int = 5) -> str:
+    shown = ", ".join(sorted(names)[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def prepare_metrics_directory(path: str, *, ledger_path: str | None = None) -> str:
     """Create or check the multiprocess directory and delete a previous run's metric files.
+
+    The service deletes only the files it created: prometheus_client's metric
+    files in a directory that holds its marker (:data:`METRICS_MARKER`, written
+    when the directory is first used, so that a restart recognises it). A
+    directory that holds anything else, or the ledger's file, is refused and
+    left as it is.
 
     Parameters
     ----------
     path : str
-        The directory (created with mode 0700 if absent).
+        The directory (created with mode 0700 if absent); a directory
+        dedicated to the service's metric files.
+    ledger_path : str, default=None
+        The SQLite file of the service's ledger, which must not lie in it.
 
     Returns
     -------
@@ -78,13 +102,58 @@ def prepare_metrics_directory(path: str) -> str:
     Raises
     ------
     ValueError
-        If it is a symbolic link, is not owned by this user or its mode is not 0700.
+        If it is a symbolic link, is not owned by this user, its mode is not
+        0700, it would hold the ledger, or it holds files the service did not
+        create.
     """
+    if ledger_path is not None:
+        ledger_directory = os.path.dirname(os.path.realpath(ledger_path))
+        if ledger_directory == os.path.realpath(path):
+            raise ValueError(
+                f"the metrics directory {os.path.abspath(path)} holds the ledger file "
+                f"{ledger_path}; refused, since the service deletes stale metric files there. "
+                "Give --metrics-dir a dedicated directory, apart from the ledger's."
+            )
     path = _private_directory(path)
+    entries = os.listdir(path)
+    foreign = [n for n in entries if n != METRICS_MARKER and not _METRIC_FILE.fullmatch(n)]
+    marker = os.path.join(path, METRICS_MARKER)
+    marked = METRICS_MARKER in entries
+    if marked and not stat.S_ISREG(os.lstat(marker).st_mode):
+        foreign.append(METRICS_MARKER)
+    if foreign or (entries and not marked):
+        raise ValueError(
+            f"the metrics directory {path} holds files the service did not create "
+            f"({_listing(foreign or entries)}); refused, since the service deletes stale "
+            "metric files there. Give --metrics-dir a dedicated directory (empty, or one "
+            "the service used before)."
+        )
+    if not marked:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        os.close(os.open(marker, flags, 0o600))
     # Counters start at zero with the service: files left by an earlier run are stale.
-    for name in glob.glob(os.path.join(path, "*.db")):
-        os.remove(name)
+    for name in entries:
+        if _METRIC_FILE.fullmatch(name):
+            os.remove(os.path.join(path, name))
     return path
+
+
+def remove_metrics_directory(path: str) -> None:
+    """Delete a metrics directory prepared by :func:`prepare_metrics_directory`.
+
+    Only the service's own files go (its metric files and the marker); the
+    directory is removed if nothing else is left in it.
+    """
+    try:
+        entries = os.listdir(path)
+    except OSError:
+        return
+    for name in entries:
+        if name == METRICS_MARKER or _METRIC_FILE.fullmatch(name):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(path, name))
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 class ServiceMetrics:

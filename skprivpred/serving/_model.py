@@ -2,14 +2,14 @@
 
 A model file is a :mod:`skops.io` archive, never a pickle: reading it constructs
 only trusted types (:mod:`._trust`) and runs no code from the file. It is
-written with mode 0600 and read only if no other user could have written it.
+written with mode 0600 and read only if no other user could have read, written
+or replaced it.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import stat
 import tempfile
 import warnings
 from collections.abc import Iterable
@@ -18,8 +18,9 @@ from typing import Any
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._private_dirs import foreign_control
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from ._trust import check_trees, default_trusted_types, process_local
+from ._trust import check_svms, check_trees, default_trusted_types, process_local
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "save_model"]
 
@@ -212,9 +213,11 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
     ----------
     path : str or os.PathLike
         The file. On POSIX it must be owned by this user (or root) and
-        writable by no one else, and so must the directories above it (unless
-        sticky, as ``/tmp``): whoever can write the file chooses the answers
-        and the budget they are charged to.
+        readable and writable by no one else (mode 0600), and the directories
+        above it must be owned by this user or root and writable by no one
+        else (unless sticky and owned by root, as ``/tmp``): whoever can write
+        the file chooses the answers and the budget they are charged to, and
+        whoever can read it reads the teachers.
     trusted : iterable of str or type, default=None
         Types to trust besides the defaults (scikit-learn's and skprivpred's
         estimators and the state they hold), as fully qualified names
@@ -231,15 +234,15 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
     ValueError
         If the file is not a model written by :func:`save_model` (a pickle, a
         file of another kind, a damaged archive), holds an untrusted type, a
-        malformed decision tree or an everlasting predictor, or could have
-        been written by another user. The message is one line.
+        malformed decision tree, inconsistent libsvm arrays or an everlasting
+        predictor, or could have been read or written by another user. The message is one line.
     """
     name = os.fspath(path)
     # O_NONBLOCK: a FIFO in the file's place must not block the command.
     descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(descriptor, "rb") as handle:
         # The checks look at the file that was opened, not at whatever the name means later.
-        _check_not_writable_by_others(name, os.fstat(handle.fileno()))
+        _check_private(name, os.fstat(handle.fileno()))
         data = handle.read()
     if not data.startswith(_ZIP_MAGIC):
         raise ValueError(f"{name!r} is not a model file written by save_model{_kind(data)}.")
@@ -275,6 +278,7 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
     estimator = payload.get("estimator")
     try:
         check_trees(estimator)
+        check_svms(estimator)
     except ValueError as exc:
         raise ValueError(f"{name!r} is refused: {exc}.") from None
     local = process_local(estimator)
@@ -324,39 +328,15 @@ def _kind(data: bytes) -> str:
     return " (it is not a skops archive)"
 
 
-def _check_not_writable_by_others(path: str, info: os.stat_result) -> None:
-    """Refuse a model file that another user could have written or replaced (POSIX).
+def _check_private(path: str, info: os.stat_result) -> None:
+    """Refuse a model file that another user could have read, written or replaced.
 
-    ``info`` is the status of the opened file; the directories above it (by its
-    resolved path) must not let another user replace it either.
+    ``info`` is the status of the opened file; the directories above it must
+    not let another user replace it either (:mod:`skprivpred._private_dirs`).
     """
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"{path!r} is not a regular file.")
-    getuid = getattr(os, "getuid", None)
-    if getuid is None:  # no POSIX owners: the directory's access control list protects it
-        return
-    uid = getuid()
-    target = os.path.realpath(path)
-    checks = [(target, info, "the model file")]
-    directory = os.path.dirname(target)
-    while True:
-        checks.append((directory, os.stat(directory), "the directory"))
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    for where, entry, what in checks:
-        if entry.st_uid not in (uid, 0):
-            raise ValueError(
-                f"{path!r} is refused: {what} {where} belongs to uid {entry.st_uid}, not to "
-                f"this user (uid {uid}) or root, so another user could have written the model."
-            )
-        sticky = stat.S_ISDIR(entry.st_mode) and entry.st_mode & stat.S_ISVTX
-        others = entry.st_mode & stat.S_IWOTH and not sticky
-        group = entry.st_mode & stat.S_IWGRP and entry.st_gid != 0 and not sticky
-        if others or group:
-            raise ValueError(
-                f"{path!r} is refused: {what} {where} is writable by other users (mode "
-                f"{stat.S_IMODE(entry.st_mode):o}), so another user could have written or "
-                "replaced the model; remove their write permission (chmod go-w)."
-            )
+    problem = foreign_control(path, "the model file", info=info, secret=True, allow_link=True)
+    if problem is not None:
+        raise ValueError(
+            f"{path!r} is refused: {problem}. A model file holds the teachers, and whoever "
+            "can write it chooses the answers."
+        )

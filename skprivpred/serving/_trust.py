@@ -8,7 +8,9 @@ told to trust (it never unpickles). The types trusted by default are
 * scikit-learn's decision-tree storage (``sklearn.tree._tree.Tree``), which
   skops leaves out because a crafted node array can make ``predict`` read out
   of bounds: every tree is checked here, after loading and before any answer
-  (:func:`check_trees`);
+  (:func:`check_trees`); likewise the arrays of libsvm's models (``SVC``,
+  ``NuSVC``, ``SVR``, ``NuSVR``, ``OneClassSVM``), which libsvm reads through
+  raw pointers (:func:`check_svms`);
 * skprivpred's estimators, except the everlasting predictors (their phase state
   lives in the process, see :func:`process_local`), and the listed state
   objects they hold (:data:`SKPRIVPRED_STATE_TYPES`). A ``PrivacyAccountant``
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 __all__ = [
     "SKPRIVPRED_STATE_TYPES",
     "TREE_TYPE",
+    "check_svms",
     "check_trees",
     "default_trusted_types",
     "process_local",
@@ -231,3 +234,131 @@ def check_trees(model: Any) -> None:
                     width = int(features.size)
                 if int(member.n_features_in_) != width:
                     raise _TreeRefused("an ensemble's tree expects another input width")
+
+
+class _SVMRefused(ValueError):
+    pass
+
+
+_LIBSVM_KERNELS = ("linear", "poly", "rbf", "sigmoid", "precomputed")
+
+
+def _array(model: Any, name: str, dtype: type, ndim: int) -> np.ndarray:
+    """``model.<name>``: a C-ordered ``dtype`` array of ``ndim`` dimensions (else refused)."""
+    value = getattr(model, name, None)
+    if not (
+        isinstance(value, np.ndarray)
+        and value.dtype == dtype
+        and value.ndim == ndim
+        and value.flags.c_contiguous
+    ):
+        raise _SVMRefused(
+            f"a {type(model).__name__}'s {name} is not a C-ordered {ndim}-D "
+            f"{np.dtype(dtype).name} array"
+        )
+    return value
+
+
+def _check_svm_arrays(model: Any) -> None:
+    """A libsvm model's fitted arrays have the shapes and dtypes its predictions assume."""
+    import scipy.sparse as sp
+    from sklearn.base import ClassifierMixin
+
+    kind = type(model).__name__
+
+    def refuse(what: str) -> NoReturn:
+        raise _SVMRefused(f"a {kind}'s {what}")
+
+    kernel = getattr(model, "kernel", None)
+    if not isinstance(kernel, str) or kernel not in _LIBSVM_KERNELS:
+        refuse("kernel is not one of libsvm's")
+    shape_fit = getattr(model, "shape_fit_", None)
+    if not (
+        isinstance(shape_fit, tuple)
+        and len(shape_fit) == 2
+        and all(isinstance(n, int | np.integer) and n > 0 for n in shape_fit)
+    ):
+        refuse("shape_fit_ is not the shape of a training set")
+    n_samples, n_features = int(shape_fit[0]), int(shape_fit[1])
+    if int(getattr(model, "n_features_in_", -1)) != n_features:
+        refuse("input width differs from its training set's")
+    support = _array(model, "support_", np.int32, 1)
+    n_support = _array(model, "_n_support", np.int32, 1)
+    intercept = _array(model, "_intercept_", np.float64, 1)
+    prob_a = _array(model, "_probA", np.float64, 1)
+    prob_b = _array(model, "_probB", np.float64, 1)
+    n_sv, n_class = support.shape[0], n_support.shape[0]
+    n_pairs = n_class * (n_class - 1) // 2
+    if isinstance(model, ClassifierMixin):
+        if n_class != len(getattr(model, "classes_", ())) or n_class < 2:
+            refuse("support counts do not match its classes")
+        if np.any(n_support < 0) or int(n_support.sum()) != n_sv:
+            refuse("support counts do not add up to its support vectors")
+    elif n_class != 2 or np.any(n_support < 0):
+        refuse("support counts are not those of a regression or one-class model")
+    if np.any(support < 0) or np.any(support >= n_samples):
+        refuse("support indices lie outside its training set")
+    public_intercept: Any = getattr(model, "intercept_", None)
+    if intercept.shape != (n_pairs,) or np.shape(public_intercept) != (n_pairs,):
+        refuse("intercepts do not match its classes")
+    if prob_a.shape != prob_b.shape or prob_a.shape[0] not in (0, n_pairs):
+        refuse("probability calibration does not match its classes")
+    probability = getattr(model, "_effective_probability", getattr(model, "probability", False))
+    if probability and prob_a.shape[0] != n_pairs:
+        refuse("probability calibration is missing")
+    vectors: Any = getattr(model, "support_vectors_", None)
+    dual: Any = getattr(model, "_dual_coef_", None)
+    sparse = getattr(model, "_sparse", None)
+    if sparse is True:
+        if not (sp.issparse(vectors) and vectors.format == "csr" and sp.issparse(dual)):
+            refuse("sparse support vectors are not CSR matrices")
+        try:
+            vectors.check_format(full_check=True)
+            dual.check_format(full_check=True)
+        except ValueError:
+            refuse("sparse support vectors are malformed")
+        if vectors.dtype != np.float64 or dual.dtype != np.float64:
+            refuse("sparse support vectors are not float64")
+        if dual.shape != (n_class - 1, n_sv) or dual.data.shape != ((n_class - 1) * n_sv,):
+            refuse("_dual_coef_ does not match its support vectors")
+        if vectors.shape != (n_sv, n_features):
+            refuse("support vectors do not match its support indices and input width")
+    elif sparse is False:
+        vectors = _array(model, "support_vectors_", np.float64, 2)
+        dual = _array(model, "_dual_coef_", np.float64, 2)
+        # A precomputed kernel keeps no vectors: its support indices pick the columns.
+        expected = (0, 0) if kernel == "precomputed" else (n_sv, n_features)
+        if vectors.shape != expected:
+            refuse("support vectors do not match its support indices and input width")
+        if dual.shape != (n_class - 1, n_sv):
+            refuse("_dual_coef_ does not match its support vectors")
+    else:
+        refuse("_sparse flag is not a boolean")
+    public_dual: Any = getattr(model, "dual_coef_", None)
+    if np.shape(public_dual) != dual.shape:
+        refuse("dual_coef_ does not match its support vectors")
+    gamma = getattr(model, "_gamma", None)
+    if not isinstance(gamma, float | np.floating) or not np.isfinite(gamma):
+        refuse("kernel coefficient (_gamma) is not a finite number")
+
+
+def check_svms(model: Any) -> None:
+    """Check every libsvm model (``SVC``, ``NuSVC``, ``SVR``, ``NuSVR``, ``OneClassSVM``).
+
+    libsvm reads a fitted model's arrays (support vectors and indices, dual
+    coefficients, intercepts, calibration) through raw pointers sized by one
+    another, without bounds checks: a crafted file with, say, dual
+    coefficients shorter than its support vectors makes ``decision_function``
+    read outside them (arbitrary answers). Every array must have the dtype,
+    order and shape that scikit-learn's fit gives it.
+
+    Raises
+    ------
+    ValueError
+        Saying which array of which model is inconsistent.
+    """
+    from sklearn.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+
+    for obj in _objects(model):
+        if isinstance(obj, SVC | NuSVC | SVR | NuSVR | OneClassSVM) and hasattr(obj, "support_"):
+            _check_svm_arrays(obj)
