@@ -1,0 +1,304 @@
+"""Mutants of the teacher-based and sequential estimators: their audits catch twice epsilon.
+
+Each test patches the library, for that test only, where the estimator module uses a
+calibration (estimator modules import the mechanisms by name, so the name is patched in
+the estimator's module): the REAL estimator then draws its noise for twice its epsilon
+(same delta) while it still charges and reports epsilon. The test checks that
+
+1. the patch took effect: the patched estimator's exact law (its non-private diagnostic)
+   equals the law of the unpatched mechanism at ``2 epsilon``, for every query method
+   the audit uses;
+2. ``privacy_guarantee_`` and the accountant's charge are still those of ``epsilon``;
+3. the estimator's own black-box audit rejects it. The audit's size is chosen from its
+   exact power against the doubled estimator's exact law on the audited pair
+   (``tests/_audit_power.py``); the test asserts that power is at least 0.99.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from _audit_power import law_power
+from sklearn.base import clone
+from sklearn.neighbors import KNeighborsClassifier
+
+from skprivpred import (
+    ExpProjectedWalkClassifier,
+    PrivacyAccountant,
+    SubsampleAggregateClassifier,
+    SubsampleAverageClassifier,
+    SubsampleAverageRegressor,
+    aggregate,
+    averaging,
+    walk,
+)
+from skprivpred.audit import audit_epsilon, flip_teacher_neighbour
+from skprivpred.mechanisms import (
+    exponential_mechanism_proba,
+    grid_laplace_release,
+    laplace_clip_bernoulli_proba,
+)
+
+#: The classes this file gives a mutant (the completeness test unions these sets).
+MUTANT_CLASSES = frozenset(
+    {
+        "ExpProjectedWalkClassifier",
+        "SubsampleAggregateClassifier",
+        "SubsampleAverageClassifier",
+        "SubsampleAverageRegressor",
+    }
+)
+
+#: ``audit_epsilon``'s default confidence, which every audit below uses.
+CONFIDENCE = 0.95
+#: Required probability that the audit rejects the doubled estimator.
+TARGET_POWER = 0.99
+
+
+# -- the patch --------------------------------------------------------------------------------
+def _doubled(function: Callable) -> Callable:
+    """``function`` with its ``epsilon`` argument doubled (everything else unchanged)."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def doubled(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.arguments["epsilon"] = 2.0 * bound.arguments["epsilon"]
+        return function(*bound.args, **bound.kwargs)
+
+    return doubled
+
+
+def _double_epsilon(monkeypatch, module, *names: str) -> None:
+    """Calibrate ``module``'s own references to the mechanisms ``names`` for twice epsilon."""
+    for name in names:
+        monkeypatch.setattr(module, name, _doubled(getattr(module, name)))
+
+
+# -- shared checks ----------------------------------------------------------------------------
+def _assert_reports_and_charges_epsilon(estimator, X, y, queries, method, epsilon):
+    """The patched estimator still states ``epsilon`` and charges ``epsilon`` per row."""
+    accountant = PrivacyAccountant(epsilon=1000.0, ledger=":memory:")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few rows per teacher, by design
+        fitted = clone(estimator).set_params(accountant=accountant, random_state=0).fit(X, y)
+    assert fitted.privacy_guarantee_.epsilon == epsilon
+    getattr(fitted, method)(queries)
+    assert accountant.epsilon_spent == pytest.approx(queries.shape[0] * epsilon, rel=1e-12)
+
+
+def _audit_alpha(n_outcomes: int, n_queries: int = 1) -> float:
+    """Each Clopper-Pearson interval's level in ``audit_epsilon`` (Bonferroni)."""
+    return (1.0 - CONFIDENCE) / (2 * n_queries * n_outcomes)
+
+
+def _assert_audit_rejects(estimator, pair, query, laws, claimed, n_trials, **audit_kwargs):
+    """The audit's exact power against ``laws`` is >= 0.99, and the audit rejects the mutant.
+
+    ``laws``: the doubled estimator's exact law of the audited outcome (one dict per data
+    set, outcome -> probability; binned outcomes for a real-valued release).
+    """
+    law, law_neighbour = laws
+    power = law_power(n_trials, law, law_neighbour, claimed, _audit_alpha(len(law)))
+    assert power >= TARGET_POWER, power
+    X, y, X2, y2 = pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few rows per teacher, by design
+        report = audit_epsilon(estimator, X, y, X2, y2, query, n_trials=n_trials, **audit_kwargs)
+    assert report.claimed_epsilon == claimed
+    assert not report.passed, str(report)
+
+
+def _as_law(probabilities) -> dict:
+    return {k: float(p) for k, p in enumerate(np.asarray(probabilities).ravel()) if p > 0}
+
+
+def _binned_grid_laplace_law(value, sensitivity, epsilon, edges, transform=None):
+    """Exact law of the bin of ``transform(grid_laplace_release(value, ...))``.
+
+    The release is ``step * (index + Z)``, ``step = sensitivity / 1000``, ``index``
+    the nearest grid index of ``value`` and ``Z`` discrete Laplace of scale
+    ``1001 / epsilon`` (``P(Z = z)`` proportional to ``exp(-|z| / scale)``), summed
+    exactly over ``|z| <= 60 scale`` (the mass beyond is below ``e^-60``); the bins are
+    ``audit_epsilon``'s (values outside the edges count in the outer bins).
+    """
+    steps = averaging.GRID_STEPS
+    step = sensitivity / steps
+    scale = (steps + 1) / epsilon
+    reach = int(60 * scale)
+    z = np.arange(-reach, reach + 1)
+    p = np.exp(-1.0 / scale)
+    pmf = (1 - p) / (1 + p) * p ** np.abs(z)
+    released = step * (np.rint(value / step) + z)
+    if transform is not None:
+        released = transform(released)
+    bins = np.clip(np.searchsorted(edges, released, side="right") - 1, 0, len(edges) - 2)
+    return np.bincount(bins, weights=pmf, minlength=len(edges) - 1)
+
+
+# -- SubsampleAggregateClassifier -------------------------------------------------------------
+def _aggregate_mutant(monkeypatch):
+    """Weight ``2 epsilon / 2`` per vote (per-row mode; many-query mode uses the same law
+    at its per-row epsilon). Audit: 3 teachers agree at the query, one vote flipped."""
+    _double_epsilon(monkeypatch, aggregate, "exponential_mechanism_proba")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 2))
+    y = (X[:, 0] > 0).astype(int)
+    query = np.array([[2.5, 0.0]])
+    estimator = SubsampleAggregateClassifier(
+        KNeighborsClassifier(n_neighbors=1), epsilon=1.0, n_teachers=3, classes=[0, 1]
+    )
+    X2, y2, _ = flip_teacher_neighbour(estimator, X, y, query, random_state=1)
+    fitted = [clone(estimator).set_params(random_state=1).fit(*d) for d in ((X, y), (X2, y2))]
+    laws = [f._output_distribution(query)[0] for f in fitted]
+    for f, law in zip(fitted, laws):
+        expected = exponential_mechanism_proba(f._vote_counts(query), 2.0)[0]
+        np.testing.assert_allclose(law, expected, rtol=1e-12)
+    _assert_reports_and_charges_epsilon(estimator, X, y, np.zeros((3, 2)), "predict", 1.0)
+    _assert_audit_rejects(
+        estimator,
+        (X, y, X2, y2),
+        query,
+        [_as_law(law) for law in laws],
+        claimed=1.0,
+        n_trials=4_000,
+        random_state=1,
+    )
+
+
+# -- SubsampleAverageClassifier ----------------------------------------------------------------
+_AVERAGE_RELEASES = ("laplace_scale", "grid_laplace_release", "gaussian_sigma")
+
+
+def _averaging_pair(r=5):
+    """One teacher per row; replacing row 0's label moves the average by exactly 1/r."""
+    X = np.arange(r, dtype=float).reshape(-1, 1)
+    y = np.zeros(r, dtype=int)
+    y2 = y.copy()
+    y2[0] = 1
+    return X, y, X, y2
+
+
+def _average_classifier_mutant(monkeypatch, method):
+    """``predict`` draws from the closed form at the scale set in ``fit``; ``predict_proba``
+    releases grid-Laplace noise calibrated per call: both are doubled."""
+    _double_epsilon(monkeypatch, averaging, *_AVERAGE_RELEASES, "grid_gaussian_release")
+    pair = _averaging_pair()
+    X, y, X2, y2 = pair
+    estimator = SubsampleAverageClassifier(n_teachers=5, classes=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fitted = [clone(estimator).set_params(random_state=0).fit(*d) for d in ((X, y), (X2, y2))]
+    query = X[:1]
+    averages = [float(f._raw_score(query)[0, 1]) for f in fitted]
+    assert averages == [0.0, 0.2]
+    assert fitted[0].noise_scale_ == pytest.approx(0.2 / 2.0)
+    if method == "predict":
+        laws = [f._output_distribution(query)[0] for f in fitted]
+        for v, law in zip(averages, laws):
+            expected = laplace_clip_bernoulli_proba(np.array([1 - v, v]), 0.2 / 2.0)
+            np.testing.assert_allclose(law, expected, rtol=1e-12)
+        laws = [_as_law(law) for law in laws]
+        bins, n_trials = None, 10_000
+    else:
+        # The release itself: the same stream gives the unpatched release at 2 epsilon.
+        model = fitted[1]
+        model._query_stream.rng = np.random.default_rng(7)
+        released = model.predict_proba(np.repeat(query, 50, axis=0))[:, 1]
+        reference = np.clip(
+            grid_laplace_release(np.full(50, 0.2), 0.2, 2.0, np.random.default_rng(7)), 0, 1
+        )
+        np.testing.assert_array_equal(released, reference)
+        # The audited outcome is column 0, 1 - clip(release, 0, 1), in audit_epsilon's bins.
+        bins = np.linspace(-0.05, 0.65, 15)
+        laws = [
+            _as_law(_binned_grid_laplace_law(v, 0.2, 2.0, bins, lambda r: 1 - np.clip(r, 0.0, 1.0)))
+            for v in averages
+        ]
+        n_trials = 12_000
+    _assert_reports_and_charges_epsilon(estimator, X, y, X[:3], method, 1.0)
+    _assert_audit_rejects(
+        estimator, pair, query, laws, 1.0, n_trials, method=method, bins=bins, random_state=0
+    )
+
+
+# -- SubsampleAverageRegressor ----------------------------------------------------------------
+def _average_regressor_mutant(monkeypatch):
+    """Grid-Laplace noise calibrated per call for ``2 epsilon``; audit on binned answers."""
+    _double_epsilon(monkeypatch, averaging, *_AVERAGE_RELEASES, "grid_gaussian_release")
+    X = np.arange(4, dtype=float).reshape(-1, 1)
+    y = np.zeros(4)
+    y2 = y.copy()
+    y2[0] = 1.0
+    estimator = SubsampleAverageRegressor(n_teachers=4, y_bounds=(0.0, 1.0), clip_output=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model = clone(estimator).set_params(random_state=0).fit(X, y2)
+    assert model.noise_scale_ == pytest.approx(0.25 / 2.0)
+    model._query_stream.rng = np.random.default_rng(7)
+    released = model.predict(np.repeat(X[:1], 50, axis=0))
+    reference = grid_laplace_release(np.full(50, 0.25), 0.25, 2.0, np.random.default_rng(7))
+    np.testing.assert_array_equal(released, reference)
+    bins = np.linspace(-1.0, 1.25, 19)
+    laws = [_as_law(_binned_grid_laplace_law(v, 0.25, 2.0, bins)) for v in (0.0, 0.25)]
+    _assert_reports_and_charges_epsilon(estimator, X, y, X[:3], "predict", 1.0)
+    _assert_audit_rejects(
+        estimator, (X, y, X, y2), X[:1], laws, 1.0, n_trials=3_000, bins=bins, random_state=0
+    )
+
+
+# -- ExpProjectedWalkClassifier ---------------------------------------------------------------
+def _walk_mutant(monkeypatch):
+    """Weight ``2 epsilon / 2`` on the walk value (the clamp bound, a public
+    hyper-parameter, is left as fitted). Audit: a run of label 0, the first row flipped."""
+    _double_epsilon(monkeypatch, walk, "exponential_mechanism_proba")
+    X = np.arange(1.0, 5.0).reshape(-1, 1)
+    y = np.zeros(4, dtype=int)
+    y2 = y.copy()
+    y2[0] = 1
+    query = np.array([[4.0]])
+    estimator = ExpProjectedWalkClassifier(epsilon=1.0, classes=[0, 1])
+    fitted = [clone(estimator).set_params(random_state=0).fit(X, t) for t in (y, y2)]
+    laws = [f._output_distribution(query)[0] for f in fitted]
+    for f, law in zip(fitted, laws):
+        walk_value = float(f._walk_value(query)[0])
+        expected = exponential_mechanism_proba([0.0, walk_value], 2.0)
+        np.testing.assert_allclose(law, expected, rtol=1e-12)
+    _assert_reports_and_charges_epsilon(estimator, X, y, X[:3], "predict", 1.0)
+    _assert_audit_rejects(
+        estimator,
+        (X, y, X, y2),
+        query,
+        [_as_law(law) for law in laws],
+        1.0,
+        n_trials=3_000,
+        random_state=0,
+    )
+
+
+MUTANTS: dict[str, Callable] = {
+    "SubsampleAggregateClassifier": _aggregate_mutant,
+    "SubsampleAverageClassifier-predict": functools.partial(
+        _average_classifier_mutant, method="predict"
+    ),
+    "SubsampleAverageClassifier-predict_proba": functools.partial(
+        _average_classifier_mutant, method="predict_proba"
+    ),
+    "SubsampleAverageRegressor": _average_regressor_mutant,
+    "ExpProjectedWalkClassifier": _walk_mutant,
+}
+
+
+def test_every_class_named_has_a_mutant():
+    assert {name.split("-")[0] for name in MUTANTS} == MUTANT_CLASSES
+
+
+@pytest.mark.mutant
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutant_is_caught(name, monkeypatch):
+    MUTANTS[name](monkeypatch)
