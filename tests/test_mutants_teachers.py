@@ -26,10 +26,12 @@ import pytest
 from _audit_power import law_power
 from sklearn.base import clone
 from sklearn.neighbors import KNeighborsClassifier
+from test_model_selection import NEAR_WORST, NEAR_WORST_SEARCHES, ZeroIfAnyZero
 
 from skprivpred import (
     ExpProjectedWalkClassifier,
     PrivacyAccountant,
+    PrivateGridSearchCV,
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
@@ -42,12 +44,15 @@ from skprivpred.mechanisms import (
     exponential_mechanism_proba,
     grid_laplace_release,
     laplace_clip_bernoulli_proba,
+    noisy_max_proba,
 )
+from skprivpred.model_selection import _search
 
 #: The classes this file gives a mutant (the completeness test unions these sets).
 MUTANT_CLASSES = frozenset(
     {
         "ExpProjectedWalkClassifier",
+        "PrivateGridSearchCV",
         "SubsampleAggregateClassifier",
         "SubsampleAverageClassifier",
         "SubsampleAverageRegressor",
@@ -281,7 +286,70 @@ def _walk_mutant(monkeypatch):
     )
 
 
+# -- PrivateGridSearchCV ------------------------------------------------------------------------
+def _grid_search_selection_mutant(monkeypatch):
+    """The selection (``best_index_``) drawn for ``2 selection_epsilon``: both rules
+    (exponential mechanism and report-noisy-max) are doubled; the audit sees the default,
+    the exponential mechanism, on the near-worst-case pair of ``tests/test_model_selection``."""
+    doubled_laws = NEAR_WORST.exact_laws(epsilon=2 * NEAR_WORST.epsilon)  # before the patch
+    _double_epsilon(monkeypatch, _search, "exponential_mechanism_proba", "noisy_max_proba")
+    laws = NEAR_WORST.exact_laws()
+    for law, expected in zip(laws, doubled_laws):
+        np.testing.assert_allclose(list(law.values()), list(expected.values()), rtol=1e-12)
+    scores = np.array([0.2, 0.7, 0.5])
+    np.testing.assert_allclose(
+        NEAR_WORST.search(selection="noisy_max")._selection_law(scores, 1.0, 0.5),
+        noisy_max_proba(scores, 2.0, 0.5),
+        rtol=1e-12,
+    )
+    accountant = PrivacyAccountant(epsilon=100.0, delta=1e-6, composition="zcdp")
+    X, y, _, _ = NEAR_WORST.data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search = NEAR_WORST.search(accountant=accountant, random_state=0).fit(X, y)
+    epsilon = NEAR_WORST.epsilon
+    guarantee = search.privacy_guarantee_
+    assert (guarantee.epsilon, guarantee.rho) == (epsilon, epsilon**2 / 8)
+    assert accountant.history()["rho"].tolist() == [epsilon**2 / 8]
+    assert NEAR_WORST.power(NEAR_WORST_SEARCHES, laws) >= TARGET_POWER
+    assert NEAR_WORST.lower_bound(PrivateGridSearchCV, NEAR_WORST_SEARCHES) > epsilon
+
+
+def _grid_search_answers_mutant(monkeypatch):
+    """The answers of ``best_estimator_`` (a ``SubsampleAggregateClassifier``) drawn at
+    ``2 epsilon``; the selection is left alone (one candidate). Audit: all-ones labels and
+    three teachers, one of which a 0 label turns, whatever the partition."""
+    _double_epsilon(monkeypatch, aggregate, "exponential_mechanism_proba")
+    X = np.arange(60, dtype=float).reshape(-1, 1)
+    y = np.ones(60, dtype=int)
+    y2 = y.copy()
+    y2[0] = 0
+    template = SubsampleAggregateClassifier(
+        ZeroIfAnyZero(), epsilon=1.0, n_teachers=3, classes=[0, 1]
+    )
+    search = PrivateGridSearchCV(template, {"n_teachers": [3]}, selection_epsilon=0.5)
+    query = X[:1]
+    laws = []
+    for labels in (y, y2):
+        fitted = clone(search).set_params(random_state=0).fit(X, labels).best_estimator_
+        law = fitted._output_distribution(query)[0]
+        np.testing.assert_allclose(
+            law, exponential_mechanism_proba(fitted._vote_counts(query), 2.0)[0], rtol=1e-12
+        )
+        laws.append(_as_law(law))
+    accountant = PrivacyAccountant(epsilon=100.0, ledger=":memory:")
+    charged = clone(search).set_params(accountant=accountant, random_state=0).fit(X, y)
+    assert charged.best_estimator_.privacy_guarantee_.epsilon == 1.0
+    charged.predict(X[:3])
+    assert accountant.epsilon_spent == pytest.approx(0.5 + 3 * 1.0, rel=1e-12)
+    _assert_audit_rejects(
+        search, (X, y, X, y2), query, laws, 1.0, 4_000, claimed_epsilon=1.0, random_state=0
+    )
+
+
 MUTANTS: dict[str, Callable] = {
+    "PrivateGridSearchCV-selection": _grid_search_selection_mutant,
+    "PrivateGridSearchCV-answers": _grid_search_answers_mutant,
     "SubsampleAggregateClassifier": _aggregate_mutant,
     "SubsampleAverageClassifier-predict": functools.partial(
         _average_classifier_mutant, method="predict"
