@@ -26,25 +26,30 @@ import pytest
 from _audit_power import law_power
 from sklearn.base import clone
 from sklearn.neighbors import KNeighborsClassifier
+from test_everlasting_privacy import AUDIT_ALPHA, TWO_HYPOTHESES, _SignTeacher, audit_game
 from test_model_selection import NEAR_WORST, NEAR_WORST_SEARCHES, ZeroIfAnyZero
 
 from skprivpred import (
     ExpProjectedWalkClassifier,
     PrivacyAccountant,
+    PrivateEverlastingClassifier,
     PrivateGridSearchCV,
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
     aggregate,
     averaging,
+    everlasting,
     walk,
 )
 from skprivpred.audit import audit_epsilon, flip_teacher_neighbour
+from skprivpred.everlasting import relabel_epsilon, relabel_law
 from skprivpred.mechanisms import (
     exponential_mechanism_proba,
     grid_laplace_release,
     laplace_clip_bernoulli_proba,
     noisy_max_proba,
+    sample_categorical,
 )
 from skprivpred.model_selection import _search
 
@@ -52,6 +57,7 @@ from skprivpred.model_selection import _search
 MUTANT_CLASSES = frozenset(
     {
         "ExpProjectedWalkClassifier",
+        "PrivateEverlastingClassifier",
         "PrivateGridSearchCV",
         "SubsampleAggregateClassifier",
         "SubsampleAverageClassifier",
@@ -347,7 +353,62 @@ def _grid_search_answers_mutant(monkeypatch):
     )
 
 
+# -- PrivateEverlastingClassifier ---------------------------------------------------------------
+def _everlasting_relabelling_mutant(monkeypatch):
+    """The relabelling draw (the exponential mechanism over the class, ``epsilon_r``) made
+    at ``2 epsilon_r``; the Gaussian votes are left alone. Audit: the relabelling audit of
+    ``tests/test_everlasting_privacy`` (``audit_game``, one event) on a pool where the
+    differing row moves the two hypotheses' mistakes apart (3 against 0, or 2 against 1):
+    true loss 0.70 of ``epsilon_r``, at ``epsilon = 8`` (``epsilon_r = 0.85``)."""
+    epsilon, delta = 8.0, 1e-6
+    epsilon_r = relabel_epsilon(epsilon, delta)
+    points = np.array([0, 0, 2])
+    pools = (np.array([1, 1, 1]), np.array([1, 1, 0]))
+    doubled = [relabel_law(TWO_HYPOTHESES, points, y, 2 * epsilon_r)[1] for y in pools]
+    _double_epsilon(monkeypatch, everlasting, "_relabel_proba")
+    laws = [relabel_law(TWO_HYPOTHESES, points, y, epsilon_r)[1] for y in pools]
+    np.testing.assert_allclose(laws, doubled, rtol=1e-12)
+    X = np.array([[0.0], [1.0], [2.0]] * 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        estimator = PrivateEverlastingClassifier(
+            _SignTeacher(),
+            epsilon=epsilon,
+            delta=delta,
+            hypothesis_class=TWO_HYPOTHESES,
+            classes=(0, 1),
+            n_teachers=3,
+            phase_length=10,
+            random_state=0,
+        ).fit(X, (X[:, 0] == 0).astype(int))
+    guarantee = estimator.privacy_guarantee_
+    assert (guarantee.epsilon, guarantee.delta) == (epsilon, delta)
+    assert estimator.relabel_epsilon_ == guarantee.details["relabel_epsilon"] == epsilon_r
+
+    def relabel(pool, seed):
+        """The real estimator's relabelling step, on the query stream seeded for the game."""
+        estimator._query_stream.rng = np.random.default_rng(seed)
+        return estimator._relabel(points, pool, estimator._phase_params(2).relabel_epsilon)
+
+    for seed in range(20):  # the draws are those of the doubled law, seed for seed
+        choice = int(sample_categorical(doubled[1][None, :], np.random.default_rng(seed))[0])
+        expected = TWO_HYPOTHESES.prior_candidates(points, pools[1].astype(float))
+        np.testing.assert_array_equal(relabel(pools[1], seed), expected.labels_of(choice)[0])
+    n_draws = 2_000
+    alpha = AUDIT_ALPHA / 2  # one event and its complement, Bonferroni in audit_game
+    assert law_power(n_draws, *map(_as_law, laws), epsilon_r, alpha) >= TARGET_POWER
+    audit = audit_game(
+        lambda b, seed: tuple(relabel(pools[b], seed)),
+        [lambda view: view[0] == 1],
+        ["h0 chosen"],
+        n_games=n_draws,
+        delta=0.0,
+    )
+    assert audit.refutes(epsilon_r), audit
+
+
 MUTANTS: dict[str, Callable] = {
+    "PrivateEverlastingClassifier-relabelling": _everlasting_relabelling_mutant,
     "PrivateGridSearchCV-selection": _grid_search_selection_mutant,
     "PrivateGridSearchCV-answers": _grid_search_answers_mutant,
     "SubsampleAggregateClassifier": _aggregate_mutant,
