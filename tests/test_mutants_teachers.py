@@ -92,13 +92,21 @@ def _double_epsilon(monkeypatch, module, *names: str) -> None:
 
 
 # -- shared checks ----------------------------------------------------------------------------
-def _assert_reports_and_charges_epsilon(estimator, X, y, queries, method, epsilon):
-    """The patched estimator still states ``epsilon`` and charges ``epsilon`` per row."""
+def _assert_reports_and_charges_epsilon(
+    estimator, X, y, queries, method, epsilon, guarantee_epsilon=None
+):
+    """The patched estimator still states its epsilon and charges ``epsilon`` per row.
+
+    ``guarantee_epsilon``: the epsilon of ``privacy_guarantee_`` when it is not the
+    per-row one (a total budget); ``None``: ``epsilon``.
+    """
     accountant = PrivacyAccountant(epsilon=1000.0, ledger=":memory:")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # few rows per teacher, by design
         fitted = clone(estimator).set_params(accountant=accountant, random_state=0).fit(X, y)
-    assert fitted.privacy_guarantee_.epsilon == epsilon
+    assert fitted.privacy_guarantee_.epsilon == (
+        epsilon if guarantee_epsilon is None else guarantee_epsilon
+    )
     getattr(fitted, method)(queries)
     assert accountant.epsilon_spent == pytest.approx(queries.shape[0] * epsilon, rel=1e-12)
 
@@ -153,24 +161,40 @@ def _binned_grid_laplace_law(value, sensitivity, epsilon, edges, transform=None)
 
 
 # -- SubsampleAggregateClassifier -------------------------------------------------------------
-def _aggregate_mutant(monkeypatch):
-    """Weight ``2 epsilon / 2`` per vote (per-row mode; many-query mode uses the same law
-    at its per-row epsilon). Audit: 3 teachers agree at the query, one vote flipped."""
+def _aggregate_mutant(monkeypatch, many_queries=False):
+    """Weight ``2 epsilon / 2`` per vote. Per-row mode, or many-query mode, whose per-row
+    ``epsilon_per_query_`` (here 1: a total of 4,000 over a horizon of 4,000 rows, basic
+    composition) calibrates the same law. Audit: 3 teachers agree at the query, one vote
+    flipped."""
     _double_epsilon(monkeypatch, aggregate, "exponential_mechanism_proba")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(90, 2))
     y = (X[:, 0] > 0).astype(int)
     query = np.array([[2.5, 0.0]])
+    budget = (
+        {"n_queries": 4_000, "total_epsilon": 4_000.0, "total_delta": 0.0}
+        if many_queries
+        else {"epsilon": 1.0}
+    )
     estimator = SubsampleAggregateClassifier(
-        KNeighborsClassifier(n_neighbors=1), epsilon=1.0, n_teachers=3, classes=[0, 1]
+        KNeighborsClassifier(n_neighbors=1), n_teachers=3, classes=[0, 1], **budget
     )
     X2, y2, _ = flip_teacher_neighbour(estimator, X, y, query, random_state=1)
     fitted = [clone(estimator).set_params(random_state=1).fit(*d) for d in ((X, y), (X2, y2))]
+    assert [f.epsilon_per_query_ for f in fitted] == [1.0, 1.0]
     laws = [f._output_distribution(query)[0] for f in fitted]
     for f, law in zip(fitted, laws):
         expected = exponential_mechanism_proba(f._vote_counts(query), 2.0)[0]
         np.testing.assert_allclose(law, expected, rtol=1e-12)
-    _assert_reports_and_charges_epsilon(estimator, X, y, np.zeros((3, 2)), "predict", 1.0)
+    _assert_reports_and_charges_epsilon(
+        estimator,
+        X,
+        y,
+        np.zeros((3, 2)),
+        "predict",
+        1.0,
+        guarantee_epsilon=4_000.0 if many_queries else 1.0,
+    )
     _assert_audit_rejects(
         estimator,
         (X, y, X2, y2),
@@ -412,6 +436,9 @@ MUTANTS: dict[str, Callable] = {
     "PrivateGridSearchCV-selection": _grid_search_selection_mutant,
     "PrivateGridSearchCV-answers": _grid_search_answers_mutant,
     "SubsampleAggregateClassifier": _aggregate_mutant,
+    "SubsampleAggregateClassifier-n_queries": functools.partial(
+        _aggregate_mutant, many_queries=True
+    ),
     "SubsampleAverageClassifier-predict": functools.partial(
         _average_classifier_mutant, method="predict"
     ),
