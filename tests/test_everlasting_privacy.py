@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from _audit_power import law_power
 from scipy.stats import beta, binom, norm
 from sklearn.base import BaseEstimator, ClassifierMixin
 
@@ -631,17 +632,32 @@ def _relabel_by_erm(hclass, points, labels, epsilon, rng):
     return found.labels_of(int(np.argmin(found.errors)))[0].astype(np.intp)
 
 
-def _relabel_audit(relabel) -> GameAudit:
-    """The view is the relabelled pool; the tie makes the differing row decide."""
+def _relabel_audit(
+    relabel, points=RELABEL_POINTS, labels=RELABEL_LABELS, epsilon=RELABEL_EPSILON
+) -> GameAudit:
+    """The view is the relabelled pool; the differing row moves the hypotheses' mistakes."""
 
     def play(b, seed):
         rng = np.random.default_rng(seed)
-        return tuple(
-            relabel(TWO_HYPOTHESES, RELABEL_POINTS, RELABEL_LABELS[b], RELABEL_EPSILON, rng)
-        )
+        return tuple(relabel(TWO_HYPOTHESES, points, labels[b], epsilon, rng))
 
     return audit_game(
         play, [lambda view: view[0] == 1], ["h0 chosen"], n_games=RELABEL_DRAWS, delta=0.0
+    )
+
+
+#: Near the worst case: at (epsilon, delta) = (8, 1e-6) (epsilon_r = 0.85), a pool where
+#: the differing row (point 2) leaves h1 three mistakes behind h0, or one: h1 is unlikely
+#: and the row moves its log-odds by the full epsilon_r (true loss 0.70 of epsilon_r).
+NEAR_WORST_RELABEL_EPSILON = relabel_epsilon(8.0, DELTA)
+NEAR_WORST_RELABEL_POINTS = np.array([0, 0, 2])
+NEAR_WORST_RELABEL_LABELS = (np.array([1.0, 1.0, 1.0]), np.array([1.0, 1.0, 0.0]))
+
+
+def _near_worst_relabel_laws(epsilon):
+    return tuple(
+        dict(enumerate(relabel_law(TWO_HYPOTHESES, NEAR_WORST_RELABEL_POINTS, y, epsilon)[1]))
+        for y in NEAR_WORST_RELABEL_LABELS
     )
 
 
@@ -658,9 +674,24 @@ def test_relabelling_meets_its_epsilon_exactly():
     assert RELABEL_EPSILON**2 / 8 == pytest.approx(0.1 * zcdp_rho(EPSILON, DELTA), rel=1e-12)
 
 
-def test_relabelling_audit_passes_and_flags_a_noiseless_projection():
-    audit = _relabel_audit(relabel_through_class)
-    assert not audit.refutes(RELABEL_EPSILON), audit
+def test_relabelling_audit_passes_near_the_worst_case_and_flags_a_noiseless_projection():
+    # Near the worst case: the same audit (2,000 draws per pool) catches the relabelling
+    # drawn at twice epsilon_r with probability >= 0.99 (exact laws; audit_game's level,
+    # one event and its complement); the honest draw passes it.
+    epsilon_r = NEAR_WORST_RELABEL_EPSILON
+    law, law_neighbour = _near_worst_relabel_laws(epsilon_r)
+    loss = max(abs(math.log(law[k] / law_neighbour[k])) for k in law)
+    assert loss == pytest.approx(0.699 * epsilon_r, abs=1e-3)
+    doubled = _near_worst_relabel_laws(2 * epsilon_r)
+    assert law_power(RELABEL_DRAWS, *doubled, epsilon_r, AUDIT_ALPHA / 2) >= 0.99
+    audit = _relabel_audit(
+        relabel_through_class,
+        NEAR_WORST_RELABEL_POINTS,
+        NEAR_WORST_RELABEL_LABELS,
+        epsilon_r,
+    )
+    assert not audit.refutes(epsilon_r), audit
+    # The tie of the first pool is where a noiseless projection follows the differing row.
     broken = _relabel_audit(_relabel_by_erm)
     assert broken.counts[:, 0].tolist() == [RELABEL_DRAWS, 0]  # h0 in world 0, h1 in world 1
     assert broken.refutes(EPSILON), broken

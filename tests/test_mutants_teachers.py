@@ -26,7 +26,16 @@ import pytest
 from _audit_power import law_power
 from sklearn.base import clone
 from sklearn.neighbors import KNeighborsClassifier
-from test_everlasting_privacy import AUDIT_ALPHA, TWO_HYPOTHESES, _SignTeacher, audit_game
+from test_everlasting_privacy import (
+    AUDIT_ALPHA,
+    NEAR_WORST_RELABEL_EPSILON,
+    NEAR_WORST_RELABEL_LABELS,
+    NEAR_WORST_RELABEL_POINTS,
+    RELABEL_DRAWS,
+    TWO_HYPOTHESES,
+    _SignTeacher,
+    audit_game,
+)
 from test_model_selection import NEAR_WORST, NEAR_WORST_SEARCHES, ZeroIfAnyZero
 
 from skprivpred import (
@@ -381,13 +390,14 @@ def _grid_search_answers_mutant(monkeypatch):
 def _everlasting_relabelling_mutant(monkeypatch):
     """The relabelling draw (the exponential mechanism over the class, ``epsilon_r``) made
     at ``2 epsilon_r``; the Gaussian votes are left alone. Audit: the relabelling audit of
-    ``tests/test_everlasting_privacy`` (``audit_game``, one event) on a pool where the
-    differing row moves the two hypotheses' mistakes apart (3 against 0, or 2 against 1):
-    true loss 0.70 of ``epsilon_r``, at ``epsilon = 8`` (``epsilon_r = 0.85``)."""
+    ``tests/test_everlasting_privacy`` (``audit_game``, one event, 2,000 draws per pool) on
+    its near-worst-case pools (true loss 0.70 of ``epsilon_r``, at ``epsilon = 8``), run
+    through the real estimator's relabelling step."""
     epsilon, delta = 8.0, 1e-6
     epsilon_r = relabel_epsilon(epsilon, delta)
-    points = np.array([0, 0, 2])
-    pools = (np.array([1, 1, 1]), np.array([1, 1, 0]))
+    assert epsilon_r == NEAR_WORST_RELABEL_EPSILON
+    points = NEAR_WORST_RELABEL_POINTS
+    pools = NEAR_WORST_RELABEL_LABELS
     doubled = [relabel_law(TWO_HYPOTHESES, points, y, 2 * epsilon_r)[1] for y in pools]
     _double_epsilon(monkeypatch, everlasting, "_relabel_proba")
     laws = [relabel_law(TWO_HYPOTHESES, points, y, epsilon_r)[1] for y in pools]
@@ -416,9 +426,9 @@ def _everlasting_relabelling_mutant(monkeypatch):
 
     for seed in range(20):  # the draws are those of the doubled law, seed for seed
         choice = int(sample_categorical(doubled[1][None, :], np.random.default_rng(seed))[0])
-        expected = TWO_HYPOTHESES.prior_candidates(points, pools[1].astype(float))
+        expected = TWO_HYPOTHESES.prior_candidates(points, pools[1])
         np.testing.assert_array_equal(relabel(pools[1], seed), expected.labels_of(choice)[0])
-    n_draws = 2_000
+    n_draws = RELABEL_DRAWS
     alpha = AUDIT_ALPHA / 2  # one event and its complement, Bonferroni in audit_game
     assert law_power(n_draws, *map(_as_law, laws), epsilon_r, alpha) >= TARGET_POWER
     audit = audit_game(
