@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from _audit_power import detection_power
+from _audit_power import law_power
 from scipy.integrate import quad
 from scipy.stats import chisquare
 
@@ -251,23 +251,43 @@ def _answer_bound(value, n_trials, seed):
         return float(np.max(np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))))
 
 
-def test_audit_passes_and_flags_eight_times_less_noise(monkeypatch):
-    """Sample sizes from the bound (``_audit_power``, exact binomial sums, level 1e-3 / 6).
+def _neighbour_laws(value, epsilon, sensitivity=0.1):
+    """Exact law of one answer (BELOW, TOP, ABOVE) at ``value`` and ``value + sensitivity``."""
+    return tuple(
+        dict(enumerate(between_thresholds_proba(q, 0.4, 0.6, epsilon, sensitivity)[0]))
+        for q in (value, value + sensitivity)
+    )
 
-    The answer law at 0.3 is about (0.563, 0.258, 0.180) (20,000 draws). A variant that
-    spends 2 on one outcome (its probability times exp(-2) at 0.4, the rest rescaled) is
-    flagged by 1,800 answers per value with probability >= 0.99 whichever outcome it
-    is (500, 1,250 and 1,800 for the three), so the estimator's run would catch such a
-    regression. The broken variant moves TOP from 0.137 to 0.462 (log-ratio 1.2, near
-    the claim): 8,150 answers flag it with probability >= 0.99 (asserted below).
+
+def test_audit_passes_and_flags_eight_times_less_noise(monkeypatch):
+    """One answer of an instance is far from BetweenThresholds' worst case.
+
+    The claim (1.0) covers a whole instance's transcript; one answer moves by at most
+    epsilon / 6 between neighbouring values (asserted on the exact law), so this audit can
+    only catch gross regressions: computed from the exact laws (``_audit_power.law_power``,
+    level 1e-3 / 6 per interval), 1,800 answers per value catch an instance calibrated for
+    10 times its epsilon with probability >= 0.99, and not one calibrated for 8 times; the
+    broken variant (noise scales / 8, i.e. 8 times epsilon) needs 8,250 answers.
     """
-    assert detection_power(8_150, 0.462, None, 1.0, 1e-3 / 6, q=0.137) >= 0.99
-    # One answer of an eps'-instance is at most eps'-DP (claim 1.0; its exact loss is ~0.17).
+    alpha = 1e-3 / 6
+    law, law_neighbour = _neighbour_laws(0.3, 1.0)
+    loss = max(abs(math.log(law[k] / law_neighbour[k])) for k in law)
+    assert loss == pytest.approx(1.0 / 6, rel=1e-9)
+    assert law_power(1_800, *_neighbour_laws(0.3, 10.0), 1.0, alpha) >= 0.99
+    assert law_power(1_800, *_neighbour_laws(0.3, 8.0), 1.0, alpha) < 0.99
+    eightfold = _neighbour_laws(0.3, 8.0)
+    assert law_power(8_250, *eightfold, 1.0, alpha) >= 0.99
     assert _answer_bound(0.3, 1_800, seed=30) <= 1.0
     honest_scales = between_thresholds_scales
     monkeypatch.setattr(
         "skprivpred.mechanisms.between_thresholds_scales",
         lambda epsilon, sensitivity: tuple(b / 8 for b in honest_scales(epsilon, sensitivity)),
     )
-    # Broken: the TOP probability moves from 0.137 to 0.462 (log ratio 1.2).
-    assert _answer_bound(0.3, 8_150, seed=31) > 1.0
+    # The patched instance's law is the law at 8 epsilon (the scales are proportional to
+    # 1 / epsilon): the broken run draws from what the power above was computed for.
+    np.testing.assert_allclose(
+        between_thresholds_proba(0.3, 0.4, 0.6, 1.0, 0.1)[0],
+        list(eightfold[0].values()),
+        rtol=1e-12,
+    )
+    assert _answer_bound(0.3, 8_250, seed=31) > 1.0

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from _audit_power import law_power
 from scipy.stats import beta, binom, norm
 from sklearn.base import BaseEstimator, ClassifierMixin
 
@@ -46,6 +47,7 @@ from skprivpred.accounting import zcdp_rho
 from skprivpred.audit import clopper_pearson
 from skprivpred.everlasting import (
     GenericBBLClassifier,
+    PracticalPhase,
     PrivateEverlastingClassifier,
     relabel_epsilon,
     relabel_law,
@@ -490,8 +492,13 @@ def _ones_at_least(k):
 #: Events of the training-row view (499 answers): few or many ones. World 1
 #: (one vote fewer) answers 1 slightly less often; 20 times less noise makes it
 #: answer 1 with probability 0.43 instead of 0.5, which these tails expose.
-TRAINING_EVENTS = [_ones_at_most(220), _ones_at_most(230), _ones_at_least(270)]
-TRAINING_EVENT_NAMES = ["ones <= 220", "ones <= 230", "ones >= 270"]
+TRAINING_EVENT_THRESHOLDS = [("le", 220), ("le", 230), ("ge", 270)]  # ones <= k or >= k
+TRAINING_EVENTS = [
+    (_ones_at_most if kind == "le" else _ones_at_least)(k) for kind, k in TRAINING_EVENT_THRESHOLDS
+]
+TRAINING_EVENT_NAMES = [
+    f"ones {'<=' if kind == 'le' else '>='} {k}" for kind, k in TRAINING_EVENT_THRESHOLDS
+]
 
 
 def _training_audit(cls) -> GameAudit:
@@ -504,8 +511,64 @@ def _training_audit(cls) -> GameAudit:
     return audit_game(play, TRAINING_EVENTS, TRAINING_EVENT_NAMES, n_games=N_GAMES, delta=DELTA)
 
 
+def _game_detection_power(n, p, q, epsilon, delta, alpha) -> float:
+    """P(ln(lo(k0) - delta) - ln hi(k1) > epsilon), k0 ~ Bin(n, p), k1 ~ Bin(n, q).
+
+    The power of one event and direction of :func:`epsilon_lower_bound` (intervals at
+    level ``alpha`` each), exactly (binomial sums): a lower bound on the audit's power.
+    """
+    k = np.arange(n + 1)
+    lower, upper = clopper_pearson(k, n, alpha)
+    limit = (lower - delta) * np.exp(-epsilon)
+    last = np.where(limit > 0, np.searchsorted(upper, limit, side="left") - 1, -1)
+    caught = np.where(last >= 0, binom.cdf(last, n, q), 0.0)
+    return float(np.sum(binom.pmf(k, n, p) * caught))
+
+
+def _training_audit_power(noise_sigma: float) -> float:
+    """Power of the training-row audit against the predictor whose vote noise is
+    ``noise_sigma``, from the exact law of the view (the number of ones among the R - 1
+    answers is Bin(R - 1, P(1)) in each world; P(1) from the estimator's own closed form)."""
+    T, R = TRAINING_GAME["n_teachers"], TRAINING_GAME["phase_length"]
+    params = PracticalPhase(
+        phase=1,
+        teacher_size=1,
+        n_teachers=T,
+        pool_size=T,
+        phase_length=R,
+        noise_sigma=noise_sigma,
+        rho=1.0,
+    )
+    ones = PrivateEverlastingClassifier._gaussian_law(np.array([T // 2, T // 2 - 1]), params)[:, 1]
+    alpha = AUDIT_ALPHA / (2 * len(TRAINING_EVENT_THRESHOLDS))
+    best = 0.0
+    for kind, k in TRAINING_EVENT_THRESHOLDS:
+        law = binom.cdf(k, R - 1, ones) if kind == "le" else binom.sf(k - 1, R - 1, ones)
+        for a, b in (
+            (law[0], law[1]),
+            (law[1], law[0]),
+            (1 - law[0], 1 - law[1]),
+            (1 - law[1], 1 - law[0]),
+        ):
+            best = max(best, _game_detection_power(N_GAMES, a, b, EPSILON, DELTA, alpha))
+    return best
+
+
 @pytest.mark.filterwarnings("ignore:.*fewer than 2 rows per teacher")
 def test_training_row_audit_passes_and_flags_too_little_noise():
+    # Far from the worst case for a black box: the Gaussian votes are calibrated for
+    # (1, 1e-6), whose violations live in rare tails. Computed from the exact law, the
+    # 200-game audit catches a predictor with 14 times less noise (rho x 196) with
+    # probability >= 0.99, not one with 12 times less; twice epsilon (half the noise,
+    # rho x 4) is far beyond any practical game count.
+    sigma = (
+        _practical(PrivateEverlastingClassifier, **TRAINING_GAME)(0)
+        .fit(*_TrainingRowAdversary(TRAINING_GAME["n_teachers"], 1).S0)
+        .noise_sigma_
+    )
+    assert _training_audit_power(sigma / 14) >= 0.99
+    assert _training_audit_power(sigma / 12) < 0.99
+    assert _training_audit_power(sigma / BROKEN_FACTOR) >= 0.99
     audit = _training_audit(PrivateEverlastingClassifier)
     assert not audit.refutes(EPSILON), audit
     broken = _training_audit(_NoiseDividedBy20)
@@ -631,17 +694,32 @@ def _relabel_by_erm(hclass, points, labels, epsilon, rng):
     return found.labels_of(int(np.argmin(found.errors)))[0].astype(np.intp)
 
 
-def _relabel_audit(relabel) -> GameAudit:
-    """The view is the relabelled pool; the tie makes the differing row decide."""
+def _relabel_audit(
+    relabel, points=RELABEL_POINTS, labels=RELABEL_LABELS, epsilon=RELABEL_EPSILON
+) -> GameAudit:
+    """The view is the relabelled pool; the differing row moves the hypotheses' mistakes."""
 
     def play(b, seed):
         rng = np.random.default_rng(seed)
-        return tuple(
-            relabel(TWO_HYPOTHESES, RELABEL_POINTS, RELABEL_LABELS[b], RELABEL_EPSILON, rng)
-        )
+        return tuple(relabel(TWO_HYPOTHESES, points, labels[b], epsilon, rng))
 
     return audit_game(
         play, [lambda view: view[0] == 1], ["h0 chosen"], n_games=RELABEL_DRAWS, delta=0.0
+    )
+
+
+#: Near the worst case: at (epsilon, delta) = (8, 1e-6) (epsilon_r = 0.85), a pool where
+#: the differing row (point 2) leaves h1 three mistakes behind h0, or one: h1 is unlikely
+#: and the row moves its log-odds by the full epsilon_r (true loss 0.70 of epsilon_r).
+NEAR_WORST_RELABEL_EPSILON = relabel_epsilon(8.0, DELTA)
+NEAR_WORST_RELABEL_POINTS = np.array([0, 0, 2])
+NEAR_WORST_RELABEL_LABELS = (np.array([1.0, 1.0, 1.0]), np.array([1.0, 1.0, 0.0]))
+
+
+def _near_worst_relabel_laws(epsilon):
+    return tuple(
+        dict(enumerate(relabel_law(TWO_HYPOTHESES, NEAR_WORST_RELABEL_POINTS, y, epsilon)[1]))
+        for y in NEAR_WORST_RELABEL_LABELS
     )
 
 
@@ -658,9 +736,24 @@ def test_relabelling_meets_its_epsilon_exactly():
     assert RELABEL_EPSILON**2 / 8 == pytest.approx(0.1 * zcdp_rho(EPSILON, DELTA), rel=1e-12)
 
 
-def test_relabelling_audit_passes_and_flags_a_noiseless_projection():
-    audit = _relabel_audit(relabel_through_class)
-    assert not audit.refutes(RELABEL_EPSILON), audit
+def test_relabelling_audit_passes_near_the_worst_case_and_flags_a_noiseless_projection():
+    # Near the worst case: the same audit (2,000 draws per pool) catches the relabelling
+    # drawn at twice epsilon_r with probability >= 0.99 (exact laws; audit_game's level,
+    # one event and its complement); the honest draw passes it.
+    epsilon_r = NEAR_WORST_RELABEL_EPSILON
+    law, law_neighbour = _near_worst_relabel_laws(epsilon_r)
+    loss = max(abs(math.log(law[k] / law_neighbour[k])) for k in law)
+    assert loss == pytest.approx(0.699 * epsilon_r, abs=1e-3)
+    doubled = _near_worst_relabel_laws(2 * epsilon_r)
+    assert law_power(RELABEL_DRAWS, *doubled, epsilon_r, AUDIT_ALPHA / 2) >= 0.99
+    audit = _relabel_audit(
+        relabel_through_class,
+        NEAR_WORST_RELABEL_POINTS,
+        NEAR_WORST_RELABEL_LABELS,
+        epsilon_r,
+    )
+    assert not audit.refutes(epsilon_r), audit
+    # The tie of the first pool is where a noiseless projection follows the differing row.
     broken = _relabel_audit(_relabel_by_erm)
     assert broken.counts[:, 0].tolist() == [RELABEL_DRAWS, 0]  # h0 in world 0, h1 in world 1
     assert broken.refutes(EPSILON), broken

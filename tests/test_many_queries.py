@@ -2,6 +2,7 @@
 
 import copy
 import itertools
+import math
 import pickle
 import threading
 import uuid
@@ -275,23 +276,33 @@ def _transcript_law(clf, q, weight=1):
 
 
 def test_black_box_transcript_audit_passes_and_flags_an_undivided_budget():
-    """Sample size from the bound (exact transcript laws, ``_audit_power.law_power``).
+    """Sizes and powers from the exact transcript laws (``_audit_power.law_power``).
 
-    On this pair the honest transcript's log-ratio is at most 0.5 (total epsilon 1).
-    Rows spending ``weight`` times their share give ``0.5 * weight``: weight 4 spends
-    twice the claimed total (log-ratio 2), and 1,250 sessions flag it with probability
-    at least 0.99; the broken variant below (weight 3: no division by the horizon,
-    log-ratio 1.5) needs 4,500 for 0.99 (both asserted below). The honest sessions
-    pass with probability at least 1 - 1e-3 whatever their number.
+    On this pair the honest transcript's largest log-ratio is 0.5, half the claimed total
+    (asserted). So the audit catches only gross regressions: at 4,500 sessions, rows that
+    spend 3 times their share (the broken variant below: no division by the horizon)
+    are caught with probability >= 0.99, while the estimator calibrated for twice its
+    epsilon (every row at ``2 eps0``) is caught with probability below 1e-6; rows at 4
+    times their share need 1,250 sessions. The per-row calibration at twice epsilon is
+    the mutant of ``tests/test_mutants_teachers.py``. The honest sessions pass with
+    probability at least 1 - 1e-3 whatever their number.
     """
     q, n_trials = 3, 4_500
     S = _session([1, 1, 0], n_queries=q, accountant=PrivacyAccountant(ledger=":memory:"))
     # one teacher's vote moves on every row
     S2 = _session([0, 1, 0], n_queries=q, accountant=PrivacyAccountant(ledger=":memory:"))
     alpha = 1e-3 / (2 * 2**q)  # as in _audit_transcripts
-    for weight, n in ((4, 1_250), (q, n_trials)):
+    law, law_neighbour = _transcript_law(S, q), _transcript_law(S2, q)
+    loss = max(abs(math.log(law[o] / law_neighbour[o])) for o in law)
+    assert loss == pytest.approx(0.5, abs=1e-3)
+
+    def power(weight, n):
         laws = _transcript_law(S, q, weight), _transcript_law(S2, q, weight)
-        assert law_power(n, *laws, 1.0, alpha) >= 0.99
+        return law_power(n, *laws, 1.0, alpha)
+
+    assert power(4, 1_250) >= 0.99
+    assert power(q, n_trials) >= 0.99
+    assert power(2, n_trials) < 1e-6
     assert _audit_transcripts(S, S2, q, n_trials) <= 1.0
     # broken on purpose: every row spends the whole total (no division by the horizon)
     assert _audit_transcripts(S, S2, q, n_trials, weight=q) > 1.0

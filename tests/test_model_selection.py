@@ -8,8 +8,10 @@ What is checked:
   with equality, in both parts.
 * Exact law of the selected index between neighbours: the log-ratio stays within
   ``selection_epsilon`` for both mechanisms, and a variant with ``beta = 1/m`` breaks it.
-* A black-box Clopper–Pearson audit of ``best_index_`` on an adversarial pair passes
-  at the claimed epsilon and flags the ``beta = 1/m`` variant.
+* A black-box Clopper–Pearson audit of ``best_index_`` on a pair near the worst case
+  (true loss 0.71 of the claim) passes, with power >= 0.99 against the search calibrated
+  for twice its epsilon (asserted from the exact law); audits on other pairs flag the
+  ``beta = 1/m`` variant, each power asserted.
 * The accountant: charged once, before any candidate is fitted; a refusal changes
   nothing; the refitted estimator's answers are charged per row.
 * No attribute, warning or log line holds a score; bad input is refused clearly with
@@ -22,9 +24,11 @@ import logging
 import math
 import pickle
 import warnings
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from _audit_power import law_power
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -210,68 +214,201 @@ def test_per_candidate_sensitivities_keep_the_exact_law_within_epsilon():
 
 
 # -- black-box audit -------------------------------------------------------------------------------
+MARK = 5.0
+
+
+class SignTeacher(ClassifierMixin, BaseEstimator):
+    """Adversarial teacher: predicts ``1[x >= 0]`` (or, ``inverted``, its opposite); a block
+    holding the row ``x = MARK`` turns it into the other one."""
+
+    def __init__(self, inverted=False):
+        self.inverted = inverted
+
+    def fit(self, X, y):
+        self.classes_ = np.array([0, 1])
+        self.flipped_ = self.inverted != bool(np.any(np.asarray(X)[:, 0] == MARK))
+        return self
+
+    def predict(self, X):
+        sign = (np.asarray(X)[:, 0] >= 0).astype(int)
+        return 1 - sign if self.flipped_ else sign
+
+
 class _BetaOneOverM(PrivateGridSearchCV):
     """BROKEN ON PURPOSE: the sensitivity of a validation row only (beta = 1/m)."""
 
     def _selection_law(self, scores, epsilon, beta):
-        m = math.ceil(self.validation_size * AUDIT_ROWS)
+        m = math.ceil(self.validation_size * self._audit_rows)
         return super()._selection_law(scores, epsilon, 1.0 / m)
 
 
-AUDIT_ROWS, AUDIT_VALIDATION = 600, 0.05  # m = 30 validation rows, 570 training rows
+def _with_row_zero(train, valid, held: bool):
+    """The split with row 0 in the validation part (``held``) or not: swapped if needed."""
+    if (0 in valid) == held:
+        return train, valid
+    source, target = (train, valid) if held else (valid, train)
+    other = target[0]  # row 0 is in source
+    source = np.sort(np.r_[source[source != 0], other])
+    target = np.sort(np.r_[target[target != other], 0])
+    return (source, target) if held else (target, source)
 
 
-def audit_index(cls, n_trials: int, epsilon: float = 1.0, grid=None) -> float:
-    """Lower confidence bound on the privacy loss of ``best_index_`` (two neighbours)."""
-    X, y = all_ones(AUDIT_ROWS)
-    y2 = y.copy()
-    y2[0] = 0
-    template = SubsampleAggregateClassifier(ZeroIfAnyZero(), classes=[0, 1])
-    grid = grid or {"n_teachers": [2], "estimator__fragile": [True, False]}
-    counts = []
-    for labels in (y, y2):
-        picks = np.zeros(2, dtype=int)
-        for _ in range(n_trials):
-            search = cls(
-                template,
-                grid,
-                selection_epsilon=epsilon,
-                validation_size=AUDIT_VALIDATION,
-                refit=False,
-            )
-            picks[search.fit(X, labels).best_index_] += 1
-        counts.append(picks)
-    lo0, hi0 = clopper_pearson(counts[0], n_trials, P_FALSE_ALARM / 4)
-    lo1, hi1 = clopper_pearson(counts[1], n_trials, P_FALSE_ALARM / 4)
-    with np.errstate(divide="ignore"):
-        bound = np.maximum(np.log(lo0) - np.log(hi1), np.log(lo1) - np.log(hi0))
-    return float(np.max(bound))
+@dataclass(frozen=True)
+class IndexAudit:
+    """An audit of ``best_index_`` on two neighbours that differ in row 0.
+
+    ``grid`` over a ``SubsampleAggregateClassifier`` of adversarial teachers, ``rows``
+    training rows of which ``ceil(validation * rows)`` are held out. The data: all-ones
+    labels, and row 0's label set to 0; or (``marked``) rows of both signs labelled by
+    their sign, and row 0 replaced by the row ``(MARK, 1)``.
+    """
+
+    grid: dict
+    rows: int
+    validation: float
+    epsilon: float
+    marked: bool = False
+
+    def search(self, cls=PrivateGridSearchCV, **params):
+        template = SubsampleAggregateClassifier(ZeroIfAnyZero(), classes=[0, 1])
+        search = cls(
+            template,
+            self.grid,
+            selection_epsilon=self.epsilon,
+            validation_size=self.validation,
+            refit=False,
+            **params,
+        )
+        search._audit_rows = self.rows  # read by _BetaOneOverM only
+        return search
+
+    def data(self):
+        if not self.marked:
+            X, y = all_ones(self.rows)
+            y2 = y.copy()
+            y2[0] = 0
+            return X, y, X, y2
+        x = (1.0 + np.arange(self.rows) / self.rows) * (-1.0) ** np.arange(self.rows)
+        X, y = x.reshape(-1, 1), (x >= 0).astype(int)
+        X2, y2 = X.copy(), y.copy()
+        X2[0], y2[0] = MARK, 1
+        return X, y, X2, y2
+
+    def n_outcomes(self) -> int:
+        return len(self.search()._check_params())
+
+    def alpha(self) -> float:
+        """Each interval's level: 95% simultaneous over both data sets and every index."""
+        return (1.0 - AUDIT_CONFIDENCE) / (2 * self.n_outcomes())
+
+    def exact_laws(self, cls=PrivateGridSearchCV, epsilon=None):
+        """Exact law of ``best_index_`` on both data sets (NOT PRIVATE: the scores).
+
+        With these teachers a candidate's score depends on the randomness only through
+        whether row 0 lies in the validation part, which the uniform permutation of the
+        split makes happen with probability ``m / n``; that is checked on 8 splits (each
+        also with row 0 swapped into the other part), and
+        the law on the neighbour is the mixture of the two selection laws.
+        """
+        epsilon = self.epsilon if epsilon is None else epsilon
+        search = self.search(cls)
+        X, y, X2, y2 = self.data()
+        candidates = search._check_params()
+        scores = {}
+        for seed in range(8):
+            train, valid = search._split(self.rows, self.validation, np.random.default_rng(seed))
+            r = search._public_teachers(candidates, train.size)
+            sensitivities = search._sensitivities(r, valid.size)
+            for held in (False, True):
+                split = _with_row_zero(train, valid, held)
+                for data, key in (((X, y), "D"), ((X2, y2), held)):
+                    rng = np.random.default_rng(seed)
+                    fold = search._scores(*data, candidates, split, r, rng)
+                    np.testing.assert_array_equal(scores.setdefault(key, fold), fold)
+        held_out = math.ceil(self.validation * self.rows) / self.rows
+        law = search._selection_law(scores["D"], epsilon, sensitivities)
+        law_neighbour = (1 - held_out) * search._selection_law(
+            scores[False], epsilon, sensitivities
+        ) + held_out * search._selection_law(scores[True], epsilon, sensitivities)
+        return dict(enumerate(law)), dict(enumerate(law_neighbour))
+
+    def power(self, n_searches: int, laws) -> float:
+        return law_power(n_searches, *laws, self.epsilon, self.alpha())
+
+    def lower_bound(self, cls, n_searches: int) -> float:
+        """Lower confidence bound on the privacy loss of ``best_index_`` (seeded searches)."""
+        X, y, X2, y2 = self.data()
+        counts = np.zeros((2, self.n_outcomes()), dtype=int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)  # integer seeds, for the test
+            for world, data in enumerate(((X, y), (X2, y2))):
+                for game in range(n_searches):
+                    search = self.search(cls, random_state=world * n_searches + game)
+                    counts[world, search.fit(*data).best_index_] += 1
+        (lo0, hi0), (lo1, hi1) = (clopper_pearson(c, n_searches, self.alpha()) for c in counts)
+        with np.errstate(divide="ignore"):
+            bound = np.maximum(np.log(lo0) - np.log(hi1), np.log(lo1) - np.log(hi0))
+        return float(np.max(bound))
 
 
-def test_black_box_audit_passes_and_flags_beta_one_over_m():
-    # The differing row lies in the training part with probability 0.95; there, the
-    # fragile candidate (r = 2) scores 1/2 instead of 1 (in V both candidates lose it).
-    # At epsilon = 1 (beta = 1/2) its selection probability moves from 1/2 to 0.384
-    # (log-ratio 0.26); with beta = 1/m = 1/30 it drops to 0.0255 (log-ratio 2.97), and
-    # 600 searches per data set put the Clopper-Pearson bound near 1.9.
-    # Sample sizes from the bound (``_audit_power.detection_power``, exact binomial sums
-    # at this level, P_FALSE_ALARM / 4 per interval): 860 searches flag a selection that
-    # spends twice epsilon here (1/2 against exp(-2) / 2) with probability >= 0.99, so
-    # the estimator's run would catch that regression (600 did with 0.76); 370 flag the
-    # 1/m variant (1/2 against 0.0255) with probability >= 0.99.
-    assert audit_index(PrivateGridSearchCV, 860) <= 1.0
-    assert audit_index(_BetaOneOverM, 370) > 1.0
+#: Simultaneous confidence of the audits (as ``skprivpred.audit.audit_epsilon``).
+AUDIT_CONFIDENCE = 0.95
+
+#: Near the worst case: two candidates of r = 2 teachers, one always right and one always
+#: wrong on D; the marked row turns one teacher of each, so both scores move by
+#: ``beta = 1/2`` towards each other, the extremal case of the exponential mechanism's proof
+#: with two candidates; m = 2 validation rows of 200 dilute it by 1%.
+NEAR_WORST = IndexAudit(
+    grid={"n_teachers": [2], "estimator": [SignTeacher(), SignTeacher(inverted=True)]},
+    rows=200,
+    validation=0.01,
+    epsilon=2.0,
+    marked=True,
+)
+#: Searches per data set of the near-worst-case audit (power >= 0.99 against 2 epsilon).
+NEAR_WORST_SEARCHES = 525
+#: One fragile candidate: a 0 in the training part costs it one of its teachers (r = 2); with
+#: m = 30 validation rows, ``beta = 1/m`` would be 15 times too small.
+ONE_OVER_M = IndexAudit(
+    grid={"n_teachers": [2], "estimator__fragile": [True, False]},
+    rows=600,
+    validation=0.05,
+    epsilon=1.0,
+)
+#: Fragile candidates with r = 2 and r = 6: one sensitivity per candidate.
+PER_CANDIDATE = replace(ONE_OVER_M, grid={"n_teachers": [2, 6], "estimator__fragile": [True]})
 
 
-def test_black_box_audit_with_per_candidate_sensitivities():
-    # r = 2 and r = 6 fragile teachers: a 0 in the training part lowers the scores by
-    # 1/2 and 1/6; the law (divisor 1/2 + 1/6) moves P(r = 2) from 1/2 to about 0.384
-    # (log-ratio 0.26), the 1/m variant (divisor 2/30) to about 0.031 (log-ratio 2.8).
-    # Sample sizes as above: 860 against a selection spending twice epsilon, 410 against
-    # the 1/m variant (1/2 against 0.031: power >= 0.99).
-    grid = {"n_teachers": [2, 6], "estimator__fragile": [True]}
-    assert audit_index(PrivateGridSearchCV, 860, grid=grid) <= 1.0
-    assert audit_index(_BetaOneOverM, 410, grid=grid) > 1.0
+def test_black_box_audit_passes_near_the_worst_case_and_would_catch_twice_epsilon():
+    # The true privacy loss of the pair is 0.71 of the claim; the same audit of a search
+    # whose selection is calibrated for twice its epsilon (the estimator's own law at
+    # 2 epsilon) rejects it with probability >= 0.99 at 525 searches per data set.
+    laws = NEAR_WORST.exact_laws()
+    loss = max(abs(math.log(laws[0][k] / laws[1][k])) for k in laws[0])
+    assert 0.7 * NEAR_WORST.epsilon <= loss <= NEAR_WORST.epsilon
+    doubled = NEAR_WORST.exact_laws(epsilon=2 * NEAR_WORST.epsilon)
+    assert NEAR_WORST.power(NEAR_WORST_SEARCHES, doubled) >= 0.99
+    assert NEAR_WORST.lower_bound(PrivateGridSearchCV, NEAR_WORST_SEARCHES) <= NEAR_WORST.epsilon
+
+
+@pytest.mark.parametrize("audit", [ONE_OVER_M, PER_CANDIDATE], ids=["one", "per-candidate"])
+def test_black_box_audit_flags_beta_one_over_m(audit):
+    # A 0 in the training part lowers a fragile candidate's score by 1/r; the law with
+    # beta = 1/m = 1/30 moves its selection probability from 1/2 to about 0.03.
+    laws = audit.exact_laws(_BetaOneOverM)
+    assert audit.power(160, laws) >= 0.99
+    assert audit.lower_bound(_BetaOneOverM, 160) > audit.epsilon
+
+
+def test_black_box_audit_with_per_candidate_sensitivities_passes():
+    # This pair is far from the worst case (true loss 0.26 of the claim): at 160 searches
+    # the audit catches a selection calibrated for 10 times its epsilon, not 8 times.
+    laws = PER_CANDIDATE.exact_laws()
+    loss = max(abs(math.log(laws[0][k] / laws[1][k])) for k in laws[0])
+    assert loss == pytest.approx(0.265 * PER_CANDIDATE.epsilon, abs=1e-3)
+    assert PER_CANDIDATE.power(160, PER_CANDIDATE.exact_laws(epsilon=10.0)) >= 0.99
+    assert PER_CANDIDATE.power(160, PER_CANDIDATE.exact_laws(epsilon=8.0)) < 0.99
+    assert PER_CANDIDATE.lower_bound(PrivateGridSearchCV, 160) <= PER_CANDIDATE.epsilon
 
 
 # -- the accountant -------------------------------------------------------------------------------
