@@ -13,7 +13,7 @@ law on the audited pair (asserted >= 0.99), and runs that audit, which must reje
 One exception, computed and asserted in its cases: regularized ERM calibrates its noise for
 a move of ``4 L X / (lam n)`` while its minimisers move by at most ``2 L X / (lam n)``
 (``mean loss + (lam / 2) ||w||^2`` is ``lam``-strongly convex and one replaced row changes
-its gradient by at most ``2 L X / n``; the pair of ``_erm_pair`` attains it). Noise for
+its gradient by at most ``2 L X / n``; the pair of ``_e1_pair`` attains it). Noise for
 2 epsilon therefore still spends at most epsilon, and no valid audit can reject it; the ERM
 mutants draw noise for 3 epsilon, the smallest integer factor that breaks the claim.
 
