@@ -35,6 +35,7 @@ from skprivpred._optim import (
 )
 from skprivpred.audit import audit_epsilon
 from skprivpred.linear import (
+    GRID_STEPS,
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
     ConvergenceError,
@@ -574,9 +575,20 @@ def test_audit_psgd_classifier_labels_pass_and_flag_the_paper_constant():
 
 
 def test_audit_erm_passes_and_flags_a_quarter_of_the_noise():
+    """What this audit can detect: on this pair (the extremal one: the minimisers move by
+    ``2 L X / (lam n)``, half the ``4 L X / (lam n)`` the noise is calibrated for) the
+    release's exact largest log-ratio is ``k epsilon d / (GRID_STEPS + 1)`` for noise drawn
+    for ``k epsilon``, ``d`` the move in grid steps (500). So only noise for more than
+    2.002 epsilon spends more than epsilon on any pair; a quarter of the noise (k = 4) is
+    flagged here, and tests/test_mutants_models.py catches k = 3."""
     X, y, X2, y2 = _erm_tight_neighbours()
     est = StableERMRegressor(loss="huber", lam=0.05, feature_norm_bound=1.0, fit_intercept=False)
     query = np.array([[1.0, 0.0]])
+    a, b = (clone(est).set_params(random_state=0).fit(*d) for d in ((X, y), (X2, y2)))
+    step = a._query_sensitivity(query)[0] / GRID_STEPS
+    moved = abs(np.rint(a._raw_score(query)[0] / step) - np.rint(b._raw_score(query)[0] / step))
+    assert moved == 500
+    assert (GRID_STEPS + 1) / moved == pytest.approx(2.002)  # the smallest factor k > epsilon
     low = clone(est).set_params(random_state=0).fit(X2, y2)
     edges = [-5.0, low._raw_score(query)[0] - low.noise_scale_ / 4, 5.0]
     report = _audit(est, X, y, X2, y2, query, bins=edges)

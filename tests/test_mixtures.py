@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 import pytest
 import sklearn
-from _audit_power import law_power
+from _audit_power import detection_power, law_power
 from scipy import sparse
 from scipy.stats import chisquare
 from sklearn.base import clone
@@ -451,12 +451,22 @@ def test_refit_audit_of_the_sampled_pool_passes_and_flags_epsilon_per_mistake():
     once (20,000 fits per estimator and data set, seeds apart from these): the doubled
     variant predicts (0, 0) with probability 0.040 on D and 0.400 on D' (log-ratio 2.30;
     the estimator's: 0.133 and 0.385). With those laws (4 outcomes) 1,550 fits per data
-    set flag the doubled variant with probability >= 0.99 (``_audit_power.law_power``);
-    2,100 keep it >= 0.99 with the estimated probabilities moved by three standard errors
-    against the test (0.0445 and 0.390), and give 0.9998 at the estimates.
+    set flag the doubled variant with probability >= 0.99 (1,500: 0.988); 2,100 keep it
+    >= 0.99 with the estimated probabilities moved by three standard errors against the
+    test (0.0442 and 0.390), and give 0.9998 at the estimates (the power of that one
+    outcome, ``_audit_power.detection_power``, a lower bound on the audit's; all asserted
+    below). These figures are exact for the estimated laws, not for the true ones.
     """
     data, neighbour, queries = _sampled_audit_pair()
     epsilon, n_fits = 1.5, 2100
+    alpha = P_FALSE_ALARM / (2 * 4)  # the level _audit_lower_bound uses with 4 outcomes
+    assert detection_power(1550, 0.400, None, epsilon, alpha, q=0.040) >= 0.99
+    assert detection_power(1500, 0.400, None, epsilon, alpha, q=0.040) < 0.99
+    on_neighbour, on_data = (
+        p + sign * 3 * math.sqrt(p * (1 - p) / 20_000) for p, sign in ((0.4, -1), (0.04, 1))
+    )
+    assert detection_power(n_fits, on_neighbour, None, epsilon, alpha, q=on_data) >= 0.99
+    assert detection_power(n_fits, 0.400, None, epsilon, alpha, q=0.040) > 0.9998
 
     def counts(cls, dataset, first_seed):
         X, y, is_public = dataset

@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from _audit_power import chi_square_power, detection_power, law_power
+from _audit_power import chi_square_power, detection_power
 from scipy import integrate, stats
 from scipy.special import expit, logsumexp
 from sklearn.base import clone
@@ -724,11 +724,13 @@ def test_selected_index_audit_with_a_data_dependent_selection():
     """Here the honest selection is far from uniform (beta ~ 1.1, epsilon_select = 2) and the
     neighbour (row 0 moved to the other side) shifts it; the shift stays within epsilon_select.
 
-    Sample size from the bound: index 1 has probability about 0.29 on D (0.2925 in 400 fits;
-    0.24 to 0.34 covers it) and 0.335 on D'. A selection spending 2 * 2 = 4 (index 0's
-    probability on D' exp(-4) times that on D) is flagged by 400 fits per data set with
-    probability >= 0.998 over that range (``_audit_power.law_power``, asserted below at
-    0.24 and 0.34); the fits on D serve both the uniformity check and the audit.
+    What this audit can and cannot detect: the pair is far from the worst case (the index
+    law moves by a log-ratio of about 0.14 here, against a claim of 2: row 0 changes the
+    scores only when it lands in V, and then by less than beta), so it checks that the
+    selection stays within its claim; it is not an audit of a 2x regression. (An earlier version
+    quoted a power against a law modelled as "log-ratio 4 on this pair", which the real
+    doubled estimator never reaches.) The fits on D serve both the uniformity check and the
+    audit.
     """
     X = np.full((12, 1), 0.5)
     y = np.ones(12, dtype=int)
@@ -744,9 +746,6 @@ def test_selected_index_audit_with_a_data_dependent_selection():
         classes=[0, 1],
     )
     n_trials = 400
-    for p1 in (0.24, 0.34):
-        doubled = {0: (1 - p1) * math.exp(-2 * alpha2), 1: 1 - (1 - p1) * math.exp(-2 * alpha2)}
-        assert law_power(n_trials, {0: 1 - p1, 1: p1}, doubled, alpha2, P_FALSE_ALARM / 4) >= 0.99
     make = lambda s: DPV(random_state=s, **kwargs)  # noqa: E731
     first = _selected_indices(make, (X, y), n_trials)
     lo, hi = clopper_pearson(sum(first), n_trials, P_FALSE_ALARM)
