@@ -226,6 +226,30 @@ def test_no_password_shows_in_the_card_the_repr_messages_or_the_log(tmp_path, po
     assert _hidden(done.stderr)
 
 
+def test_a_postgres_ledger_does_not_make_unrelated_objects_part_of_the_model(
+    tmp_path, postgres_url, monkeypatch
+):
+    # The ledger's driver holds the psycopg module; a walk of the model that entered modules
+    # reached every object of the interpreter, and refused to save a plain ensemble because an
+    # everlasting predictor lived somewhere else in the process.
+    import sys
+
+    from skprivpred import PrivateEverlastingClassifier, SubsampleAggregateClassifier
+    from skprivpred.serving import save_model
+    from skprivpred.serving._trust import process_local
+
+    monkeypatch.setattr(
+        sys.modules[__name__], "_UNRELATED", PrivateEverlastingClassifier(None), raising=False
+    )
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(100, 2)), rng.integers(0, 2, 100)
+    acc = PrivacyAccountant(epsilon=1.0, ledger=postgres_url, name=f"walk-{uuid.uuid4().hex}")
+    clf = SubsampleAggregateClassifier(n_teachers=4, classes=[0, 1], accountant=acc).fit(X, y)
+    assert process_local(clf) is None
+    save_model(clf, tmp_path / "model.skops")
+    assert (tmp_path / "model.skops").stat().st_size > 0
+
+
 # -- model files: libsvm's arrays ----------------------------------------------------------------
 def _svms(model) -> list:
     from sklearn.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM

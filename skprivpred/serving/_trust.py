@@ -29,6 +29,7 @@ operator trusts it explicitly (``load_model(path, trusted=[...])``,
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -111,12 +112,20 @@ def default_trusted_types() -> list[str]:
 
 
 def _objects(root: Any) -> Iterator[Any]:
-    """Every object reachable from ``root`` through attributes, containers and object arrays."""
+    """Every object reachable from ``root`` through attributes, containers and object arrays.
+
+    Modules are not entered: a ledger's database driver holds one, and through it every
+    object of the interpreter would be reachable, not only the model's parts.
+    """
     seen: set[int] = set()
     stack = [root]
     while stack:
         obj = stack.pop()
-        if id(obj) in seen or obj is None or isinstance(obj, str | bytes | int | float | bool):
+        if (
+            id(obj) in seen
+            or obj is None
+            or isinstance(obj, str | bytes | int | float | bool | types.ModuleType)
+        ):
             continue
         seen.add(id(obj))
         yield obj
