@@ -20,8 +20,8 @@ Not covered here: the Gaussian votes and the BetweenThresholds aggregator of
 ``PrivateEverlastingClassifier`` (calibrated for ``(epsilon, delta)`` with a small
 ``delta``, their violations at twice epsilon live in tails no practical game count
 reaches; ``tests/test_everlasting_privacy.py`` asserts the smallest noise reduction its
-training-row audit does catch), and ``GenericBBLClassifier`` (its simulation mode claims
-no guarantee, and its paper mode already fails its own Figure-1 audit: the known gap).
+training-row audit does catch). ``GenericBBLClassifier``'s mutant (its LabelBoost step) is
+in ``tests/test_mutants_bbl.py``.
 """
 
 from __future__ import annotations
