@@ -16,6 +16,7 @@ guarantee of such an estimator covers its labelled rows only.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 __all__ = ["UNLABELLED", "classification_rows", "regression_rows"]
@@ -80,6 +81,7 @@ def classification_rows(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             "y must not contain NaN or infinity (a classifier marks its unlabelled rows with -1)."
         )
+    check_classification_targets(y)
     labelled = ~_unlabelled_classes(y)
     _check_both_kinds(labelled, "y == -1")
     return y, labelled
