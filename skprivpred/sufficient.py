@@ -30,11 +30,11 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
+from scipy.interpolate import BSpline
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.preprocessing import SplineTransformer
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -127,22 +127,41 @@ def _schema_layout(schema: dict, n_features: int) -> tuple[np.ndarray, list[np.n
     return np.arange(n_numeric), groups
 
 
-def _default_spline(column: np.ndarray) -> SplineTransformer | None:
-    """Cubic B-splines with knots at the public quantiles (None: a constant column)."""
+def _default_knots(column: np.ndarray) -> np.ndarray | None:
+    """Knots at 5 quantiles of the public values of a column (None: constant on them)."""
     knots = np.unique(np.quantile(column, np.linspace(0.0, 1.0, _N_KNOTS)))
-    if knots.size < 2:
-        return None
-    spline = SplineTransformer(knots=knots[:, None], degree=_DEGREE, extrapolation="constant")
-    return spline.fit(column[:, None])
+    return knots if knots.size >= 2 else None
+
+
+def spline_block(x: np.ndarray, knots: np.ndarray, degree: int = _DEGREE) -> np.ndarray:
+    """Cubic B-splines on ``knots``, constant beyond the first and last knot.
+
+    The basis of ``SplineTransformer(knots=knots[:, None], degree=degree,
+    extrapolation="constant")`` (the same values: the outer knots continue the
+    spacing of the first and last intervals), evaluated by
+    :meth:`scipy.interpolate.BSpline.design_matrix`; the model stores only the knots.
+    """
+    first, last = knots[1] - knots[0], knots[-1] - knots[-2]
+    full = np.r_[
+        np.linspace(knots[0] - degree * first, knots[0] - first, degree),
+        knots,
+        np.linspace(knots[-1] + last, knots[-1] + degree * last, degree),
+    ]
+    inside = np.clip(x, knots[0], knots[-1])
+    return BSpline.design_matrix(inside, full, degree).toarray()
 
 
 def _fit_basis(basis, X_public: np.ndarray, numeric: np.ndarray) -> list:
-    """One fitted transformer per numeric column (None drops a column constant on public rows)."""
-    fitted = []
+    """Per numeric column: knots (default basis) or a fitted transformer (None: dropped).
+
+    A column constant on the public rows carries no information the basis could use:
+    the default basis drops it.
+    """
+    fitted: list = []
     for j in numeric:
         column = X_public[:, j]
         if isinstance(basis, str):
-            fitted.append(_default_spline(column))
+            fitted.append(_default_knots(column))
         else:
             fitted.append(clone(basis).fit(column[:, None]))
     return fitted
@@ -164,8 +183,11 @@ def _features(
     for j, transformer in zip(numeric, transformers):
         if transformer is None:
             continue
-        block = transformer.transform(X[:, [j]])
-        block = np.asarray(block.toarray() if hasattr(block, "toarray") else block, dtype=float)
+        if isinstance(transformer, np.ndarray):
+            block = spline_block(X[:, j], transformer)
+        else:
+            block = transformer.transform(X[:, [j]])
+            block = np.asarray(block.toarray() if hasattr(block, "toarray") else block, float)
         if nonnegative:
             block = np.maximum(block, 0.0)
         blocks.append(block)
