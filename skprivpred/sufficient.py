@@ -25,11 +25,14 @@ limit.
 
 from __future__ import annotations
 
+import copy
 import math
+from functools import lru_cache
 from numbers import Real
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 from scipy.interpolate import BSpline
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp, softmax
@@ -71,6 +74,12 @@ _THEOREM = (
     "Steinke 2020, Theorem 14; Bun & Steinke 2016), converted to (epsilon, delta) by the tight "
     "Renyi conversion (Balle et al. 2020)"
 )
+
+
+@lru_cache(maxsize=64)
+def _rho_cap(epsilon: float, delta: float) -> float:
+    """:func:`~skprivpred.accounting.rho_cap`, remembered (a bisection of about 20 ms)."""
+    return rho_cap(epsilon, delta)
 
 
 # -- the public feature map -------------------------------------------------------------------
@@ -205,43 +214,71 @@ def _features(
 
 
 # -- post-processing (free) -----------------------------------------------------------------------
-def _logistic_weights(phi_public, t, c, lam):
-    """Minimise ``c sum_j log(1 + e^{w.phi_j}) - w.t + (lam/2)||w[1:]||^2``."""
-    d = phi_public.shape[1]
-    penalty = np.ones(d)
-    penalty[0] = 0.0
-
-    def objective(w):
-        z = phi_public @ w
-        value = -c * np.sum(log_expit(-z)) - w @ t + 0.5 * lam * np.sum(penalty * w * w)
-        grad = c * (phi_public.T @ expit(z)) - t + lam * penalty * w
-        return value, grad
-
-    result = minimize(objective, np.zeros(d), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+def _newton(objective, hessp, x0, tol):
+    """Minimise a smooth strictly convex objective by truncated Newton (Newton-CG)."""
+    result = minimize(
+        objective, x0, jac=True, hessp=hessp, method="Newton-CG", options={"xtol": tol}
+    )
     return result.x
 
 
-def _multinomial_weights(phi_public, t, c, lam):
-    """Minimise ``c sum_j lse(W phi_j) - sum_k w_k.t_k + (lam/2) sum_k ||w_k[1:]||^2``."""
-    n_classes, d = t.shape
+def _compact(phi: np.ndarray):
+    """``phi`` as a CSR matrix when most entries are zero (splines and one-hot groups)."""
+    return sparse.csr_array(phi) if np.count_nonzero(phi) < 0.4 * phi.size else phi
+
+
+def _logistic_weights(phi_public, t, c, lam, tol=1e-8):
+    """Minimise ``c sum_j log(1 + e^{w.phi_j}) - w.t + (lam/2)||w[1:]||^2``."""
+    d = phi_public.shape[1]
+    phi_public = _compact(phi_public)
     penalty = np.ones(d)
     penalty[0] = 0.0
+    state: dict = {}
+
+    def objective(w):
+        z = phi_public @ w
+        p = expit(z)
+        state["curvature"] = c * p * (1.0 - p)
+        value = -c * np.sum(log_expit(-z)) - w @ t + 0.5 * lam * np.sum(penalty * w * w)
+        grad = c * (phi_public.T @ p) - t + lam * penalty * w
+        return value, grad
+
+    def hessp(w, v):
+        return phi_public.T @ (state["curvature"] * (phi_public @ v)) + lam * penalty * v
+
+    return _newton(objective, hessp, np.zeros(d), tol)
+
+
+def _multinomial_weights(phi_public, t, c, lam, tol=1e-8):
+    """Minimise ``c sum_j lse(W phi_j) - sum_k w_k.t_k + (lam/2) sum_k ||w_k[1:]||^2``."""
+    n_classes, d = t.shape
+    phi_public = _compact(phi_public)
+    penalty = np.ones(d)
+    penalty[0] = 0.0
+    state: dict = {}
 
     def objective(flat):
         W = flat.reshape(n_classes, d)
         scores = phi_public @ W.T
+        proba = softmax(scores, axis=1)
+        state["proba"] = proba
         value = (
             c * np.sum(logsumexp(scores, axis=1))
             - np.sum(W * t)
             + 0.5 * lam * np.sum(penalty * W * W)
         )
-        grad = c * (softmax(scores, axis=1).T @ phi_public) - t + lam * penalty * W
+        grad = c * (phi_public.T @ proba).T - t + lam * penalty * W
         return value, grad.ravel()
 
-    result = minimize(
-        objective, np.zeros(n_classes * d), jac=True, method="L-BFGS-B", options={"maxiter": 500}
-    )
-    return result.x.reshape(n_classes, d)
+    def hessp(flat, v):
+        V = v.reshape(n_classes, d)
+        proba = state["proba"]
+        u = phi_public @ V.T  # (n, K)
+        mixed = proba * (u - np.sum(proba * u, axis=1, keepdims=True))
+        return (c * (phi_public.T @ mixed).T + lam * penalty * V).ravel()
+
+    flat = _newton(objective, hessp, np.zeros(n_classes * d), tol)
+    return flat.reshape(n_classes, d)
 
 
 def _clip_counts(t0: np.ndarray, total: float, n_labelled: int) -> np.ndarray:
@@ -319,7 +356,7 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
     # -- the one release ----------------------------------------------------------------------
     def _noise_plan(self, sensitivity: float, size: int) -> dict:
         """Public grid step and integer noise scale for a statistic of L2 sensitivity ``sensitivity``."""
-        rho = rho_cap(float(self.epsilon), float(self.delta))
+        rho = _rho_cap(float(self.epsilon), float(self.delta))
         root = math.sqrt(size)
         step = sensitivity / (GRID_STEPS * root)
         index_sensitivity = (GRID_STEPS + 1) * root  # sensitivity / step + sqrt(size)
@@ -375,6 +412,18 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
                 **extra,
             },
         )
+
+    def _exact_statistic(self, X, y) -> tuple[np.ndarray, dict]:
+        """The exact statistic of ``fit(X, y)`` and its noise plan, without releasing anything.
+
+        NOT PRIVATE: the statistic is the secret that ``fit`` releases only with noise.
+        For tests and audits; never charges, never changes the estimator (it runs on a
+        shallow copy).
+        """
+        probe = copy.copy(self)
+        probe.__dict__ = dict(self.__dict__)
+        statistic, plan, _, _ = probe._prepare(X, y, {})
+        return statistic, plan
 
     def _lam(self, sigma: float, d: int, divisor: float) -> float:
         return float(sigma * math.sqrt(d) / divisor) if self.lam is None else float(self.lam)
@@ -578,28 +627,11 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
             The fitted estimator (the released model).
         """
         with self._unchanged_on_error():
-            _, X, y, labelled = self._common_fit_start(X, y, fit_params, classification_rows)
-            y_labelled = y[labelled]
-            check_classification_targets(y_labelled)
-            classes = resolve_classes(self.classes, y_labelled, type(self).__name__)
-            check_classes_exclude_marker(classes)
-            self._fit_features(X, ~labelled)
-            phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
-            n_labelled, d = phi_labelled.shape
-            k = classes.size
-            codes = np.searchsorted(classes, y_labelled)
-            B = self.norm_bound_
-            if k == 2:
-                statistic = (codes - 0.5) @ phi_labelled
-                sensitivity = B
-            else:
-                onehot = np.eye(k)[codes] - 1.0 / k
-                statistic = onehot.T @ phi_labelled  # (k, d)
-                general = 2.0 * B * math.sqrt((k - 1) / k)
-                sensitivity = math.sqrt(2.0) * B if self._nonnegative else general
-            plan = self._noise_plan(sensitivity, statistic.size)
+            statistic, plan, phi_public, k = self._prepare(X, y, fit_params)
             self._start_streams()
             released = self._release_statistic(statistic, plan)
+            self._released_statistic = released
+            n_labelled, d = self.n_labelled_, phi_public.shape[1]
             c = n_labelled / phi_public.shape[0]
             public_sum = phi_public.sum(axis=0)
             lam = self._lam(plan["sigma"], d, 8.0)
@@ -614,11 +646,37 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
                 t = centred + (c / k) * public_sum
                 t[:, 0] = _clip_counts(t[:, 0], total, n_labelled)
                 self._coef = _multinomial_weights(phi_public, t, c, lam)
-            self.classes_ = classes
-            self.n_public_ = int(phi_public.shape[0])
-            self.n_labelled_ = int(n_labelled)
             self._set_guarantee(plan, d, lam, {"n_classes": int(k)})
         return self
+
+    def _prepare(self, X, y, fit_params):
+        """Validate, build the public basis and the exact statistic (call in an atomic block).
+
+        Returns the statistic (secret), the noise plan, the public rows' features and the
+        number of classes; sets the public fitted attributes.
+        """
+        _, X, y, labelled = self._common_fit_start(X, y, fit_params, classification_rows)
+        y_labelled = y[labelled]
+        check_classification_targets(y_labelled)
+        classes = resolve_classes(self.classes, y_labelled, type(self).__name__)
+        check_classes_exclude_marker(classes)
+        self._fit_features(X, ~labelled)
+        phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
+        k = classes.size
+        codes = np.searchsorted(classes, y_labelled)
+        B = self.norm_bound_
+        if k == 2:
+            statistic = (codes - 0.5) @ phi_labelled
+            sensitivity = B
+        else:
+            onehot = np.eye(k)[codes] - 1.0 / k
+            statistic = onehot.T @ phi_labelled  # (k, d)
+            general = 2.0 * B * math.sqrt((k - 1) / k)
+            sensitivity = math.sqrt(2.0) * B if self._nonnegative else general
+        self.classes_ = classes
+        self.n_public_ = int(phi_public.shape[0])
+        self.n_labelled_ = int(phi_labelled.shape[0])
+        return statistic, self._noise_plan(sensitivity, statistic.size), phi_public, k
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """``phi(x) . w`` (binary) or one score per class (free post-processing).
@@ -848,26 +906,32 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
             The fitted estimator (the released model).
         """
         with self._unchanged_on_error():
-            (lo, hi), X, y, labelled = self._common_fit_start(X, y, fit_params, regression_rows)
-            self._fit_features(X, ~labelled)
-            phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
-            n_labelled, d = phi_labelled.shape
-            centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-            statistic = (np.clip(y[labelled], lo, hi) - centre) @ phi_labelled
-            plan = self._noise_plan(2.0 * half * self.norm_bound_, d)
+            statistic, plan, phi_public, (lo, hi) = self._prepare(X, y, fit_params)
             self._start_streams()
             released = self._release_statistic(statistic, plan)
-            c = n_labelled / phi_public.shape[0]
+            self._released_statistic = released
+            d = phi_public.shape[1]
+            c = self.n_labelled_ / phi_public.shape[0]
             lam = self._lam(plan["sigma"], d, 2.0)
             penalty = np.full(d, lam)
             penalty[0] = 0.0
             gram = c * (phi_public.T @ phi_public) + np.diag(penalty)
             self._coef = np.linalg.lstsq(gram, released, rcond=None)[0]
-            self._y_centre, self._y_range = centre, (lo, hi)
-            self.n_public_ = int(phi_public.shape[0])
-            self.n_labelled_ = int(n_labelled)
+            self._y_centre, self._y_range = 0.5 * (lo + hi), (lo, hi)
             self._set_guarantee(plan, d, lam, {"y_bounds": (lo, hi)})
         return self
+
+    def _prepare(self, X, y, fit_params):
+        """Validate, build the public basis and the exact statistic (call in an atomic block)."""
+        (lo, hi), X, y, labelled = self._common_fit_start(X, y, fit_params, regression_rows)
+        self._fit_features(X, ~labelled)
+        phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
+        centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        statistic = (np.clip(y[labelled], lo, hi) - centre) @ phi_labelled
+        self.n_public_ = int(phi_public.shape[0])
+        self.n_labelled_ = int(phi_labelled.shape[0])
+        plan = self._noise_plan(2.0 * half * self.norm_bound_, statistic.size)
+        return statistic, plan, phi_public, (lo, hi)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Predictions of the released model, clipped to ``y_bounds`` (free).
