@@ -81,8 +81,9 @@ def classification_rows(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             "y must not contain NaN or infinity (a classifier marks its unlabelled rows with -1)."
         )
-    check_classification_targets(y)
     labelled = ~_unlabelled_classes(y)
+    if labelled.any():
+        check_classification_targets(y[labelled])
     _check_both_kinds(labelled, "y == -1")
     return y, labelled
 

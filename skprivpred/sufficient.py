@@ -357,6 +357,12 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
     def _noise_plan(self, sensitivity: float, size: int) -> dict:
         """Public grid step and integer noise scale for a statistic of L2 sensitivity ``sensitivity``."""
         rho = _rho_cap(float(self.epsilon), float(self.delta))
+        if rho <= 0:
+            raise InvalidParameterError(
+                f"epsilon={self.epsilon!r} with delta={self.delta!r} gives no usable zCDP rho "
+                "(the conversion's orders do not reach so small an epsilon); use a larger "
+                "epsilon."
+            )
         root = math.sqrt(size)
         step = sensitivity / (GRID_STEPS * root)
         index_sensitivity = (GRID_STEPS + 1) * root  # sensitivity / step + sqrt(size)
@@ -657,6 +663,8 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         """
         _, X, y, labelled = self._common_fit_start(X, y, fit_params, classification_rows)
         y_labelled = y[labelled]
+        if y_labelled.dtype == object:  # labels mixed with the integer marker -1
+            y_labelled = np.asarray(y_labelled.tolist())
         check_classification_targets(y_labelled)
         classes = resolve_classes(self.classes, y_labelled, type(self).__name__)
         check_classes_exclude_marker(classes)
