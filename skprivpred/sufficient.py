@@ -355,7 +355,7 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
 
     # -- the one release ----------------------------------------------------------------------
     def _noise_plan(self, sensitivity: float, size: int) -> dict:
-        """Public grid step and integer noise scale for a statistic of L2 sensitivity ``sensitivity``."""
+        """Public grid step and integer noise scale for an L2 ``sensitivity`` in ``size`` values."""
         rho = _rho_cap(float(self.epsilon), float(self.delta))
         if rho <= 0:
             raise InvalidParameterError(
@@ -377,13 +377,13 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         }
 
     def _draw_release(self, statistic: np.ndarray, plan: dict, rng) -> np.ndarray:
-        """``step * (round(s / step) + Z)``, ``Z`` integer discrete Gaussian of scale ``sigma_int``."""
+        """``step * (round(s / step) + Z)``, ``Z`` discrete Gaussian of scale ``sigma_int``."""
         index = np.rint(statistic / plan["step"])
         noise = discrete_gaussian_noise(plan["sigma_int"], rng, size=index.shape)
         return plan["step"] * (index + noise)
 
     def _release_statistic(self, statistic: np.ndarray, plan: dict) -> np.ndarray:
-        """Charge ``(epsilon, delta, rho)`` once, then draw the release (nothing drawn if refused)."""
+        """Charge ``(epsilon, delta, rho)`` once, then draw the release (nothing if refused)."""
         return self._release_model(
             float(self.epsilon),
             lambda rng: self._draw_release(statistic, plan, rng),

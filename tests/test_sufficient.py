@@ -83,7 +83,8 @@ def audit_setup(make):
     m = index1 - index2
     sigma = plan["sigma_int"]
     mu = float(np.linalg.norm(m) / sigma)
-    return {"plan": plan, "u": m / np.linalg.norm(m), "base": index2, "sigma": sigma, "mu": mu}
+    u = m / np.linalg.norm(m)
+    return {"plan": plan, "u": u, "index": index1, "base": index2, "sigma": sigma, "mu": mu}
 
 
 def event_counts(make, setup, n_fits, seed0=0, fit_kwargs=None):
@@ -294,25 +295,30 @@ def test_charged_once_in_fit_and_answers_are_free_and_repeatable():
     assert accountant.epsilon_spent == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize(
-    "make, X, y, match",
-    [
-        (lambda a: SSC(classes=[0, 1], accountant=a), *_binary_task()[:1], np.zeros(3000), "no unlabelled"),
-        (lambda a: SSC(classes=[0, 1], accountant=a), *_binary_task()[:1], -np.ones(3000), "no labelled"),
-        (lambda a: SSC(classes=[0, 1], accountant=a), *_binary_task()[:1], np.r_[[-1, 2], np.zeros(2998)], "outside"),
-        (lambda a: SSC(classes=[-1, 1], accountant=a), *_binary_task(), "contains -1"),
-        (lambda a: SSC(classes=[0, 1], accountant=a), np.full((3000, 2), np.nan), _binary_task()[1], "NaN"),
-        (lambda a: SSC(classes=[0, 1], accountant=a), *_binary_task()[:1], np.r_[np.inf, np.zeros(2999)], "infinity"),
-        (lambda a: SSC(classes=[0, 1], delta=0.0, accountant=a), *_binary_task(), "delta=0"),
-        (lambda a: SSR(accountant=a), *_regression_task(), "y_bounds is required"),
-        (lambda a: SSR(y_bounds=(0, 1), accountant=a), *_regression_task()[:1], np.zeros(6000), "no unlabelled"),
-        (lambda a: SSR(y_bounds=(0, 1), accountant=a), *_regression_task()[:1], np.r_[np.inf, np.full(5999, np.nan)], "infinity"),
-        (lambda a: SSC(classes=[0, 1], schema={"numeric": {"a": {}}}, accountant=a), *_binary_task(), "schema describes"),
-    ],
-)  # fmt: skip
-def test_bad_input_is_refused_before_the_charge(make, X, y, match):
+def _bad_inputs():
+    X, y = _binary_task()
+    Xr, yr = _regression_task()
+    clf = {"classes": [0, 1]}
+    return {
+        "no public row": (SSC, clf, X, np.zeros(3000), "no unlabelled"),
+        "no labelled row": (SSC, clf, X, -np.ones(3000), "no labelled"),
+        "label outside classes": (SSC, clf, X, np.r_[[-1, 2], np.zeros(2998)], "outside"),
+        "-1 in classes": (SSC, {"classes": [-1, 1]}, X, y, "contains -1"),
+        "NaN in X": (SSC, clf, np.full((3000, 2), np.nan), y, "NaN"),
+        "infinite label": (SSC, clf, X, np.r_[np.inf, np.zeros(2999)], "infinity"),
+        "delta=0": (SSC, {**clf, "delta": 0.0}, X, y, "delta=0"),
+        "schema of another width": (SSC, {**clf, "schema": {"numeric": {"a": {}}}}, X, y, "schema"),
+        "no y_bounds": (SSR, {}, Xr, yr, "y_bounds is required"),
+        "no public target": (SSR, {"y_bounds": (0, 1)}, Xr, np.zeros(6000), "no unlabelled"),
+        "infinite target": (SSR, {"y_bounds": (0, 1)}, Xr, np.r_[np.inf, yr[1:]], "infinity"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_bad_inputs()))
+def test_bad_input_is_refused_before_the_charge(case):
+    cls, params, X, y, match = _bad_inputs()[case]
     accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
-    est = make(accountant)
+    est = cls(accountant=accountant, **params)
     with pytest.raises(ValueError, match=match):
         est.fit(X, y)
     assert accountant.epsilon_spent == 0
