@@ -19,14 +19,22 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-__all__ = ["UNLABELLED", "classification_rows", "regression_rows"]
+__all__ = [
+    "UNLABELLED",
+    "check_classes_exclude_marker",
+    "classification_rows",
+    "labelled_mask_for_score",
+    "regression_rows",
+    "unlabelled_mask",
+]
 
 #: The label that marks an unlabelled (public) row of a classifier's ``y``.
 UNLABELLED = -1
 
 
-def _unlabelled_classes(y: np.ndarray) -> np.ndarray:
+def unlabelled_mask(y: np.ndarray) -> np.ndarray:
     """Mask of the rows of a classification target that hold the marker ``-1``."""
+    y = np.asarray(y)
     if y.dtype.kind in "iuf":
         return np.asarray(y == UNLABELLED)
     if y.dtype.kind == "b":
@@ -81,7 +89,7 @@ def classification_rows(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             "y must not contain NaN or infinity (a classifier marks its unlabelled rows with -1)."
         )
-    labelled = ~_unlabelled_classes(y)
+    labelled = ~unlabelled_mask(y)
     if labelled.any():
         check_classification_targets(y[labelled])
     _check_both_kinds(labelled, "y == -1")
@@ -90,7 +98,7 @@ def classification_rows(y, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
 
 def check_classes_exclude_marker(classes: np.ndarray) -> None:
     """Refuse a label set that holds the unlabelled marker ``-1``."""
-    if _unlabelled_classes(np.asarray(classes)).any():
+    if unlabelled_mask(np.asarray(classes)).any():
         raise ValueError(
             "classes contains -1, which marks unlabelled public rows in y (scikit-learn's "
             "semi-supervised convention); remap the labels so that no class is -1."
@@ -127,4 +135,4 @@ def labelled_mask_for_score(y, *, regression: bool) -> np.ndarray:
     y = column_or_1d(y, warn=True)
     if regression:
         return ~np.isnan(np.asarray(y, dtype=np.float64))
-    return ~_unlabelled_classes(y)
+    return ~unlabelled_mask(y)
