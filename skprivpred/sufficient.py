@@ -442,33 +442,6 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         return checked, X, y, labelled
 
 
-_SHARED_PARAMETERS = """
-    epsilon : float, default=1.0
-        Epsilon of the whole model: the model and every answer it ever gives are
-        together ``(epsilon, delta)``-DP, > 0.
-    delta : float, default=1e-6
-        Delta of the whole model, in (0, 1). ``delta=0`` is refused with a clear
-        message (the release adds discrete Gaussian noise, which needs a delta).
-    basis : "spline" or transformer, default="spline"
-        The basis of each numeric column. ``"spline"``: cubic B-splines with 5
-        knots at quantiles of the public rows
-        (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
-        extrapolation="constant")``). A transformer is cloned and fitted on each
-        numeric column of the public rows (one column at a time); its output is
-        that column's block.
-    schema : dict, default=None
-        The public schema that built the columns, in the format of
-        :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
-        first, then one one-hot block per categorical column): it tells the
-        one-hot groups from numeric columns. ``None`` finds the groups from the
-        public rows: runs of adjacent columns that are 0/1 on every public row
-        and never 1 together. Privacy does not depend on the grouping: every
-        block is clipped to norm 1 and every row to ``B`` in every row.
-    lam : float, default=None
-        Ridge penalty of the post-processing (the intercept is not penalised).
-        ``None`` uses the public default stated below."""
-
-
 class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
     """Private classifier from one noisy sufficient statistic and unlabelled public rows.
 
@@ -522,7 +495,30 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         The public label set (``-1`` is not allowed: it marks unlabelled rows).
         ``None`` reads it from the labelled rows with a
         :class:`~skprivpred.PrivacyWarning`.
-    {shared}
+    epsilon : float, default=1.0
+        Epsilon of the whole model: the model and every answer it ever gives are
+        together ``(epsilon, delta)``-DP, > 0.
+    delta : float, default=1e-6
+        Delta of the whole model, in (0, 1). ``delta=0`` is refused with a clear
+        message (the release adds discrete Gaussian noise, which needs a delta).
+    basis : "spline" or transformer, default="spline"
+        The basis of each numeric column. ``"spline"``: cubic B-splines with 5
+        knots at quantiles of the public rows
+        (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
+        extrapolation="constant")``). A transformer is cloned and fitted on each
+        numeric column of the public rows (one column at a time); its output is
+        that column's block.
+    schema : dict, default=None
+        The public schema that built the columns, in the format of
+        :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
+        first, then one one-hot block per categorical column): it tells the
+        one-hot groups from numeric columns. ``None`` finds the groups from the
+        public rows: runs of adjacent columns that are 0/1 on every public row
+        and never 1 together. Privacy does not depend on the grouping: every
+        block is clipped to norm 1 and every row to ``B`` in every row.
+    lam : float, default=None
+        Ridge penalty of the post-processing (the intercept is not penalised).
+        ``None`` uses the public default stated above.
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta)`` (with ``rho``) once per ``fit``, before the
         release is drawn; a fit that would exceed its budget raises
@@ -769,11 +765,6 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         return tags
 
 
-SufficientStatisticClassifier.__doc__ = SufficientStatisticClassifier.__doc__.replace(
-    "    {shared}", _SHARED_PARAMETERS.strip("\n")
-)
-
-
 class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
     """Private regressor from one noisy sufficient statistic and unlabelled public rows.
 
@@ -803,7 +794,30 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
     ----------
     y_bounds : tuple of float, default=None
         Public ``(lo, hi)`` range of the target (required); labels are clipped into it.
-    {shared}
+    epsilon : float, default=1.0
+        Epsilon of the whole model: the model and every answer it ever gives are
+        together ``(epsilon, delta)``-DP, > 0.
+    delta : float, default=1e-6
+        Delta of the whole model, in (0, 1). ``delta=0`` is refused with a clear
+        message (the release adds discrete Gaussian noise, which needs a delta).
+    basis : "spline" or transformer, default="spline"
+        The basis of each numeric column. ``"spline"``: cubic B-splines with 5
+        knots at quantiles of the public rows
+        (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
+        extrapolation="constant")``). A transformer is cloned and fitted on each
+        numeric column of the public rows (one column at a time); its output is
+        that column's block.
+    schema : dict, default=None
+        The public schema that built the columns, in the format of
+        :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
+        first, then one one-hot block per categorical column): it tells the
+        one-hot groups from numeric columns. ``None`` finds the groups from the
+        public rows: runs of adjacent columns that are 0/1 on every public row
+        and never 1 together. Privacy does not depend on the grouping: every
+        block is clipped to norm 1 and every row to ``B`` in every row.
+    lam : float, default=None
+        Ridge penalty of the post-processing (the intercept is not penalised).
+        ``None`` uses the public default stated above.
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta)`` (with ``rho``) once per ``fit``, before the release.
     random_state : int, RandomState instance, Generator or None, default=None
@@ -987,8 +1001,3 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
         tags.non_deterministic = False
         tags.regressor_tags.poor_score = True
         return tags
-
-
-SufficientStatisticRegressor.__doc__ = SufficientStatisticRegressor.__doc__.replace(
-    "    {shared}", _SHARED_PARAMETERS.strip("\n")
-)
