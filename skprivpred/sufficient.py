@@ -137,8 +137,18 @@ def _schema_layout(schema: dict, n_features: int) -> tuple[np.ndarray, list[np.n
 
 
 def _default_knots(column: np.ndarray) -> np.ndarray | None:
-    """Knots at 5 quantiles of the public values of a column (None: constant on them)."""
+    """Knots at 5 quantiles of the public values of a column (None: constant on them).
+
+    A column with a point mass at its smallest value (capital gains: mostly 0) has
+    fewer than 5 distinct quantiles; its knots then also take 5 quantiles of the public
+    values above that smallest value, so that the spline still resolves them. Public
+    rows only.
+    """
     knots = np.unique(np.quantile(column, np.linspace(0.0, 1.0, _N_KNOTS)))
+    if knots.size < _N_KNOTS:
+        above = column[column > knots[0]]
+        if above.size >= _N_KNOTS:
+            knots = np.unique(np.r_[knots, np.quantile(above, np.linspace(0.0, 1.0, _N_KNOTS))])
     return knots if knots.size >= 2 else None
 
 
@@ -505,7 +515,9 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         The basis of each numeric column. ``"spline"``: cubic B-splines with 5
         knots at quantiles of the public rows
         (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
-        extrapolation="constant")``). A transformer is cloned and fitted on each
+        extrapolation="constant")``); a column with a point mass at its smallest
+        value, whose quantiles coincide, also gets knots at 5 quantiles of the
+        public values above it. A transformer is cloned and fitted on each
         numeric column of the public rows (one column at a time); its output is
         that column's block.
     schema : dict, default=None
@@ -804,7 +816,9 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
         The basis of each numeric column. ``"spline"``: cubic B-splines with 5
         knots at quantiles of the public rows
         (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
-        extrapolation="constant")``). A transformer is cloned and fitted on each
+        extrapolation="constant")``); a column with a point mass at its smallest
+        value, whose quantiles coincide, also gets knots at 5 quantiles of the
+        public values above it. A transformer is cloned and fitted on each
         numeric column of the public rows (one column at a time); its output is
         that column's block.
     schema : dict, default=None

@@ -439,3 +439,17 @@ def test_clone_pipeline_cross_val_score_pickle_feature_names_set_output():
     reg = make_pipeline(FunctionTransformer(np.tanh), SSR(y_bounds=(-2, 2), random_state=0))
     r2 = cross_val_score(reg, Xr, yr, cv=KFold(3, shuffle=True, random_state=0))
     assert np.all(r2 > 0.8)
+
+
+def test_a_column_with_a_point_mass_gets_knots_above_it():
+    rng = np.random.default_rng(0)
+    column = np.where(rng.random(2000) < 0.9, 0.0, rng.uniform(1, 5, 2000))  # mostly 0
+    X = np.column_stack([column, rng.normal(size=2000)])
+    y = (column > 2).astype(int)
+    y[:500] = -1
+    fitted = SSC(classes=[0, 1], random_state=0).fit(X, y)
+    knots = fitted._transformers[0]
+    above = column[:500][column[:500] > 0]
+    np.testing.assert_allclose(knots[1:], np.quantile(above, np.linspace(0, 1, 5)))
+    assert knots[0] == 0.0
+    assert fitted.score(X, y) > 0.95
