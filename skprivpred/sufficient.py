@@ -167,7 +167,8 @@ def spline_block(x: np.ndarray, knots: np.ndarray, degree: int = _DEGREE) -> np.
         np.linspace(knots[-1] + last, knots[-1] + degree * last, degree),
     ]
     inside = np.clip(x, knots[0], knots[-1])
-    return BSpline.design_matrix(inside, full, degree).toarray()
+    basis = BSpline(full, np.eye(full.size - degree - 1), degree, extrapolate=False)
+    return basis(inside)
 
 
 def _fit_basis(basis, X_public: np.ndarray, numeric: np.ndarray) -> list:
@@ -198,7 +199,7 @@ def _features(
 
     Every row is finally scaled by ``min(1, B / ||phi||)``, whatever the blocks hold.
     """
-    blocks = [np.ones((X.shape[0], 1))]
+    blocks = []
     for j, transformer in zip(numeric, transformers):
         if transformer is None:
             continue
@@ -212,15 +213,19 @@ def _features(
         blocks.append(block)
     for group in groups:
         blocks.append(np.clip(X[:, group], 0.0, 1.0))
-    for k in range(1, len(blocks)):
-        block = blocks[k]
+    phi = np.empty((X.shape[0], 1 + sum(b.shape[1] for b in blocks)))
+    phi[:, 0] = 1.0
+    start = 1
+    for block in blocks:
         if not np.all(np.isfinite(block)):
             raise ValueError("the basis transformer returned NaN or infinity.")
-        norms = np.linalg.norm(block, axis=1, keepdims=True)
-        blocks[k] = block / np.maximum(norms, 1.0)
-    phi = np.hstack(blocks)
-    norms = np.linalg.norm(phi, axis=1, keepdims=True)
-    return phi * np.minimum(1.0, norm_bound / np.maximum(norms, np.finfo(float).tiny))
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        stop = start + block.shape[1]
+        np.divide(block, np.maximum(norms, 1.0)[:, None], out=phi[:, start:stop])
+        start = stop
+    norms = np.sqrt(np.einsum("ij,ij->i", phi, phi))
+    phi *= np.minimum(1.0, norm_bound / np.maximum(norms, np.finfo(float).tiny))[:, None]
+    return phi
 
 
 # -- post-processing (free) -----------------------------------------------------------------------
