@@ -71,8 +71,8 @@ _N_KNOTS, _DEGREE = 5, 3
 _THEOREM = (
     "one release of a linear statistic of the labelled rows, rounded to a public grid, with "
     "integer discrete Gaussian noise: rho-zCDP for the grid sensitivity (Canonne, Kamath & "
-    "Steinke 2020, Theorem 14; Bun & Steinke 2016), converted to (epsilon, delta) by the tight "
-    "Renyi conversion (Balle et al. 2020)"
+    "Steinke 2020, the multivariate discrete Gaussian; Bun & Steinke 2016), converted to "
+    "(epsilon, delta) by the tight Renyi conversion (Balle et al. 2020)"
 )
 
 
