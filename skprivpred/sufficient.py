@@ -158,7 +158,8 @@ def spline_block(x: np.ndarray, knots: np.ndarray, degree: int = _DEGREE) -> np.
     The basis of ``SplineTransformer(knots=knots[:, None], degree=degree,
     extrapolation="constant")`` (the same values: the outer knots continue the
     spacing of the first and last intervals), evaluated by
-    :meth:`scipy.interpolate.BSpline.design_matrix`; the model stores only the knots.
+    :class:`scipy.interpolate.BSpline`; the model stores only the knots, so a model
+    file holds no spline object.
     """
     first, last = knots[1] - knots[0], knots[-1] - knots[-2]
     full = np.r_[
