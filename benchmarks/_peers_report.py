@@ -148,11 +148,19 @@ def summarize(results: dict, designs: dict) -> dict[str, Any]:
                 "student_beats_dp_lr": student > level,
             }
         )
+    one_release = []
+    if results.get("sufficient"):
+        from _sufficient import summary as sufficient_summary
+
+        for row in sufficient_summary(results["sufficient"]):
+            level = dp.get((row["dataset"], tuple(row["budget"])))
+            one_release.append({**row, "dp_lr_mean": None if level is None else level[0]})
     return {
         "accuracy": accuracy,
         "majority": {n: d.majority for n, d in designs.items()},
         "crossover": crossover,
         "students": students,
+        "sufficient": one_release,
     }
 
 
@@ -285,6 +293,30 @@ def markdown(summary: dict, *, quick: bool, wall: float) -> str:
                 ],
             )
         )
+    if summary.get("sufficient"):
+        parts.append("## One release, unlimited answers (SufficientStatisticClassifier)")
+        parts.append(
+            "25 % of the training file as unlabelled public rows (y = -1, a random split per "
+            "seed), the rest labelled; one noisy statistic released at the total budget, then "
+            "every answer free. diffprivlib LR (all training rows) measured in the same run."
+        )
+        table = [
+            [
+                r["dataset"],
+                _budget(r["budget"]),
+                _pm(r["mean"], r["sd"], r["n_runs"]),
+                f"{r['worst']:.4f}",
+                f"{r['fit_seconds_median']:.2f}",
+                "-" if r["dp_lr_mean"] is None else f"{r['dp_lr_mean']:.4f}",
+            ]
+            for r in summary["sufficient"]
+        ]
+        parts.append(
+            _md(
+                table,
+                ["data", "total (eps, delta)", "accuracy", "worst run", "fit s", "diffprivlib LR"],
+            )
+        )
     parts.append(f"Wall time {wall:.0f} s.")
     return "\n\n".join(parts)
 
@@ -373,6 +405,16 @@ def plot_crossover(summary: dict, dataset: str, path: Path) -> Path:
             "(trained at the total budget; any number of queries)",
         )
         ax.axhspan(level - sd, level + sd, color="C1", alpha=0.12)
+        for r in summary.get("sufficient", []):
+            if r["dataset"] == dataset and tuple(r["budget"]) == budget:
+                ax.axhline(
+                    r["mean"],
+                    color="C3",
+                    linewidth=2,
+                    label="SufficientStatisticClassifier, 25 % unlabelled public rows "
+                    "(one release; any number of queries)",
+                )
+                ax.axhspan(r["mean"] - r["sd"], r["mean"] + r["sd"], color="C3", alpha=0.12)
         for k, c in enumerate(own):
             ax.plot(
                 c["n_queries"],

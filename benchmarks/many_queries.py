@@ -28,6 +28,18 @@ number of teachers (``min_samples_per_teacher``), for total budgets
    no row), the public row-norm bound ``data_norm``; a ``PrivacyLeakWarning``
    is an error.
 
+4. **One release, unlimited answers** (issue 34):
+   ``SufficientStatisticClassifier`` behind ``public_preprocessor(schema)`` on
+   Adult and MAGIC at ``(1, 1e-6)`` in all, with 25 % of the training file as
+   unlabelled public rows (a random split per seed), mean, sd and worst run
+   over 5 splits x 2 release draws; a second table for 10 % and 5 % public
+   (5 splits); fit time on Adult and answers per second in batches of 10,000
+   rows; the regressor's R^2 on diabetes and on a synthetic target
+   (``benchmarks/_sufficient.py`` states the protocol). Targets: MAGIC >= 0.845
+   and Adult >= 0.85 mean, every run >= 0.835 / 0.845; fit <= 2 s on Adult;
+   >= 100,000 answers per second. diffprivlib's line in the same run is in
+   ``benchmarks/peers.py`` (its own environment).
+
 Outputs: a table, ``many_queries_results.json`` and ``accuracy_vs_queries.png``
 (expected accuracy against the horizon, one line per accounting) in ``--out``.
 
@@ -37,6 +49,7 @@ From the repository root::
 
     .venv/bin/python benchmarks/many_queries.py            # ~2 min
     .venv/bin/python benchmarks/many_queries.py --quick    # smaller, for a smoke test
+    .venv/bin/python benchmarks/many_queries.py --sufficient-only   # part 4 only, ~3 min
 """
 
 from __future__ import annotations
@@ -189,6 +202,77 @@ def plot(curves: dict, path: Path) -> Path:
     return path
 
 
+def sufficient_section(quick: bool) -> dict:
+    """Part 4: the one-release estimators (tables printed, results returned)."""
+    import _sufficient as suff
+
+    splits, draws = (2, 1) if quick else (5, 2)
+    budget = BUDGETS[0]
+    runs, speed = [], {}
+    with threadpool_limits(1):
+        for name in ("adult", "magic"):
+            data = suff.preprocessed(name)
+            runs += suff.classifier_runs(data, budget, 0.25, splits, draws)
+            for public in (0.10, 0.05):
+                runs += suff.classifier_runs(data, budget, public, splits, 1)
+            speed[name] = {
+                "answers_per_second": suff.answers_per_second(data),
+                "preprocess_rows_per_second": data["preprocess_rows_per_second"],
+            }
+        regression = suff.regressor_runs(2 if quick else 5)
+    table = suff.summary(runs)
+    print("\nSufficientStatisticClassifier, (1, 1e-6) in all, public rows unlabelled (y = -1)")
+    print(
+        format_table(
+            [
+                [
+                    r["dataset"],
+                    f"{r['public']:.0%}",
+                    f"{r['mean']:.4f}",
+                    f"{r['sd']:.4f}",
+                    f"{r['worst']:.4f}",
+                    r["n_runs"],
+                    f"{r['fit_seconds_median']:.2f}",
+                ]
+                for r in table
+            ],
+            ["data", "public", "mean acc.", "sd", "worst", "runs", "fit s (median)"],
+        )
+    )
+    verdicts = []
+    for r in table:
+        if r["public"] == 0.25:
+            mean_target, run_target = suff.TARGETS[r["dataset"]]
+            verdicts.append(
+                f"{verdict(r['mean'] >= mean_target and r['worst'] >= run_target)}  "
+                f"{r['dataset']}: mean {r['mean']:.4f} >= {mean_target}, every run "
+                f"{r['worst']:.4f} >= {run_target}"
+            )
+    adult_fit = next(r for r in table if r["dataset"] == "adult" and r["public"] == 0.25)
+    verdicts.append(
+        f"{verdict(adult_fit['fit_seconds_median'] <= suff.TARGET_FIT_SECONDS)}  fit on Adult "
+        f"{adult_fit['fit_seconds_median']:.2f} s <= {suff.TARGET_FIT_SECONDS} s"
+    )
+    for name, v in speed.items():
+        verdicts.append(
+            f"{verdict(v['answers_per_second'] >= suff.TARGET_ANSWERS_PER_SECOND)}  {name}: "
+            f"{v['answers_per_second']:,.0f} answers/s in batches of {suff.BATCH:,} "
+            f"(public preprocessing apart: {v['preprocess_rows_per_second']:,.0f} rows/s)"
+        )
+    print("\n".join(verdicts))
+    print("\nSufficientStatisticRegressor, (1, 1e-6), 25 % public rows (y = NaN)")
+    print(
+        format_table(
+            [
+                [r["dataset"], r["n_train"], f"{r['r2_mean']:.3f}", f"{r['r2_sd']:.3f}"]
+                for r in regression
+            ],
+            ["data", "train rows", "R^2 mean", "sd"],
+        )
+    )
+    return {"runs": runs, "summary": table, "speed": speed, "regression": regression}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument(
@@ -202,7 +286,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quick", action="store_true", help="smaller teachers count, for a smoke test"
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--sufficient-only",
+        action="store_true",
+        help="only part 4 (SufficientStatisticClassifier / Regressor)",
+    )
     args = parser.parse_args(argv)
+    if args.sufficient_only:
+        start = time.perf_counter()
+        results = sufficient_section(args.quick)
+        payload = {
+            "benchmark": "one release, unlimited answers (benchmarks/many_queries.py part 4)",
+            "environment": environment(),
+            "sufficient_statistic": results,
+            "wall_seconds": time.perf_counter() - start,
+        }
+        path = write_json(args.out / "many_queries_sufficient_results.json", payload)
+        print(f"\nWrote {path}")
+        return 0
     per_teacher = 800 if args.quick else args.min_samples_per_teacher
     start = time.perf_counter()
     data = load_dataset("adult")
@@ -296,6 +397,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(args.out / "many_queries_results.json", payload),
         plot(curves, args.out / "accuracy_vs_queries.png"),
     ]
+    sufficient = sufficient_section(args.quick)
+    payload["sufficient_statistic"] = sufficient
+    written[0] = write_json(args.out / "many_queries_results.json", payload)
     print(f"\nWall time {wall:.0f} s. Wrote: {', '.join(map(str, written))}")
     return 0
 

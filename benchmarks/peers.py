@@ -31,6 +31,12 @@ What is measured
    fitted on the released pairs answers every other test row for free) is
    shown at a few horizons. Each crossing of a curve with the diffprivlib
    line is marked and tabulated.
+3. **One release, unlimited answers** (issue 34). ``SufficientStatisticClassifier``
+   behind ``public_preprocessor(schema)`` at the same total budgets, with 25 % of
+   the training file as unlabelled public rows (random split per seed; mean, sd
+   and worst over splits x release draws, ``benchmarks/_sufficient.py``): a flat
+   line on the crossover plot (every answer is free), beside diffprivlib's line
+   measured in the same run.
 
 A ``PrivacyLeakWarning`` from diffprivlib is an error: the run stops.
 
@@ -60,6 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _peers_env  # noqa: E402  (standard library only)
 
 QUICK: dict[str, Any] = {
+    "sufficient": (5, 1),  # (splits, release draws) of the one-release estimator
     "epsilons": (0.1, 0.5, 1.0, 2.0, 5.0),
     "seeds": (0, 1),
     "dp_seeds": 6,
@@ -69,6 +76,7 @@ QUICK: dict[str, Any] = {
     "student_seeds": (0,),
 }
 DEFAULT: dict[str, Any] = {
+    "sufficient": (5, 2),  # (splits, release draws) of the one-release estimator
     "epsilons": (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0),
     "seeds": (0, 1, 2, 3, 4),
     "dp_seeds": 20,
@@ -79,6 +87,7 @@ DEFAULT: dict[str, Any] = {
 }
 #: A smoke test of the whole script (about a minute; numbers not meaningful).
 SMOKE: dict[str, Any] = {
+    "sufficient": (1, 1),  # (splits, release draws) of the one-release estimator
     "epsilons": (1.0, 2.0),
     "seeds": (0,),
     "dp_seeds": 2,
@@ -142,7 +151,13 @@ def run(args) -> int:
     horizons = np.unique(np.round(np.logspace(1, 5, settings["horizons"])).astype(int)).tolist()
     start = time.perf_counter()
     stages: dict[str, float] = {}
-    results: dict = {"accuracy": [], "dp_levels": [], "curves": [], "students": []}
+    results: dict = {
+        "accuracy": [],
+        "dp_levels": [],
+        "curves": [],
+        "students": [],
+        "sufficient": [],
+    }
     with threadpool_limits(1):
         designs = {}
         for name in DATASETS:
@@ -198,6 +213,15 @@ def run(args) -> int:
                     n_jobs=args.n_jobs,
                     tick=stage.tick,
                 )
+            with report.Stage(f"{name}: one release (SufficientStatisticClassifier)") as stage:
+                import _sufficient
+
+                data = _sufficient.preprocessed(name)
+                splits, draws = settings["sufficient"]
+                for budget in BUDGETS:
+                    results["sufficient"] += _sufficient.classifier_runs(
+                        data, budget, 0.25, splits, draws, tick=stage.tick
+                    )
             stages[f"{name} crossover"] = time.perf_counter() - t0
     wall = time.perf_counter() - start
 

@@ -37,6 +37,7 @@ from .model_selection import (
     DPValidatedLogisticRegression,
     PrivateGridSearchCV,
 )
+from .sufficient import SufficientStatisticClassifier, SufficientStatisticRegressor
 from .walk import ExpProjectedWalkClassifier
 
 __version__ = "0.1.0.dev0"
@@ -88,6 +89,8 @@ __all__ = [
     "SubsampleAggregateClassifier",
     "SubsampleAverageClassifier",
     "SubsampleAverageRegressor",
+    "SufficientStatisticClassifier",
+    "SufficientStatisticRegressor",
     "ThresholdClass",
     "genericbbl_plan",
     "practical_plan",

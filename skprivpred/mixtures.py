@@ -39,6 +39,7 @@ from ._base import (
     resolve_binary_classes,
     spawn_streams,
 )
+from ._semisupervised import check_classes_exclude_marker, unlabelled_mask
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
@@ -360,27 +361,51 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         return int(found[0])
 
     def _validated(self, X, y, is_public):
-        """X, 0/1 labels, status, classes, public index (atomic block: sets n_features_in_)."""
+        """X, 0/1 labels, status, classes, public index (atomic block: sets n_features_in_).
+
+        Without ``is_public``, rows with ``y == -1`` (scikit-learn's semi-supervised
+        convention) are the public rows, of the public population: their label is
+        ``public_class``. With ``is_public``, ``-1`` is an ordinary label, as before.
+        """
         X, y = validate_data(
             self, X, y, reset=True, dtype=np.float64, ensure_all_finite=True, y_numeric=False
         )
         y = finite_target_column(y)
-        check_classification_targets(y)
+        by_marker = is_public is None
+        marked = unlabelled_mask(y) if by_marker else np.zeros(y.shape[0], dtype=bool)
+        if by_marker:
+            is_public = marked
+        known = y[~marked]
+        if known.dtype == object:
+            known = np.asarray(known.tolist())
+        check_classification_targets(known)
         classes = resolve_binary_classes(
             self.classes,
-            y,
+            known,
             type(self).__name__,
             hint="The public population's label is public_class; pass the two labels as classes.",
         )
+        if by_marker:
+            check_classes_exclude_marker(classes)
         public_index = self._public_position(classes)
         status = _check_is_public(is_public, X.shape[0])
+        if by_marker and not status.any():
+            raise ValueError(
+                "is_public is required when y marks no row with -1: pass fit(X, y, "
+                "is_public=...) with one bool (or 0/1) per row, or mark the public rows with "
+                "y == -1. The privacy status cannot be inferred from the data. In a Pipeline "
+                "or cross_validate with is_public, enable metadata routing and call "
+                "set_fit_request(is_public=True)."
+            )
         if not status.any():
             raise ValueError(
                 "is_public has no public row: the candidate halfspaces are built from public "
                 "rows only, so at least one is needed (the paper would return the constant "
                 "private label)."
             )
-        labels = (y == classes[1]).astype(np.int64)
+        labels = np.zeros(y.shape[0], dtype=np.int64)
+        labels[~marked] = known == classes[1]
+        labels[marked] = public_index  # the public population's label
         return X, labels, status, classes, public_index
 
     def _family(self, X, status, public_rng) -> CandidateFamily:
@@ -410,9 +435,15 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         X : {array-like, DataFrame} of shape (n_samples, n_features)
             Real-valued, finite, dense.
         y : array-like of shape (n_samples,)
-            Labels, two values (those of ``classes``).
-        is_public : array-like of shape (n_samples,)
-            Required. True (or 1) for public rows, False (or 0) for private ones.
+            Labels, two values (those of ``classes``); ``-1`` marks an unlabelled
+            public row (scikit-learn's semi-supervised convention, as for
+            :class:`~skprivpred.SufficientStatisticClassifier`) when
+            ``is_public`` is not given; such a row's label is ``public_class``,
+            and ``-1`` cannot be a class then.
+        is_public : array-like of shape (n_samples,), default=None
+            True (or 1) for public rows, False (or 0) for private ones. Required
+            unless ``y`` marks the public rows with ``-1``; when it is given,
+            ``-1`` in ``y`` is an ordinary label.
         **fit_params : dict
             Not supported; ``sample_weight`` in particular is refused (a weighted
             row could move a mistake count by more than one).

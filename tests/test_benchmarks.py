@@ -184,6 +184,29 @@ def test_peers_summary_and_markdown():
     assert "dp-lr" not in text and "sa-lr" not in text  # readable labels only
 
 
+def test_peers_summary_shows_the_one_release_line():
+    report = pytest.importorskip("_peers_report")
+    results = _fake_results()
+    results["sufficient"] = [
+        {
+            "dataset": "adult",
+            "budget": [1.0, 1e-6],
+            "public": 0.25,
+            "split": split,
+            "draw": 0,
+            "accuracy": accuracy,
+            "fit_seconds": 0.5,
+        }
+        for split, accuracy in enumerate((0.85, 0.86, 0.84))
+    ]
+    summary = report.summarize(results, {"adult": _Design()})
+    (line,) = summary["sufficient"]
+    assert line["mean"] == pytest.approx(0.85) and line["worst"] == pytest.approx(0.84)
+    assert line["dp_lr_mean"] == pytest.approx(0.80)  # diffprivlib of the same run
+    text = report.markdown(summary, quick=True, wall=1.0)
+    assert "One release, unlimited answers" in text and "0.850 ± 0.010" in text
+
+
 # -- run.py's progress estimate ------------------------------------------------------------------
 class _FakeClock:
     def __init__(self):

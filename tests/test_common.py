@@ -301,6 +301,19 @@ def _fit_recipes():
             y_reg,
             {},
         ),
+        # Unlabelled public rows: y == -1 (classifier) or NaN (regressor).
+        "SufficientStatisticClassifier": (
+            skprivpred.SufficientStatisticClassifier(classes=[0, 1], **common),
+            X,
+            np.where(is_public, -1, y),
+            {},
+        ),
+        "SufficientStatisticRegressor": (
+            skprivpred.SufficientStatisticRegressor(y_bounds=(-3.0, 3.0), **common),
+            X_reg,
+            np.where(is_public, np.nan, y_reg),
+            {},
+        ),
     }
 
 

@@ -917,3 +917,25 @@ EXPECTED_FAILURES: dict[str, str] = {}
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_unlabelled_rows_marked_minus_one_are_the_public_rows():
+    """y == -1 says which rows are public (the semi-supervised convention of the library)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(400, 2))
+    X = X[np.abs(X.sum(axis=1)) > 0.1]
+    y = (X.sum(axis=1) > 0).astype(int)
+    marked = np.where(y == 0, -1, y)
+    ref = PPM(classes=[0, 1], random_state=0).fit(X, y, is_public=(y == 0))
+    fitted = PPM(classes=[0, 1], random_state=0).fit(X, marked)
+    np.testing.assert_array_equal(fitted.predict(X), ref.predict(X))
+    assert fitted.privacy_guarantee_ == ref.privacy_guarantee_
+    # With is_public, -1 stays an ordinary label (the previous behaviour, unchanged).
+    with pytest.raises(ValueError, match="outside `classes`"):
+        PPM(classes=[0, 1]).fit(X, marked, is_public=(y == 0))
+    minus = PPM(classes=[-1, 1], random_state=0).fit(X, np.where(y == 0, -1, 1), is_public=y == 0)
+    np.testing.assert_array_equal(minus.predict(X) == 1, ref.predict(X) == 1)
+    with pytest.raises(ValueError, match="contains -1"):
+        PPM(classes=[-1, 1]).fit(X, np.where(y == 0, -1, 1))
+    with pytest.raises(ValueError, match="is_public is required when y marks no row"):
+        PPM(classes=[0, 1]).fit(X, y)

@@ -678,6 +678,16 @@ def _servable_recipes():
             X,
             y,
         ),
+        "SufficientStatisticClassifier": (
+            sp.SufficientStatisticClassifier(classes=[0, 1]),
+            X,
+            np.where(np.arange(400) < 100, -1, y),
+        ),
+        "SufficientStatisticRegressor": (
+            sp.SufficientStatisticRegressor(y_bounds=(-3.0, 3.0)),
+            X,
+            np.where(np.arange(400) < 100, np.nan, y_real),
+        ),
         "PrivateGridSearchCV": (
             sp.PrivateGridSearchCV(
                 sp.SubsampleAggregateClassifier(classes=[0, 1]), {"n_teachers": [5, 10]}
@@ -709,6 +719,8 @@ _RELEASED_MODELS = {
     "ExponentialMechanismClassifier",
     "PrivateHalfspacePPMClassifier",
     "DPValidatedLogisticRegression",
+    "SufficientStatisticClassifier",
+    "SufficientStatisticRegressor",
 }
 
 
@@ -717,7 +729,8 @@ def test_every_servable_estimator_survives_the_round_trip_on_the_same_ledger(tmp
     recipe = _servable_recipes()[kind]
     estimator, X, y = recipe[:3]
     fit_params = recipe[3] if len(recipe) > 3 else {}
-    acc = PrivacyAccountant(epsilon=1e6, ledger=str(tmp_path / "budget.db"), name=kind)
+    delta = 0.5 if kind.startswith("SufficientStatistic") else 0.0  # a Gaussian release
+    acc = PrivacyAccountant(epsilon=1e6, delta=delta, ledger=str(tmp_path / "budget.db"), name=kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fitted = _with_accountant(estimator, acc).fit(X, y, **fit_params)

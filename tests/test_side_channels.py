@@ -55,6 +55,8 @@ from skprivpred import (
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
+    SufficientStatisticClassifier,
+    SufficientStatisticRegressor,
 )
 
 ESTIMATOR_CLASSES = sorted(
@@ -459,7 +461,24 @@ def _numeric_cases() -> list[Case]:
         regression = Xd is Xr
         D2 = (Xr2, yr2) if regression else (X2, y2)
         cases.append(Case(f"{cls.__name__}-extreme", cls, make, (Xd, yd, {}), (*D2, {}), two))
+    public = np.arange(400) >= 200  # the extreme row 0 is a labelled (private) row
     cases += [
+        Case(
+            "SufficientStatisticClassifier-extreme",
+            SufficientStatisticClassifier,
+            lambda s: SufficientStatisticClassifier(classes=[0, 1], random_state=s),
+            (X, np.where(public, -1, y), {}),
+            (X2, np.where(public, -1, y2), {}),
+            two,
+        ),
+        Case(
+            "SufficientStatisticRegressor-extreme",
+            SufficientStatisticRegressor,
+            lambda s: SufficientStatisticRegressor(y_bounds=(-3.0, 3.0), random_state=s),
+            (Xr, np.where(public, np.nan, yr), {}),
+            (Xr2, np.where(public, np.nan, yr2), {}),
+            two,
+        ),
         Case(
             "PrivateHalfspacePPMClassifier-extreme",
             PrivateHalfspacePPMClassifier,
@@ -587,6 +606,8 @@ RELEASED_MODEL = {
     DPValidatedLogisticRegression,
     ExponentialMechanismClassifier,
     PrivateHalfspacePPMClassifier,
+    SufficientStatisticClassifier,
+    SufficientStatisticRegressor,
 }
 
 

@@ -176,6 +176,12 @@ _PPM_IS_PUBLIC = (
     "fit needs is_public, one flag per row saying which rows are public (the privacy status "
     "of a row cannot be inferred from the data), and this check calls fit(X, y) without it"
 )
+_NEEDS_UNLABELLED_ROWS = (
+    "fit needs unlabelled public rows (y == -1 for a classifier, NaN for a regressor: "
+    "scikit-learn's semi-supervised convention) to build its basis and post-processing from, "
+    "and refuses a y without them; this check fits on fully labelled data (scikit-learn "
+    "exempts only its own semi-supervised classifiers)"
+)
 _EXPERTS_HORIZON = (
     "the total number of rounds n_rounds sets the per-round privacy rate and must be announced "
     "before the stream starts: with the default n_rounds=None it is the number of rows of the "
@@ -282,6 +288,30 @@ def _ppm(estimator: Any) -> dict[str, str]:
     return _reasons(_PPM_IS_PUBLIC, _FIT_CHECKS, _CLASSIFIER_FIT_CHECKS, ("check_fit2d_1feature",))
 
 
+# Further checks that fit on fully labelled data (they pass for the other estimators).
+_LABELLED_ONLY_CHECKS = (
+    "check_fit2d_1feature",
+    "check_fit2d_1sample",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_pipeline_consistency",
+)
+
+
+def _sufficient_classifier(estimator: Any) -> dict[str, str]:
+    extra = ("check_classifiers_one_label", "check_decision_proba_consistency")
+    groups = (_FIT_CHECKS, _CLASSIFIER_FIT_CHECKS, _LABELLED_ONLY_CHECKS, extra)
+    return _reasons(_NEEDS_UNLABELLED_ROWS, *groups)
+
+
+def _sufficient_regressor(estimator: Any) -> dict[str, str]:
+    groups = (_FIT_CHECKS, _REGRESSOR_FIT_CHECKS, _LABELLED_ONLY_CHECKS)
+    expected = _reasons(_NEEDS_UNLABELLED_ROWS, *groups)
+    if estimator.get_params().get("y_bounds") is None:
+        expected.update(_reasons(_Y_BOUNDS_REQUIRED, _MESSAGE_CHECKS))
+    return expected
+
+
 def _everlasting(estimator: Any) -> dict[str, str]:
     expected = {"check_estimators_pickle": _ONE_LIVE_COPY}
     expected["check_dtype_object"] = (
@@ -341,6 +371,8 @@ _TABLE: dict[str, Callable[[Any], dict[str, str]]] = {
     "SubsampleAggregateClassifier": _subsample_aggregate,
     "SubsampleAverageClassifier": _subsample_average_classifier,
     "SubsampleAverageRegressor": _needs_y_bounds,
+    "SufficientStatisticClassifier": _sufficient_classifier,
+    "SufficientStatisticRegressor": _sufficient_regressor,
 }
 
 

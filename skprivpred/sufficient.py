@@ -1,0 +1,1023 @@
+"""One release, unlimited answers: a private model from one noisy sufficient statistic.
+
+:class:`SufficientStatisticClassifier` and :class:`SufficientStatisticRegressor`
+learn from labelled private rows and unlabelled public rows of the same
+population (scikit-learn's semi-supervised convention: ``y == -1`` marks an
+unlabelled row of the classifier, NaN one of the regressor).
+
+1. **Features from public rows only.** ``phi(x) = [1; one cubic B-spline block
+   per numeric column; one block per one-hot group]``, the splines' knots at
+   quantiles of the *public* rows, every block clipped to norm 1 and every row
+   to ``B = sqrt(1 + n_numeric + n_groups)``.
+2. **The only private release.** A linear statistic of the labelled rows,
+   ``s = sum (y - 1/2) phi(x)`` (binary), one block ``sum (1[y = k] - 1/K)
+   phi(x)`` per class (multiclass) or ``sum (clip(y) - m) phi(x)``
+   (regression), rounded to a public grid and released with integer discrete
+   Gaussian noise (Canonne, Kamath & Steinke 2020): one ``rho``-zCDP release,
+   ``rho = rho_cap(epsilon, delta)``.
+3. **Post-processing**, free: logistic (multinomial) regression or ridge
+   regression whose labels enter only through the released statistic and
+   whose ``x``-only terms come from the public rows.
+
+The model is the release: its answers are free and can be repeated without
+limit.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from functools import lru_cache
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from scipy.interpolate import BSpline
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit, logsumexp, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import PrivatePredictorMixin, resolve_classes
+from ._semisupervised import (
+    check_classes_exclude_marker,
+    classification_rows,
+    labelled_mask_for_score,
+    regression_rows,
+)
+from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, rho_cap
+from .exceptions import InvalidParameterError
+from .mechanisms import discrete_gaussian_noise
+from .utils._param_validation import HasMethods, Interval, StrOptions
+
+__all__ = [
+    "GRID_STEPS",
+    "SufficientStatisticClassifier",
+    "SufficientStatisticRegressor",
+]
+
+#: Grid steps per ``sqrt(d)``: the statistic is rounded to a grid of step
+#: ``gamma = sensitivity / (GRID_STEPS sqrt(d))``, so the rounding adds ``sqrt(d)``
+#: to an index sensitivity of ``GRID_STEPS sqrt(d)``: 1 % more noise.
+GRID_STEPS = 100
+
+# Knots of the default spline basis (quantiles of the public rows) and its degree.
+_N_KNOTS, _DEGREE = 5, 3
+
+_THEOREM = (
+    "one release of a linear statistic of the labelled rows, rounded to a public grid, with "
+    "integer discrete Gaussian noise: rho-zCDP for the grid sensitivity (Canonne, Kamath & "
+    "Steinke 2020, the multivariate discrete Gaussian; Bun & Steinke 2016), converted to "
+    "(epsilon, delta) by the tight Renyi conversion (Balle et al. 2020)"
+)
+
+
+@lru_cache(maxsize=64)
+def _rho_cap(epsilon: float, delta: float) -> float:
+    """:func:`~skprivpred.accounting.rho_cap`, remembered (a bisection of about 20 ms)."""
+    return rho_cap(epsilon, delta)
+
+
+# -- the public feature map -------------------------------------------------------------------
+def _is_binary(column: np.ndarray) -> bool:
+    return bool(np.all((column == 0) | (column == 1)))
+
+
+def detect_groups(X_public: np.ndarray) -> list[np.ndarray]:
+    """One-hot groups found in the public rows: runs of adjacent 0/1 columns never 1 together.
+
+    A column that is 0 or 1 on every public row joins the run in progress when no
+    public row has a 1 in it and in the run at once; otherwise it starts a new run.
+    Columns that are not 0/1 are numeric. Reads public rows only.
+
+    Returns
+    -------
+    list of ndarray of int
+        The column indices of each group, in column order.
+    """
+    groups: list[list[int]] = []
+    run_sum = None
+    previous = -2
+    for j in range(X_public.shape[1]):
+        column = X_public[:, j]
+        if not _is_binary(column):
+            continue
+        if run_sum is not None and previous == j - 1 and not np.any((run_sum + column) > 1):
+            groups[-1].append(j)
+            run_sum = run_sum + column
+        else:
+            groups.append([j])
+            run_sum = column.copy()
+        previous = j
+    return [np.asarray(g, dtype=np.intp) for g in groups]
+
+
+def _schema_layout(schema: dict, n_features: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Numeric columns and one-hot groups of ``public_preprocessor(schema)``'s output."""
+    if not isinstance(schema, dict) or set(schema) - {"numeric", "categorical"}:
+        raise InvalidParameterError(
+            'schema must be a dict with the keys "numeric" and/or "categorical" (the schema '
+            f"of public_preprocessor), got {schema!r}."
+        )
+    n_numeric = len(schema.get("numeric", {}))
+    sizes = [len(list(v)) for v in schema.get("categorical", {}).values()]
+    if n_numeric + sum(sizes) != n_features:
+        raise ValueError(
+            f"schema describes {n_numeric} numeric columns and one-hot blocks of {sum(sizes)} "
+            f"columns ({n_numeric + sum(sizes)} in all, in the layout of public_preprocessor), "
+            f"but X has {n_features} columns."
+        )
+    ends = n_numeric + np.cumsum(sizes)
+    groups = [np.arange(end - size, end) for end, size in zip(ends, sizes)]
+    return np.arange(n_numeric), groups
+
+
+def _default_knots(column: np.ndarray) -> np.ndarray | None:
+    """Knots at 5 quantiles of the public values of a column (None: constant on them).
+
+    A column with a point mass at its smallest value (capital gains: mostly 0) has
+    fewer than 5 distinct quantiles; its knots then also take 5 quantiles of the public
+    values above that smallest value, so that the spline still resolves them. Public
+    rows only.
+    """
+    knots = np.unique(np.quantile(column, np.linspace(0.0, 1.0, _N_KNOTS)))
+    if knots.size < _N_KNOTS:
+        above = column[column > knots[0]]
+        if above.size >= _N_KNOTS:
+            knots = np.unique(np.r_[knots, np.quantile(above, np.linspace(0.0, 1.0, _N_KNOTS))])
+    return knots if knots.size >= 2 else None
+
+
+def spline_block(x: np.ndarray, knots: np.ndarray, degree: int = _DEGREE) -> np.ndarray:
+    """Cubic B-splines on ``knots``, constant beyond the first and last knot.
+
+    The basis of ``SplineTransformer(knots=knots[:, None], degree=degree,
+    extrapolation="constant")`` (the same values: the outer knots continue the
+    spacing of the first and last intervals), evaluated by
+    :class:`scipy.interpolate.BSpline`; the model stores only the knots, so a model
+    file holds no spline object.
+    """
+    first, last = knots[1] - knots[0], knots[-1] - knots[-2]
+    full = np.r_[
+        np.linspace(knots[0] - degree * first, knots[0] - first, degree),
+        knots,
+        np.linspace(knots[-1] + last, knots[-1] + degree * last, degree),
+    ]
+    inside = np.clip(x, knots[0], knots[-1])
+    basis = BSpline(full, np.eye(full.size - degree - 1), degree, extrapolate=False)
+    return basis(inside)
+
+
+def _fit_basis(basis, X_public: np.ndarray, numeric: np.ndarray) -> list:
+    """Per numeric column: knots (default basis) or a fitted transformer (None: dropped).
+
+    A column constant on the public rows carries no information the basis could use:
+    the default basis drops it.
+    """
+    fitted: list = []
+    for j in numeric:
+        column = X_public[:, j]
+        if isinstance(basis, str):
+            fitted.append(_default_knots(column))
+        else:
+            fitted.append(clone(basis).fit(column[:, None]))
+    return fitted
+
+
+def _features(
+    X: np.ndarray,
+    numeric: np.ndarray,
+    transformers: list,
+    groups: list[np.ndarray],
+    norm_bound: float,
+    nonnegative: bool,
+) -> np.ndarray:
+    """``phi(X)``: intercept, a block per numeric column and per group, each of norm <= 1.
+
+    Every row is finally scaled by ``min(1, B / ||phi||)``, whatever the blocks hold.
+    """
+    blocks = []
+    for j, transformer in zip(numeric, transformers):
+        if transformer is None:
+            continue
+        if isinstance(transformer, np.ndarray):
+            block = spline_block(X[:, j], transformer)
+        else:
+            block = transformer.transform(X[:, [j]])
+            block = np.asarray(block.toarray() if hasattr(block, "toarray") else block, float)
+        if nonnegative:
+            block = np.maximum(block, 0.0)
+        blocks.append(block)
+    for group in groups:
+        blocks.append(np.clip(X[:, group], 0.0, 1.0))
+    phi = np.empty((X.shape[0], 1 + sum(b.shape[1] for b in blocks)))
+    phi[:, 0] = 1.0
+    start = 1
+    for block in blocks:
+        if not np.all(np.isfinite(block)):
+            raise ValueError("the basis transformer returned NaN or infinity.")
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        stop = start + block.shape[1]
+        np.divide(block, np.maximum(norms, 1.0)[:, None], out=phi[:, start:stop])
+        start = stop
+    norms = np.sqrt(np.einsum("ij,ij->i", phi, phi))
+    phi *= np.minimum(1.0, norm_bound / np.maximum(norms, np.finfo(float).tiny))[:, None]
+    return phi
+
+
+# -- post-processing (free) -----------------------------------------------------------------------
+def _newton(objective, hessp, x0, tol):
+    """Minimise a smooth strictly convex objective by truncated Newton (Newton-CG)."""
+    result = minimize(
+        objective, x0, jac=True, hessp=hessp, method="Newton-CG", options={"xtol": tol}
+    )
+    return result.x
+
+
+def _compact(phi: np.ndarray):
+    """``phi`` as a CSR matrix when most entries are zero (splines and one-hot groups)."""
+    return sparse.csr_array(phi) if np.count_nonzero(phi) < 0.4 * phi.size else phi
+
+
+def _logistic_weights(phi_public, t, c, lam, tol=1e-8):
+    """Minimise ``c sum_j log(1 + e^{w.phi_j}) - w.t + (lam/2)||w[1:]||^2``."""
+    d = phi_public.shape[1]
+    phi_public = _compact(phi_public)
+    penalty = np.ones(d)
+    penalty[0] = 0.0
+    state: dict = {}
+
+    def objective(w):
+        z = phi_public @ w
+        p = expit(z)
+        state["curvature"] = c * p * (1.0 - p)
+        value = -c * np.sum(log_expit(-z)) - w @ t + 0.5 * lam * np.sum(penalty * w * w)
+        grad = c * (phi_public.T @ p) - t + lam * penalty * w
+        return value, grad
+
+    def hessp(w, v):
+        return phi_public.T @ (state["curvature"] * (phi_public @ v)) + lam * penalty * v
+
+    return _newton(objective, hessp, np.zeros(d), tol)
+
+
+def _multinomial_weights(phi_public, t, c, lam, tol=1e-8):
+    """Minimise ``c sum_j lse(W phi_j) - sum_k w_k.t_k + (lam/2) sum_k ||w_k[1:]||^2``."""
+    n_classes, d = t.shape
+    phi_public = _compact(phi_public)
+    penalty = np.ones(d)
+    penalty[0] = 0.0
+    state: dict = {}
+
+    def objective(flat):
+        W = flat.reshape(n_classes, d)
+        scores = phi_public @ W.T
+        proba = softmax(scores, axis=1)
+        state["proba"] = proba
+        value = (
+            c * np.sum(logsumexp(scores, axis=1))
+            - np.sum(W * t)
+            + 0.5 * lam * np.sum(penalty * W * W)
+        )
+        grad = c * (phi_public.T @ proba).T - t + lam * penalty * W
+        return value, grad.ravel()
+
+    def hessp(flat, v):
+        V = v.reshape(n_classes, d)
+        proba = state["proba"]
+        u = phi_public @ V.T  # (n, K)
+        mixed = proba * (u - np.sum(proba * u, axis=1, keepdims=True))
+        return (c * (phi_public.T @ mixed).T + lam * penalty * V).ravel()
+
+    flat = _newton(objective, hessp, np.zeros(n_classes * d), tol)
+    return flat.reshape(n_classes, d)
+
+
+def _clip_counts(t0: np.ndarray, total: float, n_labelled: int) -> np.ndarray:
+    """Noisy class counts moved inside the simplex of total ``total`` (post-processing).
+
+    Each is raised to at least ``total / (2 n_labelled)`` (half a row), then all are
+    rescaled to sum to ``total``: the intercepts' objective is then bounded.
+    """
+    t0 = np.maximum(np.asarray(t0, dtype=float), total / (2.0 * n_labelled))
+    return t0 * (total / t0.sum())
+
+
+# -- the estimators -------------------------------------------------------------------------------
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+
+
+class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
+    """What the classifier and the regressor share: features, grid, release, guarantee."""
+
+    _parameter_constraints: dict = {
+        "epsilon": [_POSITIVE],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "basis": [StrOptions({"spline"}), HasMethods(["fit", "transform"])],
+        "schema": [dict, None],
+        "lam": [Interval(Real, 0, None, closed="left"), None],
+        "accountant": [PrivacyAccountant, None],
+        "random_state": ["random_state"],
+    }
+
+    def _check_params(self) -> Any:
+        if self.delta == 0:
+            raise InvalidParameterError(
+                f"delta=0 is not supported by {type(self).__name__}: its one release adds "
+                "discrete Gaussian noise, which needs a delta in (0, 1), for example the "
+                "default delta=1e-6."
+            )
+        return None
+
+    # -- features ---------------------------------------------------------------------------
+    def _validate_X(self, X, *, reset: bool) -> np.ndarray:
+        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=True)
+
+    def _fit_features(self, X: np.ndarray, public: np.ndarray) -> None:
+        X_public = X[public]
+        if self.schema is not None:
+            numeric, groups = _schema_layout(self.schema, X.shape[1])
+        else:
+            groups = detect_groups(X_public)
+            grouped = np.zeros(X.shape[1], dtype=bool)
+            for g in groups:
+                grouped[g] = True
+            numeric = np.flatnonzero(~grouped)
+        transformers = _fit_basis(self.basis, X_public, numeric)
+        self._numeric = numeric
+        self._transformers = transformers
+        self._groups = groups
+        n_blocks = sum(t is not None for t in transformers) + len(groups)
+        self.norm_bound_ = math.sqrt(1.0 + n_blocks)
+        self.n_groups_ = len(groups)
+        self.n_numeric_ = int(sum(t is not None for t in transformers))
+        # The default basis and clipped groups are >= 0 in every row (a smaller
+        # multiclass sensitivity); a user basis may not be.
+        self._nonnegative = isinstance(self.basis, str)
+
+    def _phi(self, X: np.ndarray) -> np.ndarray:
+        return _features(
+            X,
+            self._numeric,
+            self._transformers,
+            self._groups,
+            self.norm_bound_,
+            self._nonnegative,
+        )
+
+    # -- the one release ----------------------------------------------------------------------
+    def _noise_plan(self, sensitivity: float, size: int) -> dict:
+        """Public grid step and integer noise scale for an L2 ``sensitivity`` in ``size`` values."""
+        rho = _rho_cap(float(self.epsilon), float(self.delta))
+        if rho <= 0:
+            raise InvalidParameterError(
+                f"epsilon={self.epsilon!r} with delta={self.delta!r} gives no usable zCDP rho "
+                "(the conversion's orders do not reach so small an epsilon); use a larger "
+                "epsilon."
+            )
+        root = math.sqrt(size)
+        step = sensitivity / (GRID_STEPS * root)
+        index_sensitivity = (GRID_STEPS + 1) * root  # sensitivity / step + sqrt(size)
+        sigma_int = index_sensitivity / math.sqrt(2.0 * rho)
+        return {
+            "rho": rho,
+            "step": step,
+            "sigma_int": sigma_int,
+            "sigma": step * sigma_int,
+            "sensitivity": sensitivity,
+            "index_sensitivity": index_sensitivity,
+        }
+
+    def _draw_release(self, statistic: np.ndarray, plan: dict, rng) -> np.ndarray:
+        """``step * (round(s / step) + Z)``, ``Z`` discrete Gaussian of scale ``sigma_int``."""
+        index = np.rint(statistic / plan["step"])
+        noise = discrete_gaussian_noise(plan["sigma_int"], rng, size=index.shape)
+        return plan["step"] * (index + noise)
+
+    def _release_statistic(self, statistic: np.ndarray, plan: dict) -> np.ndarray:
+        """Charge ``(epsilon, delta, rho)`` once, then draw the release (nothing if refused)."""
+        return self._release_model(
+            float(self.epsilon),
+            lambda rng: self._draw_release(statistic, plan, rng),
+            delta=float(self.delta),
+            rho=plan["rho"],
+        )
+
+    def _set_guarantee(self, plan: dict, n_features: int, lam: float, extra: dict) -> None:
+        self.noise_sigma_ = plan["sigma"]
+        self.grid_step_ = plan["step"]
+        self.lam_ = lam
+        self.n_basis_features_ = n_features
+        self.privacy_guarantee_ = PrivacyGuarantee(
+            epsilon=float(self.epsilon),
+            delta=float(self.delta),
+            unit=GuaranteeUnit.RELEASE,
+            rho=plan["rho"],
+            scope="one release: the model and every answer it ever gives, together; answers "
+            "are free post-processing",
+            theorem=_THEOREM,
+            neighbouring="replace one labelled row (features and label); the public rows, "
+            "which rows are public and the numbers of rows fixed",
+            protects="each labelled training row (not the unlabelled public rows)",
+            details={
+                "statistic_sensitivity": plan["sensitivity"],
+                "grid_step": plan["step"],
+                "index_sensitivity": plan["index_sensitivity"],
+                "noise_sigma_index": plan["sigma_int"],
+                "noise_sigma": plan["sigma"],
+                "norm_bound": self.norm_bound_,
+                "n_basis_features": n_features,
+                **extra,
+            },
+        )
+
+    def _exact_statistic(self, X, y) -> tuple[np.ndarray, dict]:
+        """The exact statistic of ``fit(X, y)`` and its noise plan, without releasing anything.
+
+        NOT PRIVATE: the statistic is the secret that ``fit`` releases only with noise.
+        For tests and audits; never charges, never changes the estimator (it runs on a
+        shallow copy).
+        """
+        probe = copy.copy(self)
+        probe.__dict__ = dict(self.__dict__)
+        statistic, plan, _, _ = probe._prepare(X, y, {})
+        return statistic, plan
+
+    def _lam(self, sigma: float, d: int, divisor: float) -> float:
+        return float(sigma * math.sqrt(d) / divisor) if self.lam is None else float(self.lam)
+
+    def _common_fit_start(self, X, y, fit_params, rows):
+        """Parameters, then rows and targets (in an atomic block: sets ``n_features_in_``)."""
+        checked = self._check_fit_arguments(fit_params)
+        X = self._validate_X(X, reset=True)
+        y, labelled = rows(y, X.shape[0])
+        return checked, X, y, labelled
+
+
+class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
+    """Private classifier from one noisy sufficient statistic and unlabelled public rows.
+
+    ``fit(X, y)`` takes labelled private rows and unlabelled public rows of the same
+    population, marked ``y == -1`` (scikit-learn's semi-supervised convention).
+
+    1. **Features from public rows only.** ``phi(x) = [1; for each numeric
+       column a cubic B-spline block (knots at quantiles of the public rows),
+       divided by max(1, its norm); each one-hot group, clipped to [0, 1] and to
+       norm 1]``, and every row scaled by ``min(1, B / ||phi||)``,
+       ``B = sqrt(1 + n_numeric + n_groups)``.
+    2. **The only private release.** Binary: ``s = sum_labelled (y - 1/2)
+       phi(x)``; replacing one row moves ``s`` by at most ``B``. ``K > 2``
+       classes: one block per class, ``s_k = sum (1[y = k] - 1/K) phi(x)``,
+       whose replace-one sensitivity is ``sqrt(2) B`` with the default basis
+       (``phi >= 0``) and ``2 B sqrt((K - 1) / K)`` with a user basis. ``s`` is
+       rounded to a public grid of step ``gamma = sensitivity / (100 sqrt(d))``
+       (``d`` its length) and released as ``gamma (round(s / gamma) + Z)``,
+       ``Z`` integer discrete Gaussian noise of scale
+       ``sigma_Z = 101 sqrt(d) / sqrt(2 rho)`` (the index moves by at most
+       ``sensitivity / gamma + sqrt(d)``), ``rho = rho_cap(epsilon, delta)``.
+       No raw floating-point noise is released.
+    3. **Post-processing, free.** With ``c = n_labelled / n_public`` and ``b``
+       the release, ``t = b + (c/2) sum_public phi`` (binary; ``b_k`` centred
+       across classes and ``t_k = b_k + (c/K) sum_public phi`` for ``K``
+       classes). The noisy class counts (intercept coordinates of ``t``) are
+       moved inside ``(0, n_labelled)``; then ``w`` minimises
+       ``c sum_public log(1 + e^{w.phi}) - w.t + (lam/2) ||w without the
+       intercept||^2`` (the multinomial version for ``K`` classes):
+       logistic regression whose labels enter only through the release.
+       Default ``lam = sigma sqrt(d) / 8``, ``sigma = gamma sigma_Z`` the
+       noise's scale on the statistic's scale and ``d`` the number of basis
+       features.
+    4. **Answers**: ``predict`` is ``argmax`` of ``phi(x) . w``;
+       ``predict_proba`` its sigmoid (softmax).
+
+    **Privacy guarantee.** One release: ``fit`` releases the model (like the
+    exponential-mechanism learner, and unlike the prediction-privacy estimators
+    of this library), and the model with every answer it ever gives is
+    ``(epsilon, delta)``-DP for each labelled row (replace-one; the public
+    rows, which rows are public and the numbers of rows are public). With an
+    ``accountant``, ``fit`` charges ``(epsilon, delta)`` with ``rho`` once,
+    before the noise is drawn; answers are never charged and may be repeated.
+    **Unlabelled public rows get no protection**, and every step before this
+    estimator (a ``Pipeline``'s preprocessing) must be public: fitted on
+    public rows only, or reading no row (:mod:`skprivpred.preprocessing`).
+
+    Parameters
+    ----------
+    classes : array-like, default=None
+        The public label set (``-1`` is not allowed: it marks unlabelled rows).
+        ``None`` reads it from the labelled rows with a
+        :class:`~skprivpred.PrivacyWarning`.
+    epsilon : float, default=1.0
+        Epsilon of the whole model: the model and every answer it ever gives are
+        together ``(epsilon, delta)``-DP, > 0.
+    delta : float, default=1e-6
+        Delta of the whole model, in (0, 1). ``delta=0`` is refused with a clear
+        message (the release adds discrete Gaussian noise, which needs a delta).
+    basis : "spline" or transformer, default="spline"
+        The basis of each numeric column. ``"spline"``: cubic B-splines with 5
+        knots at quantiles of the public rows
+        (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
+        extrapolation="constant")``); a column with a point mass at its smallest
+        value, whose quantiles coincide, also gets knots at 5 quantiles of the
+        public values above it. A transformer is cloned and fitted on each
+        numeric column of the public rows (one column at a time); its output is
+        that column's block.
+    schema : dict, default=None
+        The public schema that built the columns, in the format of
+        :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
+        first, then one one-hot block per categorical column): it tells the
+        one-hot groups from numeric columns. ``None`` finds the groups from the
+        public rows: runs of adjacent columns that are 0/1 on every public row
+        and never 1 together. Privacy does not depend on the grouping: every
+        block is clipped to norm 1 and every row to ``B`` in every row.
+    lam : float, default=None
+        Ridge penalty of the post-processing (the intercept is not penalised).
+        ``None`` uses the public default stated above.
+    accountant : PrivacyAccountant, default=None
+        Charged ``(epsilon, delta)`` (with ``rho``) once per ``fit``, before the
+        release is drawn; a fit that would exceed its budget raises
+        :class:`~skprivpred.BudgetExhaustedError` and changes nothing.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the streams (:class:`~skprivpred.PrivacyWarning` for an integer).
+        ``None`` (OS entropy) in deployment: a known seed voids the guarantee.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The public label set.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit`` (string column names only).
+    norm_bound_ : float
+        ``B`` (public: from the public rows and the schema).
+    n_numeric_, n_groups_ : int
+        Numeric blocks and one-hot groups of the basis.
+    n_basis_features_ : int
+        ``d``, the length of ``phi(x)``.
+    noise_sigma_ : float
+        Scale of the noise on the statistic's scale, ``gamma sigma_Z``.
+    grid_step_ : float
+        ``gamma``.
+    lam_ : float
+        The ridge penalty used.
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(epsilon, delta)`` and ``rho`` for the one release.
+
+    See Also
+    --------
+    SufficientStatisticRegressor : The same design for regression.
+
+    Notes
+    -----
+    Choose it under a *total* budget when unlabelled rows of the same population
+    are available: after the one release every answer is free. Under a per-query
+    guarantee, or without public rows, use the teacher-based estimators.
+
+    References
+    ----------
+    C. L. Canonne, G. Kamath and T. Steinke. The Discrete Gaussian for
+    Differential Privacy. NeurIPS 2020. M. Bun and T. Steinke. Concentrated
+    Differential Privacy. TCC 2016.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivpred import SufficientStatisticClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 2))
+    >>> y = (X[:, 0] + X[:, 1] ** 2 > 1).astype(int)
+    >>> y[:1000] = -1  # unlabelled public rows
+    >>> clf = SufficientStatisticClassifier(classes=[0, 1], random_state=0).fit(X, y)
+    >>> bool(clf.score(X[1000:], y[1000:]) > 0.85)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_SufficientStatistic._parameter_constraints,
+        "classes": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        *,
+        classes: VectorLike | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-6,
+        basis: Any = "spline",
+        schema: dict | None = None,
+        lam: float | None = None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
+        self.classes = classes
+        self.epsilon = epsilon
+        self.delta = delta
+        self.basis = basis
+        self.schema = schema
+        self.lam = lam
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def _check_params(self) -> Any:
+        super()._check_params()
+        if self.classes is not None:
+            check_classes_exclude_marker(np.unique(np.asarray(self.classes)))
+        return None
+
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
+        """Build the public basis, release the noisy statistic once, post-process it.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Real-valued, finite rows: labelled private rows and unlabelled public rows.
+        y : array-like of shape (n_samples,)
+            Labels in ``classes`` for the private rows, ``-1`` for the public rows.
+        **fit_params : dict
+            Not supported (``sample_weight`` is refused).
+
+        Returns
+        -------
+        self : SufficientStatisticClassifier
+            The fitted estimator (the released model).
+        """
+        with self._unchanged_on_error():
+            statistic, plan, phi_public, k = self._prepare(X, y, fit_params)
+            self._start_streams()
+            released = self._release_statistic(statistic, plan)
+            self._released_statistic = released
+            n_labelled, d = self.n_labelled_, phi_public.shape[1]
+            c = n_labelled / phi_public.shape[0]
+            public_sum = phi_public.sum(axis=0)
+            lam = self._lam(plan["sigma"], d, 8.0)
+            total = c * public_sum[0]
+            if k == 2:
+                t = released + 0.5 * c * public_sum
+                t0 = _clip_counts(np.array([total - t[0], t[0]]), total, n_labelled)
+                t[0] = t0[1]
+                self._coef = _logistic_weights(phi_public, t, c, lam)
+            else:
+                centred = released - released.mean(axis=0)
+                t = centred + (c / k) * public_sum
+                t[:, 0] = _clip_counts(t[:, 0], total, n_labelled)
+                self._coef = _multinomial_weights(phi_public, t, c, lam)
+            self._set_guarantee(plan, d, lam, {"n_classes": int(k)})
+        return self
+
+    def _prepare(self, X, y, fit_params):
+        """Validate, build the public basis and the exact statistic (call in an atomic block).
+
+        Returns the statistic (secret), the noise plan, the public rows' features and the
+        number of classes; sets the public fitted attributes.
+        """
+        _, X, y, labelled = self._common_fit_start(X, y, fit_params, classification_rows)
+        y_labelled = y[labelled]
+        if y_labelled.dtype == object:  # labels mixed with the integer marker -1
+            y_labelled = np.asarray(y_labelled.tolist())
+        check_classification_targets(y_labelled)
+        classes = resolve_classes(self.classes, y_labelled, type(self).__name__)
+        check_classes_exclude_marker(classes)
+        self._fit_features(X, ~labelled)
+        phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
+        k = classes.size
+        codes = np.searchsorted(classes, y_labelled)
+        B = self.norm_bound_
+        if k == 2:
+            statistic = (codes - 0.5) @ phi_labelled
+            sensitivity = B
+        else:
+            onehot = np.eye(k)[codes] - 1.0 / k
+            statistic = onehot.T @ phi_labelled  # (k, d)
+            general = 2.0 * B * math.sqrt((k - 1) / k)
+            sensitivity = math.sqrt(2.0) * B if self._nonnegative else general
+        self.classes_ = classes
+        self.n_public_ = int(phi_public.shape[0])
+        self.n_labelled_ = int(phi_labelled.shape[0])
+        return statistic, self._noise_plan(sensitivity, statistic.size), phi_public, k
+
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
+        """``phi(x) . w`` (binary) or one score per class (free post-processing).
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_queries, n_features)
+            Query rows.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,) or (n_queries, n_classes)
+            Scores; nothing is charged.
+        """
+        check_is_fitted(self, "privacy_guarantee_")
+        phi = self._phi(self._validate_X(X, reset=False))
+        return phi @ self._coef if self._coef.ndim == 1 else phi @ self._coef.T
+
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
+        """Class probabilities of the released model (free post-processing).
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_queries, n_features)
+            Query rows.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        return softmax(scores, axis=1)
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Labels of the released model (free, deterministic post-processing).
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_queries, n_features)
+            Query rows.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Labels from ``classes_``; nothing is charged.
+        """
+        scores = self.decision_function(X)
+        index = (scores > 0).astype(np.intp) if scores.ndim == 1 else np.argmax(scores, axis=1)
+        return self.classes_[index]
+
+    def score(self, X: MatrixLike, y: VectorLike, sample_weight: Any = None) -> float:
+        """Accuracy on the labelled rows (rows with ``y == -1`` are ignored); free.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows.
+        y : array-like of shape (n_samples,)
+            Their labels, ``-1`` for rows to ignore.
+        sample_weight : None
+            Not supported (a weighted row would count more than one).
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            raise TypeError("score does not support sample_weight.")
+        keep = labelled_mask_for_score(y, regression=False)
+        if not keep.any():
+            raise ValueError("score needs at least one labelled row (y != -1).")
+        predicted = self.predict(X)
+        return float(accuracy_score(np.asarray(y)[keep], predicted[keep]))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
+    """Private regressor from one noisy sufficient statistic and unlabelled public rows.
+
+    ``fit(X, y)`` takes labelled private rows and unlabelled public rows of the same
+    population, marked ``y`` NaN (the library's convention: scikit-learn has no
+    semi-supervised regressor). The basis ``phi`` is that of
+    :class:`SufficientStatisticClassifier`, built from the public rows only.
+
+    **The release.** ``s = sum_labelled (clip(y) - m) phi(x)``, ``m`` the midpoint
+    of the public ``y_bounds = (lo, hi)``; replacing one row moves ``s`` by at
+    most ``2 h B`` (``h = (hi - lo) / 2``). ``s`` is rounded to a public grid and
+    released with integer discrete Gaussian noise, as for the classifier.
+
+    **Post-processing, free.** Ridge regression with the public Gram matrix:
+    ``w = (c Phi_public' Phi_public + lam I_0)^{-1} b`` (``I_0`` the identity
+    without the intercept, ``c = n_labelled / n_public``), and
+    ``predict(x) = clip(m + phi(x) . w, lo, hi)``. Default
+    ``lam = sigma sqrt(d) / 2`` (``sigma`` the noise scale on the statistic's
+    scale, ``d`` the number of basis features).
+
+    **Privacy guarantee.** One release, charged once in ``fit`` (before the noise is
+    drawn): the model and all its answers are together ``(epsilon, delta)``-DP
+    for each labelled row; answers are free. Unlabelled public rows get no
+    protection, and every step before this estimator must be public.
+
+    Parameters
+    ----------
+    y_bounds : tuple of float, default=None
+        Public ``(lo, hi)`` range of the target (required); labels are clipped into it.
+    epsilon : float, default=1.0
+        Epsilon of the whole model: the model and every answer it ever gives are
+        together ``(epsilon, delta)``-DP, > 0.
+    delta : float, default=1e-6
+        Delta of the whole model, in (0, 1). ``delta=0`` is refused with a clear
+        message (the release adds discrete Gaussian noise, which needs a delta).
+    basis : "spline" or transformer, default="spline"
+        The basis of each numeric column. ``"spline"``: cubic B-splines with 5
+        knots at quantiles of the public rows
+        (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
+        extrapolation="constant")``); a column with a point mass at its smallest
+        value, whose quantiles coincide, also gets knots at 5 quantiles of the
+        public values above it. A transformer is cloned and fitted on each
+        numeric column of the public rows (one column at a time); its output is
+        that column's block.
+    schema : dict, default=None
+        The public schema that built the columns, in the format of
+        :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
+        first, then one one-hot block per categorical column): it tells the
+        one-hot groups from numeric columns. ``None`` finds the groups from the
+        public rows: runs of adjacent columns that are 0/1 on every public row
+        and never 1 together. Privacy does not depend on the grouping: every
+        block is clipped to norm 1 and every row to ``B`` in every row.
+    lam : float, default=None
+        Ridge penalty of the post-processing (the intercept is not penalised).
+        ``None`` uses the public default stated above.
+    accountant : PrivacyAccountant, default=None
+        Charged ``(epsilon, delta)`` (with ``rho``) once per ``fit``, before the release.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the streams; ``None`` in deployment.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit`` (string column names only).
+    norm_bound_ : float
+        ``B``.
+    n_numeric_, n_groups_ : int
+        Numeric blocks and one-hot groups of the basis.
+    n_basis_features_ : int
+        ``d``.
+    noise_sigma_ : float
+        Scale of the noise on the statistic's scale.
+    grid_step_ : float
+        The public grid step.
+    lam_ : float
+        The ridge penalty used.
+    privacy_guarantee_ : PrivacyGuarantee
+        ``(epsilon, delta)`` and ``rho`` for the one release.
+
+    See Also
+    --------
+    SufficientStatisticClassifier : The same design for classification.
+
+    References
+    ----------
+    C. L. Canonne, G. Kamath and T. Steinke. The Discrete Gaussian for
+    Differential Privacy. NeurIPS 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivpred import SufficientStatisticRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(20000, 1))
+    >>> y = np.sin(3 * X[:, 0])
+    >>> y[:5000] = np.nan  # unlabelled public rows
+    >>> reg = SufficientStatisticRegressor(y_bounds=(-1, 1), random_state=0).fit(X, y)
+    >>> bool(reg.score(X[5000:], y[5000:]) > 0.9)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_SufficientStatistic._parameter_constraints,
+        "y_bounds": [tuple, list, None],
+    }
+
+    def __init__(
+        self,
+        *,
+        y_bounds: tuple[float, float] | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-6,
+        basis: Any = "spline",
+        schema: dict | None = None,
+        lam: float | None = None,
+        accountant: PrivacyAccountant | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
+        self.y_bounds = y_bounds
+        self.epsilon = epsilon
+        self.delta = delta
+        self.basis = basis
+        self.schema = schema
+        self.lam = lam
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def _check_params(self) -> tuple[float, float]:
+        super()._check_params()
+        bounds = self.y_bounds
+        if bounds is None:
+            raise InvalidParameterError(
+                "y_bounds is required: pass the public range (lo, hi) of the target, fixed "
+                "without looking at the training data."
+            )
+        try:
+            lo, hi = (float(v) for v in bounds)
+        except (TypeError, ValueError):
+            lo = hi = float("nan")
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise InvalidParameterError(
+                f"y_bounds must be two finite numbers lo < hi, got y_bounds={bounds!r}."
+            )
+        return lo, hi
+
+    def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
+        """Build the public basis, release the noisy statistic once, post-process it.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Real-valued, finite rows: labelled private rows and unlabelled public rows.
+        y : array-like of shape (n_samples,)
+            Targets for the private rows, NaN for the public rows.
+        **fit_params : dict
+            Not supported (``sample_weight`` is refused).
+
+        Returns
+        -------
+        self : SufficientStatisticRegressor
+            The fitted estimator (the released model).
+        """
+        with self._unchanged_on_error():
+            statistic, plan, phi_public, (lo, hi) = self._prepare(X, y, fit_params)
+            self._start_streams()
+            released = self._release_statistic(statistic, plan)
+            self._released_statistic = released
+            d = phi_public.shape[1]
+            c = self.n_labelled_ / phi_public.shape[0]
+            lam = self._lam(plan["sigma"], d, 2.0)
+            penalty = np.full(d, lam)
+            penalty[0] = 0.0
+            gram = c * (phi_public.T @ phi_public) + np.diag(penalty)
+            self._coef = np.linalg.lstsq(gram, released, rcond=None)[0]
+            self._y_centre, self._y_range = 0.5 * (lo + hi), (lo, hi)
+            self._set_guarantee(plan, d, lam, {"y_bounds": (lo, hi)})
+        return self
+
+    def _prepare(self, X, y, fit_params):
+        """Validate, build the public basis and the exact statistic (call in an atomic block)."""
+        (lo, hi), X, y, labelled = self._common_fit_start(X, y, fit_params, regression_rows)
+        self._fit_features(X, ~labelled)
+        phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
+        centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        statistic = (np.clip(y[labelled], lo, hi) - centre) @ phi_labelled
+        self.n_public_ = int(phi_public.shape[0])
+        self.n_labelled_ = int(phi_labelled.shape[0])
+        plan = self._noise_plan(2.0 * half * self.norm_bound_, statistic.size)
+        return statistic, plan, phi_public, (lo, hi)
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Predictions of the released model, clipped to ``y_bounds`` (free).
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_queries, n_features)
+            Query rows.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Nothing is charged.
+        """
+        check_is_fitted(self, "privacy_guarantee_")
+        phi = self._phi(self._validate_X(X, reset=False))
+        return np.clip(self._y_centre + phi @ self._coef, *self._y_range)
+
+    def score(self, X: MatrixLike, y: VectorLike, sample_weight: Any = None) -> float:
+        """R^2 on the labelled rows (rows with NaN targets are ignored); free.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows.
+        y : array-like of shape (n_samples,)
+            Their targets, NaN for rows to ignore.
+        sample_weight : None
+            Not supported.
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            raise TypeError("score does not support sample_weight.")
+        keep = labelled_mask_for_score(y, regression=True)
+        if not keep.any():
+            raise ValueError("score needs at least one labelled row (y not NaN).")
+        predicted = self.predict(X)
+        return float(r2_score(np.asarray(y, dtype=float)[keep], predicted[keep]))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        tags.regressor_tags.poor_score = True
+        return tags
