@@ -74,6 +74,7 @@ __all__ = [
     "PAPER_LAM_GRID",
     "DPValidatedHistogramDensity",
     "DPValidatedLogisticRegression",
+    "auto_lam_grid",
     "coefficient_noise_scale",
     "histogram_stability_constants",
     "logistic_stability_constants",
@@ -83,6 +84,13 @@ __all__ = [
 
 #: The paper's grid of regularisation strengths (Section 5): 0.001 + 0.111 j, j = 0..9.
 PAPER_LAM_GRID = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889, 1.0)
+
+# lam_grid="auto": the centre lam_c of the grid is where the expected norm of the training
+# noise on the coefficients, 2 d / (epsilon_train n lam), equals this reference norm (rows in
+# the unit ball); the grid is lam_c times _AUTO_LAM_FACTORS. Chosen on a held-out third of
+# Adult's training split (never its test split); see benchmarks/validated_defaults.py.
+_AUTO_LAM_REFERENCE_NORM = 12.0
+_AUTO_LAM_FACTORS = (0.5, 1.0, 2.0)
 
 #: Curvature bound c of the logistic loss (|l''| <= 1/4), used by objective perturbation.
 LOGISTIC_SMOOTHNESS = 0.25
@@ -180,6 +188,50 @@ def coefficient_noise_scale(
     quantity: it depends only on ``n``, ``lam`` and the budget.
     """
     return 2.0 / (epsilon_p * n_samples * (lam + extra_reg))
+
+
+def auto_lam_grid(n_samples: int, n_features: int, epsilon: float) -> np.ndarray:
+    """``lam_grid="auto"``: a public grid of ``lam`` from ``n``, ``d`` and ``epsilon`` only.
+
+    A private fit of ``(lam / 2) ||w||^2 + mean loss`` on ``n`` rows in the
+    unit ball perturbs the coefficients by a vector of expected norm ``2 d /
+    (epsilon n lam)`` (``d`` coordinates; objective perturbation to first order,
+    output perturbation exactly; Chaudhuri, Monteleoni & Sarwate 2011). The
+    grid is centred where that norm equals a fixed reference norm, ``lam_c =
+    2 d / (12 epsilon n)``, and holds ``lam_c / 2``, ``lam_c`` and ``2 lam_c``:
+    a smaller ``lam`` drowns the model in noise, a larger one shrinks it to the
+    majority class. The grid depends on public quantities only (the number of
+    training rows, the number of columns and the training budget), never on
+    the rows; the reference norm was chosen on a held-out part of Adult's
+    training split.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows ``n`` (the training part ``T``), >= 1.
+    n_features : int
+        Number of coefficients ``d`` (the intercept's column included), >= 1.
+    epsilon : float
+        Training budget ``epsilon_train``, > 0.
+
+    Returns
+    -------
+    ndarray of shape (3,)
+        The grid, increasing.
+
+    Examples
+    --------
+    >>> from skprivpred.model_selection import auto_lam_grid
+    >>> auto_lam_grid(12_000, 30, 0.5).tolist()
+    [0.0004166666666666667, 0.0008333333333333334, 0.0016666666666666668]
+    """
+    validate_parameter_constraints(
+        {"n_samples": [_COUNT], "n_features": [_COUNT], "epsilon": [_POSITIVE]},
+        {"n_samples": n_samples, "n_features": n_features, "epsilon": epsilon},
+        caller_name="auto_lam_grid",
+    )
+    centre = 2.0 * n_features / (_AUTO_LAM_REFERENCE_NORM * epsilon * n_samples)
+    return centre * np.asarray(_AUTO_LAM_FACTORS)
 
 
 def validation_score(w: np.ndarray, X: np.ndarray, y: np.ndarray, score: str = "ramp") -> float:
@@ -465,7 +517,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
 
     _parameter_constraints: dict = {
         **_VALIDATED_CONSTRAINTS,
-        "lam_grid": ["array-like"],
+        "lam_grid": [StrOptions({"auto"}), "array-like"],
         "mechanism": [StrOptions({"objective", "output"})],
         "validation_score": [StrOptions(set(_SCORES))],
         "delta": [Interval(Real, 0, 1, closed="left")],
@@ -483,7 +535,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         *,
         epsilon: float = 1.0,
         epsilon_split: float = 0.5,
-        lam_grid: Sequence[float] = PAPER_LAM_GRID,
+        lam_grid: Sequence[float] | str = "auto",
         mechanism: str = "objective",
         validation_score: str = "ramp",
         validation_size: float = 1 / 9,
@@ -524,7 +576,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     def _check_params(self) -> dict:
         """Cross-parameter rules (after ``_validate_params``); the resolved values."""
         epsilon, split = float(self.epsilon), float(self.epsilon_split)
-        lam_grid = _positive_grid(self.lam_grid, "lam_grid")
+        auto = isinstance(self.lam_grid, str)  # "auto": resolved in fit, from n and d
+        lam_grid = None if auto else _positive_grid(self.lam_grid, "lam_grid")
         score = self.validation_score
         if math.isfinite(_SCORES[score][0]):
             delta = 0.0  # the ramp score is stable for every noise draw: pure DP
@@ -602,6 +655,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             train, valid = _split(X.shape[0], params["validation_size"], fit_rng)
             n, m, d = train.size, valid.size, X.shape[1]
             lam_grid = params["lam_grid"]
+            if lam_grid is None:  # "auto": from public n, d and epsilon_train only
+                lam_grid = auto_lam_grid(n, d, params["epsilon_train"])
             beta1, beta2, _ = logistic_stability_constants(
                 lam_grid,
                 n,
