@@ -193,7 +193,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     line with :meth:`from_bounds`.
 
     >>> PublicScaler.from_bounds([0, 10], [100, 20]).fit_transform(np.array([[50.0, 30.0]]))
-    array([[0.5, 1. ]])
+    array([[0., 1.]])
     """
 
     @classmethod
@@ -202,17 +202,18 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         lower: Any,
         upper: Any,
         *,
-        feature_range: tuple[float, float] = (0.0, 1.0),
+        feature_range: tuple[float, float] = (-1.0, 1.0),
     ) -> PublicScaler:
         """The scaler that clips each column to its public range and maps it onto ``feature_range``.
 
         ``PublicScaler.from_bounds(lower, upper)`` is the scaler a schema's
-        ``{"clip": (low, high), "center": low, "scale": high - low}`` entries
-        build (:func:`public_preprocessor`): every value is clipped to
-        ``[lower, upper]``, then mapped linearly so that ``lower`` goes to
-        ``feature_range[0]`` and ``upper`` to ``feature_range[1]``. Its output
-        is publicly bounded, so :func:`row_norm_bound` gives the
-        ``feature_norm_bound`` of the linear estimators.
+        ``{"clip": (low, high), "center": (low + high) / 2, "scale": (high - low)
+        / 2}`` entries build (:func:`public_preprocessor`): every value is
+        clipped to ``[lower, upper]``, then mapped linearly so that ``lower``
+        goes to ``feature_range[0]`` and ``upper`` to ``feature_range[1]``. The
+        default range ``[-1, 1]`` is the scale the linear estimators' defaults
+        are set for. Its output is publicly bounded, so :func:`row_norm_bound`
+        gives their tightest ``feature_norm_bound``.
 
         Take the ranges from the data's documentation, its units or domain
         knowledge (a percentage lies in ``[0, 100]``), never from the private
@@ -223,9 +224,9 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         lower, upper : float or array-like of shape (n_features,)
             Public range of every column (scalars apply to all columns),
             finite, with ``lower < upper``.
-        feature_range : tuple (min, max), default=(0.0, 1.0)
-            The output range, with ``min < max``; ``(-1.0, 1.0)`` centres the
-            columns.
+        feature_range : tuple (min, max), default=(-1.0, 1.0)
+            The output range, with ``min < max`` (``(0.0, 1.0)`` is the range
+            of :func:`~skprivpred.datasets.adult_schema`'s numeric columns).
 
         Returns
         -------
@@ -244,7 +245,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         >>> from skprivpred.preprocessing import PublicScaler
         >>> scaler = PublicScaler.from_bounds([0.0, 10.0], [100.0, 20.0])
         >>> scaler.center, scaler.scale, scaler.clip
-        ([0.0, 10.0], [100.0, 10.0], ([0.0, 10.0], [100.0, 20.0]))
+        ([50.0, 15.0], [50.0, 5.0], ([0.0, 10.0], [100.0, 20.0]))
         """
         try:
             low = np.asarray(lower, dtype=float)
