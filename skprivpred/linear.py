@@ -46,6 +46,7 @@ from ._base import (
     check_noise_delta,
     resolve_binary_classes,
 )
+from ._hopeless import warn_if_noise_dominates
 from ._optim import (
     _augmented_rows,
     _averaged_psgd,
@@ -804,16 +805,16 @@ def _warn_if_noise_dominates(
         return
     noise = release.noise_scale(release.reference_sensitivity)
     reach = plan.model_radius * bounds.norm_bound
-    if noise < reach:
-        return
-    warnings.warn(
-        f"{name} will answer with noise at least as large as any score: at a query of norm X "
-        f"= {bounds.norm_bound:.4g} the noise scale is {noise:.4g}, while no model with "
-        f"||w|| <= {plan.model_radius:.4g} scores above {reach:.4g} there (the ratio is the same "
-        "at every query). This follows from public quantities only (epsilon, the number of "
-        "training rows, feature_norm_bound, radius, lam or eta), not from the data: raise "
-        "epsilon, train on more rows, or change radius, lam or eta.",
-        UserWarning,
+    warn_if_noise_dominates(
+        name,
+        noise=noise,
+        reach=reach,
+        what="answer",
+        detail=f"at a query of norm X = {bounds.norm_bound:.4g} the noise scale is {noise:.4g}, "
+        f"while no model with ||w|| <= {plan.model_radius:.4g} scores above {reach:.4g} there "
+        "(the ratio is the same at every query).",
+        public="epsilon, the number of training rows, feature_norm_bound, radius, lam or eta",
+        remedy="raise epsilon, train on more rows, or change radius, lam or eta",
         stacklevel=3,
     )
 

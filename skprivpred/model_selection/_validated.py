@@ -51,6 +51,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._base import PrivatePredictorMixin, resolve_binary_classes
+from .._hopeless import warn_if_noise_dominates
 from .._optim import _augmented_rows, _certified_logistic
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
@@ -307,6 +308,44 @@ def _positive_grid(values, name: str, *, integer: bool = False) -> np.ndarray:
             f"{name} must be a non-empty 1-D sequence of {kind}, got {values!r}."
         )
     return grid
+
+
+def _warn_if_hopeless(name, lam_grid, n_train, n_features, params, mechanism) -> None:
+    """Warn when every candidate's training noise swamps any score the model can reach.
+
+    For rows in the unit ball, a fit with regulariser ``lam`` has ``||w|| <= sqrt(2 log 2 /
+    lam)`` (its objective at ``w`` is at most its value ``log 2`` at 0), so no score
+    ``w . x`` exceeds that. Its coefficients carry a noise vector of uniform direction and
+    norm ``Gamma(d, s)``, ``s = 2 / (epsilon_p n (lam + Delta))``, whose component along
+    any fixed unit row is about ``sqrt(d) s``. When that is at least the reach for every
+    ``lam`` of the grid, every candidate answers noise. Public quantities only.
+    """
+    best = None
+    for lam in np.asarray(lam_grid, dtype=float):
+        if mechanism == "output":
+            epsilon_p, extra = params["epsilon_train"], 0.0
+        else:
+            epsilon_p, extra = objective_perturbation_budget(params["epsilon_train"], n_train, lam)
+        noise = math.sqrt(n_features) * coefficient_noise_scale(n_train, lam, epsilon_p, extra)
+        reach = math.sqrt(2.0 * math.log(2.0) / (lam + extra))
+        if best is None or noise / reach < best[1] / best[2]:
+            best = (lam, noise, reach)
+    assert best is not None  # the grid is not empty
+    lam, noise, reach = best
+    warn_if_noise_dominates(
+        name,
+        noise=noise,
+        reach=reach,
+        what="release coefficients",
+        detail=f"even at the best lam of the grid, {lam:.4g}, the training noise moves the "
+        f"score of a row of norm 1 by about {noise:.4g}, while no model fitted with that lam "
+        f"scores above {reach:.4g} there (n = {n_train} training rows, d = {n_features} "
+        "coefficients).",
+        public="epsilon, epsilon_split, validation_size, the number of rows and columns, lam_grid",
+        remedy="raise epsilon or epsilon_split, train on more rows or fewer columns, or use "
+        'larger values in lam_grid (lam_grid="auto" adapts to n, d and epsilon)',
+        stacklevel=3,
+    )
 
 
 def _split(n_rows: int, validation_size: float, rng: np.random.Generator):
@@ -657,6 +696,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             lam_grid = params["lam_grid"]
             if lam_grid is None:  # "auto": from public n, d and epsilon_train only
                 lam_grid = auto_lam_grid(n, d, params["epsilon_train"])
+            _warn_if_hopeless(type(self).__name__, lam_grid, n, d, params, self.mechanism)
             beta1, beta2, _ = logistic_stability_constants(
                 lam_grid,
                 n,
