@@ -104,9 +104,9 @@ def test_estimator_reports_constants_split_and_sensitivity(binary_data):
 
 
 def test_auto_lam_grid_is_a_public_formula_of_n_d_and_epsilon():
-    # centre 2 d / (12 epsilon n): where the expected norm of the coefficient noise is 12
+    # centre 2 d / (16 epsilon n): where the expected norm of the coefficient noise is 16
     grid = auto_lam_grid(800, 4, 0.5)
-    centre = 2 * 4 / (12 * 0.5 * 800)
+    centre = 2 * 4 / (16 * 0.5 * 800)
     np.testing.assert_allclose(grid, [centre / 2, centre, 2 * centre])
     assert auto_lam_grid(1600, 4, 0.5)[1] == pytest.approx(centre / 2)  # twice the rows
     assert auto_lam_grid(800, 8, 0.5)[1] == pytest.approx(2 * centre)  # twice the columns

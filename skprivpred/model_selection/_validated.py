@@ -90,7 +90,7 @@ PAPER_LAM_GRID = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889,
 # noise on the coefficients, 2 d / (epsilon_train n lam), equals this reference norm (rows in
 # the unit ball); the grid is lam_c times _AUTO_LAM_FACTORS. Chosen on a held-out third of
 # Adult's training split (never its test split); see benchmarks/validated_defaults.py.
-_AUTO_LAM_REFERENCE_NORM = 12.0
+_AUTO_LAM_REFERENCE_NORM = 16.0
 _AUTO_LAM_FACTORS = (0.5, 1.0, 2.0)
 
 #: Curvature bound c of the logistic loss (|l''| <= 1/4), used by objective perturbation.
@@ -199,7 +199,7 @@ def auto_lam_grid(n_samples: int, n_features: int, epsilon: float) -> np.ndarray
     (epsilon n lam)`` (``d`` coordinates; objective perturbation to first order,
     output perturbation exactly; Chaudhuri, Monteleoni & Sarwate 2011). The
     grid is centred where that norm equals a fixed reference norm, ``lam_c =
-    2 d / (12 epsilon n)``, and holds ``lam_c / 2``, ``lam_c`` and ``2 lam_c``:
+    2 d / (16 epsilon n)``, and holds ``lam_c / 2``, ``lam_c`` and ``2 lam_c``:
     a smaller ``lam`` drowns the model in noise, a larger one shrinks it to the
     majority class. The grid depends on public quantities only (the number of
     training rows, the number of columns and the training budget), never on
@@ -224,7 +224,7 @@ def auto_lam_grid(n_samples: int, n_features: int, epsilon: float) -> np.ndarray
     --------
     >>> from skprivpred.model_selection import auto_lam_grid
     >>> auto_lam_grid(12_000, 30, 0.5).tolist()
-    [0.0004166666666666667, 0.0008333333333333334, 0.0016666666666666668]
+    [0.0003125, 0.000625, 0.00125]
     """
     validate_parameter_constraints(
         {"n_samples": [_COUNT], "n_features": [_COUNT], "epsilon": [_POSITIVE]},
