@@ -444,12 +444,16 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         Total privacy parameter of ``fit`` (training plus selection), > 0.
     epsilon_split : float, default=0.5
         Fraction of ``epsilon`` for training, in (0, 1); the paper uses 0.5.
-    lam_grid : sequence of float, default=PAPER_LAM_GRID
-        Public grid of regularisation strengths, each > 0 (the paper's ten
-        values ``0.001 + 0.111 j``). Fix it without looking at the data. The
-        selection noise is driven by ``beta1 = 2 / min(lam_grid)``: a very
-        small ``lam`` in the grid makes the choice noisy (close to uniform at
-        ``epsilon <= 1`` on ~10^4 rows with the paper's ``0.001``).
+    lam_grid : "auto" or sequence of float, default="auto"
+        Public grid of regularisation strengths, each > 0. ``"auto"``:
+        :func:`auto_lam_grid` of the number of training rows, the number of
+        coefficients (intercept included) and ``epsilon_train`` -- three values
+        around the ``lam`` at which the training noise on the coefficients has
+        a fixed expected norm; public quantities only. ``PAPER_LAM_GRID`` is
+        the paper's ten values ``0.001 + 0.111 j`` (most of them shrink a model
+        on ~10^4 rows to the majority class). Fix a grid without looking at
+        the data. The selection noise is driven by ``beta1 = 2 / min(lam_grid)``:
+        a very small ``lam`` in the grid makes the choice noisy.
     mechanism : {"objective", "output"}, default="objective"
         Objective perturbation (the paper's experiments) or output perturbation.
     validation_score : {"ramp", "hinge", "logistic"}, default="ramp"
@@ -469,9 +473,13 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         weights ``exp(epsilon_select q / (2 beta))``.
     feature_norm_bound : float, default=1.0
         Public bound on the Euclidean norm of a row, the intercept's constant
-        included; larger rows are clipped. Choose it from documented ranges or
-        a fixed public preprocessing (for example rows scaled to norm at most
-        1 by public constants), never from the training rows.
+        included; a larger row is rescaled to it (a per-row map, like the
+        paper's rows of unit norm; it costs no privacy). Choose it from
+        documented ranges or a fixed public preprocessing, never from the
+        training rows. Unlike the stable linear models, the default is not
+        ``sqrt(n_features)``: rows are divided by the bound, so a loose bound
+        shrinks every score and calls for a smaller ``lam``; the default
+        ``lam_grid="auto"`` is set for rows rescaled to norm 1.
     fit_intercept : bool, default=True
         Append the public constant ``intercept_scaling`` to every row (its
         coefficient is the intercept). The augmented row meets
@@ -507,7 +515,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
     lam_grid_ : ndarray of shape (k,)
-        The validated grid.
+        The validated grid (resolved from public quantities for ``"auto"``).
     best_index_ : int
         Index of the selected ``lam`` (the output of the selection).
     best_lam_ : float
@@ -528,6 +536,15 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     privacy_guarantee_ : PrivacyGuarantee
         ``(epsilon, delta_spent_)`` for the released model, once per fit;
         ``details`` holds the split of the budget and the stability constants.
+
+    Warns
+    -----
+    UserWarning
+        When, even at the best ``lam`` of the grid, the training noise on the
+        score of a row of norm 1 is at least the largest score a model fitted
+        with that ``lam`` can reach (``sqrt(2 log 2 / lam)``). Decided from public
+        quantities only (``epsilon``, the split, the numbers of rows and
+        columns, the grid) before any row is used.
 
     Notes
     -----
