@@ -270,7 +270,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             i = int(bad[0])
             raise ValueError(
                 f"lower must be below upper for every column: column {i} has lower="
-                f"{np.atleast_1d(low)[i]!r} >= upper={np.atleast_1d(high)[i]!r}."
+                f"{float(np.atleast_1d(low)[i])!r} >= upper={float(np.atleast_1d(high)[i])!r}."
             )
         try:
             out_low, out_high = (float(v) for v in feature_range)
