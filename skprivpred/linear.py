@@ -1401,7 +1401,9 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         squared loss. Take it from the target's documented range (a
         percentage, a price cap), never from the training targets; a wide
         range costs accuracy (``L`` grows with ``hi - lo``), a narrow one
-        clips.
+        clips. Set it before running scikit-learn's ``check_estimator``: at
+        the default ``None`` fit refuses, and most checks fail for that one
+        reason (see :func:`~skprivpred.utils.expected_failed_checks`).
     clip_output : bool, default=True
         Clip the answers to ``y_bounds`` (when set).
     fit_intercept : bool, default=True
@@ -1751,7 +1753,10 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
     y_bounds : tuple of (float, float), default=None
         Public range ``(lo, hi)`` of the target (clipped to it, centred on its
         midpoint); required for the squared loss. Take it from the target's
-        documented range, never from the training targets.
+        documented range, never from the training targets. Set it before
+        running scikit-learn's ``check_estimator``: at the default ``None``
+        fit refuses, and most checks fail for that one reason (see
+        :func:`~skprivpred.utils.expected_failed_checks`).
     clip_output : bool, default=True
         Clip the answers to ``y_bounds`` (when set).
     fit_intercept : bool, default=True
