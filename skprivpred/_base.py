@@ -530,8 +530,8 @@ class PrivatePredictorMixin:
         # The warning points at the user's line: the first caller outside skprivpred,
         # scikit-learn and joblib (a GridSearchCV.fit, a cross_val_score, a score call).
         packages = tuple(
-            os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-            for module in (sys.modules[__package__], sklearn, joblib)
+            os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
+            for module in (sys.modules[__name__.rpartition(".")[0]], sklearn, joblib)
         )
         token = _SCORING.set(_caller_outside(packages))
         try:

@@ -105,16 +105,43 @@ def test_estimator_reports_constants_split_and_sensitivity(binary_data):
 
 def test_auto_lam_grid_is_a_public_formula_of_n_d_and_epsilon():
     # centre 2 d / (16 epsilon n): where the expected norm of the coefficient noise is 16
-    grid = auto_lam_grid(800, 4, 0.5)
+    grid = auto_lam_grid(800, 4, 0.5, "output")
     centre = 2 * 4 / (16 * 0.5 * 800)
     np.testing.assert_allclose(grid, [centre / 2, centre, 2 * centre])
-    assert auto_lam_grid(1600, 4, 0.5)[1] == pytest.approx(centre / 2)  # twice the rows
-    assert auto_lam_grid(800, 8, 0.5)[1] == pytest.approx(2 * centre)  # twice the columns
-    assert auto_lam_grid(800, 4, 1.0)[1] == pytest.approx(centre / 2)  # twice the budget
+    assert auto_lam_grid(1600, 4, 0.5, "output")[1] == pytest.approx(centre / 2)  # 2x the rows
+    assert auto_lam_grid(800, 8, 0.5, "output")[1] == pytest.approx(2 * centre)  # 2x the columns
+    assert auto_lam_grid(800, 4, 1.0, "output")[1] == pytest.approx(centre / 2)  # 2x the budget
+    # objective perturbation: where the centre is above 2 lam_0, the same grid ...
+    np.testing.assert_allclose(
+        auto_lam_grid(28943, 106, 0.5), auto_lam_grid(28943, 106, 0.5, "output")
+    )
+    # ... and below, the floor: the smallest value keeps epsilon / 2 for the noise (no value
+    # of the grid falls where the correction would eat nearly all of the budget).
+    for n, d, eps in [(800, 4, 0.5), (7111, 4, 0.5), (100_000, 2, 2.0)]:
+        low = auto_lam_grid(n, d, eps)[0]
+        assert low == pytest.approx(0.25 / (n * np.expm1(eps / 4)))
+        assert low > auto_lam_grid(n, d, eps, "output")[0]
+        for lam in auto_lam_grid(n, d, eps):
+            assert objective_perturbation_budget(eps, n, lam)[0] >= eps / 2 - 1e-12
     with pytest.raises(InvalidParameterError, match="n_samples"):
         auto_lam_grid(0, 4, 0.5)
     with pytest.raises(InvalidParameterError, match="epsilon"):
         auto_lam_grid(800, 4, -1.0)
+    with pytest.raises(InvalidParameterError, match="mechanism"):
+        auto_lam_grid(800, 4, 0.5, "input")
+
+
+def test_defaults_learn_a_one_feature_rule_on_few_columns():
+    # 3 features, 8,000 rows: the noise formula alone would put lam where the objective
+    # perturbation correction leaves ~0.05 of the 0.5 budget; the floor keeps every fit useful.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8000, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    scores = [
+        DPV(classes=[0, 1], random_state=np.random.SeedSequence(100 + s)).fit(X, y).score(X, y)
+        for s in range(8)
+    ]
+    assert min(scores) > 0.9, scores
 
 
 def test_default_grid_is_auto_resolved_from_the_training_part(binary_data):
@@ -146,9 +173,9 @@ def test_hopeless_parameters_warn_at_fit_from_public_quantities_only(binary_data
     with warnings.catch_warnings():
         warnings.filterwarnings("error", "DPValidatedLogisticRegression will", UserWarning)
         DPV(classes=[0, 1], random_state=0).fit(X, y)
-    # A handful of rows is hopeless even at the automatic grid.
-    with pytest.warns(UserWarning, match=r"n = \d+ training rows, d = 4 coefficients"):
-        DPV(classes=[0, 1], random_state=0).fit(X[:20], y[:20])
+    # A handful of rows at a small epsilon is hopeless even at the automatic grid.
+    with pytest.warns(UserWarning, match=r"n = 18 training rows, d = 4 coefficients"):
+        DPV(epsilon=0.1, classes=[0, 1], random_state=0).fit(X[:20], y[:20])
 
 
 def test_budget_does_not_depend_on_grid_size(binary_data):

@@ -191,7 +191,9 @@ def coefficient_noise_scale(
     return 2.0 / (epsilon_p * n_samples * (lam + extra_reg))
 
 
-def auto_lam_grid(n_samples: int, n_features: int, epsilon: float) -> np.ndarray:
+def auto_lam_grid(
+    n_samples: int, n_features: int, epsilon: float, mechanism: str = "objective"
+) -> np.ndarray:
     """``lam_grid="auto"``: a public grid of ``lam`` from ``n``, ``d`` and ``epsilon`` only.
 
     A private fit of ``(lam / 2) ||w||^2 + mean loss`` on ``n`` rows in the
@@ -201,10 +203,14 @@ def auto_lam_grid(n_samples: int, n_features: int, epsilon: float) -> np.ndarray
     grid is centred where that norm equals a fixed reference norm, ``lam_c =
     2 d / (16 epsilon n)``, and holds ``lam_c / 2``, ``lam_c`` and ``2 lam_c``:
     a smaller ``lam`` drowns the model in noise, a larger one shrinks it to the
-    majority class. The grid depends on public quantities only (the number of
-    training rows, the number of columns and the training budget), never on
-    the rows; the reference norm was chosen on a held-out part of Adult's
-    training split.
+    majority class. For objective perturbation ``lam_c`` is at least ``2
+    lam_0``, ``lam_0 = c / (n (exp(epsilon / 4) - 1))`` (``c = 1/4``): below
+    ``lam_0`` the Chaudhuri-Monteleoni-Sarwate correction takes more than half
+    of the budget (see :func:`objective_perturbation_budget`), so the smallest
+    value of the grid keeps at least ``epsilon / 2`` for the noise. The grid
+    depends on public quantities only (the number of training rows, the
+    number of columns and the training budget), never on the rows; the
+    reference norm was chosen on a held-out part of Adult's training split.
 
     Parameters
     ----------
@@ -214,6 +220,9 @@ def auto_lam_grid(n_samples: int, n_features: int, epsilon: float) -> np.ndarray
         Number of coefficients ``d`` (the intercept's column included), >= 1.
     epsilon : float
         Training budget ``epsilon_train``, > 0.
+    mechanism : {"objective", "output"}, default="objective"
+        The perturbation the grid is for (only objective perturbation has the
+        floor ``2 lam_0``).
 
     Returns
     -------
@@ -227,11 +236,25 @@ def auto_lam_grid(n_samples: int, n_features: int, epsilon: float) -> np.ndarray
     [0.0003125, 0.000625, 0.00125]
     """
     validate_parameter_constraints(
-        {"n_samples": [_COUNT], "n_features": [_COUNT], "epsilon": [_POSITIVE]},
-        {"n_samples": n_samples, "n_features": n_features, "epsilon": epsilon},
+        {
+            "n_samples": [_COUNT],
+            "n_features": [_COUNT],
+            "epsilon": [_POSITIVE],
+            "mechanism": [StrOptions({"objective", "output"})],
+        },
+        {
+            "n_samples": n_samples,
+            "n_features": n_features,
+            "epsilon": epsilon,
+            "mechanism": mechanism,
+        },
         caller_name="auto_lam_grid",
     )
     centre = 2.0 * n_features / (_AUTO_LAM_REFERENCE_NORM * epsilon * n_samples)
+    if mechanism == "objective":
+        # lam_0: where the correction leaves exactly epsilon / 2 (both branches agree there).
+        lam_0 = LOGISTIC_SMOOTHNESS / (n_samples * math.expm1(epsilon / 4.0))
+        centre = max(centre, 2.0 * lam_0)
     return centre * np.asarray(_AUTO_LAM_FACTORS)
 
 
@@ -449,7 +472,9 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         :func:`auto_lam_grid` of the number of training rows, the number of
         coefficients (intercept included) and ``epsilon_train`` -- three values
         around the ``lam`` at which the training noise on the coefficients has
-        a fixed expected norm; public quantities only. ``PAPER_LAM_GRID`` is
+        a fixed expected norm, never where the objective-perturbation
+        correction takes more than half the training budget; public
+        quantities only. ``PAPER_LAM_GRID`` is
         the paper's ten values ``0.001 + 0.111 j`` (most of them shrink a model
         on ~10^4 rows to the majority class). Fix a grid without looking at
         the data. The selection noise is driven by ``beta1 = 2 / min(lam_grid)``:
@@ -712,7 +737,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             n, m, d = train.size, valid.size, X.shape[1]
             lam_grid = params["lam_grid"]
             if lam_grid is None:  # "auto": from public n, d and epsilon_train only
-                lam_grid = auto_lam_grid(n, d, params["epsilon_train"])
+                lam_grid = auto_lam_grid(n, d, params["epsilon_train"], self.mechanism)
             _warn_if_hopeless(type(self).__name__, lam_grid, n, d, params, self.mechanism)
             beta1, beta2, _ = logistic_stability_constants(
                 lam_grid,
@@ -1167,7 +1192,8 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
         with np.errstate(divide="ignore"):
             return np.log(self.density(X))
 
-    def score(self, X: MatrixLike, y: None = None) -> float:
+    # DensityMixin's signature: a density's score, not the query mixin's score of answers.
+    def score(self, X: MatrixLike, y: None = None) -> float:  # type: ignore[override]
         """The L2 criterion ``-integral f^2 + (2/m) sum_j f(x_j)`` (higher is better).
 
         Parameters
