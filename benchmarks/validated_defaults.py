@@ -23,8 +23,8 @@ Usage
 -----
 From the repository root::
 
-    .venv/bin/python benchmarks/validated_defaults.py          # the targets, ~3 min
-    .venv/bin/python benchmarks/validated_defaults.py --tune   # the sweep, ~10 min
+    .venv/bin/python benchmarks/validated_defaults.py          # the targets, ~3 min (busy cores)
+    .venv/bin/python benchmarks/validated_defaults.py --tune   # the sweep, ~15 min (busy cores)
 """
 
 from __future__ import annotations
