@@ -12,9 +12,9 @@ per query batch instead of once per teacher.
 :func:`public_preprocessor` builds a ``ColumnTransformer`` of them from a schema
 (:func:`skprivpred.datasets.adult_schema`, :func:`skprivpred.datasets.magic_schema`,
 or your own), :meth:`PublicScaler.from_bounds` declares the public range of each
-numeric column in one line (data without a schema), and :func:`row_norm_bound` states, from the parameters alone, the
-largest Euclidean norm a row of its output can have: the public
-``feature_norm_bound`` of the linear estimators.
+numeric column in one line (data without a schema), and :func:`row_norm_bound`
+states, from the parameters alone, the largest Euclidean norm a row of its
+output can have: the public ``feature_norm_bound`` of the linear estimators.
 """
 
 # Authors: The skprivpred developers
