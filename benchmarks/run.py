@@ -65,7 +65,10 @@ by its expected cost (a fixed cost plus the public number of teachers), and the
 bar shows the remaining time those weights predict; at the end, each stage's
 estimate at half-way is compared with the time the rest really took (within 2x
 passes). Fits of different stages differ in cost by 100x, so no single estimate
-over all stages is given.
+over all stages is given. The bars are drawn only on a terminal (standard error a
+TTY); in a log file or a CI job the run prints plain lines instead, one per
+finished fit and one per finished stage, with no cursor codes, and every warning
+on a line of its own.
 
 Usage
 -----
@@ -84,7 +87,9 @@ Adding a private estimator to this benchmark is one new entry in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -501,6 +506,22 @@ def expected_cost(spec: EstimatorSpec, data: Dataset, epsilon: float) -> float:
     return FIXED_COST_IN_TEACHERS + float(n_teachers)
 
 
+@contextlib.contextmanager
+def warnings_on_their_own_lines():
+    """Print warnings through ``tqdm.write``: above the bars on a terminal, whole lines else."""
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = warnings.formatwarning(message, category, filename, lineno, line).rstrip("\n")
+        tqdm.write(text, file=sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 def run_benchmark(
     config: Config,
 ) -> tuple[list[dict], list[dict], dict[str, dict], list[dict]]:
@@ -526,8 +547,16 @@ def run_benchmark(
     stages = [
         (d, e) for d in config.datasets for e in config.estimators if ESTIMATORS[e].task == tasks[d]
     ]
+    with warnings_on_their_own_lines():
+        return _run_stages(config, stages)
+
+
+def _run_stages(config: Config, stages: list[tuple[str, str]]):
     runs, baselines, datasets, progress = [], [], {}, []
     fitted_baselines: dict[tuple, dict] = {}  # one fit per (data set, base pipeline, seed)
+    # Bars on a terminal only; without one (a log file, CI), plain lines: one per finished
+    # fit, one per finished stage, no cursor codes.
+    bars = sys.stderr.isatty()
     # One bar counts the stages (data set x estimator); one the fits of the current stage,
     # with the remaining time its cost weights predict. Fits of different estimators differ
     # in cost by 100x, so no single estimate over all stages is given.
@@ -537,11 +566,12 @@ def run_benchmark(
         dynamic_ncols=True,
         position=0,
         bar_format="{desc} stage {n_fmt}/{total_fmt} [{elapsed}]",
+        disable=not bars,
     )
     stage_bar.set_description("starting workers")
     warm_up_workers(config.n_jobs)
     loaded: dict[str, Dataset] = {}
-    for dataset_name, estimator_name in stages:
+    for stage_number, (dataset_name, estimator_name) in enumerate(stages, start=1):
         if dataset_name not in loaded:
             stage_bar.set_description(f"loading {dataset_name}")
             data = loaded[dataset_name] = _capped(load_dataset(dataset_name), config.max_test_rows)
@@ -567,20 +597,31 @@ def run_benchmark(
             position=1,
             leave=False,
             bar_format="{desc} {n_fmt}/{total_fmt} fits [{elapsed}{postfix}]",
+            disable=not bars,
         )
-        for kind, seed, epsilon, _ in plan:
+        for done, (kind, seed, epsilon, _) in enumerate(plan, start=1):
             if kind == "baseline":
-                fits.set_description(f"baseline seed={seed}")
-                fitted_baselines[(dataset_name, spec.make_base, seed)] = run_baseline(
+                what = f"baseline seed={seed}"
+                fits.set_description(what)
+                record = fitted_baselines[(dataset_name, spec.make_base, seed)] = run_baseline(
                     spec, data, seed
                 )
             else:
-                fits.set_description(f"eps={epsilon:g} seed={seed}")
+                what = f"eps={epsilon:g} seed={seed}"
+                fits.set_description(what)
                 record = run_private(spec, data, epsilon, seed, config.n_jobs)
                 runs.append({**key, "epsilon": epsilon, "seed": seed, **record})
             weighted.task_done()
             fits.set_postfix_str(weighted.remaining_text(), refresh=False)
             fits.update()
+            if not bars:
+                print(
+                    f"[{time.perf_counter() - start:6.1f} s] {dataset_name}: "
+                    f"{label(estimator_name)} {what} {METRICS[data.task]} "
+                    f"{record['score']:.4f} ({done}/{len(plan)} fits, "
+                    f"{weighted.remaining_text() or 'starting'})",
+                    flush=True,
+                )
         fits.close()
         for seed in config.seeds:
             record = fitted_baselines[(dataset_name, spec.make_base, seed)]
@@ -589,8 +630,10 @@ def run_benchmark(
         if check is not None:
             progress.append({**key, "n_fits": len(plan), **check})
         stage_bar.write(
-            f"[{time.perf_counter() - start:6.1f} s] {dataset_name}: {label(estimator_name)}"
+            f"[{time.perf_counter() - start:6.1f} s] {dataset_name}: {label(estimator_name)} "
+            f"done (stage {stage_number}/{len(stages)})"
         )
+        sys.stdout.flush()
         stage_bar.update()
     stage_bar.close()
     order = itemgetter("dataset", "estimator", "epsilon", "seed")

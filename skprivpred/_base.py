@@ -21,6 +21,7 @@ parameter, the value and what is allowed.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import secrets
 import sys
@@ -300,6 +301,46 @@ def check_noise_delta(noise: str, delta: float) -> None:
         )
 
 
+# The caller's location while a ``score`` call of a private predictor runs (None outside one).
+_SCORING: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar(
+    "skprivpred_scoring", default=None
+)
+# Whether this process has shown the warning that ``score`` spends budget (once per process).
+_score_warning = {"shown": False}
+_score_warning_lock = threading.Lock()
+
+SCORE_SPENDS_MESSAGE = (
+    "score() answers every row of X as a private query: each row spends the per-query "
+    "privacy budget, for every candidate and every fold when scikit-learn's GridSearchCV, "
+    "cross_val_score or cross_validate call it, and their choice between candidates is not "
+    "private. For model selection use skprivpred.PrivateGridSearchCV (or "
+    "DPValidatedLogisticRegression for its regulariser). This warning is shown once per "
+    "process (parallel cross-validation shows it once per worker process, on its stderr)."
+)
+
+
+def _caller_outside(packages: tuple[str, ...]) -> tuple[str, int]:
+    """File and line of the first caller outside ``packages`` (directories)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(packages):
+        frame = frame.f_back
+    if frame is None:  # pragma: no cover - called from inside the package only
+        return "<unknown>", 0
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _warn_if_scoring() -> None:
+    """Warn, once per process, that a ``score`` call is spending privacy budget."""
+    where = _SCORING.get()
+    if where is None or _score_warning["shown"]:
+        return
+    with _score_warning_lock:
+        if _score_warning["shown"]:
+            return
+        _score_warning["shown"] = True
+    warnings.warn_explicit(SCORE_SPENDS_MESSAGE, PrivacyWarning, where[0], where[1])
+
+
 class PrivatePredictorMixin:
     """Mixin for estimators whose every query answer is a private release.
 
@@ -456,7 +497,51 @@ class PrivatePredictorMixin:
         """
         return self._charge_then_draw(1, epsilon, delta, rho, draw, count=False)
 
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy (classifiers) or R^2 (regressors) of private answers to ``X``.
+
+        Every row of ``X`` is answered as one private query (see ``predict``):
+        the call spends the per-query budget once per row, like ``predict``.
+        The first ``score`` call of a process that spends budget emits a
+        :class:`PrivacyWarning`: scikit-learn's ``GridSearchCV``,
+        ``cross_val_score`` and ``cross_validate`` call ``score`` once per
+        candidate and fold, and their choice is not private (use
+        :class:`~skprivpred.PrivateGridSearchCV` for model selection).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query rows.
+        y : array-like of shape (n_samples,)
+            True labels or targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the comparison (applied to the released answers, so
+            they cost no privacy).
+
+        Returns
+        -------
+        float
+            The mean accuracy (classifiers) or the coefficient of determination
+            (regressors) of the answers.
+        """
+        import joblib
+        import sklearn
+
+        # The warning points at the user's line: the first caller outside skprivpred,
+        # scikit-learn and joblib (a GridSearchCV.fit, a cross_val_score, a score call).
+        packages = tuple(
+            os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
+            for module in (sys.modules[__name__.rpartition(".")[0]], sklearn, joblib)
+        )
+        token = _SCORING.set(_caller_outside(packages))
+        try:
+            return super().score(X, y, sample_weight=sample_weight)  # type: ignore[misc]
+        finally:
+            _SCORING.reset(token)
+
     def _charge_then_draw(self, n_rows, epsilon, delta, rho, draw, *, count: bool):
+        if count:
+            _warn_if_scoring()
         stream = self._query_stream
         accountant = self._charged_accountant()
         with stream.lock:

@@ -562,7 +562,10 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         data-independent default exists). Choose it from what the target can
         be (a physical or business range, for example a price between 0 and
         the largest price listed), never from the training targets; a range
-        too wide costs noise, one too narrow clips good predictions.
+        too wide costs noise, one too narrow clips good predictions. Set it
+        before running scikit-learn's ``check_estimator``: at the default
+        ``None`` fit refuses, and most checks fail for that one reason (see
+        :func:`~skprivpred.utils.expected_failed_checks`).
     clip_output : bool, default=True
         Clip the released value to ``y_bounds``.
     noise : {"laplace", "gaussian"}, default="laplace"

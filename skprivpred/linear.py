@@ -46,6 +46,7 @@ from ._base import (
     check_noise_delta,
     resolve_binary_classes,
 )
+from ._hopeless import warn_if_noise_dominates
 from ._optim import (
     _augmented_rows,
     _averaged_psgd,
@@ -804,16 +805,16 @@ def _warn_if_noise_dominates(
         return
     noise = release.noise_scale(release.reference_sensitivity)
     reach = plan.model_radius * bounds.norm_bound
-    if noise < reach:
-        return
-    warnings.warn(
-        f"{name} will answer with noise at least as large as any score: at a query of norm X "
-        f"= {bounds.norm_bound:.4g} the noise scale is {noise:.4g}, while no model with "
-        f"||w|| <= {plan.model_radius:.4g} scores above {reach:.4g} there (the ratio is the same "
-        "at every query). This follows from public quantities only (epsilon, the number of "
-        "training rows, feature_norm_bound, radius, lam or eta), not from the data: raise "
-        "epsilon, train on more rows, or change radius, lam or eta.",
-        UserWarning,
+    warn_if_noise_dominates(
+        name,
+        noise=noise,
+        reach=reach,
+        what="answer",
+        detail=f"at a query of norm X = {bounds.norm_bound:.4g} the noise scale is {noise:.4g}, "
+        f"while no model with ||w|| <= {plan.model_radius:.4g} scores above {reach:.4g} there "
+        "(the ratio is the same at every query).",
+        public="epsilon, the number of training rows, feature_norm_bound, radius, lam or eta",
+        remedy="raise epsilon, train on more rows, or change radius, lam or eta",
         stacklevel=3,
     )
 
@@ -1400,7 +1401,9 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         squared loss. Take it from the target's documented range (a
         percentage, a price cap), never from the training targets; a wide
         range costs accuracy (``L`` grows with ``hi - lo``), a narrow one
-        clips.
+        clips. Set it before running scikit-learn's ``check_estimator``: at
+        the default ``None`` fit refuses, and most checks fail for that one
+        reason (see :func:`~skprivpred.utils.expected_failed_checks`).
     clip_output : bool, default=True
         Clip the answers to ``y_bounds`` (when set).
     fit_intercept : bool, default=True
@@ -1750,7 +1753,10 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
     y_bounds : tuple of (float, float), default=None
         Public range ``(lo, hi)`` of the target (clipped to it, centred on its
         midpoint); required for the squared loss. Take it from the target's
-        documented range, never from the training targets.
+        documented range, never from the training targets. Set it before
+        running scikit-learn's ``check_estimator``: at the default ``None``
+        fit refuses, and most checks fail for that one reason (see
+        :func:`~skprivpred.utils.expected_failed_checks`).
     clip_output : bool, default=True
         Clip the answers to ``y_bounds`` (when set).
     fit_intercept : bool, default=True

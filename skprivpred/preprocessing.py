@@ -11,9 +11,10 @@ per query batch instead of once per teacher.
 
 :func:`public_preprocessor` builds a ``ColumnTransformer`` of them from a schema
 (:func:`skprivpred.datasets.adult_schema`, :func:`skprivpred.datasets.magic_schema`,
-or your own), and :func:`row_norm_bound` states, from the parameters alone, the
-largest Euclidean norm a row of its output can have: the public
-``feature_norm_bound`` of the linear estimators.
+or your own), :meth:`PublicScaler.from_bounds` declares the public range of each
+numeric column in one line (data without a schema), and :func:`row_norm_bound`
+states, from the parameters alone, the largest Euclidean norm a row of its
+output can have: the public ``feature_norm_bound`` of the linear estimators.
 """
 
 # Authors: The skprivpred developers
@@ -188,7 +189,111 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     >>> PublicScaler(scale=100.0, clip=(0, 120)).fit_transform(np.array([[37.0], [150.0]]))
     array([[0.37],
            [1.2 ]])
+
+    Data without a shipped schema: declare each column's public range in one
+    line with :meth:`from_bounds`.
+
+    >>> PublicScaler.from_bounds([0, 10], [100, 20]).fit_transform(np.array([[50.0, 30.0]]))
+    array([[0., 1.]])
     """
+
+    @classmethod
+    def from_bounds(
+        cls,
+        lower: Any,
+        upper: Any,
+        *,
+        feature_range: tuple[float, float] = (-1.0, 1.0),
+    ) -> PublicScaler:
+        """The scaler that clips each column to its public range and maps it onto ``feature_range``.
+
+        ``PublicScaler.from_bounds(lower, upper)`` is the scaler a schema's
+        ``{"clip": (low, high), "center": (low + high) / 2, "scale": (high - low)
+        / 2}`` entries build (:func:`public_preprocessor`): every value is
+        clipped to ``[lower, upper]``, then mapped linearly so that ``lower``
+        goes to ``feature_range[0]`` and ``upper`` to ``feature_range[1]``. The
+        default range ``[-1, 1]`` is the scale the linear estimators' defaults
+        are set for. Its output is publicly bounded, so :func:`row_norm_bound`
+        gives their tightest ``feature_norm_bound``.
+
+        Take the ranges from the data's documentation, its units or domain
+        knowledge (a percentage lies in ``[0, 100]``), never from the private
+        rows: a minimum or maximum of the training data is a statistic of it.
+
+        Parameters
+        ----------
+        lower, upper : float or array-like of shape (n_features,)
+            Public range of every column (scalars apply to all columns),
+            finite, with ``lower < upper``.
+        feature_range : tuple (min, max), default=(-1.0, 1.0)
+            The output range, with ``min < max`` (``(0.0, 1.0)`` is the range
+            of :func:`~skprivpred.datasets.adult_schema`'s numeric columns).
+
+        Returns
+        -------
+        PublicScaler
+            Unfitted (fitting reads only the number of columns).
+
+        Raises
+        ------
+        ValueError
+            If a bound is not finite, if ``lower >= upper`` for some column,
+            if ``lower`` and ``upper`` have incompatible shapes, or if
+            ``feature_range`` is not an increasing pair of finite numbers.
+
+        Examples
+        --------
+        >>> from skprivpred.preprocessing import PublicScaler
+        >>> scaler = PublicScaler.from_bounds([0.0, 10.0], [100.0, 20.0])
+        >>> scaler.center, scaler.scale, scaler.clip
+        ([50.0, 15.0], [50.0, 5.0], ([0.0, 10.0], [100.0, 20.0]))
+        """
+        try:
+            low = np.asarray(lower, dtype=float)
+            high = np.asarray(upper, dtype=float)
+            low, high = np.broadcast_arrays(low, high)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "lower and upper must be numbers or array-likes of one number per column, of the "
+                f"same length; got lower={lower!r}, upper={upper!r}."
+            ) from None
+        if low.ndim > 1:
+            raise ValueError(
+                f"lower and upper must be scalars or 1-D (one value per column), got shape "
+                f"{low.shape}."
+            )
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+            raise ValueError(
+                f"lower and upper must be finite, got lower={lower!r}, upper={upper!r}."
+            )
+        bad = np.flatnonzero(np.atleast_1d(low >= high))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"lower must be below upper for every column: column {i} has lower="
+                f"{float(np.atleast_1d(low)[i])!r} >= upper={float(np.atleast_1d(high)[i])!r}."
+            )
+        try:
+            out_low, out_high = (float(v) for v in feature_range)
+        except (TypeError, ValueError):
+            out_low = out_high = math.nan
+        if not (math.isfinite(out_low) and math.isfinite(out_high) and out_low < out_high):
+            raise ValueError(
+                "feature_range must be a pair (min, max) of finite numbers with min < max, got "
+                f"{feature_range!r}."
+            )
+        # v -> (v - center) / scale sends lower to out_low and upper to out_high.
+        scale = (high - low) / (out_high - out_low)
+        center = low - out_low * scale
+
+        def constant(values: np.ndarray) -> Any:
+            return float(values) if values.ndim == 0 else values.tolist()
+
+        return cls(
+            center=constant(center),
+            scale=constant(scale),
+            clip=(constant(low), constant(high)),
+        )
 
     def __init__(
         self,

@@ -79,3 +79,70 @@ def test_show_versions_prints_the_main_packages(capsys):
     skprivpred.show_versions()
     out = capsys.readouterr().out
     assert f"skprivpred: {skprivpred.__version__}" in out and "scikit-learn:" in out
+
+
+# -- score() spends budget: one PrivacyWarning per process -------------------------------------
+def _spending_warnings(caught) -> list:
+    return [w for w in caught if "score() answers every row of X" in str(w.message)]
+
+
+@pytest.fixture
+def score_warning_not_shown(monkeypatch):
+    """Reset the once-per-process flag (the suite's first scoring test consumed it)."""
+    from skprivpred import _base
+
+    monkeypatch.setitem(_base._score_warning, "shown", False)
+
+
+def _separable(n=400):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 2)) / 2
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def test_grid_search_warns_once_per_process_at_first_spending_score(score_warning_not_shown):
+    import warnings
+
+    from sklearn.model_selection import GridSearchCV
+
+    from skprivpred import PrivacyWarning, StableERMClassifier
+
+    X, y = _separable()
+    search = GridSearchCV(
+        StableERMClassifier(classes=[0, 1], random_state=np.random.SeedSequence(0)),
+        {"epsilon": [1.0, 2.0]},
+        cv=2,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search.fit(X, y)  # 2 candidates x 2 folds of scoring, then a refit
+        first = _spending_warnings(caught)
+        search.fit(X, y)
+        score = search.best_estimator_.score(X, y)
+        again = _spending_warnings(caught)
+    assert 0.0 <= score <= 1.0
+    assert len(first) == 1 and len(again) == 1  # once per process, not once per call
+    warning = first[0]
+    assert warning.category is PrivacyWarning
+    assert "PrivateGridSearchCV" in str(warning.message)
+    assert "once per worker process" in str(warning.message)
+    assert warning.filename == __file__  # the user's line, not scikit-learn's or joblib's
+
+
+def test_score_that_spends_nothing_neither_warns_nor_uses_up_the_warning(score_warning_not_shown):
+    import warnings
+
+    from skprivpred import DPValidatedLogisticRegression, StableERMClassifier
+
+    X, y = _separable()
+    released = DPValidatedLogisticRegression(
+        classes=[0, 1], random_state=np.random.SeedSequence(1)
+    ).fit(X, y)
+    queried = StableERMClassifier(classes=[0, 1], random_state=np.random.SeedSequence(2)).fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        released.score(X, y)  # the model is released: its predictions are free
+        queried.predict(X)  # spends, but is not a score call
+        assert _spending_warnings(caught) == []
+        queried.score(X, y)
+        assert len(_spending_warnings(caught)) == 1

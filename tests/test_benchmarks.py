@@ -315,6 +315,29 @@ def test_quick_run_on_the_bundled_regression_data(tmp_path):
     for check in payload["progress_estimates"]:
         assert check["passed"] in (True, False, None)  # None: too short to judge
     assert "Progress estimates" in result.stdout
+    # Without a terminal (captured output): plain lines, one per finished fit and per stage,
+    # no progress-bar cursor codes or carriage returns.
+    output = result.stdout + result.stderr
+    assert "\r" not in output and "\x1b[" not in output
+    finished = [line for line in result.stdout.splitlines() if " fits, " in line]
+    assert len(finished) == 5  # 2 baselines (one shared) + 3 private fits
+    assert sum(line.endswith(" done (stage 3/3)") for line in result.stdout.splitlines()) == 1
+
+
+def test_warnings_are_printed_on_their_own_lines(capsys):
+    import warnings
+
+    run = pytest.importorskip("run")
+    with run.warnings_on_their_own_lines(), warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("first", UserWarning, stacklevel=1)
+        print("a progress line", flush=True)
+        warnings.warn("second", UserWarning, stacklevel=1)
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(": ", 1)[1] for line in err if ": UserWarning: " in line] == [
+        "UserWarning: first",
+        "UserWarning: second",
+    ]
 
 
 def test_a_quick_run_with_several_fits_per_stage_records_its_progress_check(tmp_path):

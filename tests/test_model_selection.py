@@ -499,7 +499,10 @@ def test_verbose_prints_counts_and_times_never_a_score(verbose, capsys):
         assert text == ""
         return
     assert "scoring 3 candidate(s) (5, 10, 20 teachers) fitted on 240 rows" in out.out
-    assert f"selected candidate {search.best_index_ + 1} of 3 in " in out.out
+    # numbered from 0, like best_index_
+    assert f"selected candidate {search.best_index_} (best_index_, counting from 0) of 3 in " in (
+        out.out
+    )
     assert "refitted the selected candidate on all 300 rows in " in out.out
     assert ("Done" in out.err) == (verbose >= 2)  # joblib's count of candidate fits
     for score in scores:  # counts and times only

@@ -111,6 +111,64 @@ def test_bad_constants_are_refused(make, X, match):
         make().fit(X)
 
 
+# -- PublicScaler.from_bounds: public per-column ranges in one line -------------------------------
+def test_from_bounds_is_the_scaler_a_schema_builds():
+    lower, upper = [0.0, -5.0, 10.0], [100.0, 5.0, 12.0]
+    names = ["a", "b", "c"]
+    for out_low, out_high in [(-1.0, 1.0), (0.0, 1.0)]:
+        width = out_high - out_low
+        schema = {
+            "numeric": {
+                name: {
+                    "clip": (lo, hi),
+                    "center": lo - out_low * (hi - lo) / width,
+                    "scale": (hi - lo) / width,
+                }
+                for name, lo, hi in zip(names, lower, upper)
+            }
+        }
+        built = public_preprocessor(schema).transformers[0][1]
+        scaler = PublicScaler.from_bounds(lower, upper, feature_range=(out_low, out_high))
+        for key in ("center", "scale", "clip"):  # (the schema also lists log/squash off)
+            assert scaler.get_params()[key] == built.get_params()[key]
+        assert not np.any(built.log) and not np.any(built.squash)
+        assert scaler.log is False and scaler.squash is False
+        # the map sends each range onto feature_range, clipping outside values
+        X = pd.DataFrame([lower, upper, [50.0, 0.0, 11.0], [-1e9, 1e9, 0.0]], columns=names)
+        Z = scaler.fit(X).transform(X)
+        np.testing.assert_allclose(Z[0], out_low)
+        np.testing.assert_allclose(Z[1], out_high)
+        np.testing.assert_allclose(Z[2], (out_low + out_high) / 2)
+        np.testing.assert_allclose(Z[3], [out_low, out_high, out_low])
+        np.testing.assert_allclose(Z, built.fit(X).transform(X))
+    # public bound of its output: every column in [-1, 1], so sqrt(3)
+    assert row_norm_bound(PublicScaler.from_bounds(lower, upper)) == pytest.approx(np.sqrt(3))
+    # scalars apply to every column
+    scalar = PublicScaler.from_bounds(0.0, 10.0)
+    assert (scalar.center, scalar.scale, scalar.clip) == (5.0, 5.0, (0.0, 10.0))
+    np.testing.assert_allclose(scalar.fit_transform([[0.0, 5.0, 20.0]]), [[-1.0, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    "lower, upper, kwargs, match",
+    [
+        ([0.0, 1.0], [1.0, 1.0], {}, r"column 1 has lower=1.0 >= upper=1.0"),
+        ([0.0, 2.0], [1.0, 1.0], {}, r"column 1 has lower=2.0 >= upper=1.0"),
+        ([0.0, np.nan], [1.0, 2.0], {}, "lower and upper must be finite"),
+        ([0.0], [np.inf], {}, "lower and upper must be finite"),
+        ([0.0, 1.0], [1.0, 2.0, 3.0], {}, "one number per column, of the same length"),
+        (["a"], [1.0], {}, "one number per column"),
+        ([[0.0, 1.0]], [[1.0, 2.0]], {}, "scalars or 1-D"),
+        ([0.0], [1.0], {"feature_range": (1.0, -1.0)}, r"feature_range must be a pair"),
+        ([0.0], [1.0], {"feature_range": (0.0, np.inf)}, r"feature_range must be a pair"),
+        ([0.0], [1.0], {"feature_range": 1.0}, r"feature_range must be a pair"),
+    ],
+)
+def test_from_bounds_refuses_bad_ranges_naming_them(lower, upper, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        PublicScaler.from_bounds(lower, upper, **kwargs)
+
+
 def test_bad_schemas_are_refused():
     with pytest.raises(ValueError, match='keys "numeric"'):
         public_preprocessor({"numbers": {}})

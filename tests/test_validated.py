@@ -26,6 +26,7 @@ from skprivpred.model_selection import (
     PAPER_LAM_GRID,
     DPValidatedHistogramDensity,
     DPValidatedLogisticRegression,
+    auto_lam_grid,
     coefficient_noise_scale,
     histogram_stability_constants,
     logistic_stability_constants,
@@ -87,7 +88,9 @@ def test_unbounded_score_beta2_has_factor_two_and_offset(score, g0):
 
 def test_estimator_reports_constants_split_and_sensitivity(binary_data):
     X, y = binary_data
-    clf = DPV(epsilon=2.0, epsilon_split=0.25, classes=[0, 1], random_state=1).fit(X, y)
+    clf = DPV(
+        epsilon=2.0, epsilon_split=0.25, lam_grid=PAPER_LAM_GRID, classes=[0, 1], random_state=1
+    ).fit(X, y)
     assert clf.n_validation_ == 100 and clf.n_train_ == 800
     assert clf.epsilon_train_ == pytest.approx(0.5) and clf.epsilon_select_ == pytest.approx(1.5)
     assert clf.epsilon_spent_ == 2.0 and clf.delta_spent_ == 0.0
@@ -98,6 +101,81 @@ def test_estimator_reports_constants_split_and_sensitivity(binary_data):
     assert isinstance(guarantee, PrivacyGuarantee)
     assert (guarantee.epsilon, guarantee.delta) == (2.0, 0.0)
     assert "Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 4" in guarantee.theorem
+
+
+def test_auto_lam_grid_is_a_public_formula_of_n_d_and_epsilon():
+    # centre 2 d / (16 epsilon n): where the expected norm of the coefficient noise is 16
+    grid = auto_lam_grid(800, 4, 0.5, "output")
+    centre = 2 * 4 / (16 * 0.5 * 800)
+    np.testing.assert_allclose(grid, [centre / 2, centre, 2 * centre])
+    assert auto_lam_grid(1600, 4, 0.5, "output")[1] == pytest.approx(centre / 2)  # 2x the rows
+    assert auto_lam_grid(800, 8, 0.5, "output")[1] == pytest.approx(2 * centre)  # 2x the columns
+    assert auto_lam_grid(800, 4, 1.0, "output")[1] == pytest.approx(centre / 2)  # 2x the budget
+    # objective perturbation: where the centre is above 2 lam_0, the same grid ...
+    np.testing.assert_allclose(
+        auto_lam_grid(28943, 106, 0.5), auto_lam_grid(28943, 106, 0.5, "output")
+    )
+    # ... and below, the floor: the smallest value keeps epsilon / 2 for the noise (no value
+    # of the grid falls where the correction would eat nearly all of the budget).
+    for n, d, eps in [(800, 4, 0.5), (7111, 4, 0.5), (100_000, 2, 2.0)]:
+        low = auto_lam_grid(n, d, eps)[0]
+        assert low == pytest.approx(0.25 / (n * np.expm1(eps / 4)))
+        assert low > auto_lam_grid(n, d, eps, "output")[0]
+        for lam in auto_lam_grid(n, d, eps):
+            assert objective_perturbation_budget(eps, n, lam)[0] >= eps / 2 - 1e-12
+    with pytest.raises(InvalidParameterError, match="n_samples"):
+        auto_lam_grid(0, 4, 0.5)
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        auto_lam_grid(800, 4, -1.0)
+    with pytest.raises(InvalidParameterError, match="mechanism"):
+        auto_lam_grid(800, 4, 0.5, "input")
+
+
+def test_defaults_learn_a_one_feature_rule_on_few_columns():
+    # 3 features, 8,000 rows: the noise formula alone would put lam where the objective
+    # perturbation correction leaves ~0.05 of the 0.5 budget; the floor keeps every fit useful.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8000, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    scores = [
+        DPV(classes=[0, 1], random_state=np.random.SeedSequence(100 + s)).fit(X, y).score(X, y)
+        for s in range(8)
+    ]
+    assert min(scores) > 0.9, scores
+
+
+def test_default_grid_is_auto_resolved_from_the_training_part(binary_data):
+    X, y = binary_data
+    clf = DPV(epsilon=2.0, epsilon_split=0.25, classes=[0, 1], random_state=1).fit(X, y)
+    assert clf.get_params()["lam_grid"] == "auto"
+    # 800 training rows, 3 features + the intercept's column, epsilon_train = 0.5
+    np.testing.assert_allclose(clf.lam_grid_, auto_lam_grid(800, 4, 0.5))
+    assert clf.beta1_ == pytest.approx(2.0 / clf.lam_grid_.min())
+    assert clf.best_lam_ == clf.lam_grid_[clf.best_index_]
+    assert clf.score(X, y) > 0.7  # it learns (classes balanced: one class scores ~0.5)
+    no_intercept = DPV(fit_intercept=False, classes=[0, 1], random_state=1).fit(X, y)
+    np.testing.assert_allclose(no_intercept.lam_grid_, auto_lam_grid(800, 3, 0.5))
+
+
+def test_hopeless_parameters_warn_at_fit_from_public_quantities_only(binary_data):
+    import warnings
+
+    X, y = binary_data
+    hopeless = dict(epsilon=0.01, lam_grid=(1e-5, 1e-4), classes=[0, 1], random_state=0)
+    with pytest.warns(UserWarning, match="noise at least as large as any score") as record:
+        DPV(**hopeless).fit(X, y)
+    (warning,) = [w for w in record if "noise at least" in str(w.message)]
+    assert warning.filename == __file__  # points at the caller's fit
+    # Decided before any row is read: the same with other rows of the same shape ...
+    with pytest.warns(UserWarning, match="noise at least as large as any score"):
+        DPV(**hopeless).fit(np.zeros_like(X), np.arange(X.shape[0]) % 2)
+    # ... and silent at the defaults on this data (900 rows, epsilon 1).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "DPValidatedLogisticRegression will", UserWarning)
+        DPV(classes=[0, 1], random_state=0).fit(X, y)
+    # A handful of rows at a small epsilon is hopeless even at the automatic grid.
+    with pytest.warns(UserWarning, match=r"n = 18 training rows, d = 4 coefficients"):
+        DPV(epsilon=0.1, classes=[0, 1], random_state=0).fit(X[:20], y[:20])
 
 
 def test_budget_does_not_depend_on_grid_size(binary_data):

@@ -153,7 +153,8 @@ class PrivateGridSearchCV(
         of the selection and of the refit; ``>= 2`` also joblib's count of the
         candidate fits done, with the elapsed time. Counts and times only: a
         score is never printed (the scores are private; only the selected
-        index is released).
+        index is released). Candidates are numbered from 0, in the order of
+        ``ParameterGrid(param_grid)``, as ``best_index_`` is.
 
     Attributes
     ----------
@@ -334,7 +335,8 @@ class PrivateGridSearchCV(
 
             index = self._release_model(epsilon, release, rho=rho)
             self._say(
-                f"selected candidate {index + 1} of {len(candidates)} in "
+                f"selected candidate {index} (best_index_, counting from 0) of "
+                f"{len(candidates)} in "
                 f"{time.perf_counter() - start:.1f} s"
             )
             self.best_index_ = index

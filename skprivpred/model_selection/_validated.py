@@ -51,6 +51,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._base import PrivatePredictorMixin, resolve_binary_classes
+from .._hopeless import warn_if_noise_dominates
 from .._optim import _augmented_rows, _certified_logistic
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
@@ -74,6 +75,7 @@ __all__ = [
     "PAPER_LAM_GRID",
     "DPValidatedHistogramDensity",
     "DPValidatedLogisticRegression",
+    "auto_lam_grid",
     "coefficient_noise_scale",
     "histogram_stability_constants",
     "logistic_stability_constants",
@@ -83,6 +85,13 @@ __all__ = [
 
 #: The paper's grid of regularisation strengths (Section 5): 0.001 + 0.111 j, j = 0..9.
 PAPER_LAM_GRID = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889, 1.0)
+
+# lam_grid="auto": the centre lam_c of the grid is where the expected norm of the training
+# noise on the coefficients, 2 d / (epsilon_train n lam), equals this reference norm (rows in
+# the unit ball); the grid is lam_c times _AUTO_LAM_FACTORS. Chosen on a held-out third of
+# Adult's training split (never its test split); see benchmarks/validated_defaults.py.
+_AUTO_LAM_REFERENCE_NORM = 16.0
+_AUTO_LAM_FACTORS = (0.5, 1.0, 2.0)
 
 #: Curvature bound c of the logistic loss (|l''| <= 1/4), used by objective perturbation.
 LOGISTIC_SMOOTHNESS = 0.25
@@ -182,6 +191,73 @@ def coefficient_noise_scale(
     return 2.0 / (epsilon_p * n_samples * (lam + extra_reg))
 
 
+def auto_lam_grid(
+    n_samples: int, n_features: int, epsilon: float, mechanism: str = "objective"
+) -> np.ndarray:
+    """``lam_grid="auto"``: a public grid of ``lam`` from ``n``, ``d`` and ``epsilon`` only.
+
+    A private fit of ``(lam / 2) ||w||^2 + mean loss`` on ``n`` rows in the
+    unit ball perturbs the coefficients by a vector of expected norm ``2 d /
+    (epsilon n lam)`` (``d`` coordinates; objective perturbation to first order,
+    output perturbation exactly; Chaudhuri, Monteleoni & Sarwate 2011). The
+    grid is centred where that norm equals a fixed reference norm, ``lam_c =
+    2 d / (16 epsilon n)``, and holds ``lam_c / 2``, ``lam_c`` and ``2 lam_c``:
+    a smaller ``lam`` drowns the model in noise, a larger one shrinks it to the
+    majority class. For objective perturbation ``lam_c`` is at least ``2
+    lam_0``, ``lam_0 = c / (n (exp(epsilon / 4) - 1))`` (``c = 1/4``): below
+    ``lam_0`` the Chaudhuri-Monteleoni-Sarwate correction takes more than half
+    of the budget (see :func:`objective_perturbation_budget`), so the smallest
+    value of the grid keeps at least ``epsilon / 2`` for the noise. The grid
+    depends on public quantities only (the number of training rows, the
+    number of columns and the training budget), never on the rows; the
+    reference norm was chosen on a held-out part of Adult's training split.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows ``n`` (the training part ``T``), >= 1.
+    n_features : int
+        Number of coefficients ``d`` (the intercept's column included), >= 1.
+    epsilon : float
+        Training budget ``epsilon_train``, > 0.
+    mechanism : {"objective", "output"}, default="objective"
+        The perturbation the grid is for (only objective perturbation has the
+        floor ``2 lam_0``).
+
+    Returns
+    -------
+    ndarray of shape (3,)
+        The grid, increasing.
+
+    Examples
+    --------
+    >>> from skprivpred.model_selection import auto_lam_grid
+    >>> auto_lam_grid(12_000, 30, 0.5).tolist()
+    [0.0003125, 0.000625, 0.00125]
+    """
+    validate_parameter_constraints(
+        {
+            "n_samples": [_COUNT],
+            "n_features": [_COUNT],
+            "epsilon": [_POSITIVE],
+            "mechanism": [StrOptions({"objective", "output"})],
+        },
+        {
+            "n_samples": n_samples,
+            "n_features": n_features,
+            "epsilon": epsilon,
+            "mechanism": mechanism,
+        },
+        caller_name="auto_lam_grid",
+    )
+    centre = 2.0 * n_features / (_AUTO_LAM_REFERENCE_NORM * epsilon * n_samples)
+    if mechanism == "objective":
+        # lam_0: where the correction leaves exactly epsilon / 2 (both branches agree there).
+        lam_0 = LOGISTIC_SMOOTHNESS / (n_samples * math.expm1(epsilon / 4.0))
+        centre = max(centre, 2.0 * lam_0)
+    return centre * np.asarray(_AUTO_LAM_FACTORS)
+
+
 def validation_score(w: np.ndarray, X: np.ndarray, y: np.ndarray, score: str = "ramp") -> float:
     """``q(w, V) = -mean g(w; x, y)``: ramp ``min(1, max(0, 1 - y w.x))``, hinge or logistic."""
     margin = y * (X @ w)
@@ -255,6 +331,44 @@ def _positive_grid(values, name: str, *, integer: bool = False) -> np.ndarray:
             f"{name} must be a non-empty 1-D sequence of {kind}, got {values!r}."
         )
     return grid
+
+
+def _warn_if_hopeless(name, lam_grid, n_train, n_features, params, mechanism) -> None:
+    """Warn when every candidate's training noise swamps any score the model can reach.
+
+    For rows in the unit ball, a fit with regulariser ``lam`` has ``||w|| <= sqrt(2 log 2 /
+    lam)`` (its objective at ``w`` is at most its value ``log 2`` at 0), so no score
+    ``w . x`` exceeds that. Its coefficients carry a noise vector of uniform direction and
+    norm ``Gamma(d, s)``, ``s = 2 / (epsilon_p n (lam + Delta))``, whose component along
+    any fixed unit row is about ``sqrt(d) s``. When that is at least the reach for every
+    ``lam`` of the grid, every candidate answers noise. Public quantities only.
+    """
+    best = None
+    for lam in np.asarray(lam_grid, dtype=float):
+        if mechanism == "output":
+            epsilon_p, extra = params["epsilon_train"], 0.0
+        else:
+            epsilon_p, extra = objective_perturbation_budget(params["epsilon_train"], n_train, lam)
+        noise = math.sqrt(n_features) * coefficient_noise_scale(n_train, lam, epsilon_p, extra)
+        reach = math.sqrt(2.0 * math.log(2.0) / (lam + extra))
+        if best is None or noise / reach < best[1] / best[2]:
+            best = (lam, noise, reach)
+    assert best is not None  # the grid is not empty
+    lam, noise, reach = best
+    warn_if_noise_dominates(
+        name,
+        noise=noise,
+        reach=reach,
+        what="release coefficients",
+        detail=f"even at the best lam of the grid, {lam:.4g}, the training noise moves the "
+        f"score of a row of norm 1 by about {noise:.4g}, while no model fitted with that lam "
+        f"scores above {reach:.4g} there (n = {n_train} training rows, d = {n_features} "
+        "coefficients).",
+        public="epsilon, epsilon_split, validation_size, the number of rows and columns, lam_grid",
+        remedy="raise epsilon or epsilon_split, train on more rows or fewer columns, or use "
+        'larger values in lam_grid (lam_grid="auto" adapts to n, d and epsilon)',
+        stacklevel=3,
+    )
 
 
 def _split(n_rows: int, validation_size: float, rng: np.random.Generator):
@@ -353,12 +467,18 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         Total privacy parameter of ``fit`` (training plus selection), > 0.
     epsilon_split : float, default=0.5
         Fraction of ``epsilon`` for training, in (0, 1); the paper uses 0.5.
-    lam_grid : sequence of float, default=PAPER_LAM_GRID
-        Public grid of regularisation strengths, each > 0 (the paper's ten
-        values ``0.001 + 0.111 j``). Fix it without looking at the data. The
-        selection noise is driven by ``beta1 = 2 / min(lam_grid)``: a very
-        small ``lam`` in the grid makes the choice noisy (close to uniform at
-        ``epsilon <= 1`` on ~10^4 rows with the paper's ``0.001``).
+    lam_grid : "auto" or sequence of float, default="auto"
+        Public grid of regularisation strengths, each > 0. ``"auto"``:
+        :func:`auto_lam_grid` of the number of training rows, the number of
+        coefficients (intercept included) and ``epsilon_train`` -- three values
+        around the ``lam`` at which the training noise on the coefficients has
+        a fixed expected norm, never where the objective-perturbation
+        correction takes more than half the training budget; public
+        quantities only. ``PAPER_LAM_GRID`` is
+        the paper's ten values ``0.001 + 0.111 j`` (most of them shrink a model
+        on ~10^4 rows to the majority class). Fix a grid without looking at
+        the data. The selection noise is driven by ``beta1 = 2 / min(lam_grid)``:
+        a very small ``lam`` in the grid makes the choice noisy.
     mechanism : {"objective", "output"}, default="objective"
         Objective perturbation (the paper's experiments) or output perturbation.
     validation_score : {"ramp", "hinge", "logistic"}, default="ramp"
@@ -378,9 +498,13 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         weights ``exp(epsilon_select q / (2 beta))``.
     feature_norm_bound : float, default=1.0
         Public bound on the Euclidean norm of a row, the intercept's constant
-        included; larger rows are clipped. Choose it from documented ranges or
-        a fixed public preprocessing (for example rows scaled to norm at most
-        1 by public constants), never from the training rows.
+        included; a larger row is rescaled to it (a per-row map, like the
+        paper's rows of unit norm; it costs no privacy). Choose it from
+        documented ranges or a fixed public preprocessing, never from the
+        training rows. Unlike the stable linear models, the default is not
+        ``sqrt(n_features)``: rows are divided by the bound, so a loose bound
+        shrinks every score and calls for a smaller ``lam``; the default
+        ``lam_grid="auto"`` is set for rows rescaled to norm 1.
     fit_intercept : bool, default=True
         Append the public constant ``intercept_scaling`` to every row (its
         coefficient is the intercept). The augmented row meets
@@ -416,7 +540,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
     lam_grid_ : ndarray of shape (k,)
-        The validated grid.
+        The validated grid (resolved from public quantities for ``"auto"``).
     best_index_ : int
         Index of the selected ``lam`` (the output of the selection).
     best_lam_ : float
@@ -437,6 +561,15 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     privacy_guarantee_ : PrivacyGuarantee
         ``(epsilon, delta_spent_)`` for the released model, once per fit;
         ``details`` holds the split of the budget and the stability constants.
+
+    Warns
+    -----
+    UserWarning
+        When, even at the best ``lam`` of the grid, the training noise on the
+        score of a row of norm 1 is at least the largest score a model fitted
+        with that ``lam`` can reach (``sqrt(2 log 2 / lam)``). Decided from public
+        quantities only (``epsilon``, the split, the numbers of rows and
+        columns, the grid) before any row is used.
 
     Notes
     -----
@@ -465,7 +598,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
 
     _parameter_constraints: dict = {
         **_VALIDATED_CONSTRAINTS,
-        "lam_grid": ["array-like"],
+        "lam_grid": [StrOptions({"auto"}), "array-like"],
         "mechanism": [StrOptions({"objective", "output"})],
         "validation_score": [StrOptions(set(_SCORES))],
         "delta": [Interval(Real, 0, 1, closed="left")],
@@ -483,7 +616,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         *,
         epsilon: float = 1.0,
         epsilon_split: float = 0.5,
-        lam_grid: Sequence[float] = PAPER_LAM_GRID,
+        lam_grid: Sequence[float] | str = "auto",
         mechanism: str = "objective",
         validation_score: str = "ramp",
         validation_size: float = 1 / 9,
@@ -524,7 +657,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     def _check_params(self) -> dict:
         """Cross-parameter rules (after ``_validate_params``); the resolved values."""
         epsilon, split = float(self.epsilon), float(self.epsilon_split)
-        lam_grid = _positive_grid(self.lam_grid, "lam_grid")
+        auto = isinstance(self.lam_grid, str)  # "auto": resolved in fit, from n and d
+        lam_grid = None if auto else _positive_grid(self.lam_grid, "lam_grid")
         score = self.validation_score
         if math.isfinite(_SCORES[score][0]):
             delta = 0.0  # the ramp score is stable for every noise draw: pure DP
@@ -602,6 +736,9 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             train, valid = _split(X.shape[0], params["validation_size"], fit_rng)
             n, m, d = train.size, valid.size, X.shape[1]
             lam_grid = params["lam_grid"]
+            if lam_grid is None:  # "auto": from public n, d and epsilon_train only
+                lam_grid = auto_lam_grid(n, d, params["epsilon_train"], self.mechanism)
+            _warn_if_hopeless(type(self).__name__, lam_grid, n, d, params, self.mechanism)
             beta1, beta2, _ = logistic_stability_constants(
                 lam_grid,
                 n,
@@ -1055,7 +1192,8 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
         with np.errstate(divide="ignore"):
             return np.log(self.density(X))
 
-    def score(self, X: MatrixLike, y: None = None) -> float:
+    # DensityMixin's signature: a density's score, not the query mixin's score of answers.
+    def score(self, X: MatrixLike, y: None = None) -> float:  # type: ignore[override]
         """The L2 criterion ``-integral f^2 + (2/m) sum_j f(x_j)`` (higher is better).
 
         Parameters
