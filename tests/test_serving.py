@@ -533,6 +533,9 @@ def test_a_pickle_is_refused_unread_by_load_model_and_by_the_command(tmp_path):
         with pytest.raises(ValueError, match="not a model file written by save_model") as info:
             load_model(tmp_path / name)
         assert "pickle" in str(info.value) and "\n" not in str(info.value)
+        assert "save_model(joblib.load('model.joblib')['estimator'], 'model.skops')" in str(
+            info.value
+        )  # the one-line re-save recipe, quoted
         assert not marker.exists()  # the payload never ran
     _assert_one_line_refusal(_run_command(str(tmp_path / "old.joblib")), "pickle")
     assert not marker.exists()

@@ -321,7 +321,9 @@ def _kind(data: bytes) -> str:
     if data[:1] == b"\x80" or data[:2] in (b"x\x9c", b"\x1f\x8b") or data[:3] == b"\xfd7z":
         return (
             " (it looks like a pickle or joblib file, which could run code when read: refused "
-            "unread; re-save a model you trust with save_model, see the CHANGELOG)"
+            'unread. To re-save a model file you wrote yourself and trust: python -c "import '
+            "joblib; from skprivpred.serving import save_model; save_model(joblib.load("
+            "'model.joblib')['estimator'], 'model.skops')\")"
         )
     if not data:
         return " (it is empty)"
