@@ -316,9 +316,28 @@ def _type_names(trusted: Iterable[str | type] | None) -> list[str]:
     return names
 
 
+#: First bytes of a pickle (protocol 2+) and of joblib's compressed formats: zlib at every
+#: level, gzip, bz2, xz and lzma.
+_PICKLE_SIGNATURES = (
+    b"\x80",
+    b"x\x01",
+    b"x^",
+    b"x\x9c",
+    b"x\xda",
+    b"\x1f\x8b",
+    b"BZh",
+    b"\xfd7zXZ",
+    b"]\x00\x00",
+)
+
+
+def _looks_pickled(data: bytes) -> bool:
+    return data.startswith(_PICKLE_SIGNATURES)
+
+
 def _kind(data: bytes) -> str:
     """What a file that is not a skops archive looks like, for the error message."""
-    if data[:1] == b"\x80" or data[:2] in (b"x\x9c", b"\x1f\x8b") or data[:3] == b"\xfd7z":
+    if _looks_pickled(data):
         return (
             " (it looks like a pickle or joblib file, which could run code when read: refused "
             'unread. To re-save a model file you wrote yourself and trust: python -c "import '
