@@ -1,0 +1,155 @@
+"""Teachers in isolation: what a teacher is handed, and what it can change.
+
+The privacy argument of every teacher-based estimator (Dwork & Feldman (2018),
+Section 2; Naor et al. (2023)) is that replacing one training row changes one
+teacher's output and nothing else. A teacher is user code, so this module keeps
+everything a teacher could reach from another teacher, or from the caller, out
+of its hands:
+
+- **Rows.** :func:`freeze_rows` turns a numeric array into one read-only copy
+  per query batch whose *owning* buffer is an immutable ``bytes`` object, so no
+  code can make it writeable again (``flags.writeable = True`` is refused);
+  :func:`handed_rows` gives a teacher such a frozen array as it is, and any
+  other input (a DataFrame, a sparse matrix, an object array) as a deep copy
+  of its own. A copy-on-write shallow copy of a DataFrame would not do:
+  scikit-learn may set its numpy buffer writeable and write through it.
+- **Warnings.** ``warnings.catch_warnings`` changes the process-wide filters, so
+  every section of the library that changes them holds :data:`WARNINGS_LOCK`;
+  a warning that *another* thread raises during such a section is captured too.
+- **Process-wide state.** :func:`teacher_call` runs one teacher's fit or answer
+  with its warnings captured, under a fixed floating-point error state, and
+  restores numpy's error state, scikit-learn's configuration and numpy's and
+  Python's global random states afterwards, so that a teacher that changes them
+  does not change what the next teacher computes.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import sklearn
+from scipy import sparse
+
+__all__ = [
+    "WARNINGS_LOCK",
+    "captured_warnings",
+    "freeze_rows",
+    "handed_rows",
+    "is_frozen",
+    "library_numerics",
+    "teacher_call",
+]
+
+#: Held around every section of the library that changes the warning filters.
+#: Re-entrant: a teacher fitted inside ``predict`` (an everlasting phase change)
+#: nests such sections.
+WARNINGS_LOCK = threading.RLock()
+
+
+@contextmanager
+def captured_warnings() -> Iterator[None]:
+    """Capture (and drop) every warning raised inside, under :data:`WARNINGS_LOCK`.
+
+    The filters are process-wide: a warning another thread raises while this
+    section runs is captured as well.
+    """
+    with WARNINGS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@contextmanager
+def library_numerics() -> Iterator[None]:
+    """The library's own floating-point state for numeric work on teacher outputs.
+
+    Every floating-point condition is ignored (the code tests finiteness
+    itself), whatever error state the caller set: no floating-point warning or
+    ``FloatingPointError`` depends on a teacher's output.
+    """
+    with np.errstate(all="ignore"):
+        yield
+
+
+@contextmanager
+def teacher_call() -> Iterator[None]:
+    """Run one teacher's ``fit`` or answer in isolation from the other teachers.
+
+    Inside: warnings captured (:func:`captured_warnings`), every floating-point
+    condition ignored. Afterwards numpy's error state, scikit-learn's
+    configuration (``sklearn.get_config``) and numpy's and Python's global
+    random states are what they were before, whatever the teacher did to them.
+    """
+    config = sklearn.get_config()
+    numpy_state = np.random.get_state()  # noqa: NPY002 - the global state a teacher may use
+    python_state = random.getstate()
+    with captured_warnings():
+        try:
+            with np.errstate(all="ignore"):
+                yield
+        finally:
+            if sklearn.get_config() != config:
+                sklearn.set_config(**config)
+            if not _same_numpy_state(np.random.get_state(), numpy_state):  # noqa: NPY002
+                np.random.set_state(numpy_state)  # noqa: NPY002
+            if random.getstate() != python_state:
+                random.setstate(python_state)
+
+
+def _same_numpy_state(now: tuple, before: tuple) -> bool:
+    return now[2:] == before[2:] and bool(np.array_equal(now[1], before[1]))
+
+
+def _owner(array: np.ndarray) -> Any:
+    """The object that finally owns the memory of ``array``."""
+    base: Any = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return base
+
+
+def is_frozen(X) -> bool:
+    """Whether ``X`` is a numeric array whose owning buffer is immutable ``bytes``."""
+    return (
+        isinstance(X, np.ndarray)
+        and X.dtype != object
+        and not X.flags.writeable
+        and isinstance(_owner(X), bytes)
+    )
+
+
+def freeze_rows(X):
+    """One read-only copy of a numeric array, which no code can make writeable.
+
+    The copy's owning buffer is a ``bytes`` object (immutable), so setting
+    ``flags.writeable = True`` on it or on any view of it is refused. Other
+    inputs (DataFrames, sparse matrices, object arrays) are returned as they
+    are: :func:`handed_rows` copies them for each teacher.
+    """
+    if not isinstance(X, np.ndarray) or X.dtype == object or is_frozen(X):
+        return X
+    frozen = np.frombuffer(np.ascontiguousarray(X).tobytes(), dtype=X.dtype)
+    return frozen.reshape(X.shape)
+
+
+def handed_rows(X):
+    """The rows one teacher is handed: a frozen array as it is, anything else deep-copied.
+
+    Whatever the teacher does to what it is handed (a scaler with
+    ``copy=False``, a write through a DataFrame's buffer) changes neither the
+    caller's rows nor what any other teacher is handed.
+    """
+    if is_frozen(X):
+        return X
+    if hasattr(X, "iloc"):
+        return X.copy(deep=True)
+    if sparse.issparse(X):
+        return X.copy()
+    if isinstance(X, np.ndarray):
+        return X.copy()
+    return X
