@@ -38,6 +38,7 @@ from scipy import sparse
 
 __all__ = [
     "WARNINGS_LOCK",
+    "ProcessState",
     "captured_warnings",
     "freeze_rows",
     "handed_rows",
@@ -76,33 +77,48 @@ def library_numerics() -> Iterator[None]:
         yield
 
 
+class ProcessState:
+    """A snapshot of the process-wide state a teacher may change, to restore after it.
+
+    scikit-learn's configuration (``sklearn.get_config``), numpy's and
+    Python's global random states. (numpy's error state is set and restored by
+    ``np.errstate`` in :func:`teacher_call`.) One snapshot may serve many
+    teachers in a row: after each, whatever changed is set back to it.
+    """
+
+    def __init__(self) -> None:
+        self.config = sklearn.get_config()
+        self.numpy = np.random.get_state()  # noqa: NPY002 - the global state a teacher may use
+        self.python = random.getstate()
+
+    def restore(self) -> None:
+        """Set back whatever differs from the snapshot."""
+        if sklearn.get_config() != self.config:
+            sklearn.set_config(**self.config)
+        now = np.random.get_state()  # noqa: NPY002
+        if now[2:] != self.numpy[2:] or not np.array_equal(now[1], self.numpy[1]):
+            np.random.set_state(self.numpy)  # noqa: NPY002
+        if random.getstate() != self.python:
+            random.setstate(self.python)
+
+
 @contextmanager
-def teacher_call() -> Iterator[None]:
+def teacher_call(state: ProcessState | None = None) -> Iterator[None]:
     """Run one teacher's ``fit`` or answer in isolation from the other teachers.
 
     Inside: warnings captured (:func:`captured_warnings`), every floating-point
     condition ignored. Afterwards numpy's error state, scikit-learn's
-    configuration (``sklearn.get_config``) and numpy's and Python's global
-    random states are what they were before, whatever the teacher did to them.
+    configuration and numpy's and Python's global random states are what they
+    were before (``state``, a :class:`ProcessState` taken before a run of
+    teachers, or a snapshot taken now), whatever the teacher did to them.
     """
-    config = sklearn.get_config()
-    numpy_state = np.random.get_state()  # noqa: NPY002 - the global state a teacher may use
-    python_state = random.getstate()
+    state = ProcessState() if state is None else state
     with captured_warnings():
         try:
             with np.errstate(all="ignore"):
                 yield
         finally:
-            if sklearn.get_config() != config:
-                sklearn.set_config(**config)
-            if not _same_numpy_state(np.random.get_state(), numpy_state):  # noqa: NPY002
-                np.random.set_state(numpy_state)  # noqa: NPY002
-            if random.getstate() != python_state:
-                random.setstate(python_state)
-
-
-def _same_numpy_state(now: tuple, before: tuple) -> bool:
-    return now[2:] == before[2:] and bool(np.array_equal(now[1], before[1]))
+            state.restore()
 
 
 def _owner(array: np.ndarray) -> Any:

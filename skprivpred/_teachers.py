@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_array
 
 from ._base import known_label_index
 from ._folding import FoldedLinear, fold_pipeline
-from ._isolation import freeze_rows, handed_rows, library_numerics, teacher_call
+from ._isolation import ProcessState, freeze_rows, handed_rows, library_numerics, teacher_call
 from ._trees import StackedTrees, is_stackable
 from .preprocessing import is_public
 
@@ -204,8 +204,9 @@ def _fit_batch(estimator, jobs: list, fallback=None) -> list:
     it) and trains on its own copy of its block (:func:`own_block`).
     """
     teachers = []
+    state = ProcessState()  # what every fit of this task starts from
     for seeds, X_part, y_part, y_index_part in jobs:
-        with teacher_call():
+        with teacher_call(state):
             teacher = clone(estimator)
             if seeds:
                 teacher.set_params(**seeds)
@@ -396,7 +397,13 @@ def _method(teacher, name: str) -> Callable[[Any], Any]:
 
 
 def isolated_rows(
-    teacher, name: str, X, convert: Callable[[Any, int], Any], fallback, dtype
+    teacher,
+    name: str,
+    X,
+    convert: Callable[[Any, int], Any],
+    fallback,
+    dtype,
+    state: ProcessState | None = None,
 ) -> np.ndarray:
     """:func:`teacher_rows` of ``teacher.<name>``, the teacher in isolation.
 
@@ -404,14 +411,15 @@ def isolated_rows(
     already frozen batch is used as it is), and the teacher answers inside
     :func:`~skprivpred._isolation.teacher_call`: its warnings captured, under
     the library's floating-point state, numpy's and scikit-learn's
-    process-wide state restored afterwards.
+    process-wide state restored afterwards (to ``state``, a snapshot shared
+    by a run of teachers, if given).
     """
     X = freeze_rows(X)
-    with teacher_call():
+    with teacher_call(state):
         return teacher_rows(_method(teacher, name), X, convert, fallback, dtype)
 
 
-def teacher_votes(teacher, X, classes: np.ndarray) -> np.ndarray:
+def teacher_votes(teacher, X, classes: np.ndarray, state: ProcessState | None = None) -> np.ndarray:
     """Index in ``classes`` of the label ``teacher.predict`` gives each row of ``X``.
 
     A row on which the teacher raises, or predicts a label outside ``classes``,
@@ -423,10 +431,10 @@ def teacher_votes(teacher, X, classes: np.ndarray) -> np.ndarray:
     def convert(labels, n_rows: int):
         return known_label_index(classes, one_per_row(labels, n_rows))
 
-    return isolated_rows(teacher, "predict", X, convert, FALLBACK_LABEL_INDEX, np.intp)
+    return isolated_rows(teacher, "predict", X, convert, FALLBACK_LABEL_INDEX, np.intp, state)
 
 
-def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
+def teacher_proba(teacher, X, classes: np.ndarray, state: ProcessState | None = None) -> np.ndarray:
     """``teacher.predict_proba`` on ``X`` in the columns of ``classes``, shape (n_rows, K).
 
     Each row is clipped to [0, 1] and normalised (a row that sums to zero
@@ -441,7 +449,7 @@ def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
         out = np.zeros((X.shape[0], n_classes))
         out[:, teacher.label_index] = 1.0
         return out
-    with teacher_call():  # its labels are read in isolation too
+    with teacher_call(state):  # its labels are read in isolation too
         try:
             columns, known = known_label_index(classes, np.asarray(teacher.classes_).reshape(-1))
             usable_labels = (
@@ -466,10 +474,10 @@ def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
         out[:, columns] = proba
         return out, usable
 
-    return isolated_rows(teacher, "predict_proba", X, convert, uniform, float)
+    return isolated_rows(teacher, "predict_proba", X, convert, uniform, float, state)
 
 
-def teacher_values(teacher, X, fallback: float) -> np.ndarray:
+def teacher_values(teacher, X, fallback: float, state: ProcessState | None = None) -> np.ndarray:
     """``teacher.predict`` on ``X`` as one float per row; ``fallback`` where it fails.
 
     A row on which the teacher raises, or predicts a non-finite value, gets
@@ -483,7 +491,7 @@ def teacher_values(teacher, X, fallback: float) -> np.ndarray:
         values = one_per_row(np.asarray(values, dtype=float), n_rows)
         return values, np.isfinite(values)
 
-    return isolated_rows(teacher, "predict", X, convert, fallback, float)
+    return isolated_rows(teacher, "predict", X, convert, fallback, float, state)
 
 
 def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray | None]:
@@ -527,8 +535,9 @@ def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
     X_block = freeze_rows(realign(X_block))  # once per task, for all its teachers
     counts = np.zeros((X_block.shape[0], len(classes)), dtype=np.int64)
     rows = np.arange(X_block.shape[0])  # distinct, so fancy "+=" adds once per row
+    state = ProcessState()  # what every teacher of this task answers from
     for teacher in teachers:
-        counts[rows, teacher_votes(teacher, X_block, classes)] += 1
+        counts[rows, teacher_votes(teacher, X_block, classes, state)] += 1
     return counts
 
 
@@ -859,8 +868,9 @@ class TeacherEnsemble:
         if self._trees is not None and X_trees is not None:
             fitted[:, [j for j, _ in self._tree_teachers]] = self._trees.votes(X_trees)
         X_frozen = freeze_rows(X) if other else X  # one copy for all teachers on their own
+        state = ProcessState() if other else None
         for j, teacher in other:
-            fitted[:, j] = teacher_votes(teacher, X_frozen, self.classes)
+            fitted[:, j] = teacher_votes(teacher, X_frozen, self.classes, state)
         if answered is not None:
             ids = self._fitted_ids
             out[np.ix_(np.flatnonzero(answered), ids)] = fitted[:, ids]

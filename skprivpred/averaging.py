@@ -15,7 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import check_noise_delta, resolve_classes
-from ._isolation import freeze_rows, library_numerics
+from ._isolation import ProcessState, freeze_rows, library_numerics
 from ._subsample import SubsampleMixin
 from ._teachers import (
     FALLBACK_LABEL_INDEX,
@@ -397,9 +397,10 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             return self._ensemble.vote_counts(X, n_jobs=self.n_jobs) / self.n_teachers_
         X = freeze_rows(X)  # one read-only copy that every teacher is handed
         total = np.zeros((X.shape[0], len(self.classes_)))
+        state = ProcessState()  # what every teacher answers from
         with library_numerics():
             for teacher in self._teachers:
-                total += teacher_proba(teacher, X, self.classes_)
+                total += teacher_proba(teacher, X, self.classes_, state)
             return total / self.n_teachers_
 
     def _teacher_means(self, X) -> np.ndarray:
@@ -699,8 +700,9 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         midpoint = fallback_value(self._y_bounds)
         X = freeze_rows(X)  # one read-only copy that every teacher is handed
         total = np.zeros(X.shape[0])
+        predict = partial(teacher_values, fallback=midpoint, state=ProcessState())
         with library_numerics():
-            for output in self._outputs.each(X, partial(teacher_values, fallback=midpoint)):
+            for output in self._outputs.each(X, predict):
                 total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
             return total / self.n_teachers_
 
