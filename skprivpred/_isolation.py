@@ -88,14 +88,14 @@ class ProcessState:
 
     def __init__(self) -> None:
         self.config = sklearn.get_config()
-        self.numpy = np.random.get_state()  # noqa: NPY002 - the global state a teacher may use
+        self.numpy: tuple = np.random.get_state(legacy=True)  # type: ignore[assignment]  # noqa: NPY002
         self.python = random.getstate()
 
     def restore(self) -> None:
         """Set back whatever differs from the snapshot."""
         if sklearn.get_config() != self.config:
             sklearn.set_config(**self.config)
-        now = np.random.get_state()  # noqa: NPY002
+        now: tuple = np.random.get_state(legacy=True)  # type: ignore[assignment]  # noqa: NPY002
         if now[2:] != self.numpy[2:] or not np.array_equal(now[1], self.numpy[1]):
             np.random.set_state(self.numpy)  # noqa: NPY002
         if random.getstate() != self.python:

@@ -643,7 +643,9 @@ class TeacherEnsemble:
         self.n_teachers = len(teachers)
         teachers, self._prefix = _shared_public_prefix(teachers)
         self._constant = []
-        linear, trees, self._other = [], [], []
+        linear: list[tuple[int, Any]] = []
+        trees: list[tuple[int, Any]] = []
+        self._other: list[tuple[int, Any]] = []
         for j, teacher in enumerate(teachers):
             if isinstance(teacher, ConstantTeacher):
                 self._constant.append((j, teacher.label_index))
