@@ -619,7 +619,6 @@ class _LinearStack:
     binary_groups: list  # ((label if <= 0, label if > 0), columns): binary teachers by label pair
     multi_blocks: list  # (first column, global label indices) per multi-class teacher
     teacher_ids: np.ndarray  # teacher of each vote column: binary ones, then multi-class
-    finite_intercepts: bool  # all intercepts finite (else scores are checked one by one)
 
 
 def _float_rows(X_block):
@@ -740,7 +739,6 @@ class TeacherEnsemble:
             ],
             multi_blocks=multi_blocks,
             teacher_ids=np.array([j for j, _ in binary + multi], dtype=np.intp),
-            finite_intercepts=bool(np.isfinite(np.concatenate(intercepts)).all()),
         )
 
     def _linear_input(self, X_block) -> tuple[Any, np.ndarray | None]:
@@ -971,7 +969,7 @@ class TeacherEnsemble:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
         raw = self._linear_scores(X_num, with_intercepts=False)
-        if not (np.isfinite(raw).all() and stack.finite_intercepts):
+        if not (np.isfinite(raw).all() and np.isfinite(stack.intercepts).all()):
             # A non-finite score is its teacher's fallback: count the votes one by one.
             votes = self._stacked_votes(X_num)
             for k in range(counts.shape[1]):
