@@ -42,6 +42,7 @@ __all__ = [
     "captured_warnings",
     "freeze_rows",
     "handed_rows",
+    "holds_warnings_lock",
     "is_frozen",
     "library_numerics",
     "teacher_call",
@@ -52,6 +53,18 @@ __all__ = [
 #: nests such sections.
 WARNINGS_LOCK = threading.RLock()
 
+# How deep the current thread is in sections that hold WARNINGS_LOCK.
+_HELD = threading.local()
+
+
+def holds_warnings_lock() -> bool:
+    """Whether the current thread runs inside :func:`captured_warnings`.
+
+    Teachers fitted or asked from such a section run in this thread: a joblib
+    worker *thread* could never take the lock this thread holds.
+    """
+    return getattr(_HELD, "depth", 0) > 0
+
 
 @contextmanager
 def captured_warnings() -> Iterator[None]:
@@ -60,9 +73,14 @@ def captured_warnings() -> Iterator[None]:
     The filters are process-wide: a warning another thread raises while this
     section runs is captured as well.
     """
-    with WARNINGS_LOCK, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+    with WARNINGS_LOCK:
+        _HELD.depth = getattr(_HELD, "depth", 0) + 1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        finally:
+            _HELD.depth -= 1
 
 
 @contextmanager

@@ -40,7 +40,14 @@ from sklearn.utils.validation import check_array
 
 from ._base import known_label_index
 from ._folding import FoldedLinear, fold_pipeline
-from ._isolation import ProcessState, freeze_rows, handed_rows, library_numerics, teacher_call
+from ._isolation import (
+    ProcessState,
+    freeze_rows,
+    handed_rows,
+    holds_warnings_lock,
+    library_numerics,
+    teacher_call,
+)
 from ._trees import StackedTrees, is_stackable
 from .preprocessing import is_public
 
@@ -241,10 +248,15 @@ def fit_teachers(
 
     The fits are grouped into about ``FIT_TASKS_PER_JOB`` joblib tasks per
     effective job (:func:`_fit_batch`), consecutive blocks together; the
-    grouping depends only on the number of teachers and of jobs.
+    grouping depends only on the number of teachers and of jobs. Called from
+    a section that holds the warnings lock (a candidate of a private search),
+    the fits run in the calling thread: a joblib worker thread could never
+    take that lock.
     """
     if fallback is not None and not isinstance(fallback, ConstantTeacher):
         fallback = ConstantTeacher(fallback)
+    if holds_warnings_lock():  # (a fit inside a captured section: joblib threads would wait)
+        n_jobs = 1
     keys = _seed_keys(estimator)
     seeds = [{key: int(rng.integers(0, 2**31 - 1)) for key in keys} for _ in parts]
     per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
@@ -937,6 +949,8 @@ class TeacherEnsemble:
         bounded by the blocks in flight, never rows x teachers.
         """
         teachers = [teacher for _, teacher in other]
+        if holds_warnings_lock():  # (asked inside a captured section: stay in this thread)
+            n_jobs = 1
         X = freeze_rows(X)  # one read-only copy that every teacher is handed
         n_rows = X.shape[0]
         block_rows = VOTE_BLOCK_ROWS
