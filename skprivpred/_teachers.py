@@ -657,12 +657,13 @@ class TeacherEnsemble:
         linear: list[tuple[int, Any]] = []
         trees: list[tuple[int, Any]] = []
         self._other: list[tuple[int, Any]] = []
+        state = ProcessState()  # what every teacher is read from
         for j, teacher in enumerate(teachers):
             if isinstance(teacher, ConstantTeacher):
                 self._constant.append((j, teacher.label_index))
                 continue
             try:  # every read of a fitted teacher is in isolation; a failure: own predict
-                with teacher_call():
+                with teacher_call(state):
                     kind, model = self._kind(teacher)
             except Exception:  # noqa: BLE001 - reading a fitted teacher may raise
                 kind, model = "other", teacher
@@ -675,7 +676,7 @@ class TeacherEnsemble:
         self._trees = None
         if trees:
             try:
-                with teacher_call():
+                with teacher_call(state):
                     self._trees = StackedTrees([t for _, t in trees], classes)
             except Exception:  # noqa: BLE001 - the trees then vote through their own predict
                 self._other += trees
