@@ -791,6 +791,39 @@ class TeacherEnsemble:
                 scores += stack.intercepts
         return scores
 
+    def _score_scale(self) -> tuple[float, float]:
+        """Largest column sum of ``|weights|`` and largest ``|intercept|`` (cached)."""
+        scale = self.__dict__.get("_scale")
+        if scale is None:
+            stack = self._stack
+            assert stack is not None  # called only when there are linear teachers
+            with library_numerics():
+                scale = (
+                    float(np.abs(stack.weights).sum(axis=0).max()),
+                    float(np.abs(stack.intercepts).max()),
+                )
+            self._scale = scale
+        return scale
+
+    def _scores_finite(self, X_num, raw: np.ndarray) -> bool:
+        """Whether every stacked score (``raw`` plus intercepts) is finite.
+
+        ``|x . w + b| <= max|x| * sum|w| + |b|``: when the rows are narrower
+        than the stack, that bound (one pass over the rows) proves it below
+        ``1e300`` in most batches, and the scores are not scanned; otherwise
+        they are tested one by one.
+        """
+        stack = self._stack
+        assert stack is not None  # called only when there are linear teachers
+        weights, intercept = self._score_scale()
+        if X_num.shape[1] < raw.shape[1] and np.isfinite(weights) and np.isfinite(intercept):
+            data = X_num.data if sparse.issparse(X_num) else X_num
+            largest = max(float(data.max()), -float(data.min())) if data.size else 0.0
+            with library_numerics():
+                if largest * weights + intercept < 1e300:
+                    return True
+        return bool(np.isfinite(raw).all() and np.isfinite(stack.intercepts).all())
+
     def _linear_votes(self, X_block) -> np.ndarray:
         """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
         stack = self._stack
@@ -984,7 +1017,7 @@ class TeacherEnsemble:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
         raw = self._linear_scores(X_num, with_intercepts=False)
-        if not (np.isfinite(raw).all() and np.isfinite(stack.intercepts).all()):
+        if not self._scores_finite(X_num, raw):
             # A non-finite score is its teacher's fallback: count the votes one by one.
             votes = self._stacked_votes(X_num)
             for k in range(counts.shape[1]):
