@@ -15,13 +15,14 @@ from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
-from sklearn.tree import DecisionTreeClassifier
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.metaestimators import available_if
 
 from skprivpred import (
     PrivateEverlastingClassifier,
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
+    SubsampleAverageRegressor,
 )
 from skprivpred.preprocessing import PublicScaler
 
@@ -45,6 +46,20 @@ def test_1_teachers_never_write_the_callers_array_or_each_others_rows():
     np.testing.assert_array_equal(query, before)  # the caller's array comes back unchanged
     alone = [t.predict(before.copy()) for t in clf._teachers]  # each teacher on its own copy
     np.testing.assert_array_equal(votes, np.column_stack(alone))
+
+
+def test_1_regression_teachers_each_answer_their_own_copy():
+    X, y = _data()
+    teacher = make_pipeline(StandardScaler(copy=False), DecisionTreeRegressor(max_depth=3))
+    reg = SubsampleAverageRegressor(
+        teacher, n_teachers=10, y_bounds=(0.0, 1.0), random_state=0
+    ).fit(X, y.astype(float))
+    query = np.array([[0.5, 0.5], [-1.0, 2.0]])
+    before = query.copy()
+    average = reg._raw_score(query)
+    np.testing.assert_array_equal(query, before)
+    alone = np.mean([np.clip(t.predict(before.copy()), 0, 1) for t in reg._teachers], axis=0)
+    np.testing.assert_allclose(average, alone)
 
 
 def test_1_the_everlasting_pool_keeps_the_callers_rows():
