@@ -529,6 +529,15 @@ def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray 
     return (concat_rows([output for _, output in pieces]) if pieces else None), answered
 
 
+def _largest_magnitude(X) -> float:
+    """``max |x|`` over the entries of a float array or CSR matrix (NaN if one is NaN)."""
+    data = X.data if sparse.issparse(X) else X
+    if data.size == 0:
+        return 0.0
+    with np.errstate(all="ignore"):
+        return max(float(data.max()), -float(data.min()))
+
+
 def finite_rows(X) -> np.ndarray:
     """Boolean mask of the rows of a float array or CSR matrix with only finite entries."""
     if sparse.issparse(X):
@@ -754,25 +763,28 @@ class TeacherEnsemble:
             teacher_ids=np.array([j for j, _ in binary + multi], dtype=np.intp),
         )
 
-    def _linear_input(self, X_block) -> tuple[Any, np.ndarray | None]:
-        """``X_block`` as floats for the stacked product, and the rows it holds (None: all).
+    def _linear_input(self, X_block) -> tuple[Any, np.ndarray | None, float]:
+        """``X_block`` as floats for the stacked product, the rows it holds (None: all), max |x|.
 
         A linear teacher's ``predict`` refuses a row that does not convert to
         finite floats (a string in an object array, a non-finite output of the
         shared prefix): such a row is left out, and every linear teacher votes
         :data:`FALLBACK_LABEL_INDEX` for it, as its own ``predict`` would have
-        raised. One conversion and one finiteness test when every row is fine.
+        raised. One conversion and one pass (the largest magnitude, finite
+        only when every entry is) when every row is fine.
         """
         X_num, answered = transform_rows(_float_rows, X_block)
         if X_num is None:
-            return None, answered
+            return None, answered, 0.0
+        largest = _largest_magnitude(X_num)
+        if np.isfinite(largest):
+            return X_num, answered, largest
         finite = finite_rows(X_num)
-        if finite.all():
-            return X_num, answered
         kept = np.flatnonzero(answered) if answered is not None else np.arange(X_block.shape[0])
         answered = np.zeros(X_block.shape[0], dtype=bool)
         answered[kept[finite]] = True
-        return X_num[finite], answered
+        X_num = X_num[finite]
+        return X_num, answered, _largest_magnitude(X_num)
 
     def _linear_scores(self, X_num, *, with_intercepts: bool = True) -> np.ndarray:
         """Decision scores of all linear teachers at once: one matrix product.
@@ -805,30 +817,27 @@ class TeacherEnsemble:
             self._scale = scale
         return scale
 
-    def _scores_finite(self, X_num, raw: np.ndarray) -> bool:
+    def _scores_finite(self, largest: float, raw: np.ndarray) -> bool:
         """Whether every stacked score (``raw`` plus intercepts) is finite.
 
-        ``|x . w + b| <= max|x| * sum|w| + |b|``: when the rows are narrower
-        than the stack, that bound (one pass over the rows) proves it below
-        ``1e300`` in most batches, and the scores are not scanned; otherwise
-        they are tested one by one.
+        ``|x . w + b| <= max|x| * sum|w| + |b|``, with ``largest`` the rows'
+        ``max|x|`` (:meth:`_linear_input`): below ``1e300`` in most batches, it
+        proves every score finite without scanning them; otherwise they are
+        tested one by one.
         """
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
         weights, intercept = self._score_scale()
-        if X_num.shape[1] < raw.shape[1] and np.isfinite(weights) and np.isfinite(intercept):
-            data = X_num.data if sparse.issparse(X_num) else X_num
-            largest = max(float(data.max()), -float(data.min())) if data.size else 0.0
-            with library_numerics():
-                if largest * weights + intercept < 1e300:
-                    return True
+        with library_numerics():
+            if largest * weights + intercept < 1e300:  # (False for a non-finite scale)
+                return True
         return bool(np.isfinite(raw).all() and np.isfinite(stack.intercepts).all())
 
     def _linear_votes(self, X_block) -> np.ndarray:
         """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        X_num, answered = self._linear_input(X_block)
+        X_num, answered, _ = self._linear_input(X_block)
         if answered is None:
             return self._stacked_votes(X_num)
         votes = np.full(
@@ -1003,21 +1012,21 @@ class TeacherEnsemble:
     def _add_linear_votes(self, counts: np.ndarray, X_block) -> None:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        X_num, answered = self._linear_input(X_block)
+        X_num, answered, largest = self._linear_input(X_block)
         if answered is None:
-            self._add_stacked_votes(counts, X_num)
+            self._add_stacked_votes(counts, X_num, largest)
             return
         counts[~answered, FALLBACK_LABEL_INDEX] += len(stack.teacher_ids)
         if X_num is not None:
             answered_counts = np.zeros((X_num.shape[0], counts.shape[1]), dtype=counts.dtype)
-            self._add_stacked_votes(answered_counts, X_num)
+            self._add_stacked_votes(answered_counts, X_num, largest)
             counts[answered] += answered_counts
 
-    def _add_stacked_votes(self, counts: np.ndarray, X_num) -> None:
+    def _add_stacked_votes(self, counts: np.ndarray, X_num, largest: float) -> None:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
         raw = self._linear_scores(X_num, with_intercepts=False)
-        if not self._scores_finite(X_num, raw):
+        if not self._scores_finite(largest, raw):
             # A non-finite score is its teacher's fallback: count the votes one by one.
             votes = self._stacked_votes(X_num)
             for k in range(counts.shape[1]):
