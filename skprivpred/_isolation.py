@@ -84,16 +84,15 @@ def captured_warnings() -> Iterator[None]:
             _HELD.depth -= 1
 
 
-@contextmanager
-def library_numerics() -> Iterator[None]:
+def library_numerics() -> np.errstate:
     """The library's own floating-point state for numeric work on teacher outputs.
 
-    Every floating-point condition is ignored (the code tests finiteness
-    itself), whatever error state the caller set: no floating-point warning or
-    ``FloatingPointError`` depends on a teacher's output.
+    A context manager: every floating-point condition is ignored (the code
+    tests finiteness itself), whatever error state the caller set, so no
+    floating-point warning or ``FloatingPointError`` depends on a teacher's
+    output.
     """
-    with np.errstate(all="ignore"):
-        yield
+    return np.errstate(all="ignore")
 
 
 class ProcessState:

@@ -828,9 +828,8 @@ class TeacherEnsemble:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
         weights, intercept = self._score_scale()
-        with library_numerics():
-            if largest * weights + intercept < 1e300:  # (False for a non-finite scale)
-                return True
+        if largest * weights + intercept < 1e300:  # Python floats: never raises; False if NaN
+            return True
         return bool(np.isfinite(raw).all() and np.isfinite(stack.intercepts).all())
 
     def _linear_votes(self, X_block) -> np.ndarray:
