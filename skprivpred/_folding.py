@@ -12,8 +12,9 @@ row, up to floating-point rounding in the last bits of the score).
 Affine steps: ``StandardScaler``, ``MinMaxScaler`` (without ``clip``),
 ``MaxAbsScaler``, ``FunctionTransformer()`` without a function, ``"passthrough"``
 (or ``None``), a ``Pipeline`` of those, and a ``ColumnTransformer`` of those over
-disjoint columns with ``remainder`` ``"passthrough"`` or ``"drop"``. Anything
-else (trees, encoders, non-linear maps) is left to the teacher's own ``predict``.
+disjoint columns with ``remainder`` ``"passthrough"`` or ``"drop"``, each of exactly
+that class (a user's subclass may compute anything). Anything else (trees,
+encoders, non-linear maps, subclasses) is left to the teacher's own ``predict``.
 """
 
 from __future__ import annotations
@@ -62,24 +63,24 @@ def _step_map(step, n_in: int, names) -> _Affine | None:
     """The affine map of one fitted step on ``n_in`` columns, or None if it is not affine."""
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return _Affine.identity(n_in)
-    if isinstance(step, Pipeline):
+    if type(step) is Pipeline:
         return _pipeline_map(step.steps, n_in, names)
-    if isinstance(step, FunctionTransformer):
+    if type(step) is FunctionTransformer:
         return _Affine.identity(n_in) if step.func is None else None
-    if isinstance(step, StandardScaler):
+    if type(step) is StandardScaler:
         # mean_ is computed even when with_mean=False; only the flags say what transform does.
         scale = 1.0 / np.asarray(step.scale_, float) if step.with_std else np.ones(n_in)
         mean = np.asarray(step.mean_, float) if step.with_mean else np.zeros(n_in)
         return _Affine(np.arange(n_in), scale, -mean * scale)
-    if isinstance(step, MinMaxScaler):
+    if type(step) is MinMaxScaler:
         if step.clip:
             return None
         return _Affine(
             np.arange(n_in), np.asarray(step.scale_, float), np.asarray(step.min_, float)
         )
-    if isinstance(step, MaxAbsScaler):
+    if type(step) is MaxAbsScaler:
         return _Affine(np.arange(n_in), 1.0 / np.asarray(step.scale_, float), np.zeros(n_in))
-    if isinstance(step, ColumnTransformer):
+    if type(step) is ColumnTransformer:
         return _column_map(step, n_in, names)
     return None
 
@@ -147,14 +148,14 @@ def fold_pipeline(pipeline: Pipeline, linear_types: tuple) -> FoldedLinear | Non
     pipeline : Pipeline
         A fitted pipeline whose last step is an instance of ``linear_types``.
     linear_types : tuple of type
-        The linear classifiers the ensemble stacks.
+        The linear classifiers the ensemble stacks (matched by exact type).
 
     Returns
     -------
     FoldedLinear or None
     """
     final = pipeline.steps[-1][1]
-    if not isinstance(final, linear_types) or not hasattr(pipeline, "n_features_in_"):
+    if type(final) not in linear_types or not hasattr(pipeline, "n_features_in_"):
         return None
     coef = np.atleast_2d(np.asarray(final.coef_))
     if coef.dtype.kind not in "fi":  # a sparse coefficient matrix is left alone

@@ -56,54 +56,6 @@ def _refuse_non_scalar_entries(X) -> None:
         )
 
 
-def numeric_columns(X) -> np.ndarray:
-    """Which columns of the training data hold numbers: part of the public schema.
-
-    Read from the dtypes (a DataFrame's columns, an array's one dtype), never
-    from the values: a column is numeric when its dtype is a number or a
-    boolean.
-    """
-    if hasattr(X, "dtypes"):
-        return np.array([dtype.kind in "biuf" for dtype in X.dtypes], dtype=bool)
-    dtype = X.dtype
-    return np.full(X.shape[1], dtype.kind in "biuf", dtype=bool)
-
-
-def _refuse_non_numbers(X, numeric: np.ndarray, names) -> None:
-    """Refuse a query whose entry in a column that was numeric at fit is not a number.
-
-    A public check (the schema and the query only), made before any charge:
-    left to the teachers, such a row would get their fallback votes instead,
-    and be charged for an answer to a question the schema rules out. Only
-    columns stored as objects are converted; numeric columns pass at once.
-
-    Raises
-    ------
-    ValueError
-        Naming the column.
-    """
-    if not numeric.any():
-        return
-    if hasattr(X, "dtypes"):
-        columns = [
-            (j, X.iloc[:, j]) for j in np.flatnonzero(numeric) if X.dtypes.iloc[j].kind == "O"
-        ]
-    elif isinstance(X, np.ndarray) and X.dtype == object:
-        columns = [(j, X[:, j]) for j in np.flatnonzero(numeric)]
-    else:
-        return
-    for j, column in columns:
-        try:
-            np.asarray(column, dtype=np.float64)
-        except (TypeError, ValueError):
-            name = f"column {names[j]!r}" if names is not None else f"column {j}"
-            raise ValueError(
-                f"X holds an entry that is not a number in {name}, which held numbers when "
-                "the estimator was fitted; pass numbers there (or fit on data whose column "
-                "holds the values you will query)."
-            ) from None
-
-
 class SubsampleMixin(PrivatePredictorMixin):
     """Shared ``fit`` steps and query validation of subsample-and-aggregate estimators.
 
@@ -136,9 +88,7 @@ class SubsampleMixin(PrivatePredictorMixin):
         )
         y = finite_target_column(y)
         _refuse_non_scalar_entries(X_checked)
-        X = keep_frame(X, X_checked)
-        self._numeric_columns = numeric_columns(X)
-        return X, y
+        return keep_frame(X, X_checked), y
 
     @staticmethod
     def _check_n_teachers(n_teachers: int, n_samples: int) -> None:
@@ -196,11 +146,9 @@ class SubsampleMixin(PrivatePredictorMixin):
             ensure_all_finite=True,
         )
         _refuse_non_scalar_entries(X_checked)
-        X = keep_frame(X, X_checked)
-        numeric = self.__dict__.get("_numeric_columns")
-        if numeric is not None:  # (absent from estimators fitted by older versions)
-            _refuse_non_numbers(X, numeric, getattr(self, "feature_names_in_", None))
-        return X
+        # Nothing inferred from the training rows (a column's dtype, its categories, its
+        # range) refuses a query: an entry a teacher cannot read is that teacher's fallback.
+        return keep_frame(X, X_checked)
 
     def _teacher_votes(self, X) -> tuple[np.ndarray, list[np.ndarray]]:
         """Each teacher's vote at ``X`` and the training rows it was fitted on.

@@ -31,14 +31,23 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
-from sklearn import config_context, linear_model
+from sklearn import linear_model
 from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
 from ._base import known_label_index
-from ._folding import fold_pipeline
+from ._folding import FoldedLinear, fold_pipeline
+from ._isolation import (
+    ProcessState,
+    freeze_rows,
+    handed_rows,
+    holds_warnings_lock,
+    library_numerics,
+    teacher_call,
+)
 from ._trees import StackedTrees, is_stackable
 from .preprocessing import is_public
 
@@ -155,13 +164,28 @@ def realign(data):
     return data
 
 
+def own_block(X_part):
+    """A teacher's training block as its own copy, with dtypes read from the block alone.
+
+    Arrays and sparse matrices cut by :func:`take_rows` are already new
+    objects; a DataFrame is deep-copied (a copy-on-write shallow copy shares
+    the buffer that scikit-learn may write through) and its dtypes are
+    re-inferred from its own rows (``DataFrame.infer_objects``): a column that
+    is ``object`` in the whole training set only because of rows of another
+    block becomes numeric again, so no dtype depends on rows outside the block.
+    """
+    if hasattr(X_part, "iloc"):
+        return X_part.copy(deep=True).infer_objects()
+    return realign(X_part)
+
+
 def _fit_one(estimator, X_part, y_part, y_index_part, fallback: ConstantTeacher | None = None):
     if y_index_part is not None and np.unique(y_index_part).size == 1:
         return ConstantTeacher(y_index_part[0])
     if fallback is None:
-        return estimator.fit(realign(X_part), realign(y_part))
+        return estimator.fit(own_block(X_part), realign(y_part))
     try:
-        return estimator.fit(realign(X_part), realign(y_part))
+        return estimator.fit(own_block(X_part), realign(y_part))
     except Exception:  # noqa: BLE001 - whether a fit fails depends on the block's rows
         return fallback
 
@@ -179,20 +203,21 @@ def _fit_batch(estimator, jobs: list, fallback=None) -> list:
     """Fit one clone of ``estimator`` per job (one joblib task for many teachers).
 
     Each job is ``(seeds, X_part, y_part, y_index_part)``; ``seeds`` set the
-    clone's unset ``random_state`` parameters. The clones differ only in these
-    integer seeds, so once one clone's ``fit`` has validated the parameters,
-    the next fits skip scikit-learn's parameter validation
-    (``skip_parameter_validation``); the data are validated by every fit.
+    clone's unset ``random_state`` parameters. Every fit validates its
+    parameters and data (no fit's configuration depends on whether another
+    block fitted), runs inside :func:`~skprivpred._isolation.teacher_call`
+    (its warnings captured here, in the joblib worker; numpy's error state,
+    scikit-learn's configuration and the global random states restored after
+    it) and trains on its own copy of its block (:func:`own_block`).
     """
     teachers = []
-    validated = False
+    state = ProcessState()  # what every fit of this task starts from
     for seeds, X_part, y_part, y_index_part in jobs:
-        teacher = clone(estimator)
-        if seeds:
-            teacher.set_params(**seeds)
-        with config_context(skip_parameter_validation=validated):
+        with teacher_call(state):
+            teacher = clone(estimator)
+            if seeds:
+                teacher.set_params(**seeds)
             fitted = _fit_one(teacher, X_part, y_part, y_index_part, fallback)
-        validated = validated or fitted is teacher
         teachers.append(fitted)
     return teachers
 
@@ -223,10 +248,15 @@ def fit_teachers(
 
     The fits are grouped into about ``FIT_TASKS_PER_JOB`` joblib tasks per
     effective job (:func:`_fit_batch`), consecutive blocks together; the
-    grouping depends only on the number of teachers and of jobs.
+    grouping depends only on the number of teachers and of jobs. Called from
+    a section that holds the warnings lock (a candidate of a private search),
+    the fits run in the calling thread: a joblib worker thread could never
+    take that lock.
     """
     if fallback is not None and not isinstance(fallback, ConstantTeacher):
         fallback = ConstantTeacher(fallback)
+    if holds_warnings_lock():  # (a fit inside a captured section: joblib threads would wait)
+        n_jobs = 1
     keys = _seed_keys(estimator)
     seeds = [{key: int(rng.integers(0, 2**31 - 1)) for key in keys} for _ in parts]
     per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
@@ -361,7 +391,47 @@ def one_per_row(output, n_rows: int) -> np.ndarray:
     return output
 
 
-def teacher_votes(teacher, X, classes: np.ndarray) -> np.ndarray:
+def _method(teacher, name: str) -> Callable[[Any], Any]:
+    """``teacher.<name>`` called on the teacher's own rows, looked up at each call.
+
+    The attribute lookup happens inside the call, so inside the guard of
+    :func:`answered_pieces`: whether a fitted teacher *has* ``predict_proba``
+    (a search that chose an estimator without it) depends on its rows, and
+    raising there makes the row that teacher's fallback. The teacher is handed
+    :func:`~skprivpred._isolation.handed_rows` of the block: it can change
+    neither the caller's rows nor another teacher's.
+    """
+
+    def call(block):
+        return getattr(teacher, name)(handed_rows(block))
+
+    return call
+
+
+def isolated_rows(
+    teacher,
+    name: str,
+    X,
+    convert: Callable[[Any, int], Any],
+    fallback,
+    dtype,
+    state: ProcessState | None = None,
+) -> np.ndarray:
+    """:func:`teacher_rows` of ``teacher.<name>``, the teacher in isolation.
+
+    The batch is frozen once (:func:`~skprivpred._isolation.freeze_rows`; an
+    already frozen batch is used as it is), and the teacher answers inside
+    :func:`~skprivpred._isolation.teacher_call`: its warnings captured, under
+    the library's floating-point state, numpy's and scikit-learn's
+    process-wide state restored afterwards (to ``state``, a snapshot shared
+    by a run of teachers, if given).
+    """
+    X = freeze_rows(X)
+    with teacher_call(state):
+        return teacher_rows(_method(teacher, name), X, convert, fallback, dtype)
+
+
+def teacher_votes(teacher, X, classes: np.ndarray, state: ProcessState | None = None) -> np.ndarray:
     """Index in ``classes`` of the label ``teacher.predict`` gives each row of ``X``.
 
     A row on which the teacher raises, or predicts a label outside ``classes``,
@@ -373,10 +443,10 @@ def teacher_votes(teacher, X, classes: np.ndarray) -> np.ndarray:
     def convert(labels, n_rows: int):
         return known_label_index(classes, one_per_row(labels, n_rows))
 
-    return teacher_rows(teacher.predict, X, convert, FALLBACK_LABEL_INDEX, np.intp)
+    return isolated_rows(teacher, "predict", X, convert, FALLBACK_LABEL_INDEX, np.intp, state)
 
 
-def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
+def teacher_proba(teacher, X, classes: np.ndarray, state: ProcessState | None = None) -> np.ndarray:
     """``teacher.predict_proba`` on ``X`` in the columns of ``classes``, shape (n_rows, K).
 
     Each row is clipped to [0, 1] and normalised (a row that sums to zero
@@ -391,11 +461,15 @@ def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
         out = np.zeros((X.shape[0], n_classes))
         out[:, teacher.label_index] = 1.0
         return out
-    try:
-        columns, known = known_label_index(classes, np.asarray(teacher.classes_).reshape(-1))
-    except Exception:  # noqa: BLE001 - a custom teacher's labels may not compare at all
-        columns, known = np.zeros(0, dtype=np.intp), np.zeros(0, dtype=bool)
-    if columns.size == 0 or not known.all() or np.unique(columns).size != columns.size:
+    with teacher_call(state):  # its labels are read in isolation too
+        try:
+            columns, known = known_label_index(classes, np.asarray(teacher.classes_).reshape(-1))
+            usable_labels = (
+                columns.size > 0 and known.all() and np.unique(columns).size == columns.size
+            )
+        except Exception:  # noqa: BLE001 - a custom teacher's labels may not compare at all
+            usable_labels = False
+    if not usable_labels:
         return np.tile(uniform, (X.shape[0], 1))
 
     def convert(proba, n_rows: int):
@@ -412,10 +486,10 @@ def teacher_proba(teacher, X, classes: np.ndarray) -> np.ndarray:
         out[:, columns] = proba
         return out, usable
 
-    return teacher_rows(teacher.predict_proba, X, convert, uniform, float)
+    return isolated_rows(teacher, "predict_proba", X, convert, uniform, float, state)
 
 
-def teacher_values(teacher, X, fallback: float) -> np.ndarray:
+def teacher_values(teacher, X, fallback: float, state: ProcessState | None = None) -> np.ndarray:
     """``teacher.predict`` on ``X`` as one float per row; ``fallback`` where it fails.
 
     A row on which the teacher raises, or predicts a non-finite value, gets
@@ -429,7 +503,7 @@ def teacher_values(teacher, X, fallback: float) -> np.ndarray:
         values = one_per_row(np.asarray(values, dtype=float), n_rows)
         return values, np.isfinite(values)
 
-    return teacher_rows(teacher.predict, X, convert, fallback, float)
+    return isolated_rows(teacher, "predict", X, convert, fallback, float, state)
 
 
 def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray | None]:
@@ -455,6 +529,15 @@ def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray 
     return (concat_rows([output for _, output in pieces]) if pieces else None), answered
 
 
+def _largest_magnitude(X) -> float:
+    """``max |x|`` over the entries of a float array or CSR matrix (NaN if one is NaN)."""
+    data = X.data if sparse.issparse(X) else X
+    if data.size == 0:
+        return 0.0
+    with np.errstate(all="ignore"):
+        return max(float(data.max()), -float(data.min()))
+
+
 def finite_rows(X) -> np.ndarray:
     """Boolean mask of the rows of a float array or CSR matrix with only finite entries."""
     if sparse.issparse(X):
@@ -470,34 +553,75 @@ def finite_rows(X) -> np.ndarray:
 
 def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
     """Votes per label of ``teachers`` on the rows ``X_block`` (one joblib task)."""
-    X_block = realign(X_block)
+    X_block = freeze_rows(realign(X_block))  # once per task, for all its teachers
     counts = np.zeros((X_block.shape[0], len(classes)), dtype=np.int64)
     rows = np.arange(X_block.shape[0])  # distinct, so fancy "+=" adds once per row
+    state = ProcessState()  # what every teacher of this task answers from
     for teacher in teachers:
-        counts[rows, teacher_votes(teacher, X_block, classes)] += 1
+        counts[rows, teacher_votes(teacher, X_block, classes, state)] += 1
     return counts
+
+
+def _resolved_layout(step) -> Any:
+    """What a fitted public step computes besides its parameters: the columns it resolved.
+
+    A ``ColumnTransformer`` resolves its column specifications (a callable
+    selector such as ``make_column_selector`` reads the dtypes of the rows it
+    is fitted on) into the column lists of ``transformers_``; two clones with
+    equal parameters compute the same function only when these lists are
+    equal too. Nested pipelines and column transformers are followed.
+    """
+    if type(step) is Pipeline:
+        return [_resolved_layout(sub) for _, sub in step.steps]
+    if type(step) is ColumnTransformer:
+        return [
+            (name, _resolved_layout(sub), np.asarray(columns).tolist())
+            for name, sub, columns in step.transformers_
+        ]
+    return type(step).__qualname__
+
+
+def _provably_shared_first_step(fitted: list) -> bool:
+    """Whether every fitted teacher's first step is the same public function."""
+    if not all(type(t) is Pipeline and len(t.steps) > 1 for t in fitted):
+        return False
+    firsts = [t.steps[0][1] for t in fitted]
+    same = repr(firsts[0].get_params(deep=True))
+    layout = _resolved_layout(firsts[0])
+    return all(
+        is_public(step)
+        and repr(step.get_params(deep=True)) == same
+        and _resolved_layout(step) == layout
+        for step in firsts
+    )
 
 
 def _shared_public_prefix(teachers: list) -> tuple[list, Any]:
     """Split off the data-independent first step that every fitted teacher shares.
 
-    When every teacher that is not a constant is a ``Pipeline`` whose first step
-    is public (:func:`~skprivpred.preprocessing.is_public`: it computes the same
-    function whatever rows it saw) with the same parameters, that step is
-    applied once per query batch and the teachers keep the rest of their
-    pipeline (which may then join the stacked linear votes).
+    When every teacher that is not a constant is a ``Pipeline`` whose first
+    step is public (:func:`~skprivpred.preprocessing.is_public`: it computes
+    the same function whatever rows it saw), with the same parameters and the
+    same resolved columns (:func:`_resolved_layout`), that step is applied
+    once per query batch and the teachers keep the rest of their pipeline
+    (which may then join the stacked linear votes). Otherwise every teacher
+    keeps its own first step: a step shared by all must be provably the same
+    for all, never one teacher's. The teachers are read in isolation
+    (:func:`~skprivpred._isolation.teacher_call`); anything raised there means
+    no sharing.
     """
     fitted = [t for t in teachers if not isinstance(t, ConstantTeacher)]
-    if not fitted or not all(isinstance(t, Pipeline) and len(t.steps) > 1 for t in fitted):
+    if not fitted:
         return teachers, None
-    first = fitted[0].steps[0][1]
-    same = repr(first.get_params(deep=True)) if hasattr(first, "get_params") else None
-    for teacher in fitted:
-        step = teacher.steps[0][1]
-        if not is_public(step) or repr(step.get_params(deep=True)) != same:
-            return teachers, None
+    try:
+        with teacher_call():
+            shared = _provably_shared_first_step(fitted)
+    except Exception:  # noqa: BLE001 - reading a fitted teacher may raise
+        shared = False
+    if not shared:
+        return teachers, None
     rest = [t if isinstance(t, ConstantTeacher) else _tail(t) for t in teachers]
-    return rest, first
+    return rest, fitted[0].steps[0][1]
 
 
 def _tail(pipeline: Pipeline):
@@ -539,27 +663,67 @@ class TeacherEnsemble:
         self.n_teachers = len(teachers)
         teachers, self._prefix = _shared_public_prefix(teachers)
         self._constant = []
-        linear, trees, self._other = [], [], []
+        linear: list[tuple[int, Any]] = []
+        trees: list[tuple[int, Any]] = []
+        self._other: list[tuple[int, Any]] = []
+        state = ProcessState()  # what every teacher is read from
         for j, teacher in enumerate(teachers):
             if isinstance(teacher, ConstantTeacher):
                 self._constant.append((j, teacher.label_index))
-            elif isinstance(teacher, LINEAR_TEACHER_TYPES) and not sparse.issparse(teacher.coef_):
-                linear.append((j, teacher))
-            elif isinstance(teacher, Pipeline) and (
-                folded := fold_pipeline(teacher, LINEAR_TEACHER_TYPES)
-            ):
-                linear.append((j, folded))  # affine preprocessing folded into the weights
-            elif is_stackable(teacher, classes):
-                trees.append((j, teacher))
-            else:
-                self._other.append((j, teacher))
-        # A teacher with a label outside `classes` votes through its own predict, where
-        # such a vote becomes the fallback.
-        self._other += [(j, teachers[j]) for j, t in linear if not self._knows_labels(t)]
-        linear = [(j, t) for j, t in linear if self._knows_labels(t)]
+                continue
+            try:  # every read of a fitted teacher is in isolation; a failure: own predict
+                with teacher_call(state):
+                    kind, model = self._kind(teacher)
+            except Exception:  # noqa: BLE001 - reading a fitted teacher may raise
+                kind, model = "other", teacher
+            {"linear": linear, "tree": trees, "other": self._other}[kind].append((j, model))
+        if linear:  # one width for the stacked product; any other votes by its own predict
+            width = linear[0][1].coef_.shape[1]
+            self._other += [(j, teachers[j]) for j, t in linear if t.coef_.shape[1] != width]
+            linear = [(j, t) for j, t in linear if t.coef_.shape[1] == width]
         self._stack = self._build_stack(linear) if linear else None
-        self._trees = StackedTrees([t for _, t in trees], classes) if trees else None
+        self._trees = None
+        if trees:
+            try:
+                with teacher_call(state):
+                    self._trees = StackedTrees([t for _, t in trees], classes)
+            except Exception:  # noqa: BLE001 - the trees then vote through their own predict
+                self._other += trees
+                trees = []
         self._tree_teachers = trees
+
+    def _kind(self, teacher) -> tuple[str, Any]:
+        """How a fitted teacher votes: ``"linear"`` (with a snapshot), ``"tree"`` or ``"other"``.
+
+        By exact type, as :mod:`skprivpred._trees` does: a user's subclass of a
+        linear classifier may compute anything, so it votes through its own
+        ``predict``. A linear teacher's parameters are copied here, once, into
+        a :class:`~skprivpred._folding.FoldedLinear`; the stacked votes never
+        touch the teacher again. A linear teacher with a label outside
+        ``classes`` votes through its own predict, where such a vote becomes
+        the fallback.
+        """
+        folded = None
+        if type(teacher) in LINEAR_TEACHER_TYPES and not sparse.issparse(teacher.coef_):
+            folded = FoldedLinear(
+                np.atleast_2d(np.array(teacher.coef_, dtype=float)),
+                np.array(teacher.intercept_, dtype=float).reshape(-1),
+                np.array(teacher.classes_),
+            )
+        elif type(teacher) is Pipeline:
+            folded = fold_pipeline(teacher, LINEAR_TEACHER_TYPES)  # affine steps folded in
+        if folded is not None:
+            n_scores = 1 if len(folded.classes_) == 2 else len(folded.classes_)
+            if (
+                folded.coef_.shape[0] == n_scores
+                and folded.intercept_.size in (1, n_scores)
+                and self._knows_labels(folded)
+            ):
+                return "linear", folded
+            return "other", teacher
+        if is_stackable(teacher, self.classes):
+            return "tree", teacher
+        return "other", teacher
 
     def _label_index(self, labels) -> np.ndarray:
         return label_index(self.classes, labels)
@@ -599,43 +763,80 @@ class TeacherEnsemble:
             teacher_ids=np.array([j for j, _ in binary + multi], dtype=np.intp),
         )
 
-    def _linear_input(self, X_block) -> tuple[Any, np.ndarray | None]:
-        """``X_block`` as floats for the stacked product, and the rows it holds (None: all).
+    def _linear_input(self, X_block) -> tuple[Any, np.ndarray | None, float]:
+        """``X_block`` as floats for the stacked product, the rows it holds (None: all), max |x|.
 
         A linear teacher's ``predict`` refuses a row that does not convert to
         finite floats (a string in an object array, a non-finite output of the
         shared prefix): such a row is left out, and every linear teacher votes
         :data:`FALLBACK_LABEL_INDEX` for it, as its own ``predict`` would have
-        raised. One conversion and one finiteness test when every row is fine.
+        raised. One conversion and one pass (the largest magnitude, finite
+        only when every entry is) when every row is fine.
         """
         X_num, answered = transform_rows(_float_rows, X_block)
         if X_num is None:
-            return None, answered
+            return None, answered, 0.0
+        largest = _largest_magnitude(X_num)
+        if np.isfinite(largest):
+            return X_num, answered, largest
         finite = finite_rows(X_num)
-        if finite.all():
-            return X_num, answered
         kept = np.flatnonzero(answered) if answered is not None else np.arange(X_block.shape[0])
         answered = np.zeros(X_block.shape[0], dtype=bool)
         answered[kept[finite]] = True
-        return X_num[finite], answered
+        X_num = X_num[finite]
+        return X_num, answered, _largest_magnitude(X_num)
 
     def _linear_scores(self, X_num, *, with_intercepts: bool = True) -> np.ndarray:
         """Decision scores of all linear teachers at once: one matrix product.
 
-        ``X_num`` comes from :meth:`_linear_input` (float, finite rows).
+        ``X_num`` comes from :meth:`_linear_input` (float, finite rows). Computed
+        under the library's floating-point state
+        (:func:`~skprivpred._isolation.library_numerics`): an overflow gives a
+        non-finite score, which is that teacher's fallback for that row, never a
+        warning or a ``FloatingPointError``.
         """
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        scores = np.asarray(X_num @ stack.weights)
-        if with_intercepts:
-            scores += stack.intercepts
+        with library_numerics():
+            scores = np.asarray(X_num @ stack.weights)
+            if with_intercepts:
+                scores += stack.intercepts
         return scores
+
+    def _score_scale(self) -> tuple[float, float]:
+        """Largest column sum of ``|weights|`` and largest ``|intercept|`` (cached)."""
+        scale = self.__dict__.get("_scale")
+        if scale is None:
+            stack = self._stack
+            assert stack is not None  # called only when there are linear teachers
+            with library_numerics():
+                scale = (
+                    float(np.abs(stack.weights).sum(axis=0).max()),
+                    float(np.abs(stack.intercepts).max()),
+                )
+            self._scale = scale
+        return scale
+
+    def _scores_finite(self, largest: float, raw: np.ndarray) -> bool:
+        """Whether every stacked score (``raw`` plus intercepts) is finite.
+
+        ``|x . w + b| <= max|x| * sum|w| + |b|``, with ``largest`` the rows'
+        ``max|x|`` (:meth:`_linear_input`): below ``1e300`` in most batches, it
+        proves every score finite without scanning them; otherwise they are
+        tested one by one.
+        """
+        stack = self._stack
+        assert stack is not None  # called only when there are linear teachers
+        weights, intercept = self._score_scale()
+        if largest * weights + intercept < 1e300:  # Python floats: never raises; False if NaN
+            return True
+        return bool(np.isfinite(raw).all() and np.isfinite(stack.intercepts).all())
 
     def _linear_votes(self, X_block) -> np.ndarray:
         """Votes of the linear teachers, one column per teacher in ``teacher_ids`` order."""
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        X_num, answered = self._linear_input(X_block)
+        X_num, answered, _ = self._linear_input(X_block)
         if answered is None:
             return self._stacked_votes(X_num)
         votes = np.full(
@@ -649,16 +850,21 @@ class TeacherEnsemble:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
         scores = self._linear_scores(X_num)
+        finite = np.isfinite(scores)
         votes = np.empty((scores.shape[0], len(stack.teacher_ids)), dtype=np.intp)
         n_binary = stack.n_binary
         positive = scores[:, :n_binary] > 0
         votes[:, :n_binary] = np.where(
             positive, stack.binary_labels[:, 1], stack.binary_labels[:, 0]
         )
+        votes[:, :n_binary][~finite[:, :n_binary]] = FALLBACK_LABEL_INDEX
         for k, (first, labels) in enumerate(stack.multi_blocks):
-            votes[:, n_binary + k] = labels[
-                np.argmax(scores[:, first : first + len(labels)], axis=1)
-            ]
+            block = slice(first, first + len(labels))
+            votes[:, n_binary + k] = np.where(
+                finite[:, block].all(axis=1),
+                labels[np.argmax(scores[:, block], axis=1)],
+                FALLBACK_LABEL_INDEX,
+            )
         return votes
 
     def _shared(self, X) -> tuple[Any, np.ndarray | None]:
@@ -671,7 +877,9 @@ class TeacherEnsemble:
         """
         if self._prefix is None:
             return X, None
-        return transform_rows(self._prefix.transform, X)
+        X = freeze_rows(X)
+        with teacher_call():  # a fitted step: read in isolation, handed its own rows
+            return transform_rows(_method(self._prefix, "transform"), X)
 
     @property
     def _fitted_ids(self) -> np.ndarray:
@@ -697,6 +905,10 @@ class TeacherEnsemble:
         A teacher that cannot answer a row (see :func:`teacher_votes`) votes
         :data:`FALLBACK_LABEL_INDEX` for it.
         """
+        with library_numerics():
+            return self._votes(X)
+
+    def _votes(self, X) -> np.ndarray:
         out = np.full((X.shape[0], self.n_teachers), FALLBACK_LABEL_INDEX, dtype=np.intp)
         for j, label in self._constant:
             out[:, j] = label
@@ -709,8 +921,10 @@ class TeacherEnsemble:
         X_trees, other = self._tree_rows(X)
         if self._trees is not None and X_trees is not None:
             fitted[:, [j for j, _ in self._tree_teachers]] = self._trees.votes(X_trees)
+        X_frozen = freeze_rows(X) if other else X  # one copy for all teachers on their own
+        state = ProcessState() if other else None
         for j, teacher in other:
-            fitted[:, j] = teacher_votes(teacher, X, self.classes)
+            fitted[:, j] = teacher_votes(teacher, X_frozen, self.classes, state)
         if answered is not None:
             ids = self._fitted_ids
             out[np.ix_(np.flatnonzero(answered), ids)] = fitted[:, ids]
@@ -729,6 +943,10 @@ class TeacherEnsemble:
         joblib backend) give more than one job. A teacher that cannot answer a
         row votes :data:`FALLBACK_LABEL_INDEX`.
         """
+        with library_numerics():
+            return self._vote_counts(X, n_jobs)
+
+    def _vote_counts(self, X, n_jobs: int | None) -> np.ndarray:
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
         for _, label in self._constant:
@@ -773,6 +991,9 @@ class TeacherEnsemble:
         bounded by the blocks in flight, never rows x teachers.
         """
         teachers = [teacher for _, teacher in other]
+        if holds_warnings_lock():  # (asked inside a captured section: stay in this thread)
+            n_jobs = 1
+        X = freeze_rows(X)  # one read-only copy that every teacher is handed
         n_rows = X.shape[0]
         block_rows = VOTE_BLOCK_ROWS
         if n_rows <= block_rows or effective_n_jobs(n_jobs) == 1:
@@ -790,20 +1011,26 @@ class TeacherEnsemble:
     def _add_linear_votes(self, counts: np.ndarray, X_block) -> None:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
-        X_num, answered = self._linear_input(X_block)
+        X_num, answered, largest = self._linear_input(X_block)
         if answered is None:
-            self._add_stacked_votes(counts, X_num)
+            self._add_stacked_votes(counts, X_num, largest)
             return
         counts[~answered, FALLBACK_LABEL_INDEX] += len(stack.teacher_ids)
         if X_num is not None:
             answered_counts = np.zeros((X_num.shape[0], counts.shape[1]), dtype=counts.dtype)
-            self._add_stacked_votes(answered_counts, X_num)
+            self._add_stacked_votes(answered_counts, X_num, largest)
             counts[answered] += answered_counts
 
-    def _add_stacked_votes(self, counts: np.ndarray, X_num) -> None:
+    def _add_stacked_votes(self, counts: np.ndarray, X_num, largest: float) -> None:
         stack = self._stack
         assert stack is not None  # called only when there are linear teachers
         raw = self._linear_scores(X_num, with_intercepts=False)
+        if not self._scores_finite(largest, raw):
+            # A non-finite score is its teacher's fallback: count the votes one by one.
+            votes = self._stacked_votes(X_num)
+            for k in range(counts.shape[1]):
+                counts[:, k] += np.count_nonzero(votes == k, axis=1)
+            return
         # A binary teacher votes its second label where score + intercept > 0.
         positive = raw[:, : stack.n_binary] > -stack.intercepts[: stack.n_binary]
         for (negative_label, positive_label), columns in stack.binary_groups:

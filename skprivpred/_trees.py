@@ -63,6 +63,7 @@ from sklearn.tree import (
 from sklearn.utils.validation import check_array
 
 from ._base import known_label_index
+from ._isolation import teacher_call
 
 # Exact types only: a subclass may override ``predict``.
 TREE_CLASSIFIER_TYPES = (DecisionTreeClassifier, ExtraTreeClassifier)
@@ -568,10 +569,16 @@ class StackedPredictions:
 
     def __init__(self, models: list) -> None:
         self._models = models
-        self._stacked_ids = [i for i, model in enumerate(models) if is_stackable(model)]
-        self._stacked = (
-            StackedTrees([models[i] for i in self._stacked_ids]) if self._stacked_ids else None
-        )
+        self._stacked_ids: list[int] = []
+        self._stacked = None
+        try:  # every read of a fitted model in isolation; a failure: each its own predict
+            with teacher_call():
+                stacked_ids = [i for i, model in enumerate(models) if is_stackable(model)]
+                if stacked_ids:
+                    self._stacked = StackedTrees([models[i] for i in stacked_ids])
+                    self._stacked_ids = stacked_ids
+        except Exception:  # noqa: BLE001 - reading a fitted teacher may raise
+            self._stacked, self._stacked_ids = None, []
 
     def each(self, X, predict: Callable[[Any, Any], np.ndarray]) -> Iterator[np.ndarray]:
         """``models[i].predict(X)`` for every ``i``, in order (equal values).

@@ -15,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import resolve_classes
+from ._isolation import handed_rows
 from ._subsample import SubsampleMixin
 from ._teachers import (
     FALLBACK_LABEL_INDEX,
@@ -97,8 +98,8 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     is retried on halves, down to single rows, so that only the failing rows
     get that vote), and a teacher whose ``fit`` raises votes ``classes[0]``
     for every row. The row is charged and answered as any other; only public
-    checks (width, type, finiteness, column names) refuse a call, before any
-    charge.
+    checks (width, finiteness, column names; never a dtype, category list or
+    range read from the training rows) refuse a call, before any charge.
 
     Parameters
     ----------
@@ -500,7 +501,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         )
         labels = self.classes_[index]
         if self.student is not None:
-            self._buffer.append((X, labels))  # exactly what was released
+            self._buffer.append((handed_rows(X), labels))  # exactly what was released
         return labels
 
     def predict(self, X: MatrixLike) -> np.ndarray:

@@ -15,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import check_noise_delta, resolve_classes
+from ._isolation import ProcessState, freeze_rows, library_numerics
 from ._subsample import SubsampleMixin
 from ._teachers import (
     FALLBACK_LABEL_INDEX,
@@ -186,8 +187,9 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     (``base_output="proba"``). The batch is retried on halves, down to single
     rows, so only the failing rows get that value; a teacher whose ``fit``
     raises votes ``classes[0]`` for every row. The row is charged and answered
-    as any other; only public checks (width, type, finiteness, column names)
-    refuse a call, before any charge.
+    as any other; only public checks (width, finiteness, column names; never a
+    dtype, category list or range read from the training rows) refuse a call,
+    before any charge.
 
     Parameters
     ----------
@@ -393,10 +395,13 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         """Teacher average per class, shape (n_rows, n_classes). Secret."""
         if self._base_output == "label":
             return self._ensemble.vote_counts(X, n_jobs=self.n_jobs) / self.n_teachers_
+        X = freeze_rows(X)  # one read-only copy that every teacher is handed
         total = np.zeros((X.shape[0], len(self.classes_)))
-        for teacher in self._teachers:
-            total += teacher_proba(teacher, X, self.classes_)
-        return total / self.n_teachers_
+        state = ProcessState()  # what every teacher answers from
+        with library_numerics():
+            for teacher in self._teachers:
+                total += teacher_proba(teacher, X, self.classes_, state)
+            return total / self.n_teachers_
 
     def _teacher_means(self, X) -> np.ndarray:
         """Teacher average per label at ``X``, shape (n_rows, n_classes).
@@ -540,8 +545,8 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     is retried on halves, down to single rows, so that only the failing rows
     get it), and a teacher whose ``fit`` raises predicts that midpoint for
     every row. The row is charged and answered as any other; only public
-    checks (width, type, finiteness, column names) refuse a call, before any
-    charge.
+    checks (width, finiteness, column names; never a dtype, category list or
+    range read from the training rows) refuse a call, before any charge.
 
     Parameters
     ----------
@@ -696,10 +701,13 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     def _average(self, X) -> np.ndarray:
         lo, hi = self._y_bounds
         midpoint = fallback_value(self._y_bounds)
+        X = freeze_rows(X)  # one read-only copy that every teacher is handed
         total = np.zeros(X.shape[0])
-        for output in self._outputs.each(X, partial(teacher_values, fallback=midpoint)):
-            total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
-        return total / self.n_teachers_
+        predict = partial(teacher_values, fallback=midpoint, state=ProcessState())
+        with library_numerics():
+            for output in self._outputs.each(X, predict):
+                total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
+            return total / self.n_teachers_
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """One private value per row (fresh noise; charged per row before any draw).

@@ -53,6 +53,7 @@ from ._base import (
     process_identity,
     resolve_binary_classes,
 )
+from ._isolation import handed_rows
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import (
@@ -2459,7 +2460,8 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             dtype=None,
             ensure_all_finite=True,
         )
-        rows = self._pool_rows(X, X_checked)
+        # The pool keeps its own copy of the caller's rows, taken before any teacher sees them.
+        rows = handed_rows(self._pool_rows(X, X_checked))
         if self._hclass is None:
             return _QueryBatch(rows, None)
         return _QueryBatch(rows, np.asarray(self._hclass.prepare(_dense(X_checked))))

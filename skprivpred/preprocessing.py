@@ -479,9 +479,11 @@ def is_public(transformer: Any) -> bool:
 
     True for :class:`PublicOneHotEncoder`, :class:`PublicScaler`, and a
     ``Pipeline`` or ``ColumnTransformer`` built only of them, ``"passthrough"``
-    and ``"drop"``. Such a transformer computes the same function whatever
-    rows it was fitted on, so clones of it fitted by different teachers are
-    interchangeable, and the ensemble applies it once per query batch.
+    and ``"drop"`` (each of exactly that class, never a subclass). Such a
+    transformer computes the same function whatever rows it was fitted on,
+    given the columns it resolved, so clones of it with equal parameters and
+    equal resolved columns are interchangeable, and the ensemble applies it
+    once per query batch.
 
     Parameters
     ----------
@@ -496,11 +498,12 @@ def is_public(transformer: Any) -> bool:
 
     if isinstance(transformer, str):
         return transformer in ("passthrough", "drop")
-    if isinstance(transformer, PublicOneHotEncoder | PublicScaler):
+    # Exact types: a user's subclass may compute anything from the rows it saw.
+    if type(transformer) in (PublicOneHotEncoder, PublicScaler):
         return True
-    if isinstance(transformer, Pipeline):
+    if type(transformer) is Pipeline:
         return all(is_public(step) for _, step in transformer.steps)
-    if isinstance(transformer, ColumnTransformer):
+    if type(transformer) is ColumnTransformer:
         fitted = getattr(transformer, "transformers_", None)
         return fitted is not None and all(is_public(step) for _, step, _ in fitted)
     return False

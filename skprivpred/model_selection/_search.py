@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from numbers import Integral, Real
 from typing import Any
 
@@ -17,6 +16,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._base import PrivatePredictorMixin, keep_frame, resolve_classes
+from .._isolation import captured_warnings
 from .._teachers import take_rows
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
@@ -51,9 +51,8 @@ def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teache
     ``SubsampleAverageClassifier(base_output="proba")``, its probability: in
     [0, 1] either way, so one teacher moves the score by at most ``1 / r``.
     """
-    with warnings.catch_warnings():
+    with captured_warnings():
         # A teacher's warning (a convergence warning, say) depends on its rows.
-        warnings.simplefilter("ignore")
         estimator.fit(X_train, y_train)
         means = estimator._teacher_means(X_valid)
     if estimator.n_teachers_ != n_teachers:
@@ -196,8 +195,7 @@ class PrivateGridSearchCV(
 
     Examples
     --------
-    >>> import warnings
-    >>> from sklearn.datasets import make_classification
+    >>>     >>> from sklearn.datasets import make_classification
     >>> from skprivpred import PrivateGridSearchCV, SubsampleAggregateClassifier
     >>> X, y = make_classification(n_samples=3000, random_state=0)
     >>> search = PrivateGridSearchCV(
