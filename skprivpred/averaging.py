@@ -44,7 +44,12 @@ from .mechanisms import (
 )
 from .utils._param_validation import Bounds, HasMethods, Interval, StrOptions
 
-__all__ = ["SubsampleAverageClassifier", "SubsampleAverageRegressor", "project_to_simplex"]
+__all__ = [
+    "SubsampleAverageClassifier",
+    "SubsampleAverageRegressor",
+    "default_tree_depth",
+    "project_to_simplex",
+]
 
 # Real-valued releases are noised on a public grid of step sensitivity / GRID_STEPS
 # (see mechanisms.grid_laplace_release): the noise scale grows by 1/GRID_STEPS.
