@@ -311,6 +311,26 @@ class HugeLogisticRegression(LogisticRegression):
         return self
 
 
+class ShyLogisticRegression(LogisticRegression):
+    """A logistic regression that has no ``coef_`` (the lookup raises) on a marked block."""
+
+    def fit(self, X, y, sample_weight=None):
+        _note_fit(self, X, y)
+        super().fit(X, y, sample_weight=sample_weight)
+        self.shy_ = _marked(X)  # after the fit, which reads coef_ itself
+        return self
+
+    @property
+    def coef_(self):
+        if self.__dict__.get("shy_", False):
+            raise AttributeError("coef_")
+        return self.__dict__["_coef"]
+
+    @coef_.setter
+    def coef_(self, value) -> None:
+        self.__dict__["_coef"] = value
+
+
 def pick_by_marker(X) -> list[int]:
     """A callable column selector: the column it picks depends on the block it is fitted on."""
     return [0] if _marked(X) else [1]
@@ -506,6 +526,9 @@ def _ever(teacher):
     )
 
 
+SEARCH_METHODS = ("predict", "predict_proba")
+
+
 def _search(estimator):
     return lambda: PrivateGridSearchCV(estimator, {"n_teachers": [8, 10]}, random_state=SEED)
 
@@ -556,7 +579,7 @@ def _cases() -> list[Case]:
         _search(SubsampleAggregateClassifier(ZooClassifier("scribble"), classes=[0, 1])),
         (X, y),
         5,
-        ("predict",),
+        SEARCH_METHODS,
     )
     frame = pd.DataFrame(X, columns=["a", "b", "m"])
     frame2 = frame.copy()
@@ -578,6 +601,17 @@ def _cases() -> list[Case]:
         (X, y),
         5,
         CLASSIFIER_METHODS,
+    )
+
+    # ... and one that has no `coef_` on its block, read when the teachers are stacked.
+    add("c2-aggregate-shy_coef", _agg(ShyLogisticRegression()), (X, y), 5, ("predict",))
+    add(
+        "c2-everlasting-shy_coef",
+        _ever(ShyLogisticRegression()),
+        (X, y),
+        5,
+        ("predict",),
+        _ever_queries(),
     )
 
     # 3. A dtype inferred from the rows used as a schema: one row of D' holds a string.
@@ -623,7 +657,7 @@ def _cases() -> list[Case]:
         _search(SubsampleAverageClassifier(HugeLogisticRegression(), classes=[0, 1])),
         (X, y),
         5,
-        ("predict",),
+        SEARCH_METHODS,
     )
 
     # The same through the library's own stacked product, with an exact LogisticRegression:
@@ -668,7 +702,7 @@ def _cases() -> list[Case]:
         _search(SubsampleAggregateClassifier(ZooClassifier("warns"), classes=[0, 1])),
         (X, y),
         5,
-        ("predict",),
+        SEARCH_METHODS,
     )
 
     # 6. A shared first step is the first teacher's: a callable selector resolved on its block.
