@@ -193,12 +193,13 @@ class _Zoo(BaseEstimator):
     ``"scribble"``: writes block-dependent values into the rows it is handed (it first tries
     to make them writeable, and answers whatever happens). ``"attrs"``: on a marked block it
     has no ``predict_proba`` and no ``decision_function``. ``"warns"``: warns in ``fit`` and
-    ``predict`` on a marked block. ``"state"``: on a marked block, ``fit`` changes numpy's
-    error state and scikit-learn's config and leaves them changed. ``"fails"``: ``fit``
-    raises on a marked block. ``"global_rng"``: every fit draws from numpy's and Python's
-    global random states, a marked block's fit twice. ``"validated"``: ``fit`` raises on a
-    marked block; other blocks call a validated scikit-learn helper with a data-derived
-    (invalid) argument and answer whether it was refused.
+    ``predict`` on a marked block. ``"state"``: on a marked block, ``fit`` and every answer
+    change numpy's error state and scikit-learn's config and leave them changed.
+    ``"fails"``: ``fit`` raises on a marked block. ``"global_rng"``: every fit and every
+    answer draws from numpy's and Python's global random states, a marked block's twice.
+    ``"validated"``: ``fit`` raises on a marked block; other blocks call a validated
+    scikit-learn helper with a data-derived (invalid) argument and answer whether it was
+    refused.
     """
 
     def __init__(self, behaviour: str = "plain") -> None:
@@ -253,9 +254,18 @@ class _Zoo(BaseEstimator):
                 pass
         if self.behaviour == "warns" and self.marked_:
             warnings.warn("a warning only a marked block gives", UserWarning, stacklevel=2)
+        if self.behaviour == "state" and self.marked_:
+            np.seterr(over="raise", divide="raise", invalid="raise")
+            sklearn.set_config(assume_finite=True)
 
     def _score(self, X) -> np.ndarray:
-        return _numbers(X)[:, 0] - self.threshold_
+        score = _numbers(X)[:, 0] - self.threshold_
+        if self.behaviour == "global_rng":  # every answer draws, a marked block's twice
+            if self.marked_:
+                random.random()
+                np.random.random()  # noqa: NPY002 - the global state, on purpose
+            score = score + np.random.normal() + random.gauss(0.0, 1.0)  # noqa: NPY002
+        return score
 
 
 class ZooClassifier(ClassifierMixin, _Zoo):
