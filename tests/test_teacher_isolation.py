@@ -26,7 +26,7 @@ handed (the bytes of its rows) and the configuration it fits and answers under. 
 The cases are grouped by the seven ways in which the issue found one teacher's rows reach
 beyond it (ids ``c1`` to ``c7``), plus the other members of the zoo (``zoo``). The estimator x
 method x teacher combinations are picked to cover each path once, not the full product.
-On the code before the isolation fixes (main at e85b4f8) 32 of these 34 tests failed, at
+On the code before the isolation fixes (main at e85b4f8) 33 of these 35 tests failed, at
 least two per case ``c1`` to ``c7``; the two that passed are the ``zoo-*-fails`` cases (a
 failing fit already became a constant teacher).
 """
@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import joblib
 import numpy as np
 import pandas as pd
 import pytest
@@ -408,8 +409,11 @@ def _warning_list(caught) -> list:
     return [(w.category.__name__, str(w.message)) for w in caught]
 
 
-def _observe(make, X, y, queries: list, methods: tuple, errstate: dict) -> Run:
+def _observe(make, X, y, queries: list, methods: tuple, errstate: dict, backend=None) -> Run:
     """Fit on (X, y) and ask every query through every method; restore the process after."""
+    if backend is not None:
+        with joblib.parallel_config(backend=backend):
+            return _observe(make, X, y, queries, methods, errstate)
     run = Run()
     saved_err, saved_config = np.geterr(), sklearn.get_config()
     np.random.seed(0)  # noqa: NPY002 - the global state the teachers may read
@@ -495,6 +499,7 @@ class Case:
     queries: list
     methods: tuple
     spied: bool = True  # whether the teachers are spies (False: only the caller is watched)
+    backend: str | None = None  # a joblib backend for the whole run (None: joblib's default)
 
     def pair(self):
         if self.row is None:
@@ -718,6 +723,16 @@ def _cases() -> list[Case]:
         SEARCH_METHODS,
     )
 
+    # ... also from teachers fitted in joblib's threads (n_jobs=2, threading backend).
+    add(
+        "c5-aggregate-warns-threading",
+        _agg(ZooClassifier("warns"), n_jobs=2),
+        (X, y),
+        5,
+        ("predict",),
+    )
+    cases[-1].backend = "threading"
+
     # 6. A shared first step is the first teacher's: a callable selector resolved on its block.
     selected = Pipeline(
         [
@@ -813,6 +828,7 @@ def test_one_row_changes_one_teacher_and_nothing_else(case, errstate):
             [q.copy() for q in case.queries],
             case.methods,
             ERRSTATES[errstate],
+            case.backend,
         )
         for data in (D, D2)
     ]
