@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from numbers import Integral, Real
 from typing import Any
@@ -44,7 +45,12 @@ from .mechanisms import (
 )
 from .utils._param_validation import Bounds, HasMethods, Interval, StrOptions
 
-__all__ = ["SubsampleAverageClassifier", "SubsampleAverageRegressor", "project_to_simplex"]
+__all__ = [
+    "SubsampleAverageClassifier",
+    "SubsampleAverageRegressor",
+    "default_tree_depth",
+    "project_to_simplex",
+]
 
 # Real-valued releases are noised on a public grid of step sensitivity / GRID_STEPS
 # (see mechanisms.grid_laplace_release): the noise scale grows by 1/GRID_STEPS.
@@ -519,6 +525,41 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         return self._label_law(self._raw_score(X))
 
 
+def default_tree_depth(n_samples: int, n_teachers: int) -> int:
+    """Depth cap of :class:`SubsampleAverageRegressor`'s default tree teacher.
+
+    ``max(1, ceil(log2(n_samples // n_teachers) / 2))``: half the depth at
+    which a tree on the ``m = n_samples // n_teachers`` rows of one teacher
+    isolates single rows, so that a leaf holds about ``sqrt(m)`` rows. It is
+    computed from public quantities only (the number of training rows, which
+    replace-one neighbours share, and the number of teachers), never from the
+    rows: an uncapped tree's depth depends on its rows, and so does the time
+    its prediction takes.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows.
+    n_teachers : int
+        Number of teachers.
+
+    Returns
+    -------
+    int
+        The ``max_depth`` of the default ``DecisionTreeRegressor``.
+
+    Examples
+    --------
+    >>> from skprivpred.averaging import default_tree_depth
+    >>> default_tree_depth(294, 10)
+    3
+    >>> default_tree_depth(20_000, 200)
+    4
+    """
+    rows_per_teacher = max(1, int(n_samples) // int(n_teachers))
+    return max(1, math.ceil(math.log2(rows_per_teacher) / 2))
+
+
 class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimator):
     """Private regression by averaging disjoint teachers' clipped outputs plus noise.
 
@@ -551,7 +592,14 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     Parameters
     ----------
     estimator : regressor, default=None
-        Base learner cloned per part (``None``: ``DecisionTreeRegressor()``).
+        Base learner cloned per part (``None``: a ``DecisionTreeRegressor``
+        whose depth is capped by the public formula
+        ``max_depth = max(1, ceil(log2(n_samples // n_teachers) / 2))``, see
+        :func:`~skprivpred.averaging.default_tree_depth`). The cap makes the
+        stacked descent of the default trees, hence the time an answer
+        takes, depend on public quantities only; a tree of your own without
+        ``max_depth`` (or ``max_leaf_nodes``) answers in a time that depends
+        on the depth it reached on its rows.
     epsilon : float, default=1.0
         Privacy parameter of each answered row, > 0.
     n_teachers : int, default=10
@@ -685,6 +733,10 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y = self._validate_training_data(X, y, y_numeric=True)
+            if self.estimator is None:  # the default tree, capped at a public depth
+                estimator = DecisionTreeRegressor(
+                    max_depth=default_tree_depth(y.shape[0], n_teachers)
+                )
             self._teachers = self._fit_teachers(
                 estimator,
                 X,

@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.tree import DecisionTreeClassifier
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skprivpred import (
@@ -25,6 +25,7 @@ from skprivpred.averaging import (
     GRID_STEPS,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
+    default_tree_depth,
     project_to_simplex,
 )
 from skprivpred.mechanisms import laplace_clip_bernoulli_proba, laplace_positive_proba
@@ -260,6 +261,56 @@ def test_regressor_noise_scale_and_clipping():
         assert binomtest(int(((steps == z) & inside).sum()), 50_000, p).pvalue > P_FALSE_ALARM
     teacher_mean = np.mean([np.clip(t.predict(X[:5]), 25, 346) for t in reg._teachers], axis=0)
     np.testing.assert_allclose(reg._raw_score(X[:5]), teacher_mean)
+
+
+# -- the default tree's public depth cap -----------------------------------------------
+@pytest.mark.parametrize(
+    "n_samples, n_teachers, depth",
+    [
+        (294, 10, 3),
+        (20_000, 200, 4),
+        (10, 10, 1),
+        (5, 10, 1),
+        (3, 1, 1),
+        (4, 1, 1),
+        (1 << 20, 1, 10),
+    ],
+)
+def test_default_tree_depth_is_the_public_formula(n_samples, n_teachers, depth):
+    # max(1, ceil(log2(n_samples // n_teachers) / 2)), written out here by hand.
+    assert default_tree_depth(n_samples, n_teachers) == depth
+
+
+def _tree_data(kind: str, n: int = 2000):
+    X = np.random.default_rng(0).normal(size=(n, 3))
+    if kind == "noise":  # uncapped trees grow until their leaves hold single rows
+        return X, np.random.default_rng(1).uniform(0.0, 1.0, n)
+    return X, np.where(X[:, 0] > 0, 1.0, 0.0)  # one split explains everything
+
+
+@pytest.mark.parametrize("kind", ["noise", "step"])
+def test_default_regressor_tree_depth_is_public(kind):
+    """The default teachers, and the stacked descent, stop at the public cap."""
+    X, y = _tree_data(kind)
+    reg = SubsampleAverageRegressor(n_teachers=20, y_bounds=(0.0, 1.0), random_state=0).fit(X, y)
+    cap = default_tree_depth(2000, 20)  # 100 rows per teacher: 4
+    assert cap == 4
+    assert reg.estimator is None  # the parameter is left as passed
+    assert all(type(t) is DecisionTreeRegressor and t.max_depth == cap for t in reg._teachers)
+    fitted = max(t.get_depth() for t in reg._teachers)
+    assert fitted == (cap if kind == "noise" else 1)
+    # Every row descends the cap's levels, whatever depth the trees reached on their rows.
+    assert reg._outputs._stacked._nodes.levels == cap
+
+
+def test_user_tree_keeps_its_own_depth():
+    """A tree passed by the user is not capped: its depth (and its answer time) is its own."""
+    X, y = _tree_data("noise")
+    reg = SubsampleAverageRegressor(
+        DecisionTreeRegressor(), n_teachers=20, y_bounds=(0.0, 1.0), random_state=0
+    ).fit(X, y)
+    assert all(t.max_depth is None for t in reg._teachers)
+    assert reg._outputs._stacked._nodes.levels > default_tree_depth(2000, 20)
 
 
 @pytest.mark.parametrize(
