@@ -16,8 +16,9 @@ the ledger answers. Needs the ``serve`` extra (``pip install
 """
 
 from ._model import load_model, save_model
+from ._schedule import ReleaseSchedule
 
-__all__ = ["create_app", "load_model", "model_card", "save_model"]
+__all__ = ["ReleaseSchedule", "create_app", "load_model", "model_card", "save_model"]
 
 
 def __getattr__(name: str):
