@@ -79,35 +79,35 @@ def main(argv: list[str] | None = None) -> int:
         "0700, created if absent, never the ledger's; default: a new one in the temporary "
         "directory)",
     )
-    timing = parser.add_argument_group(
+    defence = parser.add_argument_group(
         "timing defence",
         "Each /predict response leaves at the next point of a public schedule (quantum + "
         "per-row-teacher x rows x teachers, doubled after an overrun, halved again after "
         "--timing-shrink-after responses on time), so that its time tells nothing about the "
         "training rows beyond a few bits per change of the schedule.",
     )
-    timing.add_argument(
+    defence.add_argument(
         "--timing-quantum",
         type=float,
         default=0.004,
         metavar="SECONDS",
         help="the schedule's interval for any request",
     )
-    timing.add_argument(
+    defence.add_argument(
         "--timing-per-row-teacher",
         type=float,
         default=2e-05,
         metavar="SECONDS",
         help="added to the interval per row asked and per teacher of the model",
     )
-    timing.add_argument(
+    defence.add_argument(
         "--timing-shrink-after",
         type=int,
         default=1000,
         metavar="N",
         help="responses on time before a doubled interval is halved again",
     )
-    timing.add_argument(
+    defence.add_argument(
         "--no-timing-defence",
         dest="timing_defence",
         action="store_false",
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1 or args.max_rows < 1 or args.max_body_bytes < 1:
         parser.error("--workers, --max-rows and --max-body-bytes must be at least 1")
-    timing = None
+    timing: dict | None = None
     if args.timing_defence:
         timing = {
             "quantum": args.timing_quantum,

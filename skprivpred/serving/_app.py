@@ -369,6 +369,7 @@ class _Service:
             spent = self.budget.epsilon_spent
         body = {"predictions": np.asarray(predictions).tolist(), "epsilon_spent": spent}
         if quota is not None:
+            assert client_charged is not None
             client_spent = client_charged.epsilon_spent
             if client_spent is None:
                 client_spent = quota.epsilon_spent

@@ -297,25 +297,24 @@ def openapi_document(
             "rows_remaining": {"type": ["integer", "null"]},
         },
     }
-    answer = {
-        "type": "object",
-        "required": ["predictions", "epsilon_spent"],
-        "properties": {
-            "predictions": {"type": "array", "items": _prediction_schema(estimator)},
-            "epsilon_spent": {
-                "type": "number",
-                "description": (
-                    "The budget's epsilon spent once this answer's charge was committed (this "
-                    "answer and every charge before it, by every client)."
-                ),
-            },
+    budget_properties = budget_report["properties"]
+    assert isinstance(budget_properties, dict)
+    answer_required = ["predictions", "epsilon_spent"]
+    answer_properties: dict[str, Any] = {
+        "predictions": {"type": "array", "items": _prediction_schema(estimator)},
+        "epsilon_spent": {
+            "type": "number",
+            "description": (
+                "The budget's epsilon spent once this answer's charge was committed (this "
+                "answer and every charge before it, by every client)."
+            ),
         },
     }
     if quotas:
-        answer["required"] += list(client_figures)
-        answer["properties"].update(client_figures)
+        answer_required += list(client_figures)
+        answer_properties.update(client_figures)
         budget_report["required"] = list(client_figures)
-        budget_report["properties"].update(
+        budget_properties.update(
             {
                 "client_epsilon_spent": {
                     "type": "number",
@@ -337,7 +336,14 @@ def openapi_document(
         "/predict": {
             "post": operation(
                 "Private answers: one release per row, each charged before it is drawn.",
-                _json("One answer per row, in order.", answer),
+                _json(
+                    "One answer per row, in order.",
+                    {
+                        "type": "object",
+                        "required": answer_required,
+                        "properties": answer_properties,
+                    },
+                ),
                 413,
                 422,
                 429,
