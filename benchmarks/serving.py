@@ -29,7 +29,8 @@ service and its baseline share the machine's load and the ledger: the file in
 ``--ledger-dir``, charged by both. Reported over ``--rounds`` rounds of
 ``--requests`` steps: p50 and p99 of the service and of the in-process ``predict``
 (and of ``predict`` called back to back), their difference at p50 (the service's
-*overhead*; target: at most 1.5 ms) and the median of the step-by-step differences,
+*overhead*; target: at most 5 ms with the timing defence, on by default; 1.5 ms
+before it) and the median of the step-by-step differences,
 each as the median over the rounds, with the load average at each round.
 ``--against REV`` also serves the model with the library of a git revision (``git
 archive``) in the same steps, for a before/after in one run (``--against-h11``:
@@ -37,9 +38,10 @@ without httptools and uvloop, as the service ran before the ``serve`` extra had
 them).
 
 Then where the time goes (unless ``--no-breakdown``): the service runs with timers
-around the stages of ``POST /predict`` (``_serving_timers.py``) and a key file of two
-clients, for ``--requests`` more steps; per request, HTTP (client, loopback, uvicorn)
-is the client's round trip less the application's time, and the application's parts
+around the stages of ``POST /predict`` (``_serving_timers.py``), with
+``--no-timing-defence`` (the work, not the wait) and a key file of two clients, for
+``--requests`` more steps; per request, HTTP (client, loopback, uvicorn) is the
+client's round trip less the application's time, and the application's parts
 (body and JSON, key check, row checks, thread-pool hop, the estimator's input
 validation, ledger commit, votes and draw, JSON encoding, metrics, routing and
 middleware) come from its nested timers; reported: the median of each.
@@ -102,8 +104,10 @@ from skprivpred.serving import save_model
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
-#: Overhead target of one client's 1-row request over ``predict`` in-process (p50, ms).
-OVERHEAD_TARGET_MS = 1.5
+#: Overhead target of one client's 1-row request over ``predict`` in-process (p50, ms), with
+#: the timing defence (on by default: each response waits for its point of the schedule);
+#: 1.5 ms without it.
+OVERHEAD_TARGET_MS = 5.0
 
 
 #: ``python -c`` code that runs the service command without httptools and uvloop (uvicorn
@@ -449,6 +453,7 @@ def breakdown(model: Path, clf, row: np.ndarray, body: bytes, tmp: Path, request
             str(keys),
             "--metrics-dir",
             str(tmp / "metrics-timed"),
+            "--no-timing-defence",  # where the work goes, without the wait for the schedule
         ],
         stdout=open(tmp / "timed.log", "ab"),
         stderr=subprocess.STDOUT,
