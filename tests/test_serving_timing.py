@@ -290,7 +290,7 @@ def test_the_command_shows_the_timing_options_and_refuses_bad_ones(tmp_path):
     for phrase in (
         "--timing-quantum SECONDS the schedule's interval for any request (default: 0.004)",
         "--timing-per-row-teacher SECONDS",
-        "(default: 2e-05)",
+        "(default: 5e-05)",
         "--timing-shrink-after N",
         "(default: 1000)",
         "--no-timing-defence",

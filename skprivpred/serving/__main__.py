@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     defence.add_argument(
         "--timing-per-row-teacher",
         type=float,
-        default=2e-05,
+        default=5e-05,
         metavar="SECONDS",
         help="added to the interval per row asked and per teacher of the model",
     )

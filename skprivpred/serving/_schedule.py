@@ -65,7 +65,7 @@ class ReleaseSchedule:
     ----------
     quantum : float, default=0.004
         Seconds: the base interval of a request, whatever its size.
-    per_row_teacher : float, default=2e-05
+    per_row_teacher : float, default=5e-05
         Seconds added to the base interval per row asked and per teacher.
     shrink_after : int, default=1000
         Responses in a row that keep to the schedule before its level comes
@@ -87,7 +87,7 @@ class ReleaseSchedule:
     def __init__(
         self,
         quantum: float = 0.004,
-        per_row_teacher: float = 2e-05,
+        per_row_teacher: float = 5e-05,
         shrink_after: int = 1000,
         max_level: int = 20,
         *,
