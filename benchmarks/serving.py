@@ -691,6 +691,13 @@ def timing_channel(tmp: Path, requests: int) -> dict:
             n: int(len(np.unique(np.round(np.asarray(t) * 1e3)))) for n, t in times.items()
         }
         results[label] = figures
+        low, high = figures["interval_95"]
+        print(
+            f"{label}: p50 D {figures['p50_ms']['D']:.1f} ms, D' {figures['p50_ms'][D_PRIME]:.1f} "
+            f"ms; held-out accuracy {figures['accuracy']:.3f} [{low:.3f}, {high:.3f}]; load "
+            f"{os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     results["requests_per_side"] = requests
     results["load"] = os.getloadavg()[0]
     return results
