@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     defence.add_argument(
         "--timing-shrink-after",
         type=int,
-        default=1000,
+        default=100,
         metavar="N",
         help="responses on time before a doubled interval is halved again",
     )
