@@ -11,7 +11,10 @@ noise. ``POST /predict`` answers rows (one row is one query), ``GET /budget``
 reports the spending, ``GET /guarantee`` the estimator's guarantee, ``GET
 /card`` a model card (:func:`model_card`), ``GET /metrics`` Prometheus
 metrics, ``GET /openapi.json`` the API's schema and ``GET /health`` whether
-the ledger answers. Needs the ``serve`` extra (``pip install
+the ledger answers. Each ``/predict`` response leaves at a point of a public
+schedule (:class:`ReleaseSchedule`, on by default), so that its timing tells
+nothing about the training rows beyond a few bits per change of the schedule.
+Needs the ``serve`` extra (``pip install
 'skprivpred[serve]'``: Starlette, uvicorn, skops and prometheus_client).
 """
 
