@@ -1067,7 +1067,8 @@ def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, serv
     write_key_file(keys, f"alpha:{KEY_A}\n")
     service = service_factory(path, "--api-keys", str(keys), "--max-rows", "15", workers=1)
     auth = {"X-API-Key": KEY_A}
-    assert service.request("GET", "/openapi.json")[0] == 401
+    # Public information only: no key needed (code generators fetch it without one).
+    assert service.request("GET", "/openapi.json")[0] == 200
     status, document = service.request("GET", "/openapi.json", headers=auth)
     assert status == 200
     validate(document)  # raises on an invalid OpenAPI 3.1 document

@@ -11,13 +11,17 @@ noise. ``POST /predict`` answers rows (one row is one query), ``GET /budget``
 reports the spending, ``GET /guarantee`` the estimator's guarantee, ``GET
 /card`` a model card (:func:`model_card`), ``GET /metrics`` Prometheus
 metrics, ``GET /openapi.json`` the API's schema and ``GET /health`` whether
-the ledger answers. Needs the ``serve`` extra (``pip install
+the ledger answers. Each ``/predict`` response leaves at a point of a public
+schedule (:class:`ReleaseSchedule`, on by default), so that its timing tells
+nothing about the training rows beyond a few bits per change of the schedule.
+Needs the ``serve`` extra (``pip install
 'skprivpred[serve]'``: Starlette, uvicorn, skops and prometheus_client).
 """
 
 from ._model import load_model, save_model
+from ._schedule import ReleaseSchedule
 
-__all__ = ["create_app", "load_model", "model_card", "save_model"]
+__all__ = ["ReleaseSchedule", "create_app", "load_model", "model_card", "save_model"]
 
 
 def __getattr__(name: str):

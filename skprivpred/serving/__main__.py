@@ -18,10 +18,25 @@ from ._metrics import (
 )
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """Help text that ends with the option's default, when it has one worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        shown = default not in (None, False, [], argparse.SUPPRESS) and not isinstance(
+            action, argparse._StoreTrueAction | argparse._StoreFalseAction
+        )
+        if shown and "%(default)" not in text and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m skprivpred.serving",
         description="Serve the private predictions of a model written by save_model.",
+        formatter_class=_ShowDefaults,
     )
     parser.add_argument("model", help="file written by skprivpred.serving.save_model")
     parser.add_argument(
@@ -29,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the model's budget under another address (a mounted file, a server URL)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes (all charge the one ledger)"
+    )
     parser.add_argument(
         "--api-keys",
         help="file of 'client:key' lines, 'admin:name:key' for administrators (re-read when "
@@ -40,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         "--quota-epsilon", type=float, help="each client's share of the budget (needs keys)"
     )
     parser.add_argument("--max-rows", type=int, default=1000, help="rows per request at most")
-    parser.add_argument("--max-body-bytes", type=int, default=1_000_000)
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=1_000_000, help="largest request body, in bytes"
+    )
     parser.add_argument(
         "--trust",
         action="append",
@@ -60,7 +79,47 @@ def main(argv: list[str] | None = None) -> int:
         "0700, created if absent, never the ledger's; default: a new one in the temporary "
         "directory)",
     )
-    parser.add_argument("--log-level", default="info")
+    defence = parser.add_argument_group(
+        "timing defence",
+        "Each /predict response leaves at the next point of a public schedule (quantum + "
+        "per-row-teacher x rows x teachers, doubled after an overrun, halved again after "
+        "--timing-shrink-after responses on time), so that its time tells nothing about the "
+        "training rows beyond a few bits per change of the schedule.",
+    )
+    defence.add_argument(
+        "--timing-quantum",
+        type=float,
+        default=0.004,
+        metavar="SECONDS",
+        help="the schedule's interval for any request",
+    )
+    defence.add_argument(
+        "--timing-per-row-teacher",
+        type=float,
+        default=5e-05,
+        metavar="SECONDS",
+        help="added to the interval per row asked and per teacher of the model",
+    )
+    defence.add_argument(
+        "--timing-shrink-after",
+        type=int,
+        default=100,
+        metavar="N",
+        help="responses on time before a doubled interval is halved again",
+    )
+    defence.add_argument(
+        "--no-timing-defence",
+        dest="timing_defence",
+        action="store_false",
+        help="answer as soon as an answer is ready (a warning is logged: response times can "
+        "then tell neighbouring training sets apart)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        help="uvicorn's and the service's log level",
+    )
     parser.add_argument(
         "--no-access-log",
         dest="access_log",
@@ -70,6 +129,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1 or args.max_rows < 1 or args.max_body_bytes < 1:
         parser.error("--workers, --max-rows and --max-body-bytes must be at least 1")
+    timing: dict | None = None
+    if args.timing_defence:
+        timing = {
+            "quantum": args.timing_quantum,
+            "per_row_teacher": args.timing_per_row_teacher,
+            "shrink_after": args.timing_shrink_after,
+        }
+        from ._schedule import ReleaseSchedule
+
+        try:
+            ReleaseSchedule(**timing)
+        except ValueError as exc:
+            parser.error(str(exc))
 
     from ._model import budget_of, load_model
 
@@ -102,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_body_bytes": args.max_body_bytes,
         "trusted": args.trust,
         "metrics_public": args.metrics_public,
+        "timing": timing,
     }
     # Check everything once here, so that a bad model, ledger or key file stops the
     # command with a clear message instead of failing in every worker.
@@ -114,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             max_rows=config["max_rows"],
             max_body_bytes=config["max_body_bytes"],
             metrics_public=config["metrics_public"],
+            timing_defence=timing is not None,
         )
         budget = budget_of(model)
     except (OSError, ValueError, RuntimeError, ImportError) as exc:

@@ -23,6 +23,7 @@ from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerErro
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
 from ._metrics import BudgetCollector, ServiceMetrics
 from ._model import budget_of, final_step, load_model, per_row_guarantee
+from ._schedule import ReleaseSchedule
 
 __all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
 
@@ -76,21 +77,25 @@ def _is_admin(client: str | None) -> bool:
     return client is not None and client.startswith(ADMIN_PREFIX)
 
 
-def _guard(metrics: ServiceMetrics):
+def _guard(metrics: ServiceMetrics, clock=time.perf_counter):
     """A decorator that answers every failure of an endpoint with a short JSON body.
 
     No trace and no secret reach the response or the log. Every request is
-    counted by endpoint and status, and timed.
+    counted by endpoint and status, and timed: a response released on the
+    timing schedule is recorded at its scheduled release time (the latency
+    histogram is a second view of the response times, and shows no more).
     """
 
     def guarded(name: str):
         def wrap(endpoint):
             @functools.wraps(endpoint)
             async def run(request: Request) -> Response:
-                start = time.perf_counter()
+                start = clock()
                 response = await _answer_or_refuse(endpoint, request, metrics)
                 metrics.requests.labels(name, str(response.status_code)).inc()
-                metrics.latency.labels(name).observe(time.perf_counter() - start)
+                released = getattr(request.state, "released_at", None)
+                end = clock() if released is None else released
+                metrics.latency.labels(name).observe(end - start)
                 return response
 
             return run
@@ -127,8 +132,13 @@ class _Service:
         max_rows: int,
         max_body_bytes: int,
         metrics_public: bool = False,
+        schedule: ReleaseSchedule | None = None,
     ) -> None:
         self.estimator = estimator
+        self.schedule = schedule
+        # The schedule's public model parameter: the number of teachers (1 for one model).
+        n_teachers = getattr(final_step(estimator), "n_teachers_", None)
+        self.n_teachers = 1 if n_teachers is None else max(int(n_teachers), 1)
         self.budget = budget_of(estimator)
         self.clients = clients
         self.max_rows = max_rows
@@ -221,6 +231,7 @@ class _Service:
                 max_body_bytes=self.max_body_bytes,
                 keys_required=self.clients.required,
                 metrics_public=self.metrics_public,
+                quotas=self.clients.quota_epsilon is not None,
             )
         return self._openapi
 
@@ -311,7 +322,7 @@ class _Service:
                     raise _Refused(422, "every value must be a finite number.")
         return pd.DataFrame.from_records(records, columns=self.feature_names)
 
-    def answer(self, X, client: str | None) -> tuple[list, float]:
+    def answer(self, X, client: str | None) -> dict:
         """Answer ``X``, charging the global budget and the client's quota in one transaction.
 
         The estimator checks the rows before it charges (bad rows: 422, nothing
@@ -321,16 +332,19 @@ class _Service:
         exactly the rows the global budget pays for, and a refusal of either
         charges neither.
 
-        Returns the predictions and the global budget's epsilon spent right
-        after their charge was committed, as that charge's transaction left it
+        Returns the body of the answer: the predictions and the global
+        budget's epsilon spent right after their charge was committed, as that
+        charge's transaction left it
         (:meth:`~skprivpred.PrivacyAccountant.recording`): no second read of
-        the ledger.
+        the ledger. With quotas, also the client's own epsilon spent and
+        remaining after the same transaction.
         """
         n_rows = X.shape[0]
         quota = self.clients.quota(client)
         linked = contextlib.nullcontext() if quota is None else self.budget.charging_also(quota)
+        own = contextlib.nullcontext() if quota is None else quota.recording()
         try:
-            with linked, self.budget.recording() as charged:
+            with linked, self.budget.recording() as charged, own as client_charged:
                 predictions = self.estimator.predict(X)
         except BudgetExhaustedError as exc:
             if quota is not None and exc.budget == quota.name:
@@ -353,7 +367,14 @@ class _Service:
         spent = charged.epsilon_spent
         if spent is None:  # answered without a charge (a student after the hand-off)
             spent = self.budget.epsilon_spent
-        return np.asarray(predictions).tolist(), spent
+        body = {"predictions": np.asarray(predictions).tolist(), "epsilon_spent": spent}
+        if quota is not None:
+            assert client_charged is not None
+            client_spent = client_charged.epsilon_spent
+            if client_spent is None:
+                client_spent = quota.epsilon_spent
+            body.update(_client_figures(quota, client_spent))
+        return body
 
     def _exhausted(self, n_rows: int, horizon: bool = False) -> _Refused:
         remaining = self.remaining_rows()
@@ -372,7 +393,8 @@ class _Service:
             remaining.append(int(horizon))
         return min(remaining) if remaining else None
 
-    def budget_report(self) -> dict:
+    def budget_report(self, client: str | None = None) -> dict:
+        """The budget's figures; with quotas, also ``client``'s own."""
         budget = self.budget
         epsilon_spent, delta_spent = budget.spent()
         report = {
@@ -388,6 +410,9 @@ class _Service:
         }
         if self.row_cost is not None:
             report["epsilon_per_row"], report["delta_per_row"] = self.row_cost
+        quota = self.clients.quota(client)
+        if quota is not None:
+            report.update(_client_figures(quota, quota.epsilon_spent))
         return report
 
 
@@ -400,6 +425,7 @@ def create_app(
     max_rows: int = 1000,
     max_body_bytes: int = 1_000_000,
     metrics_public: bool = False,
+    timing_defence: bool | ReleaseSchedule = True,
 ) -> Starlette:
     """The ASGI application that serves private answers of ``estimator``.
 
@@ -427,11 +453,34 @@ def create_app(
         Whether ``/metrics`` shows the global figures (budget, request
         counters) to requests without a key. A client key also sees its own
         quota, an admin key every client's.
+    timing_defence : bool or ReleaseSchedule, default=True
+        Release every ``/predict`` response at the next point of a public
+        schedule (:class:`~skprivpred.serving.ReleaseSchedule`), so that its
+        time tells nothing about the training rows beyond the bits each of the
+        schedule's epochs can leak. ``True``: the default schedule; a
+        ``ReleaseSchedule``: that one; ``False``: responses leave as soon as
+        they are ready (logged as a warning: their time can then tell
+        neighbouring training sets apart).
 
     Returns
     -------
     starlette.applications.Starlette
     """
+    if timing_defence is True:
+        schedule: ReleaseSchedule | None = ReleaseSchedule()
+    elif timing_defence is False:
+        schedule = None
+        logger.warning(
+            "the timing defence is off (--no-timing-defence): the time a response takes can "
+            "tell neighbouring training sets apart"
+        )
+    elif isinstance(timing_defence, ReleaseSchedule):
+        schedule = timing_defence
+    else:
+        raise TypeError(
+            "timing_defence must be True, False or a ReleaseSchedule, got "
+            f"{type(timing_defence).__name__}."
+        )
     budget = budget_of(estimator)
     if ledger is not None:
         budget.relocate(ledger)
@@ -443,28 +492,42 @@ def create_app(
         max_rows,
         max_body_bytes,
         metrics_public=bool(metrics_public),
+        schedule=schedule,
     )
     service.check_quotas()  # quotas that could never be charged stop the start
     metrics = service.metrics
-    guarded = _guard(metrics)
+    guarded = _guard(metrics, time.perf_counter if schedule is None else schedule.clock)
 
     @guarded("predict")
     async def predict(request: Request) -> JSONResponse:
         client = service.client(request)
-        X = service.queries(*await service.body(request))
+        body = await service.body(request)
+        # The request has arrived: from here on its time is the schedule's. Refusals of
+        # the body itself (just below) depend on the request alone and leave at once.
+        origin = None if schedule is None else schedule.clock()
+        X = service.queries(*body)
+        n_rows = X.shape[0]
+        failure: BaseException | None = None
         try:
-            predictions, epsilon_spent = await run_in_threadpool(service.answer, X, client)
-        except _Refused as refusal:
-            if refusal.status == 429:
-                metrics.rows_refused.inc(X.shape[0])
-            raise
-        metrics.rows_answered.inc(len(predictions))
-        return JSONResponse({"predictions": predictions, "epsilon_spent": epsilon_spent})
+            # The body is encoded before the wait, so that its time is the schedule's too.
+            response = JSONResponse(await run_in_threadpool(service.answer, X, client))
+        except Exception as exc:  # noqa: BLE001 - released on the schedule, then raised
+            failure = exc
+        if schedule is not None:
+            assert origin is not None
+            released = await schedule.release(origin, n_rows, service.n_teachers)
+            request.state.released_at = released.time
+        if failure is not None:
+            if isinstance(failure, _Refused) and failure.status == 429:
+                metrics.rows_refused.inc(n_rows)
+            raise failure
+        metrics.rows_answered.inc(n_rows)
+        return response
 
     @guarded("budget")
     async def budget_endpoint(request: Request) -> JSONResponse:
-        service.client(request)
-        return JSONResponse(await run_in_threadpool(service.budget_report))
+        client = service.client(request)
+        return JSONResponse(await run_in_threadpool(service.budget_report, client))
 
     @guarded("guarantee")
     async def guarantee(request: Request) -> JSONResponse:
@@ -480,7 +543,8 @@ def create_app(
 
     @guarded("openapi")
     async def openapi(request: Request) -> JSONResponse:
-        service.client(request)
+        # No key: the document holds public information only (the same on neighbouring
+        # training sets), and client generators fetch it without one.
         return JSONResponse(service.openapi())
 
     @guarded("metrics")
@@ -504,6 +568,14 @@ def create_app(
             Route("/health", health, methods=["GET"]),
         ]
     )
+
+
+def _client_figures(quota, spent: float) -> dict:
+    """A client's own quota figures, as ``/budget`` and the answers of ``/predict`` add them."""
+    return {
+        "client_epsilon_spent": spent,
+        "client_epsilon_remaining": max(quota.epsilon - spent, 0.0),
+    }
 
 
 def _refusal_message(what: str, used_up: str, remaining: int | None, asked: int) -> str:
@@ -545,4 +617,12 @@ def app_from_environment() -> Starlette:
         max_rows=config["max_rows"],
         max_body_bytes=config["max_body_bytes"],
         metrics_public=config.get("metrics_public", False),
+        timing_defence=_schedule_from(config.get("timing", {})),
     )
+
+
+def _schedule_from(timing: dict | None) -> bool | ReleaseSchedule:
+    """The ``timing_defence`` of the command's settings (``None``: the defence is off)."""
+    if timing is None:
+        return False
+    return ReleaseSchedule(**timing)

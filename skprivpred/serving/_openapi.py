@@ -150,6 +150,7 @@ def openapi_document(
     max_body_bytes: int,
     keys_required: bool,
     metrics_public: bool,
+    quotas: bool = False,
 ) -> dict:
     """The OpenAPI 3.1 document of a service answering ``estimator``.
 
@@ -167,6 +168,9 @@ def openapi_document(
         Whether requests need an API key.
     metrics_public : bool
         Whether ``/metrics`` answers without a key.
+    quotas : bool, default=False
+        Whether clients have quotas (``/budget`` and ``/predict`` then report
+        the client's own figures too).
 
     Returns
     -------
@@ -259,6 +263,19 @@ def openapi_document(
             entry["security"] = [{"bearer": []}, {"apiKey": []}]
         return entry
 
+    client_figures = {
+        "client_epsilon_spent": {
+            "type": "number",
+            "description": (
+                "This client's quota: epsilon spent (basic composition of its answered rows)"
+                " once this answer's charge was committed."
+            ),
+        },
+        "client_epsilon_remaining": {
+            "type": "number",
+            "description": "This client's quota: epsilon left (the quota less what it spent).",
+        },
+    }
     budget_report = {
         "type": "object",
         "properties": {
@@ -280,6 +297,32 @@ def openapi_document(
             "rows_remaining": {"type": ["integer", "null"]},
         },
     }
+    budget_properties = budget_report["properties"]
+    assert isinstance(budget_properties, dict)
+    answer_required = ["predictions", "epsilon_spent"]
+    answer_properties: dict[str, Any] = {
+        "predictions": {"type": "array", "items": _prediction_schema(estimator)},
+        "epsilon_spent": {
+            "type": "number",
+            "description": (
+                "The budget's epsilon spent once this answer's charge was committed (this "
+                "answer and every charge before it, by every client)."
+            ),
+        },
+    }
+    if quotas:
+        answer_required += list(client_figures)
+        answer_properties.update(client_figures)
+        budget_report["required"] = list(client_figures)
+        budget_properties.update(
+            {
+                "client_epsilon_spent": {
+                    "type": "number",
+                    "description": "This client's quota: epsilon spent.",
+                },
+                "client_epsilon_remaining": client_figures["client_epsilon_remaining"],
+            }
+        )
     metrics = operation(
         "Prometheus text format: request counters and latencies, and the budget read from the "
         "ledger (a client key also sees its own quota, an admin key every client's).",
@@ -297,20 +340,8 @@ def openapi_document(
                     "One answer per row, in order.",
                     {
                         "type": "object",
-                        "required": ["predictions", "epsilon_spent"],
-                        "properties": {
-                            "predictions": {
-                                "type": "array",
-                                "items": _prediction_schema(estimator),
-                            },
-                            "epsilon_spent": {
-                                "type": "number",
-                                "description": (
-                                    "The budget's epsilon spent once this answer's charge was "
-                                    "committed (this answer and every charge before it)."
-                                ),
-                            },
-                        },
+                        "required": answer_required,
+                        "properties": answer_properties,
                     },
                 ),
                 413,
@@ -356,7 +387,12 @@ def openapi_document(
             )
         },
         "/openapi.json": {
-            "get": operation("This document.", _json("OpenAPI 3.1.", {"type": "object"}))
+            "get": operation(
+                "This document (public information only: it needs no key, so that client "
+                "generators can fetch it).",
+                _json("OpenAPI 3.1.", {"type": "object"}),
+                public=True,
+            )
         },
     }
     components: dict[str, Any] = {"schemas": schemas}

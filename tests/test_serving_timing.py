@@ -1,0 +1,306 @@
+"""The service's timing defence: responses leave at the points of a public schedule.
+
+Every test drives the application through ASGI with an *injected* clock: the
+estimator's computation advances a fake clock by a chosen amount, and the
+schedule's waits advance it to the release point. No test reads the wall clock,
+so none can pass or fail with the machine's load. What is checked:
+
+* A response leaves at ``origin + quantum + per_row_teacher * rows * teachers``,
+  whatever the computation took below that (two very different computation times
+  give the same release time).
+* A computation that overruns its point raises the schedule's level: the response
+  leaves at the next doubled point, and the responses that follow keep the doubled
+  interval; after ``shrink_after`` responses on time the level comes down again.
+* A refusal after the computation (the budget is spent: 429) leaves on the schedule
+  too; a body refused before it (422) leaves at once.
+* Waiting does not block the event loop: another request is answered while a
+  response waits for its point.
+* ``/metrics``' latency histogram records the scheduled release times.
+* The defence is on by default (the programmatic default and the command's); turning
+  it off logs a warning; bad settings are refused naming the option.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
+
+pytest.importorskip("starlette")
+pytest.importorskip("anyio")
+
+from skprivpred.serving import ReleaseSchedule, create_app  # noqa: E402
+from skprivpred.serving._app import _schedule_from  # noqa: E402
+
+N_TEACHERS = 8
+QUANTUM, PER_ROW_TEACHER = 0.004, 1e-4
+
+
+class FakeTime:
+    """A clock that moves only when the computation or a wait moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.waits: list[float] = []
+        self.gate: asyncio.Event | None = None
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        if self.gate is not None:
+            await self.gate.wait()
+        self.now += seconds
+
+
+def fitted(tmp_path, cap_rows: int = 10_000):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] > 0).astype(int)
+    budget = PrivacyAccountant(epsilon=cap_rows * 0.01, ledger=str(tmp_path / "budget.db"))
+    clf = SubsampleAggregateClassifier(
+        LogisticRegression(),
+        epsilon=0.01,
+        n_teachers=N_TEACHERS,
+        classes=[0, 1],
+        accountant=budget,
+        random_state=0,
+    )
+    return clf.fit(X, y)
+
+
+def with_cost(clf, fake: FakeTime, costs: list[float]):
+    """Make each ``predict`` advance the fake clock by the next of ``costs`` (seconds)."""
+    predict = clf.predict
+
+    def timed(X):
+        fake.now += costs.pop(0)
+        return predict(X)
+
+    clf.predict = timed  # an instance attribute: only this object is changed
+    return clf
+
+
+def app_of(clf, fake: FakeTime, **schedule):
+    settings = {"quantum": QUANTUM, "per_row_teacher": PER_ROW_TEACHER, **schedule}
+    return create_app(
+        clf, timing_defence=ReleaseSchedule(**settings, clock=fake.clock, sleep=fake.sleep)
+    )
+
+
+async def send(app, fake: FakeTime, method: str, path: str, body: bytes = b""):
+    """One request through ASGI: ``(status, body, the fake time its response left)``."""
+    sent = False
+    out: dict = {"body": b""}
+
+    async def receive():
+        nonlocal sent
+        if sent:
+            await asyncio.Event().wait()  # no disconnect while the response is pending
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def transmit(message):
+        if message["type"] == "http.response.start":
+            out["status"], out["left"] = message["status"], fake.now
+        elif message["type"] == "http.response.body":
+            out["body"] += message.get("body", b"")
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"content-length", str(len(body)).encode())],
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 1),
+        "root_path": "",
+    }
+    await app(scope, receive, transmit)
+    return out["status"], out["body"], out["left"]
+
+
+def rows(n: int) -> bytes:
+    return json.dumps({"rows": [[0.1, -0.2, 0.3]] * n}).encode()
+
+
+def predict_at(app, fake: FakeTime, n_rows: int) -> tuple[int, float]:
+    """Send one request at the fake clock's current time: (status, its response time)."""
+    origin = fake.now
+    status, _, left = asyncio.run(send(app, fake, "POST", "/predict", rows(n_rows)))
+    return status, left - origin
+
+
+def interval(n_rows: int) -> float:
+    return QUANTUM + PER_ROW_TEACHER * n_rows * N_TEACHERS
+
+
+def test_responses_leave_at_the_schedules_points_whatever_the_computation_took(tmp_path):
+    fake = FakeTime()
+    costs = [0.0001, 0.0040, 0.0002, 0.0110, 0.0005, 0.0830]  # each below its interval
+    app = app_of(with_cost(fitted(tmp_path), fake, costs), fake)
+    for n_rows in (1, 1, 10, 10, 100, 100):
+        status, took = predict_at(app, fake, n_rows)
+        assert status == 200
+        assert took == pytest.approx(interval(n_rows), abs=1e-12), n_rows
+    assert costs == []  # every request ran its computation
+
+
+def test_an_overrun_doubles_the_interval_and_it_shrinks_back_after_n_responses(tmp_path):
+    fake = FakeTime()
+    base = interval(1)
+    # 1 on time; 1 overrun by 3x (to level 2: 4x); 3 on time at 4x; then back to level 1.
+    costs = [0.001, 3 * base, 0.001, 0.001, 0.001, 0.001, 0.001, 0.001, 0.001]
+    app = app_of(with_cost(fitted(tmp_path), fake, costs), fake, shrink_after=3)
+    taken = [predict_at(app, fake, 1)[1] for _ in range(9)]
+    expected = [1, 4, 4, 4, 4, 2, 2, 2, 1]  # multiples of the base interval
+    assert taken == pytest.approx([m * base for m in expected], abs=1e-12)
+
+
+def test_the_level_moves_one_epoch_at_a_time_and_is_capped():
+    fake = FakeTime()
+    schedule = ReleaseSchedule(
+        quantum=0.01, per_row_teacher=0.0, shrink_after=2, max_level=3, clock=fake.clock
+    )
+    assert schedule.plan(0.0, 0.005, 1).time == pytest.approx(0.01)
+    assert (schedule.level, schedule.epochs) == (0, 1)
+    late = schedule.plan(0.0, 0.015, 1)  # overruns level 0: the point of level 1
+    assert (late.time, late.level, late.overrun) == (pytest.approx(0.02), 1, True)
+    assert (schedule.level, schedule.epochs) == (1, 2)
+    # Beyond the top level (8x): the next multiple of the largest interval.
+    beyond = schedule.plan(0.0, 0.25, 1)
+    assert beyond.time == pytest.approx(0.32) and schedule.level == 3
+    assert schedule.plan(0.0, 0.001, 1).time == pytest.approx(0.08)
+    assert schedule.plan(0.0, 0.001, 1).time == pytest.approx(0.08)
+    assert schedule.level == 2 and schedule.epochs == 4  # shrunk after 2 on time
+    # Time runs forward: the release is never before the answer is ready.
+    for ready in np.linspace(0.0, 1.0, 41):
+        assert schedule.plan(0.0, float(ready), 1).time >= ready
+
+
+def test_refusals_after_the_computation_leave_on_the_schedule_body_errors_at_once(tmp_path):
+    fake = FakeTime()
+    app = app_of(with_cost(fitted(tmp_path, cap_rows=5), fake, [0.001, 0.002]), fake)
+    status, took = predict_at(app, fake, 5)
+    assert status == 200 and took == pytest.approx(interval(5), abs=1e-12)
+    status, took = predict_at(app, fake, 3)  # the budget is spent: 429, on the schedule
+    assert status == 429 and took == pytest.approx(interval(3), abs=1e-12)
+    origin = fake.now
+    status, _, left = asyncio.run(send(app, fake, "POST", "/predict", b'{"rows": [[1, 2]]}'))
+    assert status == 422 and left == origin  # refused on the body alone: no wait
+
+
+def test_a_waiting_response_does_not_block_the_event_loop(tmp_path):
+    fake = FakeTime()
+    app = app_of(with_cost(fitted(tmp_path), fake, [0.001]), fake)
+
+    async def both():
+        fake.gate = asyncio.Event()
+        order = []
+
+        async def waiting():
+            order.append(("predict", (await send(app, fake, "POST", "/predict", rows(1)))[0]))
+
+        async def other():
+            while not fake.waits:  # until the response waits for its point
+                await asyncio.sleep(0.001)
+            order.append(("health", (await send(app, fake, "GET", "/health"))[0]))
+            fake.gate.set()
+
+        await asyncio.wait_for(asyncio.gather(waiting(), other()), timeout=60)
+        return order
+
+    assert asyncio.run(both()) == [("health", 200), ("predict", 200)]
+
+
+def test_the_latency_histogram_records_the_scheduled_release_times(tmp_path, monkeypatch):
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    fake = FakeTime()
+    app = app_of(with_cost(fitted(tmp_path), fake, [0.0001, 0.003, 0.05]), fake)
+    for n_rows in (1, 1, 100):
+        predict_at(app, fake, n_rows)
+    _, text, _ = asyncio.run(send(app, fake, "GET", "/metrics"))
+    lines = dict(
+        line.rsplit(" ", 1) for line in text.decode().splitlines() if not line.startswith("#")
+    )
+    total = float(lines['skprivpred_request_duration_seconds_sum{endpoint="predict"}'])
+    assert total == pytest.approx(2 * interval(1) + interval(100), abs=1e-9)
+
+
+def test_the_defence_is_on_by_default_and_off_only_with_a_warning(tmp_path, monkeypatch, caplog):
+    calls = []
+    real = ReleaseSchedule.release
+
+    async def spy(self, origin, n_rows, n_teachers=1):
+        calls.append((n_rows, n_teachers))
+        return await real(self, origin, n_rows, n_teachers)
+
+    monkeypatch.setattr(ReleaseSchedule, "release", spy)
+    clf = fitted(tmp_path)
+    fake = FakeTime()
+    assert asyncio.run(send(create_app(clf), fake, "POST", "/predict", rows(2)))[0] == 200
+    assert calls == [(2, N_TEACHERS)]
+    # The command's workers: the settings it hands them, or the defaults if none.
+    assert isinstance(_schedule_from({}), ReleaseSchedule)
+    assert _schedule_from({"quantum": 0.01}).quantum == 0.01
+    assert _schedule_from(None) is False
+    with caplog.at_level(logging.WARNING, logger="skprivpred.serving"):
+        app = create_app(clf, timing_defence=False)
+    assert "timing defence is off" in caplog.text
+    assert asyncio.run(send(app, fake, "POST", "/predict", rows(2)))[0] == 200
+    assert len(calls) == 1  # no schedule
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"quantum": 0.0}, "quantum (--timing-quantum)"),
+        ({"quantum": float("nan")}, "quantum (--timing-quantum)"),
+        ({"per_row_teacher": -1e-6}, "per_row_teacher (--timing-per-row-teacher)"),
+        ({"shrink_after": 0}, "shrink_after (--timing-shrink-after)"),
+        ({"shrink_after": 2.5}, "shrink_after (--timing-shrink-after)"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_option(settings, named):
+    with pytest.raises(ValueError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        ReleaseSchedule(**settings)
+
+
+def test_the_command_shows_the_timing_options_and_refuses_bad_ones(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "skprivpred.serving", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    help_text = " ".join(done.stdout.split())
+    for phrase in (
+        "--timing-quantum SECONDS the schedule's interval for any request (default: 0.004)",
+        "--timing-per-row-teacher SECONDS",
+        "(default: 5e-05)",
+        "--timing-shrink-after N",
+        "(default: 100)",
+        "--no-timing-defence",
+    ):
+        assert phrase in help_text, phrase
+    done = subprocess.run(
+        [sys.executable, "-m", "skprivpred.serving", "model.skops", "--timing-quantum", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "quantum (--timing-quantum)" in done.stderr
