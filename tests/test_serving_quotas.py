@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
 from test_serving import Service, write_key_file  # the real service in a subprocess
 
 from skprivpred import (
@@ -35,6 +36,7 @@ from skprivpred import (
     SubsampleAverageRegressor,
 )
 from skprivpred._testing import free_port
+from skprivpred.preprocessing import PublicScaler
 from skprivpred.serving import save_model
 
 pytest.importorskip("uvicorn")
@@ -131,18 +133,19 @@ def test_the_quota_is_kept_for_every_per_row_estimator(tmp_path, start, make):
 def test_a_request_the_model_refuses_charges_no_quota(tmp_path, start):
     X, _, y = data()
     frame = pd.DataFrame(X, columns=["age", "hours", "score"])
-    model, budget = saved(
-        tmp_path,
+    budget = PrivacyAccountant(epsilon=1.0, ledger=str(tmp_path / "budget.db"), name="svc")
+    model = tmp_path / "model.skops"
+    # A public step declares the columns numeric (an inferred dtype would not be public).
+    pipeline = make_pipeline(
+        PublicScaler.from_bounds([-5.0] * 3, [5.0] * 3),
         SubsampleAggregateClassifier(
-            LogisticRegression(), epsilon=0.01, n_teachers=8, classes=[0, 1]
+            LogisticRegression(), epsilon=0.01, n_teachers=8, classes=[0, 1], accountant=budget
         ),
-        frame,
-        y,
-        budget_epsilon=1.0,
     )
+    save_model(pipeline.fit(frame, y), model)
     service = start(model, "--api-keys", str(keys_file(tmp_path)), "--quota-epsilon", "0.05")
     row = {"age": 0.1, "hours": 0.2, "score": -0.3}
-    for _ in range(3):  # the model cannot read a string where it learnt numbers: 422
+    for _ in range(3):  # the public scaler cannot read a string: 422
         status, _ = service.request("POST", "/predict", {"records": [{**row, "age": "x"}]}, ALPHA)
         assert status == 422
     quota = quota_of(budget, "alpha", 0.05)

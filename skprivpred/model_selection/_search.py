@@ -195,7 +195,7 @@ class PrivateGridSearchCV(
 
     Examples
     --------
-    >>>     >>> from sklearn.datasets import make_classification
+    >>> from sklearn.datasets import make_classification
     >>> from skprivpred import PrivateGridSearchCV, SubsampleAggregateClassifier
     >>> X, y = make_classification(n_samples=3000, random_state=0)
     >>> search = PrivateGridSearchCV(
