@@ -750,7 +750,10 @@ def defence_cost(model: Path, bodies: dict, tmp: Path, clients: int, seconds: fl
             try:
                 # One client first, on the fresh service: a burst of concurrent requests
                 # queues, overruns the schedule and raises its level for the responses after.
-                load(port, bodies[1], 1, 1.0)  # warm-up
+                # The warm-up is long enough for each worker's first, cold responses to be
+                # followed by the on-time responses that bring the level back down
+                # (``shrink_after`` per level): the figures are the steady state.
+                load(port, bodies[1], 1, 4.0)  # warm-up
                 single = np.asarray(load(port, bodies[1], 1, seconds)) * 1e3
                 many = load(port, bodies[1], clients, seconds)
             finally:
