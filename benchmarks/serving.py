@@ -753,7 +753,7 @@ def defence_cost(model: Path, bodies: dict, tmp: Path, clients: int, seconds: fl
                 # The warm-up is long enough for each worker's first, cold responses to be
                 # followed by the on-time responses that bring the level back down
                 # (``shrink_after`` per level): the figures are the steady state.
-                load(port, bodies[1], 1, 4.0)  # warm-up
+                load(port, bodies[1], 1, 20.0)  # warm-up
                 single = np.asarray(load(port, bodies[1], 1, seconds)) * 1e3
                 many = load(port, bodies[1], clients, seconds)
             finally:

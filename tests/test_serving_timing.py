@@ -292,7 +292,7 @@ def test_the_command_shows_the_timing_options_and_refuses_bad_ones(tmp_path):
         "--timing-per-row-teacher SECONDS",
         "(default: 5e-05)",
         "--timing-shrink-after N",
-        "(default: 100)",
+        "(default: 20)",
         "--no-timing-defence",
     ):
         assert phrase in help_text, phrase

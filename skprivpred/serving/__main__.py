@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     defence.add_argument(
         "--timing-shrink-after",
         type=int,
-        default=100,
+        default=20,
         metavar="N",
         help="responses on time before a doubled interval is halved again",
     )

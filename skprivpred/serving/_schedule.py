@@ -67,7 +67,7 @@ class ReleaseSchedule:
         Seconds: the base interval of a request, whatever its size.
     per_row_teacher : float, default=5e-05
         Seconds added to the base interval per row asked and per teacher.
-    shrink_after : int, default=100
+    shrink_after : int, default=20
         Responses in a row that keep to the schedule before its level comes
         down by one.
     max_level : int, default=20
@@ -88,7 +88,7 @@ class ReleaseSchedule:
         self,
         quantum: float = 0.004,
         per_row_teacher: float = 5e-05,
-        shrink_after: int = 100,
+        shrink_after: int = 20,
         max_level: int = 20,
         *,
         clock: Callable[[], float] = time.perf_counter,
