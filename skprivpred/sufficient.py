@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import math
-from functools import lru_cache
 from numbers import Real
 from typing import Any
 
@@ -74,12 +73,6 @@ _THEOREM = (
     "Steinke 2020, the multivariate discrete Gaussian; Bun & Steinke 2016), converted to "
     "(epsilon, delta) by the tight Renyi conversion (Balle et al. 2020)"
 )
-
-
-@lru_cache(maxsize=64)
-def _rho_cap(epsilon: float, delta: float) -> float:
-    """:func:`~skprivpred.accounting.rho_cap`, remembered (a bisection of about 20 ms)."""
-    return rho_cap(epsilon, delta)
 
 
 # -- the public feature map -------------------------------------------------------------------
@@ -372,7 +365,7 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
     # -- the one release ----------------------------------------------------------------------
     def _noise_plan(self, sensitivity: float, size: int) -> dict:
         """Public grid step and integer noise scale for an L2 ``sensitivity`` in ``size`` values."""
-        rho = _rho_cap(float(self.epsilon), float(self.delta))
+        rho = rho_cap(float(self.epsilon), float(self.delta))
         if rho <= 0:
             raise InvalidParameterError(
                 f"epsilon={self.epsilon!r} with delta={self.delta!r} gives no usable zCDP rho "

@@ -11,6 +11,7 @@ checked against.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import stat
@@ -259,7 +260,8 @@ class BudgetCollector:
             "rows_charged": rows,
         }
         if budget.composition == "zcdp":
-            cap = _rho_cap(budget.epsilon, budget.delta)
+            uncapped = math.isinf(budget.epsilon)
+            cap = budget.epsilon if uncapped else rho_cap(budget.epsilon, budget.delta)
             spent = budget.rho_spent
             figures.update(rho_cap=cap, rho_spent=spent, rho_remaining=max(cap - spent, 0.0))
         if self.row_cost is not None:
@@ -317,11 +319,3 @@ _QUOTA_HELP = {
     "rows_charged": "Query rows charged to a client's share",
     "rows_remaining": "Query rows that still fit a client's share",
 }
-
-_RHO_CAPS: dict[tuple[float, float], float] = {}
-
-
-def _rho_cap(epsilon: float, delta: float) -> float:
-    if (epsilon, delta) not in _RHO_CAPS:  # a bisection: computed once per budget
-        _RHO_CAPS[epsilon, delta] = rho_cap(epsilon, delta) if epsilon != float("inf") else epsilon
-    return _RHO_CAPS[epsilon, delta]
