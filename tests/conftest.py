@@ -18,7 +18,9 @@ the many tiny solves of the statistical tests an order of magnitude slower.
 
 from __future__ import annotations
 
+import functools
 import os
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +67,32 @@ def postgres_url():
         yield url
     finally:
         server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def service_factory(tmp_path):
+    """Start the real service (``test_serving.Service``) on loopback; stop it at the end.
+
+    ``service_factory(model, *options, workers=2, env=None)`` returns a started service;
+    after the test every service is stopped and its log must hold no stack trace.
+    """
+    from test_serving import Service  # the real service in a subprocess
+
+    started: list[Service] = []
+
+    def start(model: Path, *extra: str, workers: int = 2, env: dict | None = None) -> Service:
+        service = Service(model, tmp_path / "service.log", *extra, workers=workers, env=env)
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        service.stop()
+    log = (tmp_path / "service.log").read_text() if (tmp_path / "service.log").exists() else ""
+    assert "Traceback" not in log, log  # never a stack trace in the service's log
+
+
+@pytest.fixture
+def start(service_factory):
+    """:func:`service_factory` with one worker."""
+    return functools.partial(service_factory, workers=1)

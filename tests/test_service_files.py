@@ -34,7 +34,6 @@ import pytest
 from test_serving import (  # the real service in a subprocess, and a model to serve
     EPSILON,
     KEY_A,
-    Service,
     _assert_one_line_refusal,
     _run_command,
     fitted_model,
@@ -46,22 +45,6 @@ from skprivpred.serving._metrics import METRICS_MARKER, prepare_metrics_director
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
-
-
-@pytest.fixture
-def start(tmp_path):
-    started: list[Service] = []
-
-    def run(model: Path, *extra: str) -> Service:
-        service = Service(model, tmp_path / "service.log", *extra, workers=1)
-        started.append(service)
-        return service
-
-    yield run
-    for service in started:
-        service.stop()
-    log = (tmp_path / "service.log").read_text() if (tmp_path / "service.log").exists() else ""
-    assert "Traceback" not in log, log
 
 
 # -- the metrics directory ------------------------------------------------------------------------

@@ -157,22 +157,6 @@ class Service:
         self._log_file.close()
 
 
-@pytest.fixture
-def service_factory(tmp_path):
-    started: list[Service] = []
-
-    def start(model: Path, *extra: str, workers: int = 2, env: dict | None = None) -> Service:
-        service = Service(model, tmp_path / "service.log", *extra, workers=workers, env=env)
-        started.append(service)
-        return service
-
-    yield start
-    for service in started:
-        service.stop()
-    log = (tmp_path / "service.log").read_text() if (tmp_path / "service.log").exists() else ""
-    assert "Traceback" not in log, log  # never a stack trace in the service's log
-
-
 def write_key_file(path: Path, text: str) -> None:
     """Write an API key file as the deploying guide does: readable by its owner only (0600)."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
-from test_serving import Service, _validator, write_key_file
+from test_serving import _validator, write_key_file
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred._testing import free_port
@@ -178,21 +178,6 @@ def model_with_two_clients(tmp_path: Path, quota: float | None):
     if quota is not None:
         extra += ["--quota-epsilon", str(quota)]
     return path, extra
-
-
-@pytest.fixture
-def start(tmp_path):
-    started: list[Service] = []
-
-    def run(model: Path, *extra: str) -> Service:
-        service = Service(model, tmp_path / "service.log", *extra, workers=1)
-        started.append(service)
-        return service
-
-    yield run
-    for service in started:
-        service.stop()
-    assert "Traceback" not in (tmp_path / "service.log").read_text()
 
 
 def test_a_client_sees_its_own_quota_in_predict_and_budget(tmp_path, start):

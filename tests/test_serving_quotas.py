@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
-from test_serving import Service, write_key_file  # the real service in a subprocess
+from test_serving import write_key_file  # key files at mode 0600, as the guide writes them
 
 from skprivpred import (
     AveragedPSGDClassifier,
@@ -44,22 +44,6 @@ pytest.importorskip("starlette")
 
 KEY_A, KEY_B = "alpha-key-0123456789abcdef", "beta-key-0123456789abcdef"
 ALPHA, BETA = {"X-API-Key": KEY_A}, {"X-API-Key": KEY_B}
-
-
-@pytest.fixture
-def start(tmp_path):
-    started: list[Service] = []
-
-    def run(model: Path, *extra: str) -> Service:
-        service = Service(model, tmp_path / "service.log", *extra, workers=1)
-        started.append(service)
-        return service
-
-    yield run
-    for service in started:
-        service.stop()
-    log = (tmp_path / "service.log").read_text() if (tmp_path / "service.log").exists() else ""
-    assert "Traceback" not in log, log
 
 
 def keys_file(tmp_path: Path) -> Path:
