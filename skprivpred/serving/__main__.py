@@ -6,8 +6,10 @@ import argparse
 import inspect
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 
 from .._ledger import open_ledger_url, redact, sqlite_path
 from ._metrics import (
@@ -203,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     os.environ[CONFIG_ENVIRONMENT_VARIABLE] = json.dumps(config)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM stops the service as SIGINT (Ctrl-C) does: uvicorn shuts down gracefully,
+        # then raises the signal again, which ends ``serve`` here instead of the process, so
+        # the default metrics directory is removed below.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         serve(args.host, args.port, args.workers, args.log_level, access_log=args.access_log)
     finally:

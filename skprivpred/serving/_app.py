@@ -470,10 +470,7 @@ def create_app(
         schedule: ReleaseSchedule | None = ReleaseSchedule()
     elif timing_defence is False:
         schedule = None
-        logger.warning(
-            "the timing defence is off (--no-timing-defence): the time a response takes can "
-            "tell neighbouring training sets apart"
-        )
+        _warn_timing_defence_off()
     elif isinstance(timing_defence, ReleaseSchedule):
         schedule = timing_defence
     else:
@@ -568,6 +565,20 @@ def create_app(
             Route("/health", health, methods=["GET"]),
         ]
     )
+
+
+def _warn_timing_defence_off() -> None:
+    """Log, once per service, that response times can tell training sets apart.
+
+    The command logs it when it checks its settings at start (through
+    :func:`create_app`); its workers, which find the settings in the
+    environment, do not log it again.
+    """
+    if CONFIG_ENVIRONMENT_VARIABLE not in os.environ:
+        logger.warning(
+            "the timing defence is off (--no-timing-defence): the time a response takes can "
+            "tell neighbouring training sets apart"
+        )
 
 
 def _client_figures(quota, spent: float) -> dict:
