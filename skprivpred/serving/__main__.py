@@ -71,6 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         "for several); name only types you have reviewed",
     )
     parser.add_argument(
+        "--unknown-categories",
+        choices=["refuse", "encode-as-none"],
+        default="refuse",
+        help="what to do with a value outside a categorical column's public schema (its "
+        "categories and its markers of a missing value): refuse it with 422 before anything "
+        "is charged, or answer it encoded as none of the categories",
+    )
+    parser.add_argument(
         "--metrics-public",
         action="store_true",
         help="let /metrics show the global figures (budget, requests) without an API key",
@@ -177,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "trusted": args.trust,
         "metrics_public": args.metrics_public,
         "timing": timing,
+        "unknown_categories": args.unknown_categories,
     }
     # Check everything once here, so that a bad model, ledger or key file stops the
     # command with a clear message instead of failing in every worker.
@@ -190,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             max_body_bytes=config["max_body_bytes"],
             metrics_public=config["metrics_public"],
             timing_defence=timing is not None,
+            unknown_categories=args.unknown_categories,
         )
         budget = budget_of(model)
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
