@@ -238,3 +238,75 @@ def test_markers_are_validated_and_reach_the_encoder():
     rows = pd.DataFrame({"c": ["?", "a"]})
     marked = PublicOneHotEncoder(categories=[["a"]], missing_values=[["?"]]).fit(rows)
     assert marked.transform(rows).tolist() == [[0.0], [1.0]]  # a marker encodes as none
+
+
+# -- a one-release model says what it is, everywhere ----------------------------------------------
+def _one_release_model(tmp_path: Path):
+    from skprivpred import PrivacyAccountant, SufficientStatisticClassifier
+    from skprivpred.serving import save_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = (X[:, 0] > 0).astype(int)
+    y[:1000] = -1  # unlabelled public rows
+    acc = PrivacyAccountant(epsilon=1.0, delta=1e-6, ledger=str(tmp_path / "budget.db"))
+    path = tmp_path / "model.skops"
+    save_model(SufficientStatisticClassifier(classes=[0, 1], accountant=acc).fit(X, y), path)
+    return path, acc
+
+
+def test_a_one_release_model_says_that_it_is_the_release(tmp_path, service_factory):
+    path, acc = _one_release_model(tmp_path)
+    service = service_factory(path, workers=1)
+    status, body = service.request("POST", "/predict", {"rows": [[0.1, 0.2, 0.3]] * 5})
+    assert status == 200 and len(body["predictions"]) == 5
+    status, report = service.request("GET", "/budget")
+    assert status == 200
+    assert report["fit_releases"] == 1 and report["answers_charged"] is False
+    assert "queries_answered" not in report  # the fit's release is not a query answered
+    assert report["note"] == (
+        "This model is the release: its fit was charged to this budget, once; its answers "
+        "are free post-processing of that release and charge nothing."
+    )
+    assert report["epsilon_spent"] == acc.epsilon_spent  # the answers charged nothing
+    status, card = service.request_raw("GET", "/card")[::2]
+    card = card.decode()
+    assert "never released" not in card
+    assert (
+        "This model is itself a differentially private release, made once by fit and charged "
+        "to the budget then; its answers are free post-processing of the release and charge "
+        "nothing." in card
+    )
+    assert "| Cost of one answer | nothing: answers are post-processing of the one release" in card
+    assert "Every answer is charged to this budget" not in card
+    assert "The model's release was charged to this budget, in its ledger, once" in card
+    assert service.request("GET", "/guarantee")[1]["unit"] == "one release made by fit"
+    document = service.request("GET", "/openapi.json")[1]
+    assert document["info"]["description"].startswith(
+        "A differentially private model: fit released it once, and its answers are free "
+        "post-processing of that release."
+    )
+    assert document["paths"]["/predict"]["post"]["summary"].startswith(
+        "Answers of the released model"
+    )
+    budget = document["paths"]["/budget"]["get"]["responses"]["200"]["content"]
+    properties = budget["application/json"]["schema"]["properties"]
+    assert "fit_releases" in properties and "queries_answered" not in properties
+
+
+def test_a_per_query_model_says_that_each_answer_is_a_release(tmp_path, service_factory):
+    path, acc = fitted_model(tmp_path, 10)
+    service = service_factory(path, workers=1)
+    assert service.request("POST", "/predict", {"rows": [[0.0, 1.0, 2.0]] * 3})[0] == 200
+    status, report = service.request("GET", "/budget")
+    assert report["queries_answered"] == 3 and report["answers_charged"] is True
+    assert "fit_releases" not in report
+    card = service.request_raw("GET", "/card")[2].decode()
+    assert (
+        "Every answer of this model is a differentially private release, charged to the "
+        "budget before it is drawn; the model itself is never released." in card
+    )
+    assert "Every answer is charged to this budget" in card
+    assert service.request("GET", "/guarantee")[1]["unit"] == "each answered query row"
+    document = service.request("GET", "/openapi.json")[1]
+    assert document["paths"]["/predict"]["post"]["summary"].startswith("Private answers")

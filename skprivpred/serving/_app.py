@@ -23,7 +23,7 @@ from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerErro
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
 from ._columns import UNKNOWN_CATEGORIES, categorical_columns, first_refused
 from ._metrics import BudgetCollector, ServiceMetrics
-from ._model import budget_of, final_step, load_model, per_row_guarantee
+from ._model import budget_of, final_step, load_model, per_row_guarantee, releases_at_fit
 from ._schedule import ReleaseSchedule
 
 __all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
@@ -408,7 +408,12 @@ class _Service:
         return min(remaining) if remaining else None
 
     def budget_report(self, client: str | None = None) -> dict:
-        """The budget's figures; with quotas, also ``client``'s own."""
+        """The budget's figures; with quotas, also ``client``'s own.
+
+        For a model that is itself the release (:func:`._model.releases_at_fit`)
+        the budget's charges are fit releases, reported as ``fit_releases``
+        (not as answered queries), and ``answers_charged`` is false.
+        """
         budget = self.budget
         epsilon_spent, delta_spent = budget.spent()
         report = {
@@ -419,9 +424,17 @@ class _Service:
             "epsilon_spent": epsilon_spent,
             "delta_spent": delta_spent,
             "epsilon_remaining": max(budget.epsilon - epsilon_spent, 0.0),
-            "queries_answered": budget.queries_answered,
-            "rows_remaining": self.remaining_rows(),
         }
+        if releases_at_fit(self.estimator):
+            report.update(
+                fit_releases=budget.queries_answered,
+                answers_charged=False,
+                note="This model is the release: its fit was charged to this budget, once; "
+                "its answers are free post-processing of that release and charge nothing.",
+            )
+        else:
+            report.update(queries_answered=budget.queries_answered, answers_charged=True)
+        report["rows_remaining"] = self.remaining_rows()
         if self.row_cost is not None:
             report["epsilon_per_row"], report["delta_per_row"] = self.row_cost
         quota = self.clients.quota(client)

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
 from ._columns import categorical_columns, public_columns
-from ._model import final_step
+from ._model import final_step, releases_at_fit
 
 __all__ = ["openapi_document", "public_columns"]
 
@@ -236,12 +236,29 @@ def openapi_document(
             },
             "name": {"type": "string"},
             "composition": {"type": "string", "enum": ["basic", "advanced", "zcdp"]},
-            "queries_answered": {"type": "integer"},
+            "answers_charged": {
+                "type": "boolean",
+                "description": "Whether each answered row is charged (false: the model is "
+                "the release made by fit, and its answers are free).",
+            },
             "rows_remaining": {"type": ["integer", "null"]},
         },
     }
     budget_properties = budget_report["properties"]
     assert isinstance(budget_properties, dict)
+    released = releases_at_fit(estimator)
+    if released:
+        budget_properties["fit_releases"] = {
+            "type": "integer",
+            "description": "Releases made by fit and charged to this budget (this model's "
+            "own, and any other fit charged to it).",
+        }
+        budget_properties["note"] = {"type": "string"}
+    else:
+        budget_properties["queries_answered"] = {
+            "type": "integer",
+            "description": "Query rows charged to this budget.",
+        }
     answer_required = ["predictions", "epsilon_spent"]
     answer_properties: dict[str, Any] = {
         "predictions": {"type": "array", "items": _prediction_schema(estimator)},
@@ -278,7 +295,10 @@ def openapi_document(
     paths = {
         "/predict": {
             "post": operation(
-                "Private answers: one release per row, each charged before it is drawn.",
+                "Answers of the released model: post-processing of the one release made by "
+                "fit, charged nothing."
+                if released
+                else "Private answers: one release per row, each charged before it is drawn.",
                 _json(
                     "One answer per row, in order.",
                     {
@@ -351,7 +371,13 @@ def openapi_document(
             "title": f"skprivpred service: {type(final).__name__}",
             "version": version,
             "description": (
-                "Differentially private answers of a fitted model. "
+                (
+                    "A differentially private model: fit released it once, and its answers "
+                    "are free post-processing of that release. "
+                    if released
+                    else "Differentially private answers of a fitted model, each answered row "
+                    "one release, charged before it is drawn. "
+                )
                 + (f"Guarantee: {guarantee}." if guarantee is not None else "")
             ),
         },
