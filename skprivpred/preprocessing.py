@@ -53,6 +53,14 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
         The public category list of every column, in column order (required:
         never read from the data). A value outside its list, a missing value
         included, encodes as all zeros in that column's block.
+    missing_values : list of array-like, default=None
+        The values that the public schema declares as markers of a missing
+        value, per column, in column order (``[]`` for a column without one;
+        ``None``: no column has one). They are not categories: they encode as
+        all zeros, like any value outside the list. They say which values the
+        schema allows besides the categories: a service
+        (:mod:`skprivpred.serving`) answers them and refuses every other value
+        outside the list.
     dtype : dtype, default=np.float64
         Type of the output.
 
@@ -75,8 +83,11 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
            [0., 0.]])
     """
 
-    def __init__(self, categories: list, *, dtype: Any = np.float64) -> None:
+    def __init__(
+        self, categories: list, *, missing_values: list | None = None, dtype: Any = np.float64
+    ) -> None:
         self.categories = categories
+        self.missing_values = missing_values
         self.dtype = dtype
 
     def fit(self, X: MatrixLike, y: Any = None) -> Self:
@@ -106,6 +117,7 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
         lists = [np.asarray(c) for c in self.categories]
         if any(c.ndim != 1 or c.size == 0 or np.unique(c).size != c.size for c in lists):
             raise ValueError("every category list must be non-empty, flat and without repeats.")
+        _check_missing_values(self.missing_values, self.categories)
         # The encoder is fitted on a synthetic table made of the category lists themselves.
         n_rows = max(c.size for c in lists)
         synthetic = np.empty((n_rows, len(lists)), dtype=object)
@@ -156,6 +168,26 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
             [f"{name}_{c}" for name, cats in zip(input_features, self.categories_) for c in cats],
             dtype=object,
         )
+
+
+def _check_missing_values(missing_values: list | None, categories: list) -> None:
+    """Refuse markers of a missing value that are not one flat list per column, or categories."""
+    if missing_values is None:
+        return
+    if not isinstance(missing_values, list | tuple) or len(missing_values) != len(categories):
+        raise ValueError(
+            f"missing_values must hold one list per column ({len(categories)}), or be None; got "
+            f"{missing_values!r}."
+        )
+    for markers, allowed in zip(missing_values, categories):
+        if isinstance(markers, str) or np.asarray(markers, dtype=object).ndim != 1:
+            raise ValueError(f"each entry of missing_values is a list of markers, got {markers!r}.")
+        shared = [m for m in markers if m in list(allowed)]
+        if shared:
+            raise ValueError(
+                f"the markers {shared!r} of a missing value are also categories; a marker "
+                "encodes as none of the categories, so it cannot be one."
+            )
 
 
 class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -416,8 +448,12 @@ def public_preprocessor(schema: dict) -> ColumnTransformer:
     ----------
     schema : dict
         ``{"numeric": {column: {"scale", "center", "log", "squash", "clip"}},
-        "categorical": {column: [category, ...]}}``; see
-        :func:`skprivpred.datasets.adult_schema`.
+        "categorical": {column: [category, ...]}, "missing": {column: [marker,
+        ...]}}``; see :func:`skprivpred.datasets.adult_schema`. ``"missing"``
+        (optional) names, for categorical columns, the values the data's
+        documentation uses for a missing value (Adult's ``"?"``): they encode
+        as none of the categories (``missing_values`` of the
+        :class:`PublicOneHotEncoder`).
 
     Returns
     -------
@@ -436,13 +472,20 @@ def public_preprocessor(schema: dict) -> ColumnTransformer:
     ...     SubsampleAggregateClassifier(LogisticRegression(), classes=[0, 1]),
     ... )
     """
-    if not isinstance(schema, dict) or set(schema) - {"numeric", "categorical"}:
+    if not isinstance(schema, dict) or set(schema) - {"numeric", "categorical", "missing"}:
         raise ValueError(
-            'schema must be a dict with the keys "numeric" and/or "categorical", got '
+            'schema must be a dict with the keys "numeric" and/or "categorical" (and '
+            f'optionally "missing"), got '
             f"{sorted(schema) if isinstance(schema, dict) else type(schema).__name__}."
         )
     numeric = dict(schema.get("numeric", {}))
     categorical = dict(schema.get("categorical", {}))
+    missing = dict(schema.get("missing", {}))
+    if set(missing) - set(categorical):
+        raise ValueError(
+            f"schema['missing'] names columns that are not categorical: "
+            f"{sorted(set(missing) - set(categorical))}."
+        )
     transformers: list = []
     if numeric:
         for column, spec in numeric.items():
@@ -465,7 +508,10 @@ def public_preprocessor(schema: dict) -> ColumnTransformer:
         )
         transformers.append(("numeric", scaler, list(numeric)))
     if categorical:
-        encoder = PublicOneHotEncoder(categories=[list(v) for v in categorical.values()])
+        encoder = PublicOneHotEncoder(
+            categories=[list(v) for v in categorical.values()],
+            missing_values=[list(missing.get(c, [])) for c in categorical] if missing else None,
+        )
         transformers.append(("categorical", encoder, list(categorical)))
     if not transformers:
         raise ValueError("schema declares no column.")

@@ -111,7 +111,7 @@ def detect_groups(X_public: np.ndarray) -> list[np.ndarray]:
 
 def _schema_layout(schema: dict, n_features: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """Numeric columns and one-hot groups of ``public_preprocessor(schema)``'s output."""
-    if not isinstance(schema, dict) or set(schema) - {"numeric", "categorical"}:
+    if not isinstance(schema, dict) or set(schema) - {"numeric", "categorical", "missing"}:
         raise InvalidParameterError(
             'schema must be a dict with the keys "numeric" and/or "categorical" (the schema '
             f"of public_preprocessor), got {schema!r}."

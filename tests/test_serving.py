@@ -1061,8 +1061,9 @@ def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, serv
     assert list(record["properties"]) == ["age", "hours", "job"]
     assert record["properties"]["age"] == {"type": "number"}
     assert record["properties"]["job"]["enum"] == ["clerk", "nurse", "pilot"]
-    rows = schemas["RowsRequest"]["properties"]["rows"]
-    assert rows["maxItems"] == 15 and rows["items"]["minItems"] == rows["items"]["maxItems"] == 3
+    # The job column's categories are text, which a row of numbers cannot carry: no rows.
+    assert "RowsRequest" not in schemas
+    assert schemas["RecordsRequest"]["properties"]["records"]["maxItems"] == 15
     predict = document["paths"]["/predict"]["post"]
     assert set(predict["responses"]) == {"200", "401", "413", "422", "429", "500", "503"}
     for endpoint in ("/budget", "/guarantee", "/card", "/metrics", "/health", "/openapi.json"):
@@ -1082,8 +1083,11 @@ def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, serv
     status, body = service.request("POST", "/predict", {"records": [{"age": 1.0}]}, auth)
     assert status == 422
     check(body, "422")
-    # Rows as the document says: the model's 3 input columns (not the 5 its encoder makes).
+    # Rows are refused (a number is not one of the job column's categories), nothing charged.
     status, body = service.request("POST", "/predict", {"rows": [[30.0, 40.0, 1.0]] * 5}, auth)
+    assert status == 422 and body["column"] == "job" and acc.queries_answered == 10
+    check(body, "422")
+    status, body = service.request("POST", "/predict", {"records": request["records"][:5]}, auth)
     assert status == 200
     check(body, "200")
     status, body = service.request("POST", "/predict", request, auth)  # 20 rows were allowed

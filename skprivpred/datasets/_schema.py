@@ -7,8 +7,11 @@ transform chosen from its documented units (never from its values). It feeds
 nothing from the data, so they may sit outside a private estimator.
 
 Schema format: ``{"numeric": {column: {"scale": s, "center": c, "log": bool,
-"squash": bool, "clip": (low, high)}}, "categorical": {column: [category, ...]}}``;
-a numeric column becomes ``clip(v, low, high)`` if ``clip``, then ``log1p`` if
+"squash": bool, "clip": (low, high)}}, "categorical": {column: [category, ...]},
+"missing": {column: [marker, ...]}}``; ``"missing"`` (optional) gives the values the
+documentation uses for a missing value in a categorical column, which encode as none
+of its categories (a service answers them, and refuses any other value outside the
+list); a numeric column becomes ``clip(v, low, high)`` if ``clip``, then ``log1p`` if
 ``log``, then ``(v - center) / scale``, then ``tanh`` if ``squash``. Clipped or
 squashed columns give the output a public norm bound
 (:func:`skprivpred.preprocessing.row_norm_bound`).
@@ -135,6 +138,15 @@ _ADULT_CATEGORIES: dict[str, list[str]] = {
 }
 
 
+# The documentation's marker of a missing value, and the columns that have one (the
+# variables table of the UCI page; adult.names writes unknown values as "?").
+_ADULT_MISSING: dict[str, list[str]] = {
+    "workclass": ["?"],
+    "occupation": ["?"],
+    "native-country": ["?"],
+}
+
+
 # Numeric columns of Adult from their units: years, a census weight, a number of
 # years of education (1 to 16), dollars, hours a week; each mapped to [0, 1]. The
 # clip bounds are the values the map sends to 0 and 1 (``expm1(15)`` and ``expm1(12)``
@@ -174,8 +186,10 @@ def adult_schema() -> dict:
     """The public schema of UCI Adult (see the module docstring for its format).
 
     The category lists are those of the data set's documentation
-    (``adult.names``); the missing value ``"?"`` is not a category, so it
-    encodes as all zeros. The numeric transforms come from the columns' units
+    (``adult.names``). The missing value ``"?"`` of ``workclass``,
+    ``occupation`` and ``native-country`` is declared under ``"missing"``: it
+    is not a category, so it encodes as all zeros (and a service answers it).
+    The numeric transforms come from the columns' units
     and map each column into ``[0, 1]`` (clipped at the values that map to 0
     and 1), so a row of ``public_preprocessor(adult_schema())`` has norm at
     most ``sqrt(14)`` (6 numbers and 8 one-hot blocks; see
@@ -184,7 +198,8 @@ def adult_schema() -> dict:
     Returns
     -------
     dict
-        ``{"numeric": {...}, "categorical": {...}}`` (a fresh copy).
+        ``{"numeric": {...}, "categorical": {...}, "missing": {...}}`` (a fresh
+        copy).
 
     Examples
     --------
@@ -192,8 +207,12 @@ def adult_schema() -> dict:
     >>> schema = adult_schema()
     >>> len(schema["categorical"]["occupation"]), schema["numeric"]["age"]
     (14, {'scale': 100.0, 'clip': (0.0, 100.0)})
+    >>> schema["missing"]["workclass"]
+    ['?']
     """
-    return copy.deepcopy({"numeric": _ADULT_NUMERIC, "categorical": _ADULT_CATEGORIES})
+    return copy.deepcopy(
+        {"numeric": _ADULT_NUMERIC, "categorical": _ADULT_CATEGORIES, "missing": _ADULT_MISSING}
+    )
 
 
 def magic_schema() -> dict:

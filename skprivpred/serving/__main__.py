@@ -6,8 +6,10 @@ import argparse
 import inspect
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 
 from .._ledger import open_ledger_url, redact, sqlite_path
 from ._metrics import (
@@ -67,6 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MODULE.TYPE",
         help="a type the model file may hold besides scikit-learn's and skprivpred's (repeat "
         "for several); name only types you have reviewed",
+    )
+    parser.add_argument(
+        "--unknown-categories",
+        choices=["refuse", "encode-as-none"],
+        default="refuse",
+        help="what to do with a value outside a categorical column's public schema (its "
+        "categories and its markers of a missing value): refuse it with 422 before anything "
+        "is charged, or answer it encoded as none of the categories",
     )
     parser.add_argument(
         "--metrics-public",
@@ -175,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "trusted": args.trust,
         "metrics_public": args.metrics_public,
         "timing": timing,
+        "unknown_categories": args.unknown_categories,
     }
     # Check everything once here, so that a bad model, ledger or key file stops the
     # command with a clear message instead of failing in every worker.
@@ -188,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             max_body_bytes=config["max_body_bytes"],
             metrics_public=config["metrics_public"],
             timing_defence=timing is not None,
+            unknown_categories=args.unknown_categories,
         )
         budget = budget_of(model)
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
@@ -203,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     os.environ[CONFIG_ENVIRONMENT_VARIABLE] = json.dumps(config)
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM stops the service as SIGINT (Ctrl-C) does: uvicorn shuts down gracefully,
+        # then raises the signal again, which ends ``serve`` here instead of the process, so
+        # the default metrics directory is removed below.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         serve(args.host, args.port, args.workers, args.log_level, access_log=args.access_log)
     finally:

@@ -21,8 +21,9 @@ from starlette.routing import Route
 
 from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
+from ._columns import UNKNOWN_CATEGORIES, categorical_columns, first_refused
 from ._metrics import BudgetCollector, ServiceMetrics
-from ._model import budget_of, final_step, load_model, per_row_guarantee
+from ._model import budget_of, final_step, load_model, per_row_guarantee, releases_at_fit
 from ._schedule import ReleaseSchedule
 
 __all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
@@ -133,8 +134,12 @@ class _Service:
         max_body_bytes: int,
         metrics_public: bool = False,
         schedule: ReleaseSchedule | None = None,
+        unknown_categories: str = "refuse",
     ) -> None:
         self.estimator = estimator
+        self.unknown_categories = unknown_categories
+        # The categorical columns whose public schema a query must keep to (refused if not).
+        self.categorical = categorical_columns(estimator) if unknown_categories == "refuse" else []
         self.schedule = schedule
         # The schedule's public model parameter: the number of teachers (1 for one model).
         n_teachers = getattr(final_step(estimator), "n_teachers_", None)
@@ -232,6 +237,7 @@ class _Service:
                 keys_required=self.clients.required,
                 metrics_public=self.metrics_public,
                 quotas=self.clients.quota_epsilon is not None,
+                unknown_categories=self.unknown_categories,
             )
         return self._openapi
 
@@ -293,7 +299,7 @@ class _Service:
         if self.feature_names is not None:
             import pandas as pd
 
-            return pd.DataFrame(X, columns=self.feature_names)
+            return self._within_schema(pd.DataFrame(X, columns=self.feature_names), "rows")
         return X
 
     def _records(self, records: list):
@@ -320,7 +326,15 @@ class _Service:
                     raise _Refused(422, f"record {i}, {column!r}: a number or a string is needed.")
                 if isinstance(value, Real) and not math.isfinite(value):
                     raise _Refused(422, "every value must be a finite number.")
-        return pd.DataFrame.from_records(records, columns=self.feature_names)
+        frame = pd.DataFrame.from_records(records, columns=self.feature_names)
+        return self._within_schema(frame, "records")
+
+    def _within_schema(self, frame, form: str):
+        """``frame``, if every categorical value is one its public schema allows (else 422)."""
+        refusal = first_refused(frame, self.categorical) if self.categorical else None
+        if refusal is not None:
+            raise _Refused(422, refusal.message(form), **refusal.details())
+        return frame
 
     def answer(self, X, client: str | None) -> dict:
         """Answer ``X``, charging the global budget and the client's quota in one transaction.
@@ -394,7 +408,12 @@ class _Service:
         return min(remaining) if remaining else None
 
     def budget_report(self, client: str | None = None) -> dict:
-        """The budget's figures; with quotas, also ``client``'s own."""
+        """The budget's figures; with quotas, also ``client``'s own.
+
+        For a model that is itself the release (:func:`._model.releases_at_fit`)
+        the budget's charges are fit releases, reported as ``fit_releases``
+        (not as answered queries), and ``answers_charged`` is false.
+        """
         budget = self.budget
         epsilon_spent, delta_spent = budget.spent()
         report = {
@@ -405,9 +424,17 @@ class _Service:
             "epsilon_spent": epsilon_spent,
             "delta_spent": delta_spent,
             "epsilon_remaining": max(budget.epsilon - epsilon_spent, 0.0),
-            "queries_answered": budget.queries_answered,
-            "rows_remaining": self.remaining_rows(),
         }
+        if releases_at_fit(self.estimator):
+            report.update(
+                fit_releases=budget.queries_answered,
+                answers_charged=False,
+                note="This model is the release: its fit was charged to this budget, once; "
+                "its answers are free post-processing of that release and charge nothing.",
+            )
+        else:
+            report.update(queries_answered=budget.queries_answered, answers_charged=True)
+        report["rows_remaining"] = self.remaining_rows()
         if self.row_cost is not None:
             report["epsilon_per_row"], report["delta_per_row"] = self.row_cost
         quota = self.clients.quota(client)
@@ -426,6 +453,7 @@ def create_app(
     max_body_bytes: int = 1_000_000,
     metrics_public: bool = False,
     timing_defence: bool | ReleaseSchedule = True,
+    unknown_categories: str = "refuse",
 ) -> Starlette:
     """The ASGI application that serves private answers of ``estimator``.
 
@@ -461,6 +489,14 @@ def create_app(
         ``ReleaseSchedule``: that one; ``False``: responses leave as soon as
         they are ready (logged as a warning: their time can then tell
         neighbouring training sets apart).
+    unknown_categories : {"refuse", "encode-as-none"}, default="refuse"
+        What to do with a query whose value in a categorical column is
+        neither one of the public categories that the model's public
+        preprocessor declares nor one of its schema's markers of a missing
+        value (``missing_values``, Adult's ``"?"``). ``"refuse"``: HTTP 422
+        naming the column and the values it allows, before anything is
+        charged. ``"encode-as-none"``: answer it, the value encoded as none of
+        the categories (as the encoder does), for a model that needs that.
 
     Returns
     -------
@@ -470,16 +506,18 @@ def create_app(
         schedule: ReleaseSchedule | None = ReleaseSchedule()
     elif timing_defence is False:
         schedule = None
-        logger.warning(
-            "the timing defence is off (--no-timing-defence): the time a response takes can "
-            "tell neighbouring training sets apart"
-        )
+        _warn_timing_defence_off()
     elif isinstance(timing_defence, ReleaseSchedule):
         schedule = timing_defence
     else:
         raise TypeError(
             "timing_defence must be True, False or a ReleaseSchedule, got "
             f"{type(timing_defence).__name__}."
+        )
+    if unknown_categories not in UNKNOWN_CATEGORIES:
+        raise ValueError(
+            f"unknown_categories (--unknown-categories) must be one of {list(UNKNOWN_CATEGORIES)}, "
+            f"got {unknown_categories!r}."
         )
     budget = budget_of(estimator)
     if ledger is not None:
@@ -493,6 +531,7 @@ def create_app(
         max_body_bytes,
         metrics_public=bool(metrics_public),
         schedule=schedule,
+        unknown_categories=unknown_categories,
     )
     service.check_quotas()  # quotas that could never be charged stop the start
     metrics = service.metrics
@@ -570,6 +609,20 @@ def create_app(
     )
 
 
+def _warn_timing_defence_off() -> None:
+    """Log, once per service, that response times can tell training sets apart.
+
+    The command logs it when it checks its settings at start (through
+    :func:`create_app`); its workers, which find the settings in the
+    environment, do not log it again.
+    """
+    if CONFIG_ENVIRONMENT_VARIABLE not in os.environ:
+        logger.warning(
+            "the timing defence is off (--no-timing-defence): the time a response takes can "
+            "tell neighbouring training sets apart"
+        )
+
+
 def _client_figures(quota, spent: float) -> dict:
     """A client's own quota figures, as ``/budget`` and the answers of ``/predict`` add them."""
     return {
@@ -618,6 +671,7 @@ def app_from_environment() -> Starlette:
         max_body_bytes=config["max_body_bytes"],
         metrics_public=config.get("metrics_public", False),
         timing_defence=_schedule_from(config.get("timing", {})),
+        unknown_categories=config.get("unknown_categories", "refuse"),
     )
 
 

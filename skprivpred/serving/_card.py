@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator
 
 from .._ledger import redact
 from ..accounting import PrivacyAccountant
-from ._model import budget_of, final_step, per_row_guarantee
+from ._model import budget_of, final_step, per_row_guarantee, releases_at_fit
 
 __all__ = ["model_card"]
 
@@ -42,6 +42,14 @@ _SECRET = (
     "from operating-system entropy in each process unless the estimator was seeded). The "
     "model file holds the teachers: protect it like the training data, and let no one else "
     "write it (whoever writes it chooses the answers and the budget)."
+)
+_SECRET_RELEASED = (
+    "The training rows are secret, and so is everything computed from them before the "
+    "release's noise was drawn (exact statistics, counts, scores). The fitted model is the "
+    "release: fit drew it once, after its cost was charged to the budget, and every answer "
+    "is computed from it, so answers are free post-processing and charge nothing. The "
+    "model file holds that release: let no one else write it (whoever writes it chooses the "
+    "answers)."
 )
 
 
@@ -147,7 +155,16 @@ def _guarantee_section(final: Any, estimator: Any) -> str:
             )
         )
     except ValueError:
-        rows.append(("Cost of one answer", "as the guarantee's unit says"))
+        if releases_at_fit(estimator):
+            rows.append(
+                (
+                    "Cost of one answer",
+                    "nothing: answers are post-processing of the one release made by fit, "
+                    "charged to the budget when the model was fitted",
+                )
+            )
+        else:
+            rows.append(("Cost of one answer", "as the guarantee's unit says"))
     for key in sorted(guarantee.details):
         rows.append((f"Public quantity: {key}", _value(key, guarantee.details[key])))
     return "\n".join(lines) + _table(rows)
@@ -172,11 +189,19 @@ def _budget_section(estimator: Any) -> str:
         ("Ledger kind", _ledger_kind(budget.ledger_url)),
         ("Ledger", redact(budget.ledger_url)),
     ]
-    return (
-        "Every answer is charged to this budget, in its ledger, before it is drawn; when the "
-        "budget cannot pay for a request, nothing is answered. What is spent now: `GET /budget` "
-        "or `GET /metrics`.\n\n" + _table(rows)
-    )
+    if releases_at_fit(estimator):
+        text = (
+            "The model's release was charged to this budget, in its ledger, once, when it was "
+            "fitted (before its noise was drawn); answers charge nothing. What is spent now: "
+            "`GET /budget` (`fit_releases`) or `GET /metrics`."
+        )
+    else:
+        text = (
+            "Every answer is charged to this budget, in its ledger, before it is drawn; when "
+            "the budget cannot pay for a request, nothing is answered. What is spent now: "
+            "`GET /budget` or `GET /metrics`."
+        )
+    return text + "\n\n" + _table(rows)
 
 
 def _public_attribute(value: Any) -> str | None:
@@ -273,18 +298,27 @@ def model_card(model: Any) -> str:
     import sklearn
 
     title = f"Model card: {type(final).__name__}"
+    served = f"Served by skprivpred {skprivpred.__version__} (scikit-learn {sklearn.__version__})."
+    released = releases_at_fit(model)
+    if released:
+        what = (
+            "This model is itself a differentially private release, made once by fit and "
+            "charged to the budget then; its answers are free post-processing of the release "
+            "and charge nothing. "
+        )
+    else:
+        what = (
+            "Every answer of this model is a differentially private release, charged to the "
+            "budget before it is drawn; the model itself is never released. "
+        )
     card = Card(model=None, template=None)
     card.add(
         **{
-            title: (
-                "Every answer of this model is a differentially private release; the model "
-                f"itself is never released. Served by skprivpred {skprivpred.__version__} "
-                f"(scikit-learn {sklearn.__version__})."
-            ),
+            title: what + served,
             f"{title}/Privacy guarantee": _guarantee_section(final, model),
             f"{title}/Budget": _budget_section(model),
             f"{title}/Estimator": _estimator_section(model, final),
-            f"{title}/What is secret": _SECRET,
+            f"{title}/What is secret": _SECRET_RELEASED if released else _SECRET,
         }
     )
     return card.render().lstrip("\n")

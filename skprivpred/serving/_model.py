@@ -22,7 +22,7 @@ from .._private_dirs import foreign_control
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from ._trust import check_svms, check_trees, default_trusted_types, process_local
 
-__all__ = ["budget_of", "load_model", "per_row_guarantee", "save_model"]
+__all__ = ["budget_of", "load_model", "per_row_guarantee", "releases_at_fit", "save_model"]
 
 _FORMAT = "skprivpred-model"
 _VERSION = 2  # 1 was a joblib pickle, no longer read
@@ -65,6 +65,19 @@ def budget_of(estimator: BaseEstimator) -> PrivacyAccountant:
 def final_step(estimator: BaseEstimator) -> Any:
     """The estimator, or a pipeline's last step: what answers and states the guarantee."""
     return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+
+
+def releases_at_fit(estimator: BaseEstimator) -> bool:
+    """Whether the model is itself the release: ``fit`` released it once, and answers are free.
+
+    True when the guarantee of the estimator (a pipeline's last step) covers
+    one release made by ``fit``
+    (:attr:`~skprivpred.accounting.GuaranteeUnit.RELEASE`): the fitted model
+    is that release, its budget was charged for it then, and every answer is
+    post-processing of it, charged nothing.
+    """
+    guarantee = getattr(final_step(estimator), "privacy_guarantee_", None)
+    return isinstance(guarantee, PrivacyGuarantee) and guarantee.unit is GuaranteeUnit.RELEASE
 
 
 def _steps(estimator: BaseEstimator) -> list:

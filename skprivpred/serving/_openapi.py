@@ -1,12 +1,13 @@
 """``GET /openapi.json``: an OpenAPI 3.1 description of the service, for generating clients.
 
 Every endpoint's request and response bodies, the error bodies included. The
-columns of a query come from public information only: the column names the
-model was fitted with and, when its input goes through a public preprocessor
-(:func:`skprivpred.preprocessing.public_preprocessor`: public category lists
-and numeric columns), their types. Nothing learned from the rows appears: no
-category that an encoder fitted on the data found, no label set read from
-``y``.
+columns of a query come from public information only (:mod:`._columns`): the
+column names the model was fitted with and, when its input goes through a
+public preprocessor (:func:`skprivpred.preprocessing.public_preprocessor`:
+public category lists, their markers of a missing value, numeric columns),
+their types, the values the service answers. Nothing learned from the rows
+appears: no category that an encoder fitted on the data found, no label set
+read from ``y``.
 """
 
 from __future__ import annotations
@@ -16,99 +17,14 @@ from typing import Any
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
-from ._model import final_step
+from ._columns import categorical_columns, public_columns
+from ._model import final_step, releases_at_fit
 
 __all__ = ["openapi_document", "public_columns"]
-
-_ANY_VALUE: dict = {"type": ["number", "string"]}
 
 
 def _jsonable_list(values: Any) -> list:
     return [v.item() if isinstance(v, np.generic) else v for v in np.asarray(values).tolist()]
-
-
-def _column_names(columns: Any) -> list[str] | None:
-    if isinstance(columns, str):
-        return [columns]
-    if isinstance(columns, list | tuple) and all(isinstance(c, str) for c in columns):
-        return list(columns)
-    if isinstance(columns, np.ndarray) and columns.dtype.kind in "OU":
-        names = columns.tolist()
-        return names if all(isinstance(c, str) for c in names) else None
-    return None
-
-
-def _public_transformer_columns(transformer: Any) -> dict[str, dict] | None:
-    """Column schemas of a ``ColumnTransformer`` made only of public transformers, else None."""
-    from sklearn.compose import ColumnTransformer
-
-    from ..preprocessing import PublicOneHotEncoder, PublicScaler
-
-    if not isinstance(transformer, ColumnTransformer):
-        return None
-    found: dict[str, dict] = {}
-    for _, step, columns in transformer.transformers:
-        names = _column_names(columns)
-        if names is None:
-            return None
-        if isinstance(step, PublicScaler):
-            found.update({name: {"type": "number"} for name in names})
-        elif isinstance(step, PublicOneHotEncoder):
-            if not isinstance(step.categories, list | tuple) or len(step.categories) != len(names):
-                return None
-            for name, categories in zip(names, step.categories):
-                values = _jsonable_list(categories)
-                found[name] = {
-                    "enum": values,
-                    "description": "One of the public categories; any other value is encoded "
-                    "as none of them.",
-                }
-        elif isinstance(step, str) and step in ("drop", "passthrough"):
-            found.update({name: dict(_ANY_VALUE) for name in names})
-        else:
-            return None
-    return found
-
-
-def public_columns(estimator: Any) -> dict[str, dict] | None:
-    """The JSON schema of each input column, from public information only.
-
-    The names are the column names the model was fitted with. A column's type
-    comes from a public preprocessor at the model's input (the first step of
-    the served pipeline, or of the teachers' pipeline): a number for a
-    :class:`~skprivpred.preprocessing.PublicScaler` column, one of the public
-    categories for a :class:`~skprivpred.preprocessing.PublicOneHotEncoder`
-    column; any other column is a number or a string.
-
-    Parameters
-    ----------
-    estimator : estimator
-        The fitted served model.
-
-    Returns
-    -------
-    dict or None
-        ``{column: schema}`` in column order, or ``None`` if the model was
-        fitted without column names.
-    """
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is None:
-        return None
-    columns = {str(name): dict(_ANY_VALUE) for name in names}
-    candidates = []
-    if hasattr(estimator, "steps"):
-        candidates.append(estimator.steps[0][1])
-    template = getattr(final_step(estimator), "estimator", None)
-    if template is not None and hasattr(template, "steps"):
-        candidates.append(template.steps[0][1])
-    for candidate in candidates:
-        typed = _public_transformer_columns(candidate)
-        if typed:
-            for name, schema in typed.items():
-                if name in columns:
-                    columns[name] = schema
-            break
-    return columns
 
 
 def _prediction_schema(estimator: Any) -> dict:
@@ -151,6 +67,7 @@ def openapi_document(
     keys_required: bool,
     metrics_public: bool,
     quotas: bool = False,
+    unknown_categories: str = "refuse",
 ) -> dict:
     """The OpenAPI 3.1 document of a service answering ``estimator``.
 
@@ -171,6 +88,12 @@ def openapi_document(
     quotas : bool, default=False
         Whether clients have quotas (``/budget`` and ``/predict`` then report
         the client's own figures too).
+    unknown_categories : {"refuse", "encode-as-none"}, default="refuse"
+        What the service does with a value outside a categorical column's
+        public list. ``"refuse"``: the document lists exactly the values that
+        are answered (the categories and the schema's markers of a missing
+        value), and it describes rows only if a row of numbers can carry an
+        allowed value in every categorical column.
 
     Returns
     -------
@@ -181,6 +104,13 @@ def openapi_document(
     row: dict[str, Any] = {"type": "array", "items": {"type": "number"}}
     if n_features is not None:
         row.update(minItems=int(n_features), maxItems=int(n_features))
+    categorical = categorical_columns(estimator) if unknown_categories == "refuse" else []
+    if categorical and n_features is not None:
+        # What a row can carry in each column: a number, or an allowed category as a number.
+        items: list[dict] = [{"type": "number"} for _ in range(int(n_features))]
+        for column in categorical:
+            items[column.position] = {"enum": column.row_numbers()}
+        row["prefixItems"] = items
     rows_request = {
         "type": "object",
         "required": ["rows"],
@@ -197,7 +127,10 @@ def openapi_document(
     }
     request_variants = [{"$ref": "#/components/schemas/RowsRequest"}]
     schemas: dict[str, Any] = {"RowsRequest": rows_request}
-    columns = public_columns(estimator)
+    if any(not column.row_numbers() for column in categorical):
+        # A categorical column whose values are text: no row of numbers is answered.
+        request_variants, schemas = [], {}
+    columns = public_columns(estimator, unknown_categories)
     if columns is not None:
         schemas["Record"] = {
             "type": "object",
@@ -238,11 +171,21 @@ def openapi_document(
                 413: _error(f"More than {max_rows} rows, or a body over {max_body_bytes} bytes."),
                 422: _error(
                     "The body is not a valid query (malformed or deeply nested JSON, wrong "
-                    "columns, a value that is not a finite number or allowed string, an "
-                    "integer outside the 64-bit range). Nothing was charged.",
+                    "columns, a value that is not a finite number or allowed string, a "
+                    "category value outside the model's public schema, an integer outside "
+                    "the 64-bit range). Nothing was charged.",
                     {
                         "missing": {"type": "array", "items": {"type": "string"}},
                         "unexpected": {"type": "array", "items": {"type": "string"}},
+                        "column": {
+                            "type": "string",
+                            "description": "The column whose value the schema does not allow.",
+                        },
+                        "value": {"description": "That value, as the request gave it."},
+                        "allowed": {
+                            "type": "array",
+                            "description": "The values the column allows.",
+                        },
                     },
                 ),
                 429: _error(
@@ -293,12 +236,29 @@ def openapi_document(
             },
             "name": {"type": "string"},
             "composition": {"type": "string", "enum": ["basic", "advanced", "zcdp"]},
-            "queries_answered": {"type": "integer"},
+            "answers_charged": {
+                "type": "boolean",
+                "description": "Whether each answered row is charged (false: the model is "
+                "the release made by fit, and its answers are free).",
+            },
             "rows_remaining": {"type": ["integer", "null"]},
         },
     }
     budget_properties = budget_report["properties"]
     assert isinstance(budget_properties, dict)
+    released = releases_at_fit(estimator)
+    if released:
+        budget_properties["fit_releases"] = {
+            "type": "integer",
+            "description": "Releases made by fit and charged to this budget (this model's "
+            "own, and any other fit charged to it).",
+        }
+        budget_properties["note"] = {"type": "string"}
+    else:
+        budget_properties["queries_answered"] = {
+            "type": "integer",
+            "description": "Query rows charged to this budget.",
+        }
     answer_required = ["predictions", "epsilon_spent"]
     answer_properties: dict[str, Any] = {
         "predictions": {"type": "array", "items": _prediction_schema(estimator)},
@@ -335,7 +295,10 @@ def openapi_document(
     paths = {
         "/predict": {
             "post": operation(
-                "Private answers: one release per row, each charged before it is drawn.",
+                "Answers of the released model: post-processing of the one release made by "
+                "fit, charged nothing."
+                if released
+                else "Private answers: one release per row, each charged before it is drawn.",
                 _json(
                     "One answer per row, in order.",
                     {
@@ -408,7 +371,13 @@ def openapi_document(
             "title": f"skprivpred service: {type(final).__name__}",
             "version": version,
             "description": (
-                "Differentially private answers of a fitted model. "
+                (
+                    "A differentially private model: fit released it once, and its answers "
+                    "are free post-processing of that release. "
+                    if released
+                    else "Differentially private answers of a fitted model, each answered row "
+                    "one release, charged before it is drawn. "
+                )
                 + (f"Guarantee: {guarantee}." if guarantee is not None else "")
             ),
         },
