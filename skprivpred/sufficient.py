@@ -626,7 +626,16 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         value, whose quantiles coincide, also gets knots at 5 quantiles of the
         public values above it. A transformer is cloned and fitted on each
         numeric column of the public rows (one column at a time); its output is
-        that column's block.
+        that column's block. Public and query rows are transformed as one batch;
+        each labelled row's block depends on that row alone, by construction:
+        every distinct labelled value of a column is transformed alone, by its
+        own copy of the transformer fitted on the public rows (unpickled from
+        one ``cloudpickle`` payload, so attributes and closures are copied too),
+        with its warnings dropped and numpy's and Python's global random states
+        restored afterwards. A labelled value on which the transformer raises,
+        warns, or returns non-finite values or not one row of the width it gives
+        the public rows gets the zero block; the release is charged as always.
+        A transformer that cannot be pickled is refused before the charge.
     schema : dict, default=None
         The public schema that built the columns, in the format of
         :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
@@ -926,7 +935,16 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
         value, whose quantiles coincide, also gets knots at 5 quantiles of the
         public values above it. A transformer is cloned and fitted on each
         numeric column of the public rows (one column at a time); its output is
-        that column's block.
+        that column's block. Public and query rows are transformed as one batch;
+        each labelled row's block depends on that row alone, by construction:
+        every distinct labelled value of a column is transformed alone, by its
+        own copy of the transformer fitted on the public rows (unpickled from
+        one ``cloudpickle`` payload, so attributes and closures are copied too),
+        with its warnings dropped and numpy's and Python's global random states
+        restored afterwards. A labelled value on which the transformer raises,
+        warns, or returns non-finite values or not one row of the width it gives
+        the public rows gets the zero block; the release is charged as always.
+        A transformer that cannot be pickled is refused before the charge.
     schema : dict, default=None
         The public schema that built the columns, in the format of
         :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
