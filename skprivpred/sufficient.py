@@ -228,18 +228,18 @@ def _isolated_block(payload: bytes, values: np.ndarray, width: int) -> np.ndarra
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
     distinct, inverse = np.unique(bits, return_inverse=True)
     out = np.zeros((distinct.size, width))
-    with WARNINGS_LOCK:  # the snapshot is taken where no other thread runs user code
-        state = ProcessState()
-        for k, value in enumerate(distinct.view(np.float64)):
-            with teacher_call(state):
-                try:
-                    block = pickle.loads(payload).transform(np.full((1, 1), value))
-                    block = np.asarray(block.toarray() if sparse.issparse(block) else block)
-                    block = np.array(block, dtype=np.float64)  # a copy, always
-                    if block.shape == (1, width) and np.all(np.isfinite(block)):
-                        out[k] = block[0]
-                except Exception:  # noqa: BLE001, S110 - any failure: the zero block
-                    pass
+    for k, value in enumerate(distinct.view(np.float64)):
+        # The snapshot is taken under the lock that teacher_call holds: no other
+        # thread's teacher or basis runs between it and this value's restore.
+        with WARNINGS_LOCK, teacher_call(ProcessState()):
+            try:
+                block = pickle.loads(payload).transform(np.full((1, 1), value))
+                block = np.asarray(block.toarray() if sparse.issparse(block) else block)
+                block = np.array(block, dtype=np.float64)  # a copy, always
+                if block.shape == (1, width) and np.all(np.isfinite(block)):
+                    out[k] = block[0]
+            except Exception:  # noqa: BLE001, S110 - any failure: the zero block
+                pass
     return out[inverse.reshape(-1)]
 
 
