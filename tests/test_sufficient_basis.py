@@ -18,6 +18,7 @@ the regressor.
 
 from __future__ import annotations
 
+import pickle
 import threading
 import warnings
 
@@ -195,29 +196,70 @@ BASES = {
 KINDS = ["binary", "multiclass", "regression"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("case", sorted(BASES))
-def test_replacing_one_labelled_row_is_charged_and_moves_the_index_at_most_as_claimed(case, kind):
+def neighbour_violations(case, kind):
+    """What the neighbour check finds wrong on the pair of ``case`` (empty: nothing).
+
+    Fits D and D' with an accountant each: neither may raise, no warning of the basis may
+    reach the caller, and both must be charged the same (epsilon, delta, rho); then the
+    exact statistic of D and D' may move by at most the claimed sensitivity and its grid
+    index by at most the claimed index sensitivity, with the same public plan.
+    """
     factory, (low, high, replacement) = BASES[case]
     X, y, X2, y2 = _pair(kind, low, high, replacement)
+    found = []
     charged = []
-    for data in ((X, y), (X2, y2)):
+    for name, data in (("D", (X, y)), ("D'", (X2, y2))):
         accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = _make(kind, factory(), accountant).fit(*data)
-        # A warning raised by the basis on a labelled row never reaches the caller.
-        assert not [w for w in caught if MARK in str(w.message)]
+            try:
+                _make(kind, factory(), accountant).fit(*data)
+            except Exception as exc:  # noqa: BLE001 - the finding
+                found.append(f"fit on {name} raised {type(exc).__name__}: {exc}")
+        if [w for w in caught if MARK in str(w.message)]:
+            found.append(f"a warning of the basis on a labelled row of {name} reached the caller")
         charged.append((accountant.epsilon_spent, accountant.delta_spent, accountant.rho_spent))
-        assert model.privacy_guarantee_.epsilon == 1.0
-    assert charged[0] == charged[1] == (1.0, 1e-6, pytest.approx(charged[0][2]))
-    s1, plan = _make(kind, factory())._exact_statistic(X, y)
-    s2, plan2 = _make(kind, factory())._exact_statistic(X2, y2)
-    assert plan == plan2  # public: the same grid, noise and sensitivity on D and D'
-    assert s1.shape == s2.shape
-    assert np.linalg.norm(s1 - s2) <= plan["sensitivity"] * (1 + 1e-12)
+    if charged[0] != charged[1] or charged[0][:2] != (1.0, 1e-6):
+        found.append(f"charged {charged[0]} on D and {charged[1]} on D'")
+    try:
+        s1, plan = _make(kind, factory())._exact_statistic(X, y)
+        s2, plan2 = _make(kind, factory())._exact_statistic(X2, y2)
+    except Exception as exc:  # noqa: BLE001 - the finding
+        return [*found, f"the exact statistic raised {type(exc).__name__}"]
+    if plan != plan2:
+        found.append("the public plan differs between D and D'")
+    if s1.shape != s2.shape:
+        return [*found, f"the statistic has shape {s1.shape} on D and {s2.shape} on D'"]
+    if np.linalg.norm(s1 - s2) > plan["sensitivity"] * (1 + 1e-12):
+        found.append(f"the statistic moved by {np.linalg.norm(s1 - s2):.4g}")
     moved = np.linalg.norm(np.rint(s1 / plan["step"]) - np.rint(s2 / plan["step"]))
-    assert moved <= plan["index_sensitivity"]
+    if moved > plan["index_sensitivity"]:
+        found.append(f"the grid index moved by {moved:.0f} > {plan['index_sensitivity']:.0f}")
+    return found
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", sorted(BASES))
+def test_replacing_one_labelled_row_is_charged_and_moves_the_index_at_most_as_claimed(case, kind):
+    assert neighbour_violations(case, kind) == []
+
+
+def _batched_labelled_block(payload, values, width):
+    """The code before issue 38: the labelled values transformed as one batch, failures raise."""
+    block = np.asarray(pickle.loads(payload).transform(values[:, None]), dtype=float)
+    if not np.all(np.isfinite(block)):
+        raise ValueError("the basis transformer returned NaN or infinity.")
+    return block
+
+
+@pytest.mark.mutant
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_neighbour_check_flags_a_batched_labelled_basis(kind, monkeypatch):
+    """The real estimator with its labelled rows batched again: the check flags each case."""
+    monkeypatch.setattr(sufficient_module, "_isolated_block", _batched_labelled_block)
+    for case in sorted(BASES):
+        assert neighbour_violations(case, kind), case
 
 
 def test_the_batch_standardising_basis_of_the_issue_no_longer_moves_the_index_beyond_the_claim():
