@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 from numbers import Real
 from typing import Any
 
@@ -41,6 +42,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, resolve_classes
+from ._isolation import WARNINGS_LOCK, ProcessState, teacher_call
 from ._semisupervised import (
     check_classes_exclude_marker,
     classification_rows,
@@ -52,6 +54,11 @@ from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, rho_
 from .exceptions import InvalidParameterError
 from .mechanisms import discrete_gaussian_noise
 from .utils._param_validation import HasMethods, Interval, StrOptions
+
+try:  # a dependency of joblib >= 1.6; vendored by older joblib
+    import cloudpickle  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover
+    from joblib.externals import cloudpickle
 
 __all__ = [
     "GRID_STEPS",
@@ -181,6 +188,78 @@ def _fit_basis(basis, X_public: np.ndarray, numeric: np.ndarray) -> list:
     return fitted
 
 
+def _copy_payloads(basis, transformers: list) -> list[bytes]:
+    """Each fitted user transformer pickled once, to give every labelled value its own copy.
+
+    ``cloudpickle`` (joblib's pickler) holds lambdas and closures by value, so a copy
+    unpickled from the payload has its own closure cells and function state as well as
+    its own attributes. A transformer that cannot be pickled is refused (it was fitted
+    on public rows only: nothing private is read, nothing is charged).
+    """
+    payloads = []
+    for transformer in transformers:
+        try:
+            payloads.append(cloudpickle.dumps(transformer))
+        except Exception as exc:  # noqa: BLE001 - any failure to copy refuses the basis
+            raise InvalidParameterError(
+                f"basis={basis!r} cannot be used: each labelled row goes through its own "
+                "copy of the fitted transformer (so that its features depend on that row "
+                "alone), made by pickling the transformer fitted on the public rows with "
+                f"cloudpickle, and pickling it failed ({type(exc).__name__}: {exc}). Use a "
+                'picklable transformer or basis="spline".'
+            ) from exc
+    return payloads
+
+
+def _isolated_block(payload: bytes, values: np.ndarray, width: int) -> np.ndarray:
+    """A user transformer's block for labelled rows: each value through its own copy.
+
+    The block of a labelled row depends on that row's value alone, by construction:
+    each distinct value (by its bits: ``0.0`` and ``-0.0`` are different inputs) is
+    transformed as a ``(1, 1)`` array by a copy of the fitted transformer of its own
+    (unpickled from ``payload``), inside
+    :func:`~skprivpred._isolation.teacher_call` (warnings captured and dropped,
+    floating-point conditions ignored, numpy's and Python's global random states and
+    scikit-learn's configuration restored afterwards); rows of the same value share
+    that one result. Whatever the copy does on a value (raises, warns, returns
+    non-finite values or not one row of ``width`` values, the ``width`` of its output
+    on the public rows), that value's block is the fixed public zero block.
+    """
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    distinct, inverse = np.unique(bits, return_inverse=True)
+    out = np.zeros((distinct.size, width))
+    for k, value in enumerate(distinct.view(np.float64)):
+        # The snapshot is taken under the lock that teacher_call holds: no other
+        # thread's teacher or basis runs between it and this value's restore.
+        with WARNINGS_LOCK, teacher_call(ProcessState()):
+            try:
+                block = pickle.loads(payload).transform(np.full((1, 1), value))
+                block = np.asarray(block.toarray() if sparse.issparse(block) else block)
+                block = np.array(block, dtype=np.float64)  # a copy, always
+                if block.shape == (1, width) and np.all(np.isfinite(block)):
+                    out[k] = block[0]
+            except Exception:  # noqa: BLE001, S110 - any failure: the zero block
+                pass
+    return out[inverse.reshape(-1)]
+
+
+def _batched_block(transformer, X: np.ndarray, j: int) -> np.ndarray:
+    """A user transformer's block for public or query rows, transformed as one batch.
+
+    Public and query rows are not protected: a failure there raises.
+    """
+    block = transformer.transform(X[:, [j]])
+    block = np.asarray(block.toarray() if sparse.issparse(block) else block, dtype=float)
+    if block.ndim != 2 or block.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"the basis transformer returned an output of shape {block.shape} for "
+            f"{X.shape[0]} rows of one column; expected (n_rows, n_basis_columns)."
+        )
+    if not np.all(np.isfinite(block)):
+        raise ValueError("the basis transformer returned NaN or infinity.")
+    return block
+
+
 def _features(
     X: np.ndarray,
     numeric: np.ndarray,
@@ -188,20 +267,31 @@ def _features(
     groups: list[np.ndarray],
     norm_bound: float,
     nonnegative: bool,
+    private: list | None = None,
+    widths: list | None = None,
 ) -> np.ndarray:
     """``phi(X)``: intercept, a block per numeric column and per group, each of norm <= 1.
 
     Every row is finally scaled by ``min(1, B / ||phi||)``, whatever the blocks hold.
+    ``private``, for labelled rows: per numeric column, ``(payload, width)`` of a user
+    transformer (:func:`_isolated_block`: one value at a time, each through its own
+    copy). Otherwise a user transformer transforms the rows as one batch, and the width
+    of each of its blocks is appended to ``widths`` (if given); the default basis is
+    row-wise by construction and always batched.
     """
     blocks = []
-    for j, transformer in zip(numeric, transformers):
+    for position, (j, transformer) in enumerate(zip(numeric, transformers)):
         if transformer is None:
             continue
         if isinstance(transformer, np.ndarray):
             block = spline_block(X[:, j], transformer)
+        elif private is not None:
+            payload, width = private[position]
+            block = _isolated_block(payload, X[:, j], width)
         else:
-            block = transformer.transform(X[:, [j]])
-            block = np.asarray(block.toarray() if hasattr(block, "toarray") else block, float)
+            block = _batched_block(transformer, X, j)
+            if widths is not None:
+                widths.append(block.shape[1])
         if nonnegative:
             block = np.maximum(block, 0.0)
         blocks.append(block)
@@ -211,8 +301,6 @@ def _features(
     phi[:, 0] = 1.0
     start = 1
     for block in blocks:
-        if not np.all(np.isfinite(block)):
-            raise ValueError("the basis transformer returned NaN or infinity.")
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))
         stop = start + block.shape[1]
         np.divide(block, np.maximum(norms, 1.0)[:, None], out=phi[:, start:stop])
@@ -352,7 +440,9 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         # multiclass sensitivity); a user basis may not be.
         self._nonnegative = isinstance(self.basis, str)
 
-    def _phi(self, X: np.ndarray) -> np.ndarray:
+    def _phi(
+        self, X: np.ndarray, private: list | None = None, widths: list | None = None
+    ) -> np.ndarray:
         return _features(
             X,
             self._numeric,
@@ -360,7 +450,25 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
             self._groups,
             self.norm_bound_,
             self._nonnegative,
+            private,
+            widths,
         )
+
+    def _fit_phi(self, X: np.ndarray, labelled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fit the basis on the public rows; ``phi`` of the labelled rows and of the public rows.
+
+        The public rows go first, as one batch (a failure there is public and raises);
+        a user basis then gives each labelled row's block from that row's value alone
+        (:func:`_isolated_block`), each value through its own copy of the transformer
+        as fitted on the public rows, with the width of its output on them.
+        """
+        self._fit_features(X, ~labelled)
+        if isinstance(self.basis, str):  # row-wise by construction: batched
+            return self._phi(X[labelled]), self._phi(X[~labelled])
+        payloads = _copy_payloads(self.basis, self._transformers)  # before any transform
+        widths: list = []
+        phi_public = self._phi(X[~labelled], widths=widths)
+        return self._phi(X[labelled], list(zip(payloads, widths))), phi_public
 
     # -- the one release ----------------------------------------------------------------------
     def _noise_plan(self, sensitivity: float, size: int) -> dict:
@@ -518,7 +626,16 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         value, whose quantiles coincide, also gets knots at 5 quantiles of the
         public values above it. A transformer is cloned and fitted on each
         numeric column of the public rows (one column at a time); its output is
-        that column's block.
+        that column's block. Public and query rows are transformed as one batch;
+        each labelled row's block depends on that row alone, by construction:
+        every distinct labelled value of a column is transformed alone, by its
+        own copy of the transformer fitted on the public rows (unpickled from
+        one ``cloudpickle`` payload, so attributes and closures are copied too),
+        with its warnings dropped and numpy's and Python's global random states
+        restored afterwards. A labelled value on which the transformer raises,
+        warns, or returns non-finite values or not one row of the width it gives
+        the public rows gets the zero block; the release is charged as always.
+        A transformer that cannot be pickled is refused before the charge.
     schema : dict, default=None
         The public schema that built the columns, in the format of
         :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
@@ -675,8 +792,7 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         check_classification_targets(y_labelled)
         classes = resolve_classes(self.classes, y_labelled, type(self).__name__)
         check_classes_exclude_marker(classes)
-        self._fit_features(X, ~labelled)
-        phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
+        phi_labelled, phi_public = self._fit_phi(X, labelled)
         k = classes.size
         codes = np.searchsorted(classes, y_labelled)
         B = self.norm_bound_
@@ -819,7 +935,16 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
         value, whose quantiles coincide, also gets knots at 5 quantiles of the
         public values above it. A transformer is cloned and fitted on each
         numeric column of the public rows (one column at a time); its output is
-        that column's block.
+        that column's block. Public and query rows are transformed as one batch;
+        each labelled row's block depends on that row alone, by construction:
+        every distinct labelled value of a column is transformed alone, by its
+        own copy of the transformer fitted on the public rows (unpickled from
+        one ``cloudpickle`` payload, so attributes and closures are copied too),
+        with its warnings dropped and numpy's and Python's global random states
+        restored afterwards. A labelled value on which the transformer raises,
+        warns, or returns non-finite values or not one row of the width it gives
+        the public rows gets the zero block; the release is charged as always.
+        A transformer that cannot be pickled is refused before the charge.
     schema : dict, default=None
         The public schema that built the columns, in the format of
         :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
@@ -959,8 +1084,7 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
     def _prepare(self, X, y, fit_params):
         """Validate, build the public basis and the exact statistic (call in an atomic block)."""
         (lo, hi), X, y, labelled = self._common_fit_start(X, y, fit_params, regression_rows)
-        self._fit_features(X, ~labelled)
-        phi_labelled, phi_public = self._phi(X[labelled]), self._phi(X[~labelled])
+        phi_labelled, phi_public = self._fit_phi(X, labelled)
         centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
         statistic = (np.clip(y[labelled], lo, hi) - centre) @ phi_labelled
         self.n_public_ = int(phi_public.shape[0])
