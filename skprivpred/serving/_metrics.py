@@ -308,7 +308,7 @@ _HELP = {
     "rho_cap": "zCDP rho whose tight conversion is the (epsilon, delta) cap",
     "rho_spent": "zCDP rho of the charges composed as zCDP so far",
     "rho_remaining": "rho left, if every further charge composes as zCDP",
-    "rows_charged": "Query rows charged so far",
+    "rows_charged": "Rows charged so far (query rows; for a one-release model, its fit release)",
     "rows_remaining": "Query rows that still fit, at the cost of one answered row",
 }
 
