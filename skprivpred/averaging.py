@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from functools import partial
+from contextlib import ExitStack
 from numbers import Integral, Real
 from typing import Any
 
@@ -755,9 +755,14 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         midpoint = fallback_value(self._y_bounds)
         X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
         total = np.zeros(X.shape[0])
-        # The teachers' lock held for the run; the state every teacher answers from.
-        with library_numerics(), teacher_run() as state:
-            predict = partial(teacher_values, fallback=midpoint, state=state)
+        with library_numerics(), ExitStack() as run:
+            state: list = []  # taken at the first teacher that answers on its own
+
+            def predict(model, rows):
+                if not state:  # the teachers' lock, held from here on; the state of the run
+                    state.append(run.enter_context(teacher_run()))
+                return teacher_values(model, rows, midpoint, state[0])
+
             for output in self._outputs.each(X, predict):
                 total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
             return total / self.n_teachers_
