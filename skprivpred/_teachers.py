@@ -399,8 +399,10 @@ def _method(teacher, name: str) -> Callable[[Any], Any]:
     :func:`answered_pieces`: whether a fitted teacher *has* ``predict_proba``
     (a search that chose an estimator without it) depends on its rows, and
     raising there makes the row that teacher's fallback. The teacher is handed
-    :func:`~skprivpred._isolation.handed_rows` of the block: it can change
-    neither the caller's rows nor another teacher's.
+    :func:`~skprivpred._isolation.handed_rows` of the block, at every call (so
+    at every retry of the fallback bisection too): an array object of its own,
+    whose values and metadata it can change for neither the caller, another
+    teacher nor another call.
     """
 
     def call(block):
