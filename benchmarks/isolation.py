@@ -1,4 +1,4 @@
-"""Cost of teacher isolation (issue 31): copies, guards, the warnings lock.
+"""Cost of teacher isolation (issues 31 and 38): copies, views, guards, restores, the lock.
 
 Every figure is measured for the code of this tree ("after") and of a git
 revision ("before", ``--before``, default ``main``; extracted with ``git
@@ -17,9 +17,13 @@ Measured:
 - ``threads``: one-row ``predict`` calls per second of that estimator from 4
   threads against 1 thread (the warnings lock serialises teachers' answers).
 
-And, for this tree only, the two ways of handing rows to teachers that answer
+And, for both trees (one run each), the two ways of handing rows to teachers that answer
 through their own ``predict`` (50 teachers, 10,000 rows): (a) a private copy per
-teacher, (b) one read-only copy per batch whose owning buffer is immutable.
+teacher, (b) one read-only copy per batch whose owning buffer is immutable, each
+teacher handed a fresh view of it (issue 38); and the per-call cost of the
+pieces every teacher call pays: ``handed_rows`` of a frozen batch (a view) and
+the restore of the process state after a teacher that changed nothing
+(``ProcessState.restore``: words compared, cached Gaussian cleared).
 
 Run from the repository root::
 
@@ -155,11 +159,33 @@ def copies() -> dict:
         for t in teachers:
             teacher_votes(t, frozen, classes)
 
-    return {
+    figures = {
         "per_teacher_copy_s": _median_time(per_teacher, 5),
         "per_batch_frozen_s": _median_time(per_batch, 5),
         "n_teachers": len(teachers),
     }
+    figures.update(_per_call())
+    return figures
+
+
+def _per_call(n: int = 20_000) -> dict:
+    """Microseconds per ``handed_rows`` of a frozen batch, and per restore of an unchanged state."""
+    from skprivpred import _isolation
+
+    frozen = _isolation.freeze_rows(_data(100, 20, seed=4)[0])
+    out = {}
+    start = time.perf_counter()
+    for _ in range(n):
+        _isolation.handed_rows(frozen)
+    out["handed_rows_us"] = (time.perf_counter() - start) / n * 1e6
+    run = getattr(_isolation, "teacher_run", None)  # (absent before issue 38)
+    with run() if run is not None else _isolation.captured_warnings():
+        state = _isolation.ProcessState()
+        start = time.perf_counter()
+        for _ in range(n):
+            state.restore()
+        out["restore_us"] = (time.perf_counter() - start) / n * 1e6
+    return out
 
 
 def _extract(rev: str, into: Path) -> Path:
@@ -214,7 +240,9 @@ def main() -> None:
                     f"{kind:15s} {key:22s} before {b:.4g}  after {a:.4g}  after/before {a / b:.3f}"
                 )
         results["copies"] = _run_child("copies", ROOT)
-        print("handing rows (after only):", json.dumps(results["copies"]))
+        results["copies_before"] = _run_child("copies", before)
+        print("handing rows, after: ", json.dumps(results["copies"]))
+        print("handing rows, before:", json.dumps(results["copies_before"]))
 
 
 if __name__ == "__main__":

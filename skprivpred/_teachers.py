@@ -47,6 +47,7 @@ from ._isolation import (
     holds_warnings_lock,
     library_numerics,
     teacher_call,
+    teacher_run,
 )
 from ._trees import StackedTrees, is_stackable
 from .preprocessing import is_public
@@ -211,14 +212,14 @@ def _fit_batch(estimator, jobs: list, fallback=None) -> list:
     it) and trains on its own copy of its block (:func:`own_block`).
     """
     teachers = []
-    state = ProcessState()  # what every fit of this task starts from
-    for seeds, X_part, y_part, y_index_part in jobs:
-        with teacher_call(state):
-            teacher = clone(estimator)
-            if seeds:
-                teacher.set_params(**seeds)
-            fitted = _fit_one(teacher, X_part, y_part, y_index_part, fallback)
-        teachers.append(fitted)
+    with teacher_run() as state:  # the lock held for the task; what every fit starts from
+        for seeds, X_part, y_part, y_index_part in jobs:
+            with teacher_call(state):
+                teacher = clone(estimator)
+                if seeds:
+                    teacher.set_params(**seeds)
+                fitted = _fit_one(teacher, X_part, y_part, y_index_part, fallback)
+            teachers.append(fitted)
     return teachers
 
 
@@ -398,8 +399,10 @@ def _method(teacher, name: str) -> Callable[[Any], Any]:
     :func:`answered_pieces`: whether a fitted teacher *has* ``predict_proba``
     (a search that chose an estimator without it) depends on its rows, and
     raising there makes the row that teacher's fallback. The teacher is handed
-    :func:`~skprivpred._isolation.handed_rows` of the block: it can change
-    neither the caller's rows nor another teacher's.
+    :func:`~skprivpred._isolation.handed_rows` of the block, at every call (so
+    at every retry of the fallback bisection too): an array object of its own,
+    whose values and metadata it can change for neither the caller, another
+    teacher nor another call.
     """
 
     def call(block):
@@ -556,9 +559,9 @@ def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
     X_block = freeze_rows(realign(X_block))  # once per task, for all its teachers
     counts = np.zeros((X_block.shape[0], len(classes)), dtype=np.int64)
     rows = np.arange(X_block.shape[0])  # distinct, so fancy "+=" adds once per row
-    state = ProcessState()  # what every teacher of this task answers from
-    for teacher in teachers:
-        counts[rows, teacher_votes(teacher, X_block, classes, state)] += 1
+    with teacher_run() as state:  # the lock held for the task; what every teacher answers from
+        for teacher in teachers:
+            counts[rows, teacher_votes(teacher, X_block, classes, state)] += 1
     return counts
 
 
@@ -666,17 +669,17 @@ class TeacherEnsemble:
         linear: list[tuple[int, Any]] = []
         trees: list[tuple[int, Any]] = []
         self._other: list[tuple[int, Any]] = []
-        state = ProcessState()  # what every teacher is read from
-        for j, teacher in enumerate(teachers):
-            if isinstance(teacher, ConstantTeacher):
-                self._constant.append((j, teacher.label_index))
-                continue
-            try:  # every read of a fitted teacher is in isolation; a failure: own predict
-                with teacher_call(state):
-                    kind, model = self._kind(teacher)
-            except Exception:  # noqa: BLE001 - reading a fitted teacher may raise
-                kind, model = "other", teacher
-            {"linear": linear, "tree": trees, "other": self._other}[kind].append((j, model))
+        with teacher_run() as state:  # the lock held; what every teacher is read from
+            for j, teacher in enumerate(teachers):
+                if isinstance(teacher, ConstantTeacher):
+                    self._constant.append((j, teacher.label_index))
+                    continue
+                try:  # every read of a fitted teacher is in isolation; a failure: own predict
+                    with teacher_call(state):
+                        kind, model = self._kind(teacher)
+                except Exception:  # noqa: BLE001 - reading a fitted teacher may raise
+                    kind, model = "other", teacher
+                {"linear": linear, "tree": trees, "other": self._other}[kind].append((j, model))
         if linear:  # one width for the stacked product; any other votes by its own predict
             width = linear[0][1].coef_.shape[1]
             self._other += [(j, teachers[j]) for j, t in linear if t.coef_.shape[1] != width]
@@ -685,7 +688,7 @@ class TeacherEnsemble:
         self._trees = None
         if trees:
             try:
-                with teacher_call(state):
+                with teacher_call():
                     self._trees = StackedTrees([t for _, t in trees], classes)
             except Exception:  # noqa: BLE001 - the trees then vote through their own predict
                 self._other += trees
@@ -921,10 +924,11 @@ class TeacherEnsemble:
         X_trees, other = self._tree_rows(X)
         if self._trees is not None and X_trees is not None:
             fitted[:, [j for j, _ in self._tree_teachers]] = self._trees.votes(X_trees)
-        X_frozen = freeze_rows(X) if other else X  # one copy for all teachers on their own
-        state = ProcessState() if other else None
-        for j, teacher in other:
-            fitted[:, j] = teacher_votes(teacher, X_frozen, self.classes, state)
+        if other:
+            X_frozen = freeze_rows(X)  # one read-only copy; each teacher is handed a view
+            with teacher_run() as state:  # the lock held; what every teacher answers from
+                for j, teacher in other:
+                    fitted[:, j] = teacher_votes(teacher, X_frozen, self.classes, state)
         if answered is not None:
             ids = self._fitted_ids
             out[np.ix_(np.flatnonzero(answered), ids)] = fitted[:, ids]
@@ -993,7 +997,7 @@ class TeacherEnsemble:
         teachers = [teacher for _, teacher in other]
         if holds_warnings_lock():  # (asked inside a captured section: stay in this thread)
             n_jobs = 1
-        X = freeze_rows(X)  # one read-only copy that every teacher is handed
+        X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
         n_rows = X.shape[0]
         block_rows = VOTE_BLOCK_ROWS
         if n_rows <= block_rows or effective_n_jobs(n_jobs) == 1:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from functools import partial
+from contextlib import ExitStack
 from numbers import Integral, Real
 from typing import Any
 
@@ -16,7 +16,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import check_noise_delta, resolve_classes
-from ._isolation import ProcessState, freeze_rows, library_numerics
+from ._isolation import freeze_rows, library_numerics, teacher_run
 from ._subsample import SubsampleMixin
 from ._teachers import (
     FALLBACK_LABEL_INDEX,
@@ -401,10 +401,10 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         """Teacher average per class, shape (n_rows, n_classes). Secret."""
         if self._base_output == "label":
             return self._ensemble.vote_counts(X, n_jobs=self.n_jobs) / self.n_teachers_
-        X = freeze_rows(X)  # one read-only copy that every teacher is handed
+        X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
         total = np.zeros((X.shape[0], len(self.classes_)))
-        state = ProcessState()  # what every teacher answers from
-        with library_numerics():
+        # The teachers' lock held for the run; the state every teacher answers from.
+        with library_numerics(), teacher_run() as state:
             for teacher in self._teachers:
                 total += teacher_proba(teacher, X, self.classes_, state)
             return total / self.n_teachers_
@@ -753,10 +753,16 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
     def _average(self, X) -> np.ndarray:
         lo, hi = self._y_bounds
         midpoint = fallback_value(self._y_bounds)
-        X = freeze_rows(X)  # one read-only copy that every teacher is handed
+        X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
         total = np.zeros(X.shape[0])
-        predict = partial(teacher_values, fallback=midpoint, state=ProcessState())
-        with library_numerics():
+        with library_numerics(), ExitStack() as run:
+            state: list = []  # taken at the first teacher that answers on its own
+
+            def predict(model, rows):
+                if not state:  # the teachers' lock, held from here on; the state of the run
+                    state.append(run.enter_context(teacher_run()))
+                return teacher_values(model, rows, midpoint, state[0])
+
             for output in self._outputs.each(X, predict):
                 total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
             return total / self.n_teachers_

@@ -8,10 +8,12 @@ its input, one whose attributes depend on its block, one that warns depending on
 one with huge finite coefficients, one that changes process-wide state and leaves it changed,
 one whose fit fails on a marked block, one that draws from the global random state, a
 ``ColumnTransformer`` with a callable selector, a teacher that relies on scikit-learn's
-parameter validation, a pandas column whose dtype one row decides) is run through every
-teacher-taking estimator and its query methods, on neighbouring data sets D and D' that differ
-in one row, with the same seed (so the same partition). Spies record what every teacher is
-handed (the bytes of its rows) and the configuration it fits and answers under. Per pair:
+parameter validation, a pandas column whose dtype one row decides, teachers that set the
+``strides``, ``shape`` or ``dtype`` of the array they are handed, one that leaves a cached
+Gaussian in numpy's global state) is run through every teacher-taking estimator and its query
+methods, on neighbouring data sets D and D' that differ in one row, with the same seed (so the
+same partition). Spies record what every teacher is handed (the bytes, dtype and shape of its
+rows) and the configuration it fits and answers under. Per pair:
 
 (a) every teacher other than the changed one (teachers are matched by the bytes of the block
     they are fitted on) is handed bit-identical rows, in the same calls, and fits and answers
@@ -19,7 +21,7 @@ handed (the bytes of its rows) and the configuration it fits and answers under. 
     random states);
 (b) the caller sees the same exceptions and warnings on D and D' (in ``fit`` and in every
     query call, under the default floating-point error state and under ``over="raise"``),
-    and gets its arrays back unchanged;
+    and the same global random states after each, and gets its arrays back unchanged;
 (c) every matched teacher gives the same output on D and D' (so at most the changed
     teacher's output differs).
 
@@ -29,12 +31,23 @@ method x teacher combinations are picked to cover each path once, not the full p
 On the code before the isolation fixes (main at e85b4f8) 33 of these 35 tests failed, at
 least two per case ``c1`` to ``c7``; the two that passed are the ``zoo-*-fails`` cases (a
 failing fit already became a constant teacher).
+
+Issue 38 added three more ways (``i38-1`` to ``i38-3``): every teacher was handed the same
+array object, whose metadata a teacher can set (``X.strides = (0, X.strides[1])``, a new
+``shape`` or ``dtype``) for every teacher after it, also in the retries of the fallback
+bisection (the metadata teachers refuse any block holding a huge value, so every answer is
+bisected); a cached Gaussian left in numpy's global state was not restored; and the state
+restored after a run of teachers was snapshotted outside the teachers' lock, so under the
+threading backend it could be another thread's teacher's state
+(:func:`test_a_shared_snapshot_is_never_taken_while_another_threads_teacher_runs`, made
+deterministic by a :class:`threading.Event` inside the racing teacher).
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Callable
@@ -188,6 +201,36 @@ def _numbers(X) -> np.ndarray:
     return np.asarray(values.toarray() if sparse.issparse(values) else values, dtype=float)
 
 
+#: The metadata a teacher can set on a read-only array it is handed.
+METADATA = ("strides", "shape", "dtype")
+#: A metadata teacher refuses any batch holding a value above this (QUERIES holds 1e200).
+HUGE = 1e100
+
+
+def _set_metadata(X, what: str) -> None:
+    """Set ``what`` of the array ``X`` in place: what a teacher can do to a read-only array."""
+    if not isinstance(X, np.ndarray) or X.ndim != 2:
+        return
+    try:
+        if what == "strides":
+            X.strides = (0, X.strides[1])  # every row now reads as the first
+        elif what == "shape":
+            X.shape = X.shape[::-1]
+        else:
+            X.dtype = np.dtype(f"i{X.dtype.itemsize}")
+    except Exception:  # noqa: BLE001 - an adversary answers anyway
+        pass
+
+
+def _draw_gauss(marked: bool, cached: float) -> float:
+    """A legacy Gaussian draw; a marked teacher then leaves ``cached`` as numpy's cached one."""
+    entry = np.random.get_state()  # noqa: NPY002 - the global state, on purpose
+    z = float(np.random.standard_normal())  # noqa: NPY002
+    if marked:  # the words it found, with a Gaussian cached for whoever draws next
+        np.random.set_state((*entry[:3], 1, cached))  # noqa: NPY002
+    return z
+
+
 class _Zoo(BaseEstimator):
     """A teacher a user could write, misbehaving as ``behaviour`` says on a marked block.
 
@@ -200,7 +243,14 @@ class _Zoo(BaseEstimator):
     answer draws from numpy's and Python's global random states, a marked block's twice.
     ``"validated"``: ``fit`` raises on a marked block; other blocks call a validated
     scikit-learn helper with a data-derived (invalid) argument and answer whether it was
-    refused.
+    refused. ``"strides"``, ``"shape"``, ``"dtype"``: on a marked block, ``fit`` and every
+    answer set that attribute of the array they are handed (``X.strides = (0, X.strides[1])``,
+    the shape reversed, the dtype an integer one of the same size), after computing their
+    own output; every block of these refuses (raises on) a batch holding a value above
+    ``HUGE``, so each answer to ``QUERIES`` goes through the fallback bisection's retries.
+    ``"gauss"``: every fit and answer draws a legacy ``np.random.standard_normal()``; on a
+    marked block it then sets numpy's global state back to its words at entry, with a cached
+    Gaussian (``set_state((..., has_gauss=1, gauss=v))``).
     """
 
     def __init__(self, behaviour: str = "plain") -> None:
@@ -232,8 +282,21 @@ class _Zoo(BaseEstimator):
                 accuracy_score(y, y, normalize=float(np.mean(values[:, 0])))
             except ValueError:  # scikit-learn's InvalidParameterError
                 self.threshold_ += 1.0
+        if behaviour == "gauss":
+            self.threshold_ += _draw_gauss(marked, 1e3 + self.offset_)
+        if behaviour in METADATA and marked:
+            _set_metadata(X, behaviour)
         self.marked_ = marked
         return self
+
+    def _respond(self, X, output: Callable[[np.ndarray], Any]):
+        """``output(score)`` after the side effects; a metadata teacher refuses huge values."""
+        huge = self.behaviour in METADATA and bool(np.any(np.abs(_numbers(X)) > HUGE))
+        score = self._score(X)
+        self._side_effects(X)
+        if huge:  # after its side effects: the library retries on halves, down to single rows
+            raise ValueError("a value too large for this teacher")
+        return output(score)
 
     def _side_effects(self, X) -> None:
         if self.behaviour == "scribble":
@@ -258,6 +321,8 @@ class _Zoo(BaseEstimator):
         if self.behaviour == "state" and self.marked_:
             np.seterr(over="raise", divide="raise", invalid="raise")
             sklearn.set_config(assume_finite=True)
+        if self.behaviour in METADATA and self.marked_:
+            _set_metadata(X, self.behaviour)
 
     def _score(self, X) -> np.ndarray:
         score = _numbers(X)[:, 0] - self.threshold_
@@ -266,6 +331,8 @@ class _Zoo(BaseEstimator):
                 random.random()
                 np.random.random()  # noqa: NPY002 - the global state, on purpose
             score = score + np.random.normal() + random.gauss(0.0, 1.0)  # noqa: NPY002
+        if self.behaviour == "gauss":
+            score = score + _draw_gauss(self.marked_, 1e3 + self.offset_)
         return score
 
 
@@ -276,24 +343,23 @@ class ZooClassifier(ClassifierMixin, _Zoo):
         return self
 
     def predict(self, X):
-        def answer():
-            score = self._score(X)
-            self._side_effects(X)
+        def output(score):
             return self.classes_[(score > 0).astype(int) % len(self.classes_)]
 
-        return _note_call(self, "predict", X, answer)
+        return _note_call(self, "predict", X, lambda: self._respond(X, output))
 
     def _has_scores(self) -> bool:
         return not (self.behaviour == "attrs" and getattr(self, "marked_", False))
 
     def _proba(self, X):
-        score = self._score(X)
-        self._side_effects(X)
-        p = 1.0 / (1.0 + np.exp(-np.clip(score, -50, 50)))
-        proba = np.zeros((len(p), len(self.classes_)))
-        proba[:, -1] = p
-        proba[:, 0] += 1.0 - p
-        return proba
+        def output(score):
+            p = 1.0 / (1.0 + np.exp(-np.clip(score, -50, 50)))
+            proba = np.zeros((len(p), len(self.classes_)))
+            proba[:, -1] = p
+            proba[:, 0] += 1.0 - p
+            return proba
+
+        return self._respond(X, output)
 
     @available_if(_has_scores)
     def predict_proba(self, X):
@@ -306,12 +372,10 @@ class ZooClassifier(ClassifierMixin, _Zoo):
 
 class ZooRegressor(RegressorMixin, _Zoo):
     def predict(self, X):
-        def answer():
-            score = self._score(X)
-            self._side_effects(X)
+        def output(score):
             return np.clip(score, -3.0, 3.0) + self.level_
 
-        return _note_call(self, "predict", X, answer)
+        return _note_call(self, "predict", X, lambda: self._respond(X, output))
 
 
 class HugeLogisticRegression(LogisticRegression):
@@ -409,6 +473,11 @@ def _warning_list(caught) -> list:
     return [(w.category.__name__, str(w.message)) for w in caught]
 
 
+def _random_states() -> tuple:
+    """The caller's global random states (numpy's whole legacy state, and Python's)."""
+    return _config()[2:]
+
+
 def _observe(make, X, y, queries: list, methods: tuple, errstate: dict, backend=None) -> Run:
     """Fit on (X, y) and ask every query through every method; restore the process after."""
     if backend is not None:
@@ -428,7 +497,9 @@ def _observe(make, X, y, queries: list, methods: tuple, errstate: dict, backend=
                 outcome = "fitted"
             except Exception as exc:  # noqa: BLE001 - what the caller sees is compared
                 estimator, outcome = None, type(exc).__name__
-        run.caller.append(("fit", outcome, _warning_list(caught), _digest(X) == X_before))
+        run.caller.append(
+            ("fit", outcome, _warning_list(caught), _random_states(), _digest(X) == X_before)
+        )
         for q, query in enumerate(queries):
             for method in methods:
                 if estimator is None or not hasattr(estimator, method):
@@ -443,7 +514,8 @@ def _observe(make, X, y, queries: list, methods: tuple, errstate: dict, backend=
                     except Exception as exc:  # noqa: BLE001 - compared between D and D'
                         outcome = type(exc).__name__
                 unchanged = _digest(query) == before
-                run.caller.append((method, q, outcome, _warning_list(caught), unchanged))
+                states = _random_states()
+                run.caller.append((method, q, outcome, _warning_list(caught), states, unchanged))
     finally:
         np.seterr(**saved_err)
         sklearn.set_config(**saved_config)
@@ -802,6 +874,62 @@ def _cases() -> list[Case]:
         ("predict",),
     )
     add("zoo-average_regressor-scribble", _reg(ZooRegressor("scribble")), (Xr, yr), 5, ("predict",))
+
+    # Issue 38, 1. Teachers set the metadata of the array they are handed (every answer also
+    # through the fallback bisection's retries), through every teacher-taking estimator.
+    for what in METADATA:
+        add(f"i38-1-aggregate-{what}", _agg(ZooClassifier(what)), (X, y), 5, CLASSIFIER_METHODS)
+        add(f"i38-1-average_label-{what}", _avg(ZooClassifier(what)), (X, y), 5, CLASSIFIER_METHODS)
+        add(
+            f"i38-1-average_proba-{what}",
+            _avg(ZooClassifier(what), "proba"),
+            (X, y),
+            5,
+            CLASSIFIER_METHODS,
+        )
+        add(f"i38-1-average_regressor-{what}", _reg(ZooRegressor(what)), (Xr, yr), 5, ("predict",))
+        make_ever = _ever(ZooClassifier(what))
+        add(
+            f"i38-1-everlasting-{what}",
+            make_ever,
+            (X, y),
+            lambda make=make_ever: _row_of_first_teacher(make, X, y),
+            ("predict",),
+            _ever_queries(),
+        )
+        add(
+            f"i38-1-search-{what}",
+            _search(SubsampleAggregateClassifier(ZooClassifier(what), classes=[0, 1])),
+            (X, y),
+            5,
+            SEARCH_METHODS,
+        )
+
+    # Issue 38, 2. A cached Gaussian left in numpy's global state (in fit and in answers).
+    add("i38-2-aggregate-gauss", _agg(ZooClassifier("gauss")), (X, y), 5, CLASSIFIER_METHODS)
+    add(
+        "i38-2-average_proba-gauss",
+        _avg(ZooClassifier("gauss"), "proba"),
+        (X, y),
+        5,
+        CLASSIFIER_METHODS,
+    )
+    add("i38-2-average_regressor-gauss", _reg(ZooRegressor("gauss")), (Xr, yr), 5, ("predict",))
+    add(
+        "i38-2-everlasting-gauss",
+        _ever(ZooClassifier("gauss")),
+        (X, y),
+        5,
+        ("predict",),
+        _ever_queries(),
+    )
+    add(
+        "i38-2-search-gauss",
+        _search(SubsampleAggregateClassifier(ZooClassifier("gauss"), classes=[0, 1])),
+        (X, y),
+        5,
+        SEARCH_METHODS,
+    )
     return cases
 
 
@@ -833,3 +961,138 @@ def test_one_row_changes_one_teacher_and_nothing_else(case, errstate):
         for data in (D, D2)
     ]
     _assert_isolated(*runs, spied=case.spied)
+
+
+# -- Issue 38, 3: a shared snapshot taken while another thread's teacher runs --------------
+#: How long the racing teacher waits for another thread to snapshot the process state. The
+#: wait ends at once when one does (the code before the fix); with the fix no thread can while
+#: the teacher runs, and the teacher goes on after this timeout.
+RACE_WAIT = 1.0
+#: The racing teacher's events: ``running`` (it has seeded the states) and ``snapped``
+#: (another thread read Python's random state meanwhile). Module-level: clones share them.
+_RACE: dict[str, threading.Event] = {}
+
+
+class RacingClassifier(ClassifierMixin, BaseEstimator):
+    """On a marked block, ``predict_proba`` seeds the global random states, then waits.
+
+    It waits (a :class:`threading.Event`) until another thread reads Python's random state
+    (``random.getstate``, which it watches meanwhile), as a snapshot of the process state
+    does, so that the interleaving the race needs happens every time, not one run in three.
+    """
+
+    def fit(self, X, y):
+        _note_fit(self, X, y)
+        self.classes_ = np.unique(y)
+        self.marked_ = _marked(X)
+        return self
+
+    def _race(self) -> None:
+        np.random.seed(12345)  # noqa: NPY002 - a state only this block's teacher leaves
+        random.seed(12345)
+        me, original = threading.get_ident(), random.getstate
+
+        def watched():
+            if threading.get_ident() != me:
+                _RACE["snapped"].set()
+            return original()
+
+        random.getstate = watched
+        _RACE["running"].set()
+        try:
+            _RACE["snapped"].wait(RACE_WAIT)
+        finally:
+            random.getstate = original
+
+    def predict_proba(self, X):
+        def answer():
+            if self.marked_:
+                self._race()
+            return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
+
+        return _note_call(self, "predict_proba", X, answer)
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def _other_thread(path: str, X, y, Xr, yr) -> Callable[[], Any]:
+    """What the other thread does meanwhile: a path that snapshots the process state."""
+    aggregate = dict(n_teachers=4, classes=[0, 1], random_state=SEED)
+    if path == "fit":  # the snapshots of the fits and of the ensemble's reads
+        return lambda: SubsampleAggregateClassifier(
+            SpyClassifier(LogisticRegression()), **aggregate
+        ).fit(X, y)
+    if path == "votes":  # the snapshot of the votes counted by the teachers' own predict
+        model = SubsampleAggregateClassifier(ZooClassifier(), **aggregate).fit(X, y)
+        return lambda: model.predict(QUERIES)
+    if path == "proba":  # the snapshot of the averaged probabilities
+        model = SubsampleAverageClassifier(ZooClassifier(), base_output="proba", **aggregate).fit(
+            X, y
+        )
+        return lambda: model.predict_proba(QUERIES)
+    if path == "values":  # the snapshot of the averaged values
+        model = SubsampleAverageRegressor(
+            ZooRegressor(), n_teachers=4, y_bounds=(-3.0, 3.0), random_state=SEED
+        ).fit(Xr, yr)
+        return lambda: model.predict(QUERIES)
+    assert path == "prefix"  # teacher_call's own snapshot (a shared public first step)
+    model = SubsampleAggregateClassifier(
+        make_pipeline(PublicScaler(), ZooClassifier()), **aggregate
+    ).fit(X, y)
+    return lambda: model.predict(QUERIES)
+
+
+@pytest.mark.parametrize("path", ["fit", "votes", "proba", "values", "prefix"])
+def test_a_shared_snapshot_is_never_taken_while_another_threads_teacher_runs(path):
+    """Under joblib's threading backend, no thread restores another thread's teacher's state.
+
+    Thread 1 asks for probabilities; its last teacher (of the marked block) seeds numpy's
+    and Python's global random states and waits until thread 2, started meanwhile, takes a
+    snapshot. Before the fix thread 2's snapshot, taken outside the teachers' lock, held
+    that teacher's state: thread 2's teachers then ran, and left the caller, in a state
+    that the marked block decided. Every teacher must fit and answer under the caller's
+    configuration, and the caller's random states come back as they were.
+    """
+    X, y = _numeric()
+    Xr, yr = _numeric(regression=True)
+    _RACE.update(running=threading.Event(), snapped=threading.Event())
+    running = _RACE["running"]
+
+    def make():
+        return SubsampleAverageClassifier(
+            RacingClassifier(),
+            base_output="proba",
+            n_teachers=4,
+            classes=[0, 1],
+            random_state=SEED,
+        )
+
+    D, _ = _neighbours(X, _row_of_block(make, X, y, -1))  # the last teacher is the marked one
+    racing = make().fit(D, y)
+    other = _other_thread(path, X, y, Xr, yr)
+    saved_err, saved_config = np.geterr(), sklearn.get_config()
+    np.random.seed(0)  # noqa: NPY002 - the global state the teachers may read
+    random.seed(0)
+    caller = _config()
+    _EVENTS.clear()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            joblib.Parallel(n_jobs=2, backend="threading")(
+                [
+                    joblib.delayed(racing.predict_proba)(QUERIES),
+                    joblib.delayed(lambda: (running.wait(10 * RACE_WAIT), other()))(),
+                ]
+            )
+        after = _config()
+    finally:
+        np.seterr(**saved_err)
+        sklearn.set_config(**saved_config)
+    seen = [event[2] if event[0] == "fit" else event[4] for event in _EVENTS]
+    _EVENTS.clear()
+    assert running.is_set()  # the race was run
+    assert seen  # the spies saw the teachers of both threads
+    for config in seen:  # scikit-learn's config and the global random states (not errstate)
+        assert config[1:] == caller[1:], "a teacher ran under another thread's teacher's state"
+    assert after[1:] == caller[1:], "the caller's state is another thread's teacher's"
