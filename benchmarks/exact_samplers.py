@@ -69,9 +69,21 @@ def worker(repeats: int, sufficient_repeats: int) -> dict:
     Q = rng.normal(size=(10_000, d)) / 3.0
     models = [
         ("StableERMRegressor laplace predict", StableERMRegressor, {}, yr, "predict"),
-        ("StableERMRegressor gaussian predict", StableERMRegressor, {"noise": "gaussian"}, yr, "predict"),
+        (
+            "StableERMRegressor gaussian predict",
+            StableERMRegressor,
+            {"noise": "gaussian"},
+            yr,
+            "predict",
+        ),
         ("AveragedPSGDRegressor laplace predict", AveragedPSGDRegressor, {}, yr, "predict"),
-        ("AveragedPSGDRegressor gaussian predict", AveragedPSGDRegressor, {"noise": "gaussian"}, yr, "predict"),
+        (
+            "AveragedPSGDRegressor gaussian predict",
+            AveragedPSGDRegressor,
+            {"noise": "gaussian"},
+            yr,
+            "predict",
+        ),
         ("StableERMClassifier predict", StableERMClassifier, {}, yc, "predict"),
         ("StableERMClassifier decision_function", StableERMClassifier, {}, yc, "decision_function"),
         ("AveragedPSGDClassifier predict", AveragedPSGDClassifier, {}, yc, "predict"),
@@ -128,14 +140,24 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for name, root in trees.items():
             env = dict(os.environ, PYTHONPATH=str(root))
-            command = [sys.executable, str(Path(__file__).resolve()), "--worker",
-                       "--repeats", str(args.repeats),
-                       "--sufficient-repeats", str(args.sufficient_repeats)]
-            done = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=root)
+            command = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--worker",
+                "--repeats",
+                str(args.repeats),
+                "--sufficient-repeats",
+                str(args.sufficient_repeats),
+            ]
+            done = subprocess.run(
+                command, env=env, check=True, capture_output=True, text=True, cwd=root
+            )
             results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
             loads.append(os.getloadavg())
     keys = list(results["candidate"][0])
-    print(f"load average (1 min) during the run: {min(l[0] for l in loads):.2f} .. {max(l[0] for l in loads):.2f}")
+    print(
+        f"load average (1 min) during the run: {min(l[0] for l in loads):.2f} .. {max(l[0] for l in loads):.2f}"
+    )
     for key in keys:
         row = {name: sorted(r[key] for r in runs)[len(runs) // 2] for name, runs in results.items()}
         text = "  ".join(f"{name} {1e3 * value:9.2f} ms" for name, value in row.items())

@@ -873,8 +873,8 @@ def discrete_gaussian_sigma2(sigma: float | Fraction) -> Fraction:
 
     Examples
     --------
-    >>> discrete_gaussian_sigma2(2.0)
-    Fraction(4, 1)
+    >>> discrete_gaussian_sigma2(2.0) - 4  # rounded up, by less than 2**-19 * 4
+    Fraction(1, 524288)
     """
     t, m, q = _discrete_gaussian_params(sigma)
     return Fraction(t * m, q)
