@@ -155,9 +155,8 @@ def main(argv=None) -> int:
             results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
             loads.append(os.getloadavg())
     keys = list(results["candidate"][0])
-    print(
-        f"load average (1 min) during the run: {min(l[0] for l in loads):.2f} .. {max(l[0] for l in loads):.2f}"
-    )
+    one_minute = [load[0] for load in loads]
+    print(f"load average (1 min) during the run: {min(one_minute):.2f} .. {max(one_minute):.2f}")
     for key in keys:
         row = {name: sorted(r[key] for r in runs)[len(runs) // 2] for name, runs in results.items()}
         text = "  ".join(f"{name} {1e3 * value:9.2f} ms" for name, value in row.items())

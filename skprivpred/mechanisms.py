@@ -816,7 +816,7 @@ def discrete_laplace_noise(
             raise ValueError("scale must be finite and > 0.")
     shape = scales.shape if size is None else tuple(int(k) for k in np.atleast_1d(size))
     flat_scales = np.broadcast_to(scales, shape).ravel()
-    out = np.empty(flat_scales.size, dtype=np.int64)
+    out: np.ndarray = np.empty(flat_scales.size, dtype=np.int64)
     if scales.ndim == 0:
         groups = [(scales[()], np.arange(flat_scales.size))]  # the common case: one scale
     elif flat_scales.size and np.all(flat_scales == flat_scales[0]):
@@ -826,14 +826,16 @@ def discrete_laplace_noise(
     for value, where in groups:
         s, t = _laplace_params(_exact_fraction(value, "scale"))
         if t <= _MAX_VECTOR_SCALE:
-            values = _fill(where.size, lambda n: _discrete_laplace_candidates(s, t, n, rng))
+            values = _fill(
+                where.size, lambda n, s=s, t=t: _discrete_laplace_candidates(s, t, n, rng)
+            )
         else:
             values = np.array([_py_discrete_laplace(s, t, rng) for _ in range(where.size)])
         if values.dtype == object and out.dtype != object:
             out = out.astype(object)
         out[where] = values
-    out = out.reshape(shape)
-    return out[()] if out.ndim == 0 else out
+    result = out.reshape(shape)
+    return result[()] if result.ndim == 0 else result
 
 
 def _discrete_gaussian_params(sigma: Any) -> tuple[int, int, int]:
