@@ -582,19 +582,25 @@ def _bernoulli_exp_minus_one(shape: int | tuple[int, ...], rng: np.random.Genera
     return result.reshape(u.shape)
 
 
-def _bernoulli_exp_neg(num: np.ndarray, den: int, rng: np.random.Generator) -> np.ndarray:
+def _bernoulli_exp_neg(
+    num: np.ndarray, den: int, rng: np.random.Generator, below_one: bool = False
+) -> np.ndarray:
     """Exact ``Bernoulli(exp(-num / den))`` per entry of ``num`` (int64 ``>= 0``, ``den < 2**63``).
 
     CKS Algorithm 1: ``floor(gamma)`` draws of ``Bernoulli(exp(-1))``, all of
     which must succeed, then the series for the remainder ``f = gamma -
-    floor(gamma) in [0, 1)``: ``A_K ~ Bernoulli(f / K)``, drawn as
-    ``Bernoulli(f)`` (``rng.integers(0, den) < num % den``) and ``Bernoulli(1 /
-    K)`` (the chain of :func:`_series_thresholds`), until the first ``A_K =
-    0``; success when that ``K`` is odd. Vectorised: each round draws
-    ``_LOOKAHEAD`` trials for every entry still undecided (those after an
-    entry's stop are discarded, which leaves the law unchanged).
+    floor(gamma) in [0, 1)``: ``A_K ~ Bernoulli(f / K)`` until the first ``A_K =
+    0``; success when that ``K`` is odd. ``Bernoulli(f / K)`` is one draw,
+    ``rng.integers(0, den K) < num % den``, while ``den K`` fits in int64
+    (else ``Bernoulli(f)`` and ``Bernoulli(1 / K)``, ``rng.integers(0, K) ==
+    0``). Vectorised: each round draws for the entries still undecided
+    (``_LOOKAHEAD`` trials at a time for the integer part; the surplus after
+    an entry's stop is discarded, which leaves the law unchanged).
     """
-    whole, frac = np.divmod(num, den)
+    if below_one:  # the caller guarantees num < den: no integer part
+        whole, frac = np.zeros_like(num), num
+    else:
+        whole, frac = np.divmod(num, den)
     ok = np.ones(num.shape[0], dtype=bool)
     active = np.flatnonzero(whole > 0)
     left = whole[active]
@@ -612,19 +618,14 @@ def _bernoulli_exp_neg(num: np.ndarray, den: int, rng: np.random.Generator) -> n
         active = active[going]
     k = 2
     while active.size:
-        ks = np.arange(k, k + _LOOKAHEAD)
-        trial = rng.integers(0, den, size=(active.size, _LOOKAHEAD)) < frac[active, None]
-        total, thresholds = _series_thresholds(k, _LOOKAHEAD)
-        if total <= _INT64_LIMIT:
-            chain = _chain_length(rng.integers(0, total, size=active.size), thresholds)
-            trial &= np.arange(_LOOKAHEAD) < chain[:, None]
-        else:  # K beyond 55,000 (never in practice): one draw per trial
-            trial &= rng.integers(0, ks, size=(active.size, _LOOKAHEAD)) == 0
-        stopped = ~trial.all(axis=1)
-        stop = ks[np.argmin(trial[stopped], axis=1)]
-        ok[active[stopped]] = (stop & 1).astype(bool)
-        active = active[~stopped]
-        k += _LOOKAHEAD
+        if den * k <= _INT64_LIMIT:  # Bernoulli(f / K) as one draw below den K
+            trial = rng.integers(0, den * k, size=active.size) < frac[active]
+        else:  # Bernoulli(f) and Bernoulli(1 / K)
+            trial = rng.integers(0, den, size=active.size) < frac[active]
+            trial &= rng.integers(0, k, size=active.size) == 0
+        ok[active[~trial]] = bool(k & 1)
+        active = active[trial]
+        k += 1
     return ok
 
 
@@ -680,9 +681,11 @@ def _discrete_laplace_candidates(s: int, t: int, n: int, rng: np.random.Generato
     (``rng.integers(0, 2)``), rejecting ``B = 1, Y = 0``; ``Z = (1 - 2B) Y``.
     """
     u = rng.integers(0, t, size=n)
-    u = u[_bernoulli_exp_neg(u, t, rng)]
+    u = u[_bernoulli_exp_neg(u, t, rng, below_one=True)]
     v = _exp_minus_one_run(u.size, max(1, (_INT64_LIMIT - t) // t), rng)
-    y = (u + t * v) // s
+    x = u + t * v
+    # s is a power of two (_laplace_params): the floor division is a shift
+    y = x >> (s.bit_length() - 1) if x.dtype == np.int64 else x // s
     negative = rng.integers(0, 2, size=y.size) == 1
     keep = ~(negative & (y == 0))
     return np.where(negative, -y, y)[keep]

@@ -315,8 +315,8 @@ def test_bernoulli_exp_minus_one_is_exact():
 @pytest.mark.parametrize("num, lookahead", [(0, 4), (1, 4), (2, 4), (3, 4), (4, 1), (5, 1), (7, 1)])
 def test_bernoulli_exp_neg_of_a_rational_is_exact(num, lookahead, monkeypatch):
     # gamma = num / 3 in [0, 7/3]. With an integer part, the enumeration runs the same code
-    # drawing one trial per round (lookahead 1; four trials per round, every surplus trial
-    # enumerated, is too many branches to explore to 1e-6 in a test's time).
+    # drawing one Bernoulli(exp(-1)) per round (lookahead 1; four per round, every surplus
+    # draw enumerated, is too many branches to explore to 1e-5 in a test's time).
     monkeypatch.setattr(mechanisms, "_LOOKAHEAD", lookahead)
     den = 3
     floor = Fraction(1, 10**8)
@@ -324,7 +324,7 @@ def test_bernoulli_exp_neg_of_a_rational_is_exact(num, lookahead, monkeypatch):
     def draw(rng):
         return mechanisms._bernoulli_exp_neg(np.array([num], dtype=np.int64), den, rng)[0]
 
-    p, unexplored = _enumerate(draw, 7, floor)
+    p, unexplored = _enumerate(draw, 100, floor)
     assert abs(float(p) - math.exp(-num / den)) <= float(unexplored) + 1e-15
     assert unexplored < Fraction(1, 10**5)
 
