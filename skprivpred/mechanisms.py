@@ -13,6 +13,7 @@ sampled by MCMC or by exponentiating raw scores.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import lru_cache
 from numbers import Integral, Real
 from typing import Any
@@ -23,6 +24,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, log_softmax, logsumexp
 from scipy.stats import norm
 
+from .exceptions import InvalidParameterError
 from .utils._param_validation import Interval, check_param, validate_parameter_constraints
 
 __all__ = [
@@ -37,7 +39,9 @@ __all__ = [
     "discrete_gaussian_delta",
     "discrete_gaussian_noise",
     "discrete_gaussian_sigma",
+    "discrete_gaussian_sigma2",
     "discrete_laplace_noise",
+    "discrete_laplace_scale",
     "exponential_mechanism_proba",
     "exponential_mechanism_sample",
     "fewest_mistakes_log_proba",
@@ -478,25 +482,327 @@ def _analytic_gaussian_unit_sigma(epsilon: float, delta: float) -> float:
     return sigma
 
 
-def discrete_laplace_noise(
-    scale: ArrayLike, rng: np.random.Generator, size: int | tuple[int, ...] | None = None
-) -> np.ndarray:
-    """Integer noise with ``P(Z = z)`` proportional to ``exp(-|z| / scale)``.
+# -- exact integer samplers (Canonne, Kamath & Steinke 2020) -------------------------------------
+# Every bit of randomness below comes from ``rng.integers`` (a test can script it), and every
+# comparison is between integers: no floating-point number decides any outcome.
 
-    The two-sided geometric (discrete Laplace) law, drawn exactly as the
-    difference of two independent geometric variables with success probability
-    ``1 - exp(-1 / scale)``. Adding it to an integer-valued statistic whose
-    sensitivity is ``D`` (an integer) with ``scale = D / epsilon`` is
-    ``epsilon``-DP, and the result is an integer: no floating-point noise ever
-    leaves the mechanism (the attack of Mironov 2012 on naive Laplace sampling
-    does not apply).
+#: Bound kept by every int64 intermediate of the vectorised samplers.
+_INT64_LIMIT = 2**63 - 1
+#: Largest integer scale ``t`` the vectorised samplers take; above it, Python integers.
+_MAX_VECTOR_SCALE = 2**28
+#: ``sigma^2`` is rounded up to a multiple of ``t / q``, ``q`` the power of two putting
+#: ``q t`` in ``[2**21, 2**22)`` (``q = 1`` once ``t >= 2**21``): see ``_discrete_gaussian_params``.
+_ROUNDING_BITS = 22
+
+
+def _exact_fraction(value: Any, name: str) -> Fraction:
+    """``value`` as an exact positive finite rational (a float is the dyadic it holds)."""
+    if isinstance(value, Fraction):
+        exact = value
+    elif isinstance(value, Integral) and not isinstance(value, bool):
+        exact = Fraction(int(value))
+    else:
+        exact = Fraction(_positive(value, name))
+    if exact <= 0:
+        raise InvalidParameterError(f"{name} must be > 0, got {value!r}.")
+    return exact
+
+
+def _bernoulli_fraction(num: int, den: int, rng: np.random.Generator) -> bool:
+    """Exact ``Bernoulli(num / den)`` for Python integers ``0 <= num <= den``, any size.
+
+    Below ``2**63`` one draw ``U`` in ``[0, den)`` and ``U < num``; above, the
+    uniform's base-``2**62`` digits are drawn one at a time and compared with
+    those of ``num / den`` until they differ (exact; two digits on average).
+    """
+    if den <= _INT64_LIMIT:
+        return int(rng.integers(0, den)) < num
+    base = 2**62
+    while True:
+        digit, num = divmod(num * base, den)
+        u = int(rng.integers(0, base))
+        if u != digit:
+            return u < digit
+
+
+#: Trials drawn per round of the vectorised loops (the surplus after a stop is discarded).
+_LOOKAHEAD = 4
+
+
+def _series_thresholds(first: int, count: int) -> tuple[int, np.ndarray]:
+    """``P = first (first + 1) ... (first + count - 1)`` and ``P / (first ... K)`` for each ``K``.
+
+    A uniform ``W`` in ``[0, P)`` gives the chain of trials ``A_K ~ Bernoulli(1 / K)``,
+    ``K = first, ..., first + count - 1``, through nested events: ``A_first = ... = A_K
+    = 1`` exactly when ``W < P / (first ... K)``, which has probability ``1 / (first
+    ... K)``, so that given the earlier successes ``A_K = 1`` with probability ``1 / K``,
+    as the series needs. The thresholds are returned in increasing order.
+    """
+    total = math.prod(range(first, first + count))
+    thresholds, running = [], total
+    for k in range(first, first + count):
+        running //= k
+        thresholds.append(running)
+    return total, np.array(thresholds[::-1], dtype=np.int64)
+
+
+#: ``Bernoulli(exp(-1))``: trials ``A_2 .. A_20`` from one uniform below ``20!`` (< 2**63).
+_E1_DRAW, _E1_THRESHOLDS = _series_thresholds(2, 19)
+
+
+def _chain_length(w: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """How many trials of the chain of :func:`_series_thresholds` succeed, given ``W``."""
+    return thresholds.size - np.searchsorted(thresholds, w, side="right")
+
+
+def _bernoulli_exp_minus_one(shape: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Exact ``Bernoulli(exp(-1))`` draws: CKS Algorithm 1 with ``gamma = 1``.
+
+    The series ``A_K ~ Bernoulli(1 / K)``, ``K = 1, 2, ...``, stops at the first
+    ``A_K = 0`` and answers 1 when that ``K`` is odd: ``P = sum_{K odd} (1/(K-1)! -
+    1/K!) = e^{-1}``. ``A_1 = 1`` surely; ``A_2, ..., A_20`` come from one uniform
+    ``U = rng.integers(0, 20!)`` (:func:`_series_thresholds`: ``A_2 = ... = A_K = 1``
+    exactly when ``U < 20! / K!``), an integer comparison per trial. If all twenty
+    succeed (``U = 0``, probability ``1 / 20!``), the series goes on with ``A_K =
+    [rng.integers(0, K) = 0]``, ``K = 21, 22, ...``.
+    """
+    u = rng.integers(0, _E1_DRAW, size=shape)
+    flat = u.reshape(-1)
+    # Most draws stop at K = 2 (U >= 20!/2, failure) or K = 3 (success): two comparisons.
+    result = (flat < _E1_THRESHOLDS[-1]) & (flat >= _E1_THRESHOLDS[-2])
+    deep = np.flatnonzero(flat < _E1_THRESHOLDS[-2])
+    if deep.size:
+        succeeded = _chain_length(flat[deep], _E1_THRESHOLDS)  # A_2 .. A_{1 + succeeded} = 1
+        for j in np.flatnonzero(succeeded == _E1_THRESHOLDS.size):
+            k = 21  # never in practice (U = 0): continue the series one trial at a time
+            while int(rng.integers(0, k)) == 0:
+                k += 1
+            succeeded[j] = k - 2
+        result[deep] = (succeeded & 1).astype(bool)  # stop at K = 2 + succeeded: odd K wins
+    return result.reshape(u.shape)
+
+
+def _bernoulli_exp_neg(
+    num: np.ndarray, den: int, rng: np.random.Generator, below_one: bool = False
+) -> np.ndarray:
+    """Exact ``Bernoulli(exp(-num / den))`` per entry of ``num`` (int64 ``>= 0``, ``den < 2**63``).
+
+    CKS Algorithm 1: ``floor(gamma)`` draws of ``Bernoulli(exp(-1))``, all of
+    which must succeed, then the series for the remainder ``f = gamma -
+    floor(gamma) in [0, 1)``: ``A_K ~ Bernoulli(f / K)`` until the first ``A_K =
+    0``; success when that ``K`` is odd. ``Bernoulli(f / K)`` is one draw,
+    ``rng.integers(0, den K) < num % den``, while ``den K`` fits in int64
+    (else ``Bernoulli(f)`` and ``Bernoulli(1 / K)``, ``rng.integers(0, K) ==
+    0``). Vectorised: each round draws for the entries still undecided
+    (``_LOOKAHEAD`` trials at a time for the integer part; the surplus after
+    an entry's stop is discarded, which leaves the law unchanged).
+    """
+    if below_one:  # the caller guarantees num < den: no integer part
+        whole, frac = np.zeros_like(num), num
+    else:
+        whole, frac = np.divmod(num, den)
+    ok = np.ones(num.shape[0], dtype=bool)
+    active = np.flatnonzero(whole > 0)
+    left = whole[active]
+    while active.size:
+        success = _bernoulli_exp_minus_one((active.size, _LOOKAHEAD), rng)
+        needed = np.arange(_LOOKAHEAD) < left[:, None]
+        failed = (needed & ~success).any(axis=1)
+        ok[active[failed]] = False
+        left = left - _LOOKAHEAD
+        keep = ~failed & (left > 0)
+        active, left = active[keep], left[keep]
+    active = np.flatnonzero(ok & (frac > 0))  # f = 0: A_1 = 0 surely, K = 1, success
+    if active.size:  # A_1 ~ Bernoulli(f) alone first: most entries stop there (K = 1, success)
+        going = rng.integers(0, den, size=active.size) < frac[active]
+        active = active[going]
+    k = 2
+    while active.size:
+        if den * k <= _INT64_LIMIT:  # Bernoulli(f / K) as one draw below den K
+            trial = rng.integers(0, den * k, size=active.size) < frac[active]
+        else:  # Bernoulli(f) and Bernoulli(1 / K)
+            trial = rng.integers(0, den, size=active.size) < frac[active]
+            trial &= rng.integers(0, k, size=active.size) == 0
+        ok[active[~trial]] = bool(k & 1)
+        active = active[trial]
+        k += 1
+    return ok
+
+
+def _py_bernoulli_exp_neg(num: int, den: int, rng: np.random.Generator) -> bool:
+    """:func:`_bernoulli_exp_neg` for one value in Python integers (any size)."""
+    whole, frac = divmod(num, den)
+    for _ in range(whole):
+        if not _bernoulli_exp_minus_one(1, rng)[0]:
+            return False
+    k = 1
+    while frac:
+        trial = _bernoulli_fraction(frac, den, rng)
+        if trial and k > 1:
+            trial = int(rng.integers(0, k)) == 0
+        if not trial:
+            return bool(k & 1)
+        k += 1
+    return True
+
+
+def _exp_minus_one_run(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:
+    """``V``: the number of successes of ``Bernoulli(exp(-1))`` before its first failure.
+
+    ``P(V >= v) = e^{-v}`` (CKS Algorithm 2's inner loop), ``_LOOKAHEAD``
+    trials per round for each entry still running. An entry reaching ``cap``
+    (probability ``e^{-cap}``) continues in Python integers; the result is then
+    an object array.
+    """
+    v = np.zeros(n, dtype=np.int64)
+    active = np.flatnonzero(_bernoulli_exp_minus_one(n, rng))  # one trial first: most stop
+    v[active] = 1
+    while active.size:
+        success = _bernoulli_exp_minus_one((active.size, _LOOKAHEAD), rng)
+        running = success.all(axis=1)
+        v[active] += np.where(running, _LOOKAHEAD, np.argmin(success, axis=1))
+        active = active[running]
+        capped = v[active] >= cap
+        if capped.any():  # never in practice: finish these in Python integers
+            v = v.astype(object)
+            for i in active[capped]:
+                while _bernoulli_exp_minus_one(1, rng)[0]:
+                    v[i] += 1
+            active = active[~capped]
+    return v
+
+
+def _discrete_laplace_candidates(s: int, t: int, n: int, rng: np.random.Generator):
+    """One round of CKS Algorithm 2 for ``n`` values: the accepted ones (scale ``t / s``).
+
+    ``U`` uniform in ``[0, t)``, kept with probability ``exp(-U / t)``; ``V``
+    as in :func:`_exp_minus_one_run`; ``X = U + t V`` (geometric with
+    parameter ``1 - exp(-1/t)``), ``Y = X // s``; a fair sign ``B``
+    (``rng.integers(0, 2)``), rejecting ``B = 1, Y = 0``; ``Z = (1 - 2B) Y``.
+    """
+    u = rng.integers(0, t, size=n)
+    u = u[_bernoulli_exp_neg(u, t, rng, below_one=True)]
+    v = _exp_minus_one_run(u.size, max(1, (_INT64_LIMIT - t) // t), rng)
+    x = u + t * v
+    # s is a power of two (_laplace_params): the floor division is a shift
+    y = x >> (s.bit_length() - 1) if x.dtype == np.int64 else x // s
+    negative = rng.integers(0, 2, size=y.size) == 1
+    keep = ~(negative & (y == 0))
+    return np.where(negative, -y, y)[keep]
+
+
+def _fill(n: int, draw) -> np.ndarray:
+    """Collect ``n`` i.i.d. values from a rejection sampler, drawing batches for the rest."""
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    pieces, have = [], 0
+    while have < n:
+        # Ask for a little more than is missing: fewer rounds; the surplus is discarded
+        # (accepted values are i.i.d., so keeping the first ones keeps the law).
+        batch = draw(int(1.7 * (n - have)) + 16)
+        pieces.append(batch)
+        have += batch.size
+    values = np.concatenate(pieces)[:n] if len(pieces) > 1 else pieces[0][:n]
+    if values.dtype == object:
+        try:
+            values = values.astype(np.int64)
+        except OverflowError:  # a value beyond 2**63 (probability below e^-60): kept exact
+            pass
+    return values
+
+
+def _py_discrete_laplace(s: int, t: int, rng: np.random.Generator) -> int:
+    """CKS Algorithm 2 for one value in Python integers (scales beyond the int64 path)."""
+    while True:
+        u = int(rng.integers(0, t)) if t <= _INT64_LIMIT else _py_uniform(t, rng)
+        if not _py_bernoulli_exp_neg(u, t, rng):
+            continue
+        v = 0
+        while _bernoulli_exp_minus_one(1, rng)[0]:
+            v += 1
+        y = (u + t * v) // s
+        negative = int(rng.integers(0, 2)) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def _py_uniform(high: int, rng: np.random.Generator) -> int:
+    """A uniform integer in ``[0, high)`` for any ``high``, by rejection on 62-bit digits."""
+    n_digits = -(-high.bit_length() // 62)
+    while True:
+        value = 0
+        for _ in range(n_digits):
+            value = (value << 62) | int(rng.integers(0, 2**62))
+        if value < high:
+            return value
+
+
+def _laplace_params(scale: Fraction) -> tuple[int, int]:
+    """``(s, t)`` with ``t / s >= scale`` the discrete Laplace scale actually drawn.
+
+    ``s`` is the power of two that puts ``t = ceil(scale * s)`` in
+    ``[2**21, 2**22)`` (``s = 1`` for scales of ``2**21`` and more): the scale
+    is rounded up by a relative ``2**-21`` at most.
+    """
+    s = 2 ** max(0, 22 - math.floor(scale).bit_length())
+    t = math.ceil(scale * s)
+    return s, t
+
+
+def discrete_laplace_scale(scale: float | Fraction) -> Fraction:
+    """The scale :func:`discrete_laplace_noise` draws at: ``scale`` rounded up, exactly.
 
     Parameters
     ----------
-    scale : float or array-like of float
-        ``D / epsilon``, > 0 (broadcast against ``size``).
+    scale : float or fractions.Fraction
+        The requested scale, > 0.
+
+    Returns
+    -------
+    fractions.Fraction
+        ``t / s >= scale``, with ``s`` a power of two and ``t`` an integer
+        (``t / s - scale < 2**-21 scale``). A larger scale only adds privacy:
+        integer noise at scale ``t / s`` on a statistic of integer sensitivity
+        ``D`` is ``D s / t``-DP, at most the ``D / scale`` asked for.
+
+    Examples
+    --------
+    >>> discrete_laplace_scale(2.0)
+    Fraction(2, 1)
+    """
+    s, t = _laplace_params(_exact_fraction(scale, "scale"))
+    return Fraction(t, s)
+
+
+def discrete_laplace_noise(
+    scale: ArrayLike | Fraction, rng: np.random.Generator, size: int | tuple[int, ...] | None = None
+) -> np.ndarray:
+    """Integer noise with ``P(Z = z)`` proportional to ``exp(-|z| / scale)``, drawn exactly.
+
+    The two-sided geometric (discrete Laplace) law, sampled by Canonne, Kamath
+    & Steinke (2020), Algorithm 2, in integer arithmetic only: ``U`` uniform in
+    ``[0, t)`` kept with probability ``exp(-U / t)``, ``V`` the run of
+    successes of ``Bernoulli(exp(-1))``, ``Y = (U + t V) // s``, a fair sign,
+    ``B = 1, Y = 0`` rejected; every Bernoulli by their Algorithm 1. All
+    randomness comes from ``rng.integers``; no floating-point number decides
+    an outcome, so the law is exactly the discrete Laplace at scale ``t / s``
+    (:func:`discrete_laplace_scale`: the scale rounded up by a relative
+    ``2**-21`` at most, which only adds privacy). Vectorised in int64 over all
+    values (one batch per rejection round, no loop per value); a value whose
+    computation would leave int64 (probability below ``e^-60``) is finished in
+    Python integers. Adding it to an integer statistic of sensitivity ``D``
+    with ``scale = D / epsilon`` is ``epsilon``-DP, and the result is an
+    integer (the attack of Mironov 2012 does not apply).
+
+    Parameters
+    ----------
+    scale : float, fractions.Fraction or array-like of float
+        ``D / epsilon``, > 0 (broadcast against ``size``). A float is taken as
+        the exact rational it holds; pass a ``Fraction`` to state the scale
+        exactly.
     rng : numpy.random.Generator
-        The stream to draw from.
+        The stream to draw from (only its ``integers`` method is called).
     size : int or tuple of int, default=None
         Output shape; ``None`` uses the shape of ``scale``.
 
@@ -505,11 +811,168 @@ def discrete_laplace_noise(
     ndarray of int64
         The noise.
     """
-    scale = np.asarray(scale, dtype=float)
-    if not np.all(np.isfinite(scale) & (scale > 0)):
-        raise ValueError("scale must be finite and > 0.")
-    success = -np.expm1(-1.0 / scale)  # 1 - e^{-1/scale}, accurate for large scales
-    return rng.geometric(success, size=size) - rng.geometric(success, size=size)
+    if isinstance(scale, Fraction):
+        scales = np.full((), scale, dtype=object)
+    else:
+        scales = np.asarray(scale, dtype=float)
+        if not np.all(np.isfinite(scales) & (scales > 0)):
+            raise ValueError("scale must be finite and > 0.")
+    shape = scales.shape if size is None else tuple(int(k) for k in np.atleast_1d(size))
+    flat_scales = np.broadcast_to(scales, shape).ravel()
+    out: np.ndarray = np.empty(flat_scales.size, dtype=np.int64)
+    if scales.ndim == 0:
+        groups = [(scales[()], np.arange(flat_scales.size))]  # the common case: one scale
+    elif flat_scales.size and np.all(flat_scales == flat_scales[0]):
+        groups = [(flat_scales[0], np.arange(flat_scales.size))]
+    else:
+        groups = [(v, np.flatnonzero(flat_scales == v)) for v in np.unique(flat_scales)]
+    for value, where in groups:
+        s, t = _laplace_params(_exact_fraction(value, "scale"))
+        if t <= _MAX_VECTOR_SCALE:
+            values = _fill(
+                where.size, lambda n, s=s, t=t: _discrete_laplace_candidates(s, t, n, rng)
+            )
+        else:
+            values = np.array([_py_discrete_laplace(s, t, rng) for _ in range(where.size)])
+        if values.dtype == object and out.dtype != object:
+            out = out.astype(object)
+        out[where] = values
+    result = out.reshape(shape)
+    return result[()] if result.ndim == 0 else result
+
+
+def _discrete_gaussian_params(sigma: Any) -> tuple[int, int, int]:
+    """``(t, m, q)``: the exact sampler's Laplace scale ``t`` and ``sigma'^2 = t m / q >= sigma^2``.
+
+    ``t = floor(sigma) + 1`` (CKS Algorithm 3); ``q`` is the power of two that
+    puts ``q t`` in ``[2**21, 2**22)`` (``q = 1`` for ``t >= 2**21``) and ``m =
+    ceil(sigma^2 q / t)``: ``sigma^2`` is rounded *up* to the next multiple of
+    ``t / q``, by less than ``t / q`` (a relative ``2**-19`` at most for
+    ``sigma >= 1``, ``2**-21`` for ``sigma >= 2**21``).
+    """
+    exact = _exact_fraction(sigma, "sigma")
+    t = math.floor(exact) + 1
+    q = 2 ** max(0, _ROUNDING_BITS - t.bit_length())
+    m = math.ceil(exact * exact * q / t)
+    return t, m, q
+
+
+def discrete_gaussian_sigma2(sigma: float | Fraction) -> Fraction:
+    """The variance parameter :func:`discrete_gaussian_noise` draws at: ``sigma^2`` rounded up.
+
+    Parameters
+    ----------
+    sigma : float or fractions.Fraction
+        The requested scale, > 0.
+
+    Returns
+    -------
+    fractions.Fraction
+        ``sigma'^2 = t m / q >= sigma^2`` (``t = floor(sigma) + 1``, ``q`` a
+        power of two, ``m`` an integer), less than ``t / q`` above ``sigma^2``
+        (a relative ``2**-19`` at most for ``sigma >= 1``). Rounding up only
+        adds privacy: the discrete Gaussian at ``sigma'^2`` on a statistic of
+        L2 sensitivity ``D`` is ``D^2 / (2 sigma'^2)``-zCDP, at most the ``D^2 /
+        (2 sigma^2)`` asked for; :func:`discrete_gaussian_delta` and
+        :func:`discrete_gaussian_sigma` compute ``delta`` at ``sigma'^2``.
+
+    Examples
+    --------
+    >>> discrete_gaussian_sigma2(2.0) - 4  # rounded up, by less than 2**-19 * 4
+    Fraction(1, 524288)
+    """
+    t, m, q = _discrete_gaussian_params(sigma)
+    return Fraction(t * m, q)
+
+
+def _discrete_gaussian_candidates(t: int, m: int, q: int, n: int, rng: np.random.Generator):
+    """One round of CKS Algorithm 3 for ``n`` candidates: the accepted ones.
+
+    ``Y`` discrete Laplace at scale ``t``, kept with probability
+    ``exp(-(|Y| - sigma'^2 / t)^2 / (2 sigma'^2)) = exp(-(q |Y| - m)^2 / (2 t m
+    q))``, an exact ``Bernoulli(exp(-a / D))`` with integers ``a = (q |Y| -
+    m)^2`` and ``D = 2 t m q``. A candidate with ``q |Y| + m >= 3.04e9`` (where
+    ``a`` would leave int64; probability below ``exp(-3e9 / (q t))`` each, about
+    ``e^-700`` for ``t < 2**21``) is decided in Python integers.
+    """
+    y = _fill(n, lambda k: _discrete_laplace_candidates(1, t, k, rng))
+    magnitude = np.abs(y)
+    den = 2 * t * m * q
+    safe = magnitude <= (math.isqrt(_INT64_LIMIT) - m) // q
+    accept = np.empty(y.size, dtype=bool)
+    if safe.all():
+        gap = q * magnitude.astype(np.int64) - m
+        accept[:] = _bernoulli_exp_neg(gap * gap, den, rng)
+    else:
+        where = np.flatnonzero(safe)
+        gap = q * magnitude[where].astype(np.int64) - m
+        accept[where] = _bernoulli_exp_neg(gap * gap, den, rng)
+        for i in np.flatnonzero(~safe):
+            gap_i = q * int(magnitude[i]) - m
+            accept[i] = _py_bernoulli_exp_neg(gap_i * gap_i, den, rng)
+    return y[accept]
+
+
+def _py_discrete_gaussian(t: int, m: int, q: int, rng: np.random.Generator) -> int:
+    """CKS Algorithm 3 for one value in Python integers (scales beyond the int64 path)."""
+    den = 2 * t * m * q
+    while True:
+        y = _py_discrete_laplace(1, t, rng)
+        gap = q * abs(y) - m
+        if _py_bernoulli_exp_neg(gap * gap, den, rng):
+            return y
+
+
+def discrete_gaussian_noise(
+    sigma: float | Fraction, rng: np.random.Generator, size: int | tuple[int, ...] | None = None
+) -> Any:
+    """Integer noise with ``P(Z = z)`` proportional to ``exp(-z^2 / (2 sigma'^2))``, drawn exactly.
+
+    The discrete Gaussian, sampled by Canonne, Kamath & Steinke (2020),
+    Algorithm 3 (Section 5), in integer and rational arithmetic only: a
+    discrete Laplace candidate ``Y`` at scale ``t = floor(sigma) + 1`` (their
+    Algorithm 2, as :func:`discrete_laplace_noise`), accepted with probability
+    ``exp(-(|Y| - sigma'^2 / t)^2 / (2 sigma'^2))`` by their Algorithm 1
+    (``Bernoulli(exp(-gamma))`` as ``floor(gamma)`` successes of
+    ``Bernoulli(exp(-1))`` and the series of ``Bernoulli(f / K)`` trials for the
+    remainder). All randomness comes from ``rng.integers``; every comparison is
+    between integers, so every integer keeps its exact probability, however
+    far in the tail (there is no table and no cut-off).
+
+    ``sigma'^2`` is ``sigma^2`` rounded up to a rational with a small
+    denominator (:func:`discrete_gaussian_sigma2`; a relative ``2**-19`` at
+    most for ``sigma >= 1``), which only adds privacy, so that the whole
+    sampler runs vectorised in int64: one batch of candidates per rejection
+    round, no Python loop per value. The int64 path covers ``sigma < 2**28``
+    (about ``2.7e8``): a candidate beyond ``3e9 / q`` in absolute value (``q``
+    the power of two of :func:`discrete_gaussian_sigma2`) is decided in Python
+    integers, which below ``sigma = 2**21`` has probability about ``e^-700``
+    and at ``sigma = 2**28`` about ``e^-10``; a larger ``sigma`` is drawn
+    wholly in Python integers, exactly and slowly (a loop per value).
+
+    Parameters
+    ----------
+    sigma : float or fractions.Fraction
+        Scale parameter, > 0 (a float is the exact rational it holds).
+    rng : numpy.random.Generator
+        The stream to draw from (only its ``integers`` method is called).
+    size : int or tuple of int, default=None
+        Output shape; ``None`` gives one value.
+
+    Returns
+    -------
+    ndarray of int64, or numpy.int64 when ``size`` is None
+        The noise.
+    """
+    t, m, q = _discrete_gaussian_params(sigma)
+    shape = () if size is None else tuple(int(k) for k in np.atleast_1d(size))
+    n = math.prod(shape)
+    if t <= _MAX_VECTOR_SCALE:
+        values = _fill(n, lambda k: _discrete_gaussian_candidates(t, m, q, k, rng))
+    else:
+        values = np.array([_py_discrete_gaussian(t, m, q, rng) for _ in range(n)])
+    values = values.reshape(shape)
+    return values[()] if size is None else values
 
 
 def _grid_indices(values, sensitivity, steps):
@@ -582,54 +1045,31 @@ def grid_laplace_release(
     epsilon = _positive(epsilon, "epsilon")
     grid, index = _grid_indices(values, sensitivity, steps)
     moved = 1 if l1_axis is None else index.shape[l1_axis]
-    noise = discrete_laplace_noise(np.full(index.shape, (steps + moved) / epsilon), rng)
+    # The exact rational scale (steps + moved) / epsilon, which the sampler rounds up.
+    scale = Fraction(int(steps) + int(moved)) / Fraction(epsilon)
+    noise = discrete_laplace_noise(scale, rng, size=index.shape)
     return grid * (index + noise)
 
 
-# The discrete Gaussian is tabulated on [-TAIL * sigma, TAIL * sigma]: the mass
-# outside is below exp(-TAIL**2 / 2) = exp(-800), far below any delta.
+# The discrete Gaussian's law is tabulated, for accounting only, on [-TAIL * sigma,
+# TAIL * sigma]: the mass outside is below exp(-TAIL**2 / 2) = exp(-800), far below any delta.
 _DISCRETE_GAUSSIAN_TAIL = 40
 
 
 @lru_cache(maxsize=32)
 def _discrete_gaussian_table(sigma: float) -> tuple[np.ndarray, np.ndarray]:
-    half = int(math.ceil(_DISCRETE_GAUSSIAN_TAIL * sigma)) + 1
+    """Support and log-law of the discrete Gaussian :func:`discrete_gaussian_noise` draws.
+
+    For accounting only (``delta``, tests): at the rounded ``sigma'^2`` of
+    :func:`discrete_gaussian_sigma2`, on ``[-40 sigma, 40 sigma]`` (the mass
+    outside is below ``exp(-800)``). The sampler itself uses no table.
+    """
+    sigma2 = float(discrete_gaussian_sigma2(sigma))
+    half = int(math.ceil(_DISCRETE_GAUSSIAN_TAIL * math.sqrt(sigma2))) + 1
     support = np.arange(-half, half + 1)
-    log_weight = -(support.astype(float) ** 2) / (2.0 * sigma**2)
+    log_weight = -(support.astype(float) ** 2) / (2.0 * sigma2)
     log_proba = log_weight - logsumexp(log_weight)
     return support, log_proba
-
-
-def discrete_gaussian_noise(
-    sigma: float, rng: np.random.Generator, size: int | tuple[int, ...] | None = None
-) -> np.ndarray:
-    """Integer noise with ``P(Z = z)`` proportional to ``exp(-z^2 / (2 sigma^2))``.
-
-    The discrete Gaussian (Canonne, Kamath & Steinke 2020), drawn by inverse
-    CDF with one uniform per value from its normalised table on ``[-40 sigma,
-    40 sigma]`` (the mass outside is below ``exp(-800)``). The output is an
-    integer, so no floating-point noise leaves the mechanism.
-
-    Parameters
-    ----------
-    sigma : float
-        Scale parameter, > 0.
-    rng : numpy.random.Generator
-        The stream to draw from.
-    size : int or tuple of int, default=None
-        Output shape.
-
-    Returns
-    -------
-    ndarray of int64
-        The noise.
-    """
-    sigma = _positive(sigma, "sigma")
-    support, log_proba = _discrete_gaussian_table(sigma)
-    cdf = np.cumsum(np.exp(log_proba))
-    u = rng.random(size)
-    index = np.minimum(np.searchsorted(cdf, u * cdf[-1], side="right"), len(support) - 1)
-    return support[index]
 
 
 def discrete_gaussian_delta(sigma: float, shift: int, epsilon: float) -> float:
@@ -637,7 +1077,10 @@ def discrete_gaussian_delta(sigma: float, shift: int, epsilon: float) -> float:
 
     The hockey-stick divergence ``sum_z max(0, P(z) - e^epsilon P(z - shift))``
     between the noise and its shifted copy (symmetric in the direction of the
-    shift), summed over the table of :func:`discrete_gaussian_noise`.
+    shift), for the law :func:`discrete_gaussian_noise` draws at ``sigma``
+    (variance parameter rounded up to :func:`discrete_gaussian_sigma2`), summed
+    over its table on ``[-40 sigma, 40 sigma]`` (the mass outside is below
+    ``exp(-800)``).
 
     Parameters
     ----------

@@ -805,14 +805,17 @@ def test_discrete_gaussian_exact_law():
 
 
 def test_discrete_gaussian_delta_is_the_hockey_stick_divergence():
-    from skprivpred.mechanisms import discrete_gaussian_delta
+    from skprivpred.mechanisms import discrete_gaussian_delta, discrete_gaussian_sigma2
 
     sigma, eps = 2.5, 0.8
+    # the law the sampler draws: sigma^2 rounded up (by less than 2**-19 relative)
+    sigma2 = float(discrete_gaussian_sigma2(sigma))
+    assert sigma**2 <= sigma2 < sigma**2 * (1 + 2**-19)
     support = np.arange(-200, 201)
-    p = np.exp(-(support**2) / (2 * sigma**2))
+    p = np.exp(-(support**2) / (2 * sigma2))
     p /= p.sum()
     for shift in (1, 2, 5):
-        q = np.exp(-((support - shift) ** 2) / (2 * sigma**2))
+        q = np.exp(-((support - shift) ** 2) / (2 * sigma2))
         q /= q.sum()
         brute = np.sum(np.maximum(0, q - np.exp(eps) * p))  # the other direction, by symmetry
         assert discrete_gaussian_delta(sigma, shift, eps) == pytest.approx(
