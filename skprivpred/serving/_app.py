@@ -609,7 +609,10 @@ def create_app(
         "/health": ("health", health, "GET"),
     }
     application = Starlette(
-        routes=[Route(path, endpoint, methods=[method]) for path, (_, endpoint, method) in routes.items()],
+        routes=[
+            Route(path, endpoint, methods=[method])
+            for path, (_, endpoint, method) in routes.items()
+        ],
         lifespan=lifespan,
     )
     if schedule is None:
