@@ -26,6 +26,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from typing import Any
 
 __all__ = ["Computation", "ComputationFailed"]
@@ -50,10 +51,26 @@ def _start_child(state: bytes) -> None:
     from ._clients import Clients
     from ._model import budget_of
 
+    _exit_with_parent(os.getppid())
     settings = pickle.loads(state)
     estimator = settings["estimator"]
     clients = Clients(budget_of(estimator), settings["api_keys"], settings["quota_epsilon"])
     _ANSWERER = _Service(estimator, clients, settings["max_rows"], settings["max_body_bytes"])
+
+
+def _exit_with_parent(parent: int, every: float = 0.5) -> None:
+    """Exit as soon as the answering process is gone (stopped, killed, crashed).
+
+    A child whose parent died would otherwise live on (its pipe is not always
+    closed: a terminated uvicorn worker does not shut its executor down).
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="skprivpred-parent-watch", daemon=True).start()
 
 
 def _ready() -> int:
