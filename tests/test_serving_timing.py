@@ -207,6 +207,11 @@ def test_the_level_moves_one_epoch_at_a_time_and_is_capped():
     assert schedule.level_of("health") == 0
     schedule.plan(0.0, 0.015, 1, route="health")
     assert (schedule.level_of("health"), schedule.epochs_of("health")) == (1, 2)
+    # ... and each class of request sizes within a route (1 row, 2, 3-4, ..., 513-1,024).
+    assert schedule.level_of("health", 1000) == 0
+    schedule.plan(0.0, 0.5, 1000, route="health")
+    assert (schedule.level_of("health", 1000), schedule.level_of("health", 600)) == (3, 3)
+    assert (schedule.level_of("health", 1), schedule.level_of("health", 512)) == (1, 0)
 
 
 def test_refusals_after_the_computation_and_of_the_body_leave_on_the_schedule(tmp_path):

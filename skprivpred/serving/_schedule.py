@@ -22,7 +22,8 @@ by a step down ends at a public count, ``shrink_after``). Over ``N`` responses
 a route has at most about ``2 N / shrink_after + (max_level + 1)`` epochs. The
 bound is per schedule, and each worker process of a service keeps its own:
 with ``W`` workers the constant is ``(max_level + 1) W`` (``21 W`` at the
-default ``max_level``), for each route. A route's level is shared by all its
+default ``max_level``), for each route and each class of request sizes
+(:func:`row_class`; at most 11 classes up to 1,000 rows). A route's level is shared by all its
 clients: one client's overrun doubles every other client's delays on that
 route until it steps down. Past ``max_level`` a response does not wait for
 the next multiple (which would be unbounded): at the last level's point it
@@ -80,8 +81,11 @@ class ReleaseSchedule:
     ready at the point of ``max_level`` is refused there (:attr:`Release.refused`:
     a fixed 503 leaves at that point; the level stays at ``max_level``).
 
-    Each route keeps its own level (``route=`` of :meth:`plan`), so that an
-    overrun of ``/predict`` never delays ``/health``. What an epoch can leak,
+    Each route keeps its own level (``route=`` of :meth:`plan`), and within
+    a route each class of request sizes (:func:`row_class`: 1 row, 2, 3 to 4,
+    5 to 8, ..., powers of two), so that an overrun of ``/predict`` never
+    delays ``/health``, and a one-row request queued behind a 1,000-row
+    computation does not raise the level of the 1,000-row requests. What an epoch can leak,
     and how the bound grows with routes and worker processes, is in the
     module's docstring and on the privacy-model page.
 
@@ -155,10 +159,11 @@ class ReleaseSchedule:
             f" shrink_after={self.shrink_after!r}, max_level={self.max_level!r})"
         )
 
-    def _route(self, route: str) -> _Level:
-        state = self._routes.get(route)
+    def _route(self, route: str, n_rows: int = 1) -> _Level:
+        key = f"{route}/{row_class(n_rows)}"
+        state = self._routes.get(key)
         if state is None:
-            state = self._routes[route] = _Level()
+            state = self._routes[key] = _Level()
         return state
 
     @property
@@ -171,15 +176,15 @@ class ReleaseSchedule:
         """Epochs so far on ``/predict`` (1 + its level's changes)."""
         return self.epochs_of("predict")
 
-    def level_of(self, route: str) -> int:
-        """The level in force on ``route``."""
+    def level_of(self, route: str, n_rows: int = 1) -> int:
+        """The level in force on ``route`` for requests of ``n_rows`` rows' class."""
         with self._lock:
-            return self._route(route).level
+            return self._route(route, n_rows).level
 
-    def epochs_of(self, route: str) -> int:
-        """Epochs so far on ``route`` (1 + its level's changes)."""
+    def epochs_of(self, route: str, n_rows: int = 1) -> int:
+        """Epochs so far on ``route`` for ``n_rows`` rows' class (1 + its level's changes)."""
         with self._lock:
-            return self._route(route).epochs
+            return self._route(route, n_rows).epochs
 
     def last_point(self, origin: float, base: float) -> float:
         """The point of ``max_level``: a response not ready then is refused there."""
@@ -211,7 +216,7 @@ class ReleaseSchedule:
         if base is None:
             base = self.interval(n_rows, n_teachers)
         with self._lock:
-            state = self._route(route)
+            state = self._route(route, n_rows)
             level = j = state.level
             while j < self.max_level and origin + base * 2**j < ready:
                 j += 1
@@ -246,6 +251,11 @@ class ReleaseSchedule:
         """Wait, without blocking the event loop, until ``when`` on the schedule's clock."""
         while (left := when - self.clock()) > 0:
             await self._sleep(left)
+
+
+def row_class(n_rows: int) -> int:
+    """The class of a request's size: ``ceil(log2(n_rows))`` (1 row: 0; 513 to 1,024: 10)."""
+    return max(int(n_rows) - 1, 0).bit_length()
 
 
 @dataclass
