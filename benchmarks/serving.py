@@ -699,7 +699,12 @@ def background_clients(ports: list[int], rate: float, body: bytes):
 
 
 def timing_channel(
-    tmp: Path, requests: int, busy: int = 0, rate: float = 0.0, off: bool = True
+    tmp: Path,
+    requests: int,
+    busy: int = 0,
+    rate: float = 0.0,
+    off: bool = True,
+    max_seconds: float | None = None,
 ) -> dict:
     """The reproduction through the real service: the defence off (if ``off``), then on.
 
@@ -730,6 +735,9 @@ def timing_channel(
             ports = [port for _, port in started.values()]
             with busy_processes(busy), background_clients(ports, rate, ONE_ROW) as sent:
                 for step in range(20 + requests):
+                    if max_seconds is not None and time.monotonic() - started_at > max_seconds:
+                        print(f"{label}: stopped at the time budget at step {step}", flush=True)
+                        break
                     for name in models:
                         for attempt in range(2):  # an idle keep-alive connection may be closed
                             try:
@@ -781,7 +789,7 @@ def timing_channel(
             f"{os.getloadavg()[0]:.1f}; {figures['seconds']:.0f} s",
             flush=True,
         )
-    results["requests_per_side"] = requests
+    results["requests_per_side"] = len(times["D"])  # fewer than asked at the time budget
     results["load"] = os.getloadavg()[0]
     results["load_range"] = (min(loads), max(loads)) if loads else None
     return results
@@ -824,7 +832,13 @@ def probe_models(tmp: Path, n_teachers: int = 4) -> dict[str, Path]:
     return models
 
 
-def probe_channel(tmp: Path, runs: int, connections: int = 8, release_s: float = 0.5) -> dict:
+def probe_channel(
+    tmp: Path,
+    runs: int,
+    connections: int = 8,
+    release_s: float = 0.5,
+    max_seconds: float | None = None,
+) -> dict:
     """Issue 38's probe: poll every route while one's own ``/predict`` waits; D vs D'.
 
     Each service (1 worker, the default schedule except a per-row-teacher term that puts
@@ -859,39 +873,48 @@ def probe_channel(tmp: Path, runs: int, connections: int = 8, release_s: float =
                 extra=extra,
             )
         body = json.dumps({"rows": [[1.0, 2.0]]}).encode()
-        for step in range(30 + runs):
-            for name, (_, port) in started.items():
-                answered = [0]
-                stop = threading.Event()
+        answered = {name: [0] for name in started}
+        stop = threading.Event()
 
-                def poll(offset: int, port=port, stop=stop, answered=answered) -> None:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                    i = offset
-                    while not stop.is_set():
-                        conn.request("GET", PROBED_ROUTES[i % len(PROBED_ROUTES)])
-                        response = conn.getresponse()
-                        response.read()
-                        if not stop.is_set():
-                            answered[0] += 1
-                        i += 1
+        def poll(offset: int, port: int, count: list) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+            i = offset
+            while not stop.is_set():
+                try:
+                    conn.request("GET", PROBED_ROUTES[i % len(PROBED_ROUTES)])
+                    conn.getresponse().read()
+                except (ConnectionError, http.client.HTTPException):
                     conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+                    continue
+                count[0] += 1
+                i += 1
+            conn.close()
 
-                pollers = [threading.Thread(target=poll, args=(k,)) for k in range(connections)]
-                for thread in pollers:
-                    thread.start()
-                time.sleep(0.02)  # the pollers are polling
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                before = answered[0]
+        # Keep-alive connections that poll every route for the whole run, on each service.
+        pollers = [
+            threading.Thread(target=poll, args=(k, port, answered[name]), daemon=True)
+            for name, (_, port) in started.items()
+            for k in range(connections)
+        ]
+        for thread in pollers:
+            thread.start()
+        own = {
+            name: http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+            for name, (_, port) in started.items()
+        }
+        for step in range(30 + runs):
+            if max_seconds is not None and time.monotonic() - started_at > max_seconds:
+                print(f"probe: stopped at the time budget after {step - 30} runs", flush=True)
+                break
+            for name in started:
+                before = answered[name][0]
                 start = time.perf_counter()
-                conn.request("POST", "/predict", body=body)
-                response = conn.getresponse()
+                own[name].request("POST", "/predict", body=body)
+                response = own[name].getresponse()
                 response.read()
                 elapsed = time.perf_counter() - start
-                count = answered[0] - before
-                stop.set()
-                for thread in pollers:
-                    thread.join()
-                conn.close()
+                count = answered[name][0] - before
                 if response.status != 200:
                     raise RuntimeError(f"probe, {name}: HTTP {response.status}")
                 if step >= 30:
@@ -899,7 +922,12 @@ def probe_channel(tmp: Path, runs: int, connections: int = 8, release_s: float =
                     waits[name].append(elapsed)
             if step % 100 == 0:
                 loads.append(os.getloadavg()[0])
-                print(f"probe: {step} runs per side, load {loads[-1]:.1f}", flush=True)
+                print(
+                    f"probe: {step} runs per side, load {loads[-1]:.1f}, mean probes "
+                    f"{[round(float(np.mean(c[-100:])), 1) for c in counts.values() if c]}",
+                    flush=True,
+                )
+        stop.set()
     finally:
         for proc, _ in started.values():
             stop_service(proc)
@@ -911,7 +939,7 @@ def probe_channel(tmp: Path, runs: int, connections: int = 8, release_s: float =
     figures["wait_accuracy"] = threshold_accuracy(waits_all, is_d)
     figures["mean_probes"] = {n: float(np.mean(c)) for n, c in counts.items()}
     figures["p50_wait_ms"] = {n: float(np.median(w)) * 1e3 for n, w in waits.items()}
-    figures["runs_per_side"] = runs
+    figures["runs_per_side"] = len(counts["D"])
     figures["release_ms"] = release_s * 1e3
     figures["connections"] = connections
     figures["seconds"] = time.monotonic() - started_at
@@ -954,7 +982,12 @@ def timing_conditions(tmp: Path, args) -> dict:
             results[condition] = timing_channel(where, args.timing_requests)
         elif condition == "loaded":
             results[condition] = timing_channel(
-                where, args.timing_requests, args.busy, args.background_rate, off=False
+                where,
+                args.timing_requests,
+                args.busy,
+                args.background_rate,
+                off=False,
+                max_seconds=args.max_minutes and args.max_minutes * 60,
             )
         else:
             raise SystemExit(f"unknown timing condition {condition!r}")
@@ -1119,6 +1152,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--probe-runs", type=int, default=1000, help="probe: runs per side")
     parser.add_argument(
+        "--cost-workers",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="cost: the numbers of workers to measure",
+    )
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        help="timing (loaded) and probe: stop each measurement after this many minutes and "
+        "report the requests it got (fewer than asked: said in the output)",
+    )
+    parser.add_argument(
         "--probe-release",
         type=float,
         default=0.5,
@@ -1165,7 +1211,10 @@ def main(argv: list[str] | None = None) -> int:
                 results["timing"] = timing_conditions(Path(tmp_name), args)
             else:
                 results["probe"] = probe_channel(
-                    Path(tmp_name), args.probe_runs, release_s=args.probe_release
+                    Path(tmp_name),
+                    args.probe_runs,
+                    release_s=args.probe_release,
+                    max_seconds=args.max_minutes and args.max_minutes * 60,
                 )
                 print_probe(results["probe"])
         path = write_json(args.out / f"serving_{args.only}_results.json", results)
@@ -1204,7 +1253,9 @@ def main(argv: list[str] | None = None) -> int:
                     "Adult, 23 teachers, rows": (model, bodies[1]),
                     "quick-start pipeline, records": quickstart_model(tmp),
                 }
-                results["cost"] = defence_cost(cases, tmp, args.clients, args.seconds)
+                results["cost"] = defence_cost(
+                    cases, tmp, args.clients, args.seconds, args.cost_workers
+                )
                 print_cost(results["cost"], args.clients, args.seconds)
             if args.only in (None, "throughput"):
                 results["throughput"] = throughput(args, clf, model, rows, bodies, tmp, metrics_dir)

@@ -40,7 +40,6 @@ pytest.importorskip("anyio")
 
 from skprivpred.serving import ReleaseSchedule, create_app  # noqa: E402
 from skprivpred.serving._app import _schedule_from  # noqa: E402
-from skprivpred.serving._release import OVERRUN_BODY  # noqa: E402
 
 N_TEACHERS = 8
 QUANTUM, PER_ROW_TEACHER = 0.004, 1e-4
@@ -371,6 +370,8 @@ def test_past_the_last_level_a_fixed_503_leaves_at_its_point_and_the_charge_stan
     status, body, left = asyncio.run(
         send(app, fake, "POST", "/predict", rows(1), on_start=computing.set)
     )
+    from skprivpred.serving._release import OVERRUN_BODY
+
     assert status == 503 and json.loads(body) == json.loads(OVERRUN_BODY)
     base = quantum + PER_ROW_TEACHER * N_TEACHERS
     assert left - origin == pytest.approx(4 * base, abs=1e-12)  # the last point, not later
