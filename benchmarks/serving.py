@@ -908,11 +908,21 @@ def probe_channel(
                 print(f"probe: stopped at the time budget after {step - 30} runs", flush=True)
                 break
             for name in started:
-                before = answered[name][0]
-                start = time.perf_counter()
-                own[name].request("POST", "/predict", body=body)
-                response = own[name].getresponse()
-                response.read()
+                for attempt in range(2):  # an idle keep-alive connection may be closed
+                    try:
+                        before = answered[name][0]
+                        start = time.perf_counter()
+                        own[name].request("POST", "/predict", body=body)
+                        response = own[name].getresponse()
+                        response.read()
+                        break
+                    except (ConnectionError, http.client.HTTPException):
+                        own[name].close()
+                        own[name] = http.client.HTTPConnection(
+                            "127.0.0.1", started[name][1], timeout=300
+                        )
+                        if attempt:
+                            raise
                 elapsed = time.perf_counter() - start
                 count = answered[name][0] - before
                 if response.status != 200:
@@ -1048,7 +1058,7 @@ def quickstart_model(tmp: Path) -> tuple[Path, bytes]:
     ).fit(X, y)
     path = directory / "model.skops"
     save_model(model, path)
-    record = json.loads(X_test[:1].to_json(orient="records"))
+    record = json.loads(X_test.dropna()[:1].to_json(orient="records"))
     return path, json.dumps({"records": record}).encode()
 
 
