@@ -27,6 +27,7 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -57,8 +58,9 @@ class FakeTime:
 
     async def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
-        if self.gate is not None:
-            await self.gate.wait()
+        gate, self.gate = self.gate, None  # holds the first wait after it is set, only
+        if gate is not None:
+            await gate.wait()
         self.now += seconds
 
 
@@ -93,11 +95,15 @@ def with_cost(clf, fake: FakeTime, costs: list[float]):
 def app_of(clf, fake: FakeTime, **schedule):
     settings = {"quantum": QUANTUM, "per_row_teacher": PER_ROW_TEACHER, **schedule}
     return create_app(
-        clf, timing_defence=ReleaseSchedule(**settings, clock=fake.clock, sleep=fake.sleep)
+        clf,
+        timing_defence=ReleaseSchedule(**settings, clock=fake.clock, sleep=fake.sleep),
+        isolate_computation=False,
     )
 
 
-async def send(app, fake: FakeTime, method: str, path: str, body: bytes = b""):
+async def send(
+    app, fake: FakeTime, method: str, path: str, body: bytes = b"", headers=(), on_start=None
+):
     """One request through ASGI: ``(status, body, the fake time its response left)``."""
     sent = False
     out: dict = {"body": b""}
@@ -112,6 +118,8 @@ async def send(app, fake: FakeTime, method: str, path: str, body: bytes = b""):
     async def transmit(message):
         if message["type"] == "http.response.start":
             out["status"], out["left"] = message["status"], fake.now
+            if on_start is not None:
+                on_start()
         elif message["type"] == "http.response.body":
             out["body"] += message.get("body", b"")
 
@@ -122,7 +130,7 @@ async def send(app, fake: FakeTime, method: str, path: str, body: bytes = b""):
         "path": path,
         "raw_path": path.encode(),
         "query_string": b"",
-        "headers": [(b"content-length", str(len(body)).encode())],
+        "headers": [(b"content-length", str(len(body)).encode()), *headers],
         "http_version": "1.1",
         "scheme": "http",
         "server": ("127.0.0.1", 80),
@@ -180,18 +188,32 @@ def test_the_level_moves_one_epoch_at_a_time_and_is_capped():
     late = schedule.plan(0.0, 0.015, 1)  # overruns level 0: the point of level 1
     assert (late.time, late.level, late.overrun) == (pytest.approx(0.02), 1, True)
     assert (schedule.level, schedule.epochs) == (1, 2)
-    # Beyond the top level (8x): the next multiple of the largest interval.
+    # Beyond the top level (8x): refused at the top level's point, never later.
     beyond = schedule.plan(0.0, 0.25, 1)
-    assert beyond.time == pytest.approx(0.32) and schedule.level == 3
+    assert (beyond.time, beyond.level, beyond.refused) == (pytest.approx(0.08), 3, True)
+    assert schedule.level == 3 and schedule.epochs == 3
+    again = schedule.plan(0.0, 5.0, 1)  # the level stays at max_level: no new epoch
+    assert (again.time, again.refused) == (pytest.approx(0.08), True)
+    assert (schedule.level, schedule.epochs) == (3, 3)
     assert schedule.plan(0.0, 0.001, 1).time == pytest.approx(0.08)
     assert schedule.plan(0.0, 0.001, 1).time == pytest.approx(0.08)
     assert schedule.level == 2 and schedule.epochs == 4  # shrunk after 2 on time
-    # Time runs forward: the release is never before the answer is ready.
+    # An answer leaves at or after it is ready, or is refused at the last point before then.
     for ready in np.linspace(0.0, 1.0, 41):
-        assert schedule.plan(0.0, float(ready), 1).time >= ready
+        planned = schedule.plan(0.0, float(ready), 1)
+        assert planned.time >= ready or (planned.refused and planned.time < ready)
+    # Each route keeps its own level.
+    assert schedule.level_of("health") == 0
+    schedule.plan(0.0, 0.015, 1, route="health")
+    assert (schedule.level_of("health"), schedule.epochs_of("health")) == (1, 2)
+    # ... and each class of request sizes within a route (1 row, 2, 3-4, ..., 513-1,024).
+    assert schedule.level_of("health", 1000) == 0
+    schedule.plan(0.0, 0.5, 1000, route="health")
+    assert (schedule.level_of("health", 1000), schedule.level_of("health", 600)) == (3, 3)
+    assert (schedule.level_of("health", 1), schedule.level_of("health", 512)) == (1, 0)
 
 
-def test_refusals_after_the_computation_leave_on_the_schedule_body_errors_at_once(tmp_path):
+def test_refusals_after_the_computation_and_of_the_body_leave_on_the_schedule(tmp_path):
     fake = FakeTime()
     app = app_of(with_cost(fitted(tmp_path, cap_rows=5), fake, [0.001, 0.002]), fake)
     status, took = predict_at(app, fake, 5)
@@ -200,7 +222,8 @@ def test_refusals_after_the_computation_leave_on_the_schedule_body_errors_at_onc
     assert status == 429 and took == pytest.approx(interval(3), abs=1e-12)
     origin = fake.now
     status, _, left = asyncio.run(send(app, fake, "POST", "/predict", b'{"rows": [[1, 2]]}'))
-    assert status == 422 and left == origin  # refused on the body alone: no wait
+    # Refused on the body alone: on the schedule too (as a one-row request).
+    assert status == 422 and left - origin == pytest.approx(interval(1), abs=1e-12)
 
 
 def test_a_waiting_response_does_not_block_the_event_loop(tmp_path):
@@ -208,7 +231,7 @@ def test_a_waiting_response_does_not_block_the_event_loop(tmp_path):
     app = app_of(with_cost(fitted(tmp_path), fake, [0.001]), fake)
 
     async def both():
-        fake.gate = asyncio.Event()
+        gate = fake.gate = asyncio.Event()
         order = []
 
         async def waiting():
@@ -218,7 +241,7 @@ def test_a_waiting_response_does_not_block_the_event_loop(tmp_path):
             while not fake.waits:  # until the response waits for its point
                 await asyncio.sleep(0.001)
             order.append(("health", (await send(app, fake, "GET", "/health"))[0]))
-            fake.gate.set()
+            gate.set()
 
         await asyncio.wait_for(asyncio.gather(waiting(), other()), timeout=60)
         return order
@@ -242,17 +265,19 @@ def test_the_latency_histogram_records_the_scheduled_release_times(tmp_path, mon
 
 def test_the_defence_is_on_by_default_and_off_only_with_a_warning(tmp_path, monkeypatch, caplog):
     calls = []
-    real = ReleaseSchedule.release
+    real = ReleaseSchedule.plan
 
-    async def spy(self, origin, n_rows, n_teachers=1):
-        calls.append((n_rows, n_teachers))
-        return await real(self, origin, n_rows, n_teachers)
+    def spy(self, origin, ready, n_rows, n_teachers=1, **where):
+        calls.append((where["route"], n_rows))
+        return real(self, origin, ready, n_rows, n_teachers, **where)
 
-    monkeypatch.setattr(ReleaseSchedule, "release", spy)
+    monkeypatch.setattr(ReleaseSchedule, "plan", spy)
     clf = fitted(tmp_path)
     fake = FakeTime()
+    # The default: the schedule, and the computation in a spawned process.
     assert asyncio.run(send(create_app(clf), fake, "POST", "/predict", rows(2)))[0] == 200
-    assert calls == [(2, N_TEACHERS)]
+    assert calls == [("predict", 2)]
+    assert clf.accountant.queries_answered == 2  # charged by the child, in the same ledger
     # The command's workers: the settings it hands them, or the defaults if none.
     assert isinstance(_schedule_from({}), ReleaseSchedule)
     assert _schedule_from({"quantum": 0.01}).quantum == 0.01
@@ -262,6 +287,125 @@ def test_the_defence_is_on_by_default_and_off_only_with_a_warning(tmp_path, monk
     assert "timing defence is off" in caplog.text
     assert asyncio.run(send(app, fake, "POST", "/predict", rows(2)))[0] == 200
     assert len(calls) == 1  # no schedule
+
+
+KEY = "alice-key-0123456789"
+
+
+def test_every_route_and_status_leaves_on_the_schedule_each_route_on_its_own_level(
+    tmp_path, monkeypatch
+):
+    """No response leaves before its point: every route, every status, known paths or not."""
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    fake = FakeTime()
+    clf = with_cost(fitted(tmp_path, cap_rows=3), fake, [0.0001, 3 * interval(1), 0.0001])
+    schedule = ReleaseSchedule(
+        quantum=QUANTUM, per_row_teacher=PER_ROW_TEACHER, clock=fake.clock, sleep=fake.sleep
+    )
+    app = create_app(
+        clf,
+        api_keys={"alice": KEY},
+        max_body_bytes=4000,
+        timing_defence=schedule,
+        isolate_computation=False,
+    )
+    key = [(b"x-api-key", KEY.encode())]
+    cases = [
+        ("GET", "/health", b"", key, 200),
+        ("GET", "/budget", b"", key, 200),
+        ("GET", "/budget", b"", [], 401),
+        ("GET", "/guarantee", b"", key, 200),
+        ("GET", "/card", b"", key, 200),
+        ("GET", "/openapi.json", b"", [], 200),
+        ("GET", "/metrics", b"", key, 200),
+        ("GET", "/metrics", b"", [(b"x-api-key", b"wrong-key-0123456789")], 401),
+        ("POST", "/predict", rows(1), key, 200),
+        ("POST", "/predict", rows(1), [], 401),
+        ("POST", "/predict", b" " * 5000, key, 413),
+        ("POST", "/predict", b'{"rows": [[1, 2]]}', key, 422),
+        ("POST", "/predict", b"{not json", key, 422),
+        ("GET", "/no-such-route", b"", key, 404),
+        ("GET", "/predict", b"", key, 405),
+    ]
+    for method, path, body, headers, expected in cases:
+        origin = fake.now
+        status, _, left = asyncio.run(send(app, fake, method, path, body, headers))
+        assert status == expected, (method, path)
+        base = interval(1) if path == "/predict" else QUANTUM  # a refusal: one row
+        assert left - origin == pytest.approx(base, abs=1e-12), (method, path, status)
+    # An overrun of /predict raises its level only: /health keeps its own.
+    for expected in (4, 4):  # 3 base intervals: the point of level 2; then level 2 holds
+        origin = fake.now
+        status, _, left = asyncio.run(send(app, fake, "POST", "/predict", rows(1), key))
+        assert status == 200 and left - origin == pytest.approx(expected * interval(1))
+    assert (schedule.level_of("predict"), schedule.level_of("health")) == (2, 0)
+    origin = fake.now
+    assert asyncio.run(send(app, fake, "GET", "/health"))[2] - origin == pytest.approx(QUANTUM)
+
+
+def test_past_the_last_level_a_fixed_503_leaves_at_its_point_and_the_charge_stands(tmp_path):
+    fake = FakeTime()
+    clf = fitted(tmp_path)
+    predict, computing = clf.predict, threading.Event()
+
+    def slow(X):  # runs until the test has seen the response leave
+        answer = predict(X)
+        assert computing.wait(timeout=60)
+        return answer
+
+    clf.predict = slow
+    # The last point is 4 base intervals; the middleware waits for it on the event loop's
+    # clock, so a base of half a second leaves the real computation of the second request
+    # (unblocked) far inside it on a loaded machine.
+    quantum = 0.5
+    schedule = ReleaseSchedule(
+        quantum=quantum,
+        per_row_teacher=PER_ROW_TEACHER,
+        max_level=2,
+        clock=fake.clock,
+        sleep=fake.sleep,
+    )
+    app = create_app(clf, timing_defence=schedule, isolate_computation=False)
+    origin = fake.now
+    status, body, left = asyncio.run(
+        send(app, fake, "POST", "/predict", rows(1), on_start=computing.set)
+    )
+    from skprivpred.serving._release import OVERRUN_BODY
+
+    assert status == 503 and json.loads(body) == json.loads(OVERRUN_BODY)
+    base = quantum + PER_ROW_TEACHER * N_TEACHERS
+    assert left - origin == pytest.approx(4 * base, abs=1e-12)  # the last point, not later
+    assert clf.accountant.queries_answered == 1  # the charge stands
+    assert (schedule.level, schedule.epochs) == (2, 2)
+    status, _, left = asyncio.run(send(app, fake, "POST", "/predict", rows(1)))
+    assert status == 200 and schedule.level == 2  # the level stays at max_level
+
+
+def test_the_computation_runs_in_a_spawned_process_with_fresh_noise(tmp_path):
+    import os
+
+    from skprivpred.serving._compute import Computation
+
+    clf = fitted(tmp_path)  # random_state=0: a copy that kept its stream would replay it
+    X = np.zeros((200, 3))  # epsilon=0.01 per row: each answer about a fair coin
+
+    async def answers():
+        outcomes = []
+        for _ in range(2):
+            computation = Computation(clf, None, None, 1000, 1_000_000)
+            try:
+                pid = await computation.start()
+                assert pid != os.getpid()
+                assert computation._pool()._mp_context.get_start_method() == "spawn"
+                outcomes.append(await computation.answer(X, None))
+            finally:
+                computation.stop()
+        return outcomes
+
+    (kind_a, a), (kind_b, b) = asyncio.run(answers())
+    assert kind_a == kind_b == "answer"
+    assert clf.accountant.queries_answered == 400  # both charged the one ledger
+    assert a["predictions"] != b["predictions"]  # equal with probability about 2**-200
 
 
 @pytest.mark.parametrize(
@@ -290,7 +434,7 @@ def test_the_command_shows_the_timing_options_and_refuses_bad_ones(tmp_path):
     for phrase in (
         "--timing-quantum SECONDS the schedule's interval for any request (default: 0.004)",
         "--timing-per-row-teacher SECONDS",
-        "(default: 5e-05)",
+        "(default: predicted from the public cost of the model's path)",
         "--timing-shrink-after N",
         "(default: 20)",
         "--no-timing-defence",

@@ -91,10 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     defence = parser.add_argument_group(
         "timing defence",
-        "Each /predict response leaves at the next point of a public schedule (quantum + "
-        "per-row-teacher x rows x teachers, doubled after an overrun, halved again after "
-        "--timing-shrink-after responses on time), so that its time tells nothing about the "
-        "training rows beyond a few bits per change of the schedule.",
+        "Every response leaves at the next point of a public schedule, each route on its "
+        "own level (for /predict: quantum + the public cost of the model's path for the rows "
+        "asked, doubled after an overrun, halved again after --timing-shrink-after responses "
+        "on time; a response not ready at the last level's point is a fixed 503); the "
+        "computation runs in a spawned process, so that a response's time tells nothing "
+        "about the training rows beyond a few bits per change of the schedule.",
     )
     defence.add_argument(
         "--timing-quantum",
@@ -106,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     defence.add_argument(
         "--timing-per-row-teacher",
         type=float,
-        default=5e-05,
+        default=None,
         metavar="SECONDS",
-        help="added to the interval per row asked and per teacher of the model",
+        help="added to the interval per row asked and per teacher of the model (default: "
+        "predicted from the public cost of the model's path)",
     )
     defence.add_argument(
         "--timing-shrink-after",

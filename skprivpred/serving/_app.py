@@ -22,8 +22,11 @@ from starlette.routing import Route
 from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
 from ._columns import UNKNOWN_CATEGORIES, categorical_columns, first_refused
+from ._compute import Computation, ComputationFailed
+from ._cost import PathCost
 from ._metrics import BudgetCollector, ServiceMetrics
 from ._model import budget_of, final_step, load_model, per_row_guarantee, releases_at_fit
+from ._release import ReleasedResponses, asked_rows
 from ._schedule import ReleaseSchedule
 
 __all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
@@ -78,25 +81,25 @@ def _is_admin(client: str | None) -> bool:
     return client is not None and client.startswith(ADMIN_PREFIX)
 
 
-def _guard(metrics: ServiceMetrics, clock=time.perf_counter):
+def _guard(metrics: ServiceMetrics, timed: bool = True):
     """A decorator that answers every failure of an endpoint with a short JSON body.
 
     No trace and no secret reach the response or the log. Every request is
-    counted by endpoint and status, and timed: a response released on the
-    timing schedule is recorded at its scheduled release time (the latency
-    histogram is a second view of the response times, and shows no more).
+    counted by endpoint and status, and timed here when ``timed`` (the timing
+    defence is off); with the defence, the release middleware records each
+    response at its scheduled release time (the latency histogram is a second
+    view of the response times, and shows no more).
     """
 
     def guarded(name: str):
         def wrap(endpoint):
             @functools.wraps(endpoint)
             async def run(request: Request) -> Response:
-                start = clock()
+                start = time.perf_counter()
                 response = await _answer_or_refuse(endpoint, request, metrics)
                 metrics.requests.labels(name, str(response.status_code)).inc()
-                released = getattr(request.state, "released_at", None)
-                end = clock() if released is None else released
-                metrics.latency.labels(name).observe(end - start)
+                if timed:
+                    metrics.latency.labels(name).observe(time.perf_counter() - start)
                 return response
 
             return run
@@ -135,12 +138,14 @@ class _Service:
         metrics_public: bool = False,
         schedule: ReleaseSchedule | None = None,
         unknown_categories: str = "refuse",
+        computation: Computation | None = None,
     ) -> None:
         self.estimator = estimator
         self.unknown_categories = unknown_categories
         # The categorical columns whose public schema a query must keep to (refused if not).
         self.categorical = categorical_columns(estimator) if unknown_categories == "refuse" else []
         self.schedule = schedule
+        self.computation = computation
         # The schedule's public model parameter: the number of teachers (1 for one model).
         n_teachers = getattr(final_step(estimator), "n_teachers_", None)
         self.n_teachers = 1 if n_teachers is None else max(int(n_teachers), 1)
@@ -390,6 +395,20 @@ class _Service:
             body.update(_client_figures(quota, client_spent))
         return body
 
+    async def compute(self, X, client: str | None) -> dict:
+        """:meth:`answer`, in the spawned child (:mod:`._compute`) or else in a thread."""
+        if self.computation is None:
+            return await run_in_threadpool(self.answer, X, client)
+        outcome = await self.computation.answer(X, client)
+        if outcome[0] == "answer":
+            return outcome[1]
+        if outcome[0] == "refused":
+            status, body = outcome[1], dict(outcome[2])
+            raise _Refused(status, body.pop("error"), **body)
+        if outcome[0] == "ledger":
+            raise LedgerError("the ledger is unavailable (in the computation's process)")
+        raise ComputationFailed(outcome[1])
+
     def _exhausted(self, n_rows: int, horizon: bool = False) -> _Refused:
         remaining = self.remaining_rows()
         if horizon:
@@ -454,7 +473,8 @@ def create_app(
     metrics_public: bool = False,
     timing_defence: bool | ReleaseSchedule = True,
     unknown_categories: str = "refuse",
-) -> Starlette:
+    isolate_computation: bool = True,
+):
     """The ASGI application that serves private answers of ``estimator``.
 
     Parameters
@@ -488,7 +508,16 @@ def create_app(
         schedule's epochs can leak. ``True``: the default schedule; a
         ``ReleaseSchedule``: that one; ``False``: responses leave as soon as
         they are ready (logged as a warning: their time can then tell
-        neighbouring training sets apart).
+        neighbouring training sets apart). Every route and status leaves on
+        it (:mod:`~skprivpred.serving._release`), each route on its own level.
+    isolate_computation : bool, default=True
+        Run each answer's computation (the estimator's validation, the charge
+        and the prediction) in a child process that the application spawns
+        (never forks), so that the answering process's event loop only waits
+        for it and no computation can delay another response. ``False``: in
+        a thread of this process (for tests that replace ``predict`` in
+        place); an estimator whose ledger is ``":memory:"`` (which only this
+        process can charge) is always answered in a thread, with a warning.
     unknown_categories : {"refuse", "encode-as-none"}, default="refuse"
         What to do with a query whose value in a categorical column is
         neither one of the public categories that the model's public
@@ -500,7 +529,9 @@ def create_app(
 
     Returns
     -------
-    starlette.applications.Starlette
+    ASGI application
+        The Starlette application, wrapped by the release middleware when the
+        timing defence is on.
     """
     if timing_defence is True:
         schedule: ReleaseSchedule | None = ReleaseSchedule()
@@ -524,6 +555,16 @@ def create_app(
         budget.relocate(ledger)
     if api_keys is None and os.environ.get(KEYS_ENVIRONMENT_VARIABLE):
         api_keys = parse_keys(os.environ[KEYS_ENVIRONMENT_VARIABLE], KEYS_ENVIRONMENT_VARIABLE)
+    computation = None
+    if isolate_computation and budget.ledger_url == ":memory:":
+        logger.warning(
+            "the model's ledger is ':memory:', which only this process can charge: its "
+            "computations run in this process, where their time can show in other responses"
+        )
+    elif isolate_computation:
+        computation = Computation(
+            estimator, api_keys, quota_epsilon, max_rows, max_body_bytes, unknown_categories
+        )
     service = _Service(
         estimator,
         Clients(budget, api_keys, quota_epsilon),
@@ -532,36 +573,27 @@ def create_app(
         metrics_public=bool(metrics_public),
         schedule=schedule,
         unknown_categories=unknown_categories,
+        computation=computation,
     )
     service.check_quotas()  # quotas that could never be charged stop the start
     metrics = service.metrics
-    guarded = _guard(metrics, time.perf_counter if schedule is None else schedule.clock)
+    guarded = _guard(metrics, timed=schedule is None)
 
     @guarded("predict")
     async def predict(request: Request) -> JSONResponse:
         client = service.client(request)
         body = await service.body(request)
-        # The request has arrived: from here on its time is the schedule's. Refusals of
-        # the body itself (just below) depend on the request alone and leave at once.
-        origin = None if schedule is None else schedule.clock()
         X = service.queries(*body)
         n_rows = X.shape[0]
-        failure: BaseException | None = None
+        asked_rows(request.scope, n_rows)  # the schedule's interval: a public size
         try:
-            # The body is encoded before the wait, so that its time is the schedule's too.
-            response = JSONResponse(await run_in_threadpool(service.answer, X, client))
-        except Exception as exc:  # noqa: BLE001 - released on the schedule, then raised
-            failure = exc
-        if schedule is not None:
-            assert origin is not None
-            released = await schedule.release(origin, n_rows, service.n_teachers)
-            request.state.released_at = released.time
-        if failure is not None:
-            if isinstance(failure, _Refused) and failure.status == 429:
+            answer = await service.compute(X, client)
+        except _Refused as refusal:
+            if refusal.status == 429:
                 metrics.rows_refused.inc(n_rows)
-            raise failure
+            raise
         metrics.rows_answered.inc(n_rows)
-        return response
+        return JSONResponse(answer)
 
     @guarded("budget")
     async def budget_endpoint(request: Request) -> JSONResponse:
@@ -596,16 +628,47 @@ def create_app(
         await run_in_threadpool(lambda: service.budget.queries_answered)  # the ledger answers
         return JSONResponse({"status": "ok"})
 
-    return Starlette(
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        # The child is ready before the first request is answered (a cold start would
+        # overrun the schedule's first points).
+        if computation is not None:
+            await computation.start()
+        try:
+            yield
+        finally:
+            if computation is not None:
+                computation.stop()
+
+    routes = {
+        "/predict": ("predict", predict, "POST"),
+        "/budget": ("budget", budget_endpoint, "GET"),
+        "/guarantee": ("guarantee", guarantee, "GET"),
+        "/card": ("card", card, "GET"),
+        "/openapi.json": ("openapi", openapi, "GET"),
+        "/metrics": ("metrics", metrics_endpoint, "GET"),
+        "/health": ("health", health, "GET"),
+    }
+    application = Starlette(
         routes=[
-            Route("/predict", predict, methods=["POST"]),
-            Route("/budget", budget_endpoint, methods=["GET"]),
-            Route("/guarantee", guarantee, methods=["GET"]),
-            Route("/card", card, methods=["GET"]),
-            Route("/openapi.json", openapi, methods=["GET"]),
-            Route("/metrics", metrics_endpoint, methods=["GET"]),
-            Route("/health", health, methods=["GET"]),
-        ]
+            Route(path, endpoint, methods=[method])
+            for path, (_, endpoint, method) in routes.items()
+        ],
+        lifespan=lifespan,
+    )
+    if schedule is None:
+        return application
+    cost = PathCost.of(estimator, schedule)
+
+    def interval(route: str, n_rows: int) -> float:
+        return cost.interval(n_rows) if route == "predict" else schedule.quantum
+
+    return ReleasedResponses(
+        application,
+        schedule,
+        {path: name for path, (name, _, _) in routes.items()},
+        interval,
+        observe=lambda route, seconds: metrics.latency.labels(route).observe(seconds),
     )
 
 

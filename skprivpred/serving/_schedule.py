@@ -6,14 +6,29 @@ service is a release too. :class:`ReleaseSchedule` implements *predictive
 mitigation* (Askarov, Myers & Zhang, "Predictive black-box mitigation of
 timing channels", CCS 2010; Zhang, Askarov & Myers, "Predictive mitigation of
 timing channels in interactive systems", CCS 2011): a response leaves at a
-point of a schedule computed from public quantities only (the number of rows
-asked, the model's number of teachers, the configured quantum); when a
-computation overruns its point, the schedule's level goes up (the interval
-doubles) for the responses that follow, and it comes down one level after a
-public number of responses that kept to the schedule. The release time then
-depends on the secret computation only through the level, which changes at
-most once per *epoch*: what one epoch can leak is which of the levels the
-schedule moved to, at most ``log2(max_level + 1)`` bits.
+point of a schedule computed from public quantities only (the route, the
+number of rows asked, the public cost of the model's path, the configured
+quantum); when a computation overruns its point, the route's level goes up
+(the interval doubles) for the responses that follow, and it comes down one
+level after a public number of responses that kept to the schedule.
+
+What the schedule bounds. The release time depends on the secret
+computation only through each route's level sequence, which changes at most
+once per *epoch*. One epoch can leak which level it ended with *and when* it
+ended: an overrun at the third response and one at the seventh give the same
+levels but different delays, so an epoch ended by an overrun among ``N``
+responses leaks up to ``log2(max_level + 1) + log2(N)`` bits (an epoch ended
+by a step down ends at a public count, ``shrink_after``). Over ``N`` responses
+a route has at most about ``2 N / shrink_after + (max_level + 1)`` epochs. The
+bound is per schedule, and each worker process of a service keeps its own:
+with ``W`` workers the constant is ``(max_level + 1) W`` (``21 W`` at the
+default ``max_level``), for each route and each class of request sizes
+(:func:`row_class`; at most 11 classes up to 1,000 rows). A route's level is shared by all its
+clients: one client's overrun doubles every other client's delays on that
+route until it steps down. Past ``max_level`` a response does not wait for
+the next multiple (which would be unbounded): at the last level's point it
+leaves as a fixed, public refusal (HTTP 503, :attr:`Release.refused`), the
+level staying at ``max_level`` and any charge standing.
 """
 
 from __future__ import annotations
@@ -40,11 +55,16 @@ class Release:
         ``2**level`` times the base interval).
     overrun : bool
         Whether the computation overran the level in force, which raised it.
+    refused : bool, default=False
+        Whether the computation overran even the last level: the response
+        leaves at that level's point (``time``) as a fixed, public refusal
+        instead of the answer.
     """
 
     time: float
     level: int
     overrun: bool
+    refused: bool = False
 
 
 class ReleaseSchedule:
@@ -57,16 +77,29 @@ class ReleaseSchedule:
     the moment the answer is ready. A response whose computation overran the
     level in force (``j > k``) raises the level to ``j`` for the responses
     that follow (a new epoch); after ``shrink_after`` responses in a row that
-    kept to the level, it comes down by one (another epoch). Beyond
-    ``max_level`` the response leaves at the next multiple of the largest
-    interval.
+    kept to the level, it comes down by one (another epoch). A response not
+    ready at the point of ``max_level`` is refused there (:attr:`Release.refused`:
+    a fixed 503 leaves at that point; the level stays at ``max_level``).
+
+    Each route keeps its own level (``route=`` of :meth:`plan`), and within
+    a route each class of request sizes (:func:`row_class`: 1 row, 2, 3 to 4,
+    5 to 8, ..., powers of two), so that an overrun of ``/predict`` never
+    delays ``/health``, and a one-row request queued behind a 1,000-row
+    computation does not raise the level of the 1,000-row requests. What an epoch can leak,
+    and how the bound grows with routes and worker processes, is in the
+    module's docstring and on the privacy-model page.
 
     Parameters
     ----------
     quantum : float, default=0.004
         Seconds: the base interval of a request, whatever its size.
-    per_row_teacher : float, default=5e-05
+    per_row_teacher : float or None, default=None
         Seconds added to the base interval per row asked and per teacher.
+        ``None``: the service predicts the interval from the public cost of
+        the model's path (:class:`~skprivpred.serving._cost.PathCost`: a
+        stacked linear vote costs far less per row and teacher than a
+        teacher's own ``predict``), and :meth:`interval` uses
+        :attr:`default_per_row_teacher`.
     shrink_after : int, default=20
         Responses in a row that keep to the schedule before its level comes
         down by one.
@@ -84,10 +117,13 @@ class ReleaseSchedule:
     timing channels in interactive systems", ACM CCS 2011.
     """
 
+    #: Seconds per row and teacher of a teacher that votes through its own ``predict``.
+    default_per_row_teacher = 5e-05
+
     def __init__(
         self,
         quantum: float = 0.004,
-        per_row_teacher: float = 5e-05,
+        per_row_teacher: float | None = None,
         shrink_after: int = 20,
         max_level: int = 20,
         *,
@@ -95,7 +131,8 @@ class ReleaseSchedule:
         sleep: Callable[[float], Awaitable[object]] | None = None,
     ) -> None:
         _check("quantum", quantum, "--timing-quantum", positive=True)
-        _check("per_row_teacher", per_row_teacher, "--timing-per-row-teacher", positive=False)
+        if per_row_teacher is not None:
+            _check("per_row_teacher", per_row_teacher, "--timing-per-row-teacher", positive=False)
         for name, value, option in (
             ("shrink_after", shrink_after, "--timing-shrink-after"),
             ("max_level", max_level, None),
@@ -104,7 +141,7 @@ class ReleaseSchedule:
                 where = f" ({option})" if option else ""
                 raise ValueError(f"{name}{where} must be an integer >= 1, got {value!r}.")
         self.quantum = float(quantum)
-        self.per_row_teacher = float(per_row_teacher)
+        self.per_row_teacher = None if per_row_teacher is None else float(per_row_teacher)
         self.shrink_after = shrink_after
         self.max_level = max_level
         self.clock = clock
@@ -114,9 +151,7 @@ class ReleaseSchedule:
             sleep = anyio.sleep
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._level = 0
-        self._kept = 0  # responses in a row that kept to the current level
-        self._epochs = 1
+        self._routes: dict[str, _Level] = {}
 
     def __repr__(self) -> str:
         return (
@@ -124,50 +159,112 @@ class ReleaseSchedule:
             f" shrink_after={self.shrink_after!r}, max_level={self.max_level!r})"
         )
 
+    def _route(self, route: str, n_rows: int = 1) -> _Level:
+        key = f"{route}/{row_class(n_rows)}"
+        state = self._routes.get(key)
+        if state is None:
+            state = self._routes[key] = _Level()
+        return state
+
     @property
     def level(self) -> int:
-        """The level in force: intervals are ``2**level`` times the base interval."""
-        return self._level
+        """The level in force on ``/predict``: its intervals are ``2**level`` times the base."""
+        return self.level_of("predict")
 
     @property
     def epochs(self) -> int:
-        """Epochs so far (1 + the level's changes): each can leak ``log2(max_level + 1)`` bits."""
-        return self._epochs
+        """Epochs so far on ``/predict`` (1 + its level's changes)."""
+        return self.epochs_of("predict")
+
+    def level_of(self, route: str, n_rows: int = 1) -> int:
+        """The level in force on ``route`` for requests of ``n_rows`` rows' class."""
+        with self._lock:
+            return self._route(route, n_rows).level
+
+    def epochs_of(self, route: str, n_rows: int = 1) -> int:
+        """Epochs so far on ``route`` for ``n_rows`` rows' class (1 + its level's changes)."""
+        with self._lock:
+            return self._route(route, n_rows).epochs
+
+    def last_point(self, origin: float, base: float) -> float:
+        """The point of ``max_level``: a response not ready then is refused there."""
+        return origin + base * 2**self.max_level
 
     def interval(self, n_rows: int, n_teachers: int = 1) -> float:
         """The base interval (level 0) of a request of ``n_rows`` rows, in seconds."""
-        return self.quantum + self.per_row_teacher * n_rows * n_teachers
+        per_row_teacher = self.per_row_teacher
+        if per_row_teacher is None:
+            per_row_teacher = self.default_per_row_teacher
+        return self.quantum + per_row_teacher * n_rows * n_teachers
 
-    def plan(self, origin: float, ready: float, n_rows: int, n_teachers: int = 1) -> Release:
+    def plan(
+        self,
+        origin: float,
+        ready: float,
+        n_rows: int,
+        n_teachers: int = 1,
+        *,
+        route: str = "predict",
+        base: float | None = None,
+    ) -> Release:
         """The release of a response that arrived at ``origin`` and was ready at ``ready``.
 
-        Updates the level for the responses that follow (thread-safe).
+        ``base``: the request's base interval, if the caller predicts it from
+        the model's public path cost (default: :meth:`interval`). Updates
+        ``route``'s level for the responses that follow (thread-safe).
         """
-        base = self.interval(n_rows, n_teachers)
+        if base is None:
+            base = self.interval(n_rows, n_teachers)
         with self._lock:
-            level = self._level
-            j = level
+            state = self._route(route, n_rows)
+            level = j = state.level
             while j < self.max_level and origin + base * 2**j < ready:
                 j += 1
             release = origin + base * 2**j
-            if release < ready:  # beyond the largest level: its next multiple
-                largest = base * 2**self.max_level
-                release = origin + largest * math.ceil((ready - origin) / largest)
-            overrun = j > level
-            if overrun:
-                self._level, self._kept, self._epochs = j, 0, self._epochs + 1
+            refused = release < ready  # not ready even at the last point: refused there
+            overrun = j > level or refused
+            if j > level:
+                state.level, state.kept, state.epochs = j, 0, state.epochs + 1
+            elif refused:
+                state.kept = 0  # stays at max_level: the epoch goes on
             elif level > 0:
-                self._kept += 1
-                if self._kept >= self.shrink_after:
-                    self._level, self._kept, self._epochs = level - 1, 0, self._epochs + 1
-        return Release(release, j, overrun)
+                state.kept += 1
+                if state.kept >= self.shrink_after:
+                    state.level, state.kept, state.epochs = level - 1, 0, state.epochs + 1
+        return Release(release, j, overrun, refused)
 
-    async def release(self, origin: float, n_rows: int, n_teachers: int = 1) -> Release:
+    async def release(
+        self,
+        origin: float,
+        n_rows: int,
+        n_teachers: int = 1,
+        *,
+        route: str = "predict",
+        base: float | None = None,
+    ) -> Release:
         """Wait, without blocking the event loop, until the response's point; return it."""
-        planned = self.plan(origin, self.clock(), n_rows, n_teachers)
-        while (left := planned.time - self.clock()) > 0:
-            await self._sleep(left)
+        planned = self.plan(origin, self.clock(), n_rows, n_teachers, route=route, base=base)
+        await self.wait_until(planned.time)
         return planned
+
+    async def wait_until(self, when: float) -> None:
+        """Wait, without blocking the event loop, until ``when`` on the schedule's clock."""
+        while (left := when - self.clock()) > 0:
+            await self._sleep(left)
+
+
+def row_class(n_rows: int) -> int:
+    """The class of a request's size: ``ceil(log2(n_rows))`` (1 row: 0; 513 to 1,024: 10)."""
+    return max(int(n_rows) - 1, 0).bit_length()
+
+
+@dataclass
+class _Level:
+    """One route's level, the responses on time at it, and its epochs so far."""
+
+    level: int = 0
+    kept: int = 0
+    epochs: int = 1
 
 
 def _check(name: str, value: object, option: str, *, positive: bool) -> None:
