@@ -10,7 +10,6 @@ teachers that :func:`skprivpred.audit.flip_teacher_neighbour` needs.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, finite_target_column, keep_frame
 from ._teachers import ConstantTeacher, fit_teachers, random_partition
+from ._warnings import warn_user
 from .exceptions import InvalidParameterError
 
 _SPARSE_FORMATS = ["csr", "csc"]
@@ -99,11 +99,10 @@ class SubsampleMixin(PrivatePredictorMixin):
                 f"n_teachers (or a larger alpha), or train on at least {n_teachers} rows."
             )
         if n_samples // n_teachers < 2:
-            warnings.warn(
+            warn_user(
                 f"n_teachers={n_teachers} leaves fewer than 2 rows per teacher "
                 f"(n_samples={n_samples}); the answers will be close to uniform.",
                 UserWarning,
-                stacklevel=3,
             )
 
     def _fit_teachers(

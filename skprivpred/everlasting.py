@@ -32,7 +32,6 @@ in :mod:`skprivpred.accounting`.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict, dataclass, replace
 from numbers import Integral, Real
 from typing import Any
@@ -56,6 +55,7 @@ from ._base import (
 from ._isolation import handed_rows
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._warnings import warn_user
 from .accounting import (
     GuaranteeUnit,
     PrivacyAccountant,
@@ -1678,11 +1678,10 @@ class GenericBBLClassifier(_EverlastingStream):
                     n_samples=labels.size,
                 )
             if schedule.mode == "simulation":
-                warnings.warn(
+                warn_user(
                     "GenericBBLClassifier(mode='simulation') uses scaled-down sizes: NO privacy "
                     "guarantee holds. Do not use it on private data.",
                     PrivacyWarning,
-                    stacklevel=2,
                 )
             fit_rng = self._start_streams()
             release_rng = self._query_stream.rng
@@ -2273,12 +2272,11 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             self._sizing = self._sizing_for(n_samples)
             first = self._phase_params(1)
             if first.teacher_size < 2:
-                warnings.warn(
+                warn_user(
                     f"{first.n_teachers} teachers leave fewer than 2 rows per teacher "
                     f"(n_samples={n_samples}); "
                     "the answers will be close to uniform. See practical_schedule for the sizes.",
                     UserWarning,
-                    stacklevel=2,
                 )
             self._fit_rng = self._start_streams()
             self._hclass = hclass
