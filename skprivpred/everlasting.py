@@ -52,6 +52,7 @@ from ._base import (
     process_identity,
     resolve_binary_classes,
 )
+from ._dry_run import check_teachers_can_read
 from ._isolation import handed_rows
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -2399,8 +2400,10 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     def _start_phase(self, params: PracticalPhase, X, labels: np.ndarray) -> None:
         """Fit one teacher per disjoint random block of the pool (joblib), and reset the phase."""
         parts = random_partition(params.pool_size, params.n_teachers, self._fit_rng)
+        if params.phase == 1:
+            self._teacher_template = clone(self.estimator)  # what a query's dry run clones
         teachers = fit_teachers(
-            clone(self.estimator),
+            clone(self._teacher_template),
             X,
             self.classes_[labels],
             labels,
@@ -2460,6 +2463,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         )
         # The pool keeps its own copy of the caller's rows, taken before any teacher sees them.
         rows = handed_rows(self._pool_rows(X, X_checked))
+        # Rows of a kind the base estimator cannot read at all: refused now, from public facts.
+        template = self.__dict__.get("_teacher_template", self.estimator)
+        check_teachers_can_read(self, template, rows, classes=self.classes_)
         if self._hclass is None:
             return _QueryBatch(rows, None)
         return _QueryBatch(rows, np.asarray(self._hclass.prepare(_dense(X_checked))))

@@ -41,6 +41,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, resolve_classes
+from ._dry_run import check_numeric_rows
 from ._semisupervised import (
     check_classes_exclude_marker,
     check_labelled_classes,
@@ -331,7 +332,11 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
 
     # -- features ---------------------------------------------------------------------------
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
-        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=True)
+        try:
+            return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=True)
+        except (TypeError, ValueError):
+            check_numeric_rows(self, X)  # string columns: name them and public_preprocessor
+            raise
 
     def _fit_features(self, X: np.ndarray, public: np.ndarray) -> None:
         X_public = X[public]
