@@ -517,7 +517,9 @@ class PrivatePredictorMixin:
             reason = (
                 f"it has already spent (epsilon={spent_epsilon:.6g}, delta={spent_delta:.3g}) "
                 f"of it ({refusing.queries_answered} release(s) charged), which leaves no room "
-                "for this one. Use an accountant with budget left (or a larger one)."
+                "for this one. Every fit is one such release (cross_val_score and GridSearchCV "
+                "refit once per fold and candidate): size the accountant for all the fits, or "
+                "use one with budget left."
             )
         error = type(refusal)(head + reason)
         error.budget = refusal.budget
