@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+from skprivpred import _warnings
 from skprivpred import (
     SufficientStatisticClassifier,
     SufficientStatisticRegressor,
@@ -56,7 +57,8 @@ def test_score_warns_with_the_count_of_ignored_rows():
     assert caught[0].filename == __file__
 
 
-def test_the_score_warning_is_shown_once_per_call_site():
+def test_the_score_warning_is_shown_once_per_call_site(monkeypatch):
+    monkeypatch.setattr(_warnings, "_SHOWN", set())  # this process has shown nothing yet
     X, y = _minus_one_as_a_class()
     clf = SufficientStatisticClassifier(classes=[0, 1], random_state=0)
     with warnings.catch_warnings(record=True) as caught:
