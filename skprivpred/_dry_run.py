@@ -92,6 +92,7 @@ def _signature(X, columns: list[tuple[Any, str]]) -> tuple:
     for column, _ in columns:
         values = X[column] if hasattr(X, "dtypes") else X[:, column]
         entry_types.append(tuple(sorted({type(v).__name__ for v in np.asarray(values)})))
+    layout: tuple
     if hasattr(X, "dtypes"):
         layout = tuple((str(c), str(d)) for c, d in X.dtypes.items())
     else:

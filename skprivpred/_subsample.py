@@ -161,8 +161,9 @@ class SubsampleMixin(PrivatePredictorMixin):
         if template is None or getattr(self, "mode_", None) == "student":
             return  # the student answers (it was fitted on released query rows)
         method = "predict" if getattr(self, "_base_output", "label") == "label" else "predict_proba"
-        if "classes_" in self.__dict__:
-            check_teachers_can_read(self, template, X, classes=self.classes_, method=method)
+        classes = self.__dict__.get("classes_")
+        if classes is not None:
+            check_teachers_can_read(self, template, X, classes=classes, method=method)
         else:
             bounds = self.__dict__.get("_y_bounds")
             check_teachers_can_read(self, template, X, y_bounds=bounds, method=method)

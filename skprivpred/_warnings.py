@@ -123,7 +123,7 @@ def _action(message: str, category: type, module: str, lineno: int) -> str:
             and (ln == 0 or lineno == ln)
         ):
             return action
-    return warnings.defaultaction
+    return getattr(warnings, "defaultaction", "default")
 
 
 def user_site(frame: types.FrameType | None = None) -> Site:

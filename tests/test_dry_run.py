@@ -129,7 +129,7 @@ class _Recorder(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         _Recorder.seen.append(X.copy())
-        warnings.warn("the recorder's own warning", UserWarning)
+        warnings.warn("the recorder's own warning", UserWarning, stacklevel=2)
         np.asarray(X, dtype=float)  # ValueError on a string column
         self.classes_ = np.unique(y)
         return self
@@ -160,7 +160,7 @@ def test_the_dry_run_sees_only_the_queries_and_says_nothing_itself(monkeypatch):
 
 
 def test_a_base_estimator_failing_for_another_reason_is_not_refused():
-    """Only the kind of rows refuses: a base estimator that fails on numbers too answers as before."""
+    """Only the kind of rows refuses: a base estimator failing on numbers too answers as before."""
 
     class Broken(_Recorder):
         def fit(self, X, y):
@@ -187,7 +187,10 @@ def test_sufficient_statistic_names_public_preprocessor(with_schema):
     y = y.copy()
     y[:200] = -1
     schema = {
-        "numeric": {"age": {"center": 40.0, "scale": 20.0}, "hours": {"center": 40.0, "scale": 10.0}},
+        "numeric": {
+            "age": {"center": 40.0, "scale": 20.0},
+            "hours": {"center": 40.0, "scale": 10.0},
+        },
         "categorical": {"workclass": ["State-gov", "Private", "Self-emp"]},
     }
     clf = SufficientStatisticClassifier(classes=[0, 1], schema=schema if with_schema else None)

@@ -9,11 +9,11 @@ import warnings
 import numpy as np
 import pytest
 
-from skprivpred import _warnings
 from skprivpred import (
     SufficientStatisticClassifier,
     SufficientStatisticRegressor,
     UnlabelledRowsWarning,
+    _warnings,
 )
 
 
