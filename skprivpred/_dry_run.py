@@ -15,8 +15,8 @@ on a small frame made of the queries' own rows (their columns and dtypes, the
 rows repeated to a fixed count), labelled by cycling through the public
 ``classes`` (or a grid of the public ``y_bounds``), and asks it the way the
 teachers are asked. When that fails, and the same dry run on a numeric
-version of the frame (every non-numeric column replaced by numbers) succeeds,
-the base estimator cannot read such rows at all: the call is refused with a
+version of the frame (every text column, whose entries are all strings,
+replaced by numbers) succeeds, the base estimator cannot read such rows at all: the call is refused with a
 message that names the columns and the fix, and nothing is charged. The
 verdict depends on public information only; it is kept per fitted estimator
 and per signature of the queries (column names, dtypes and, for object
@@ -86,6 +86,29 @@ def _non_numeric_columns(X) -> list[tuple[Any, str]]:
     return []
 
 
+def _is_text(values) -> bool:
+    """Whether every present entry is a string (missing values aside), and one is present."""
+    present = [v for v in values if v is not None and not (isinstance(v, float) and v != v)]
+    return bool(present) and all(isinstance(v, str) for v in present)
+
+
+def _string_columns(X) -> list[tuple[Any, str]]:
+    """The columns of text: every entry a string (or a category dtype of strings).
+
+    A column that mixes numbers and strings is not one: a stray entry that a
+    teacher cannot read is that teacher's fallback for that row, as always.
+    """
+    found = []
+    for column, dtype in _non_numeric_columns(X):
+        values = X[column] if hasattr(X, "dtypes") else X[:, column]
+        if str(dtype) == "category":
+            if _is_text(list(values.cat.categories)):
+                found.append((column, dtype))
+        elif _is_text(np.asarray(values, dtype=object).tolist()):
+            found.append((column, dtype))
+    return found
+
+
 def _signature(X, columns: list[tuple[Any, str]]) -> tuple:
     """Public signature of the queries: column labels, dtypes, entry types of object columns."""
     entry_types = []
@@ -118,7 +141,7 @@ def _numeric_version(X, columns: list[tuple[Any, str]]):
     X = X.copy()
     for column, _ in columns:
         X[:, column] = codes
-    return X.astype(float)
+    return X if _non_numeric_columns(X) else X.astype(float)
 
 
 def _dry_run(estimator, X, y, method: str) -> BaseException | None:
@@ -176,7 +199,7 @@ def check_teachers_can_read(
     """
     if sparse.issparse(X) or X.shape[0] == 0:
         return
-    columns = _non_numeric_columns(X)
+    columns = _string_columns(X)
     if not columns:
         return
     stream = owner.__dict__.get("_query_stream")
@@ -197,7 +220,10 @@ def _verdict(owner, estimator, X, columns, classes, y_bounds, method) -> str | N
         lo, hi = (0.0, 1.0) if y_bounds is None else y_bounds
         n_rows = _MIN_ROWS
         y = np.linspace(lo, hi, n_rows)
-    rows = _repeated(X, n_rows)
+    # Columns that mix numbers and strings hold numbers in both runs: only text is tested.
+    text = {str(c) for c, _ in columns}
+    mixed = [(c, d) for c, d in _non_numeric_columns(X) if str(c) not in text]
+    rows = _numeric_version(_repeated(X, n_rows), mixed) if mixed else _repeated(X, n_rows)
     error = _dry_run(estimator, rows, y, method)
     if error is None or _dry_run(estimator, _numeric_version(rows, columns), y, method) is not None:
         return None  # readable, or failing for another reason than the kind of rows

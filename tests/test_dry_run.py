@@ -204,3 +204,17 @@ def test_sufficient_statistic_names_public_preprocessor(with_schema):
     # The fix the message names works.
     pre = public_preprocessor(schema)
     make_pipeline(pre, SufficientStatisticClassifier(classes=[0, 1], schema=schema)).fit(X, y)
+
+
+def test_a_stray_string_in_a_numeric_column_stays_a_fallback():
+    """A column mixing numbers and strings is not text: the stray row is that teacher's fallback."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    accountant = PrivacyAccountant(epsilon=1e6)
+    clf = SubsampleAggregateClassifier(
+        LogisticRegression(), classes=[0, 1], n_teachers=5, accountant=accountant
+    ).fit(X, y)
+    queries = np.array([[3.0, 0.0], ["three", 0.0], [3.0, 1.0]], dtype=object)
+    assert clf.predict(queries).shape == (3,)
+    assert accountant.queries_answered == 3
