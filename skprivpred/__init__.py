@@ -22,6 +22,7 @@ from .exceptions import (
     PredictorHaltedError,
     PrivacyParameterError,
     PrivacyWarning,
+    UnlabelledRowsWarning,
 )
 from .finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
 from .hypotheses import FiniteHypothesisClass, ThresholdClass
@@ -92,6 +93,7 @@ __all__ = [
     "SufficientStatisticClassifier",
     "SufficientStatisticRegressor",
     "ThresholdClass",
+    "UnlabelledRowsWarning",
     "genericbbl_plan",
     "practical_plan",
     "practical_schedule",

@@ -24,11 +24,8 @@ import contextlib
 import contextvars
 import os
 import secrets
-import sys
 import threading
-import types
 import uuid
-import warnings
 import weakref
 from numbers import Integral
 from typing import Any
@@ -36,8 +33,9 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
+from ._warnings import Site, clone_site, user_site, warn_user
 from .accounting import PrivacyAccountant, PrivacyGuarantee
-from .exceptions import InvalidParameterError, PrivacyWarning
+from .exceptions import BudgetExhaustedError, InvalidParameterError, PrivacyWarning
 from .utils._param_validation import validate_parameter_constraints
 
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
@@ -91,12 +89,11 @@ def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
                 f"y contains only one class and classes=None; {estimator_name} needs at least "
                 "two classes: pass the public label set as `classes`."
             )
-        warnings.warn(
+        warn_user(
             f"{estimator_name}: classes=None, so the label set was read from y; the set of "
             "labels present in the training data is itself information about it. Pass the "
             "public label set as `classes` to avoid this disclosure.",
             PrivacyWarning,
-            stacklevel=3,
         )
         return found
     values = np.unique(np.asarray(classes))
@@ -156,16 +153,6 @@ def unchanged_on_error(obj):
         raise
 
 
-def user_stacklevel() -> int:
-    """``stacklevel`` that points a warning at the first caller outside skprivpred."""
-    package = os.path.dirname(os.path.abspath(__file__))
-    frame: types.FrameType | None = sys._getframe(1)
-    level = 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generator]:
     """Create independent (fit, release) generators from ``random_state``.
 
@@ -196,14 +183,13 @@ def spawn_streams(random_state) -> tuple[np.random.Generator, np.random.Generato
         if random_state < 0:
             raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}.")
         fit_seq, release_seq = np.random.SeedSequence(int(random_state)).spawn(2)
-        warnings.warn(
-            # One message for every seed, so that the default filter shows it once per caller.
+        warn_user(
+            # One message for every seed, so that it is shown once per process and caller.
             "an integer random_state seeds the noise of the answers: anyone who knows the "
             "seed can regenerate that noise and undo the privacy guarantee. Use integer "
             "seeds for tests and reproducible experiments only; in deployment leave "
             "random_state=None.",
             PrivacyWarning,
-            stacklevel=user_stacklevel(),
         )
     elif isinstance(random_state, np.random.SeedSequence):
         fit_seq, release_seq = random_state.spawn(1)[0], np.random.SeedSequence()
@@ -302,7 +288,7 @@ def check_noise_delta(noise: str, delta: float) -> None:
 
 
 # The caller's location while a ``score`` call of a private predictor runs (None outside one).
-_SCORING: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar(
+_SCORING: contextvars.ContextVar[Site | None] = contextvars.ContextVar(
     "skprivpred_scoring", default=None
 )
 # Whether this process has shown the warning that ``score`` spends budget (once per process).
@@ -319,16 +305,6 @@ SCORE_SPENDS_MESSAGE = (
 )
 
 
-def _caller_outside(packages: tuple[str, ...]) -> tuple[str, int]:
-    """File and line of the first caller outside ``packages`` (directories)."""
-    frame: types.FrameType | None = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(packages):
-        frame = frame.f_back
-    if frame is None:  # pragma: no cover - called from inside the package only
-        return "<unknown>", 0
-    return frame.f_code.co_filename, frame.f_lineno
-
-
 def _warn_if_scoring() -> None:
     """Warn, once per process, that a ``score`` call is spending privacy budget."""
     where = _SCORING.get()
@@ -338,7 +314,7 @@ def _warn_if_scoring() -> None:
         if _score_warning["shown"]:
             return
         _score_warning["shown"] = True
-    warnings.warn_explicit(SCORE_SPENDS_MESSAGE, PrivacyWarning, where[0], where[1])
+    warn_user(SCORE_SPENDS_MESSAGE, PrivacyWarning, site=where)
 
 
 class PrivatePredictorMixin:
@@ -495,7 +471,59 @@ class PrivatePredictorMixin:
         Call it after :meth:`_start_streams`; a refusal raises
         :class:`BudgetExhaustedError` and draws nothing.
         """
-        return self._charge_then_draw(1, epsilon, delta, rho, draw, count=False)
+        try:
+            return self._charge_then_draw(1, epsilon, delta, rho, draw, count=False)
+        except BudgetExhaustedError as refusal:
+            raise self._model_refusal(refusal, epsilon, delta) from None
+
+    def _model_refusal(
+        self, refusal: BudgetExhaustedError, epsilon: float, delta: float
+    ) -> BudgetExhaustedError:
+        """The refusal of a model release, said as such: one ``(epsilon, delta)`` release.
+
+        The accountant's own message counts query rows ("answering 1 more query
+        row ..."), which misleads for a fit; this one names the release, the
+        refusing budget and what would let it fit.
+        """
+        accountant = self._charged_accountant()
+        assert accountant is not None  # only an accountant refuses
+        budgets = [accountant, *accountant._linked()]
+        refusing = next((b for b in budgets if b.name == refusal.budget), accountant)
+        name = type(self).__name__
+        head = (
+            f"{name}.fit is one release of the model at epsilon={epsilon!r}, delta={delta!r} "
+            f"(charged once to the accountant, not per query row), and the budget "
+            f"{refusing.name!r} (epsilon={refusing.epsilon!r}, delta={refusing.delta!r}) "
+            "refuses it: "
+        )
+        if delta > 0 and refusing.delta == 0:
+            reason = (
+                "the accountant has delta=0, so no release with delta > 0 ever fits in it. "
+                f"Give the accountant a delta of at least the estimator's delta={delta!r}, "
+                f"e.g. PrivacyAccountant(epsilon={refusing.epsilon!r}, delta={delta!r})."
+            )
+        elif delta > refusing.delta * (1 + 1e-9) and refusing.composition == "basic":
+            reason = (
+                f"its delta is below the release's delta. Give the accountant a delta of at "
+                f"least the estimator's delta={delta!r}."
+            )
+        elif epsilon > refusing.epsilon * (1 + 1e-9):
+            reason = (
+                f"its epsilon is below the release's epsilon. Give the accountant an epsilon of "
+                f"at least {epsilon!r}, or fit with a smaller epsilon."
+            )
+        else:
+            spent_epsilon, spent_delta = refusing.spent()
+            reason = (
+                f"it has already spent (epsilon={spent_epsilon:.6g}, delta={spent_delta:.3g}) "
+                f"of it ({refusing.queries_answered} release(s) charged), which leaves no room "
+                "for this one. Every fit is one such release (cross_val_score and GridSearchCV "
+                "refit once per fold and candidate): size the accountant for all the fits, or "
+                "use one with budget left."
+            )
+        error = type(refusal)(head + reason)
+        error.budget = refusal.budget
+        return error
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Accuracy (classifiers) or R^2 (regressors) of private answers to ``X``.
@@ -524,16 +552,9 @@ class PrivatePredictorMixin:
             The mean accuracy (classifiers) or the coefficient of determination
             (regressors) of the answers.
         """
-        import joblib
-        import sklearn
-
         # The warning points at the user's line: the first caller outside skprivpred,
         # scikit-learn and joblib (a GridSearchCV.fit, a cross_val_score, a score call).
-        packages = tuple(
-            os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
-            for module in (sys.modules[__name__.rpartition(".")[0]], sklearn, joblib)
-        )
-        token = _SCORING.set(_caller_outside(packages))
+        token = _SCORING.set(user_site())
         try:
             return super().score(X, y, sample_weight=sample_weight)  # type: ignore[misc]
         finally:
@@ -559,6 +580,20 @@ class PrivatePredictorMixin:
             if count:
                 stream.answered += n_rows
         return answers
+
+    def __sklearn_clone__(self):
+        """An unfitted copy (scikit-learn's ``clone``) that remembers the user's line.
+
+        ``cross_val_score(n_jobs=2)`` and ``GridSearchCV`` fit their clones in
+        worker processes, where no frame of the user's code is on the stack:
+        a warning raised there points at the line recorded here, in the
+        user's process, instead of at ``multiprocessing/process.py``.
+        """
+        new = super().__sklearn_clone__()  # type: ignore[misc]  # from BaseEstimator
+        site = clone_site() or self.__dict__.get("_user_site")
+        if site is not None:
+            new._user_site = site
+        return new
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()  # type: ignore[misc]  # from BaseEstimator

@@ -12,7 +12,7 @@ warn through :func:`warn_if_noise_dominates`, with one wording.
 
 from __future__ import annotations
 
-import warnings
+from ._warnings import warn_user
 
 __all__ = ["warn_if_noise_dominates"]
 
@@ -26,9 +26,8 @@ def warn_if_noise_dominates(
     detail: str,
     public: str,
     remedy: str,
-    stacklevel: int = 2,
 ) -> bool:
-    """Emit a ``UserWarning`` when ``noise >= reach``; return whether it did.
+    """Emit a ``UserWarning`` (at the user's line, once per site) when ``noise >= reach``.
 
     Parameters
     ----------
@@ -45,15 +44,12 @@ def warn_if_noise_dominates(
         The public quantities the decision used.
     remedy : str
         What the user can change.
-    stacklevel : int, default=2
-        As for :func:`warnings.warn`, counted from the caller of this function.
     """
     if noise < reach:
         return False
-    warnings.warn(
+    warn_user(
         f"{name} will {what} with noise at least as large as any score: {detail} This "
         f"follows from public quantities only ({public}), not from the data: {remedy}.",
         UserWarning,
-        stacklevel=stacklevel + 1,
     )
     return True

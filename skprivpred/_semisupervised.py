@@ -19,13 +19,19 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
+from ._warnings import warn_user
+from .exceptions import UnlabelledRowsWarning
+
 __all__ = [
     "UNLABELLED",
     "check_classes_exclude_marker",
+    "check_labelled_classes",
     "classification_rows",
     "labelled_mask_for_score",
     "regression_rows",
     "unlabelled_mask",
+    "warn_ignored_at_score",
+    "warn_unlabelled_at_fit",
 ]
 
 #: The label that marks an unlabelled (public) row of a classifier's ``y``.
@@ -136,3 +142,63 @@ def labelled_mask_for_score(y, *, regression: bool) -> np.ndarray:
     if regression:
         return ~np.isnan(np.asarray(y, dtype=np.float64))
     return ~unlabelled_mask(y)
+
+
+def check_labelled_classes(y_labelled: np.ndarray, classes) -> None:
+    """With ``classes=None``, refuse labelled rows of one class, naming the marker ``-1``.
+
+    Rows with ``y == -1`` are not labels (they mark unlabelled public rows), so
+    a ``y`` in ``{-1, 1}`` has one class; say so, instead of a bare "one class".
+    """
+    if classes is not None:
+        return
+    found = np.unique(y_labelled)
+    if found.size < 2:
+        raise ValueError(
+            f"y contains only one class among its labelled rows ({found.size} distinct label(s) "
+            "besides -1) and classes=None. -1 is not a class: it marks unlabelled public rows "
+            "(scikit-learn's semi-supervised convention). If -1 is one of your classes, remap "
+            "the labels so that no class is -1 (e.g. y = (y + 1) // 2 for y in {-1, 1}); "
+            "otherwise pass the public label set as `classes`."
+        )
+
+
+def warn_unlabelled_at_fit(name: str, n_unlabelled: int, n_rows: int, *, regression: bool) -> None:
+    """Say, once per process and call site, how many rows ``fit`` took as public rows.
+
+    The count is public (which rows are public is); the warning lets a label
+    convention mistaken for the marker (a class ``-1``) be seen.
+    """
+    if regression:
+        marker, remedy = "y NaN", "If some of them are labelled, give them their targets."
+    else:
+        marker = "y == -1"
+        remedy = (
+            "If -1 is one of your classes, remap the labels so that no class is -1 "
+            "(e.g. y = (y + 1) // 2 for y in {-1, 1})."
+        )
+    warn_user(
+        f"{name}.fit took {n_unlabelled} of {n_rows} rows ({marker}) as unlabelled public rows: "
+        "their features build the basis and the post-processing, and they are NOT protected "
+        f"by the privacy guarantee, which covers the {n_rows - n_unlabelled} labelled rows "
+        f"only. {remedy} Filter this warning (UnlabelledRowsWarning) once you have checked it.",
+        UnlabelledRowsWarning,
+    )
+
+
+def warn_ignored_at_score(name: str, n_ignored: int, n_rows: int, *, regression: bool) -> None:
+    """Say, once per process and call site, how many rows ``score`` ignored (marked rows)."""
+    if n_ignored == 0:
+        return
+    marker = "y NaN" if regression else "y == -1, the unlabelled marker"
+    what = "R^2" if regression else "accuracy"
+    warn_user(
+        f"{name}.score ignored {n_ignored} of {n_rows} rows ({marker}): the {what} counts the "
+        f"other {n_rows - n_ignored} rows only."
+        + (
+            ""
+            if regression
+            else " If -1 is one of your classes, remap the labels so that no class is -1."
+        ),
+        UnlabelledRowsWarning,
+    )

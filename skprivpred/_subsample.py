@@ -10,7 +10,6 @@ teachers that :func:`skprivpred.audit.flip_teacher_neighbour` needs.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +19,9 @@ from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, finite_target_column, keep_frame
+from ._dry_run import check_teachers_can_read
 from ._teachers import ConstantTeacher, fit_teachers, random_partition
+from ._warnings import warn_user
 from .exceptions import InvalidParameterError
 
 _SPARSE_FORMATS = ["csr", "csc"]
@@ -99,11 +100,10 @@ class SubsampleMixin(PrivatePredictorMixin):
                 f"n_teachers (or a larger alpha), or train on at least {n_teachers} rows."
             )
         if n_samples // n_teachers < 2:
-            warnings.warn(
+            warn_user(
                 f"n_teachers={n_teachers} leaves fewer than 2 rows per teacher "
                 f"(n_samples={n_samples}); the answers will be close to uniform.",
                 UserWarning,
-                stacklevel=3,
             )
 
     def _fit_teachers(
@@ -133,6 +133,7 @@ class SubsampleMixin(PrivatePredictorMixin):
         )
         self._partition = parts
         self.n_teachers_ = n_teachers
+        self._teacher_template = clone(estimator)  # what the dry run of a query call clones
         return teachers
 
     def _validate_queries(self, X):
@@ -148,7 +149,24 @@ class SubsampleMixin(PrivatePredictorMixin):
         _refuse_non_scalar_entries(X_checked)
         # Nothing inferred from the training rows (a column's dtype, its categories, its
         # range) refuses a query: an entry a teacher cannot read is that teacher's fallback.
-        return keep_frame(X, X_checked)
+        # But rows of a kind the base estimator cannot read at all (judged from the queries
+        # and public parameters only, by a dry run) are refused, before any charge.
+        rows = keep_frame(X, X_checked)
+        self._check_teachers_can_read(rows)
+        return rows
+
+    def _check_teachers_can_read(self, X) -> None:
+        """The dry run of :func:`skprivpred._dry_run.check_teachers_can_read` for these queries."""
+        template = self.__dict__.get("_teacher_template")
+        if template is None or getattr(self, "mode_", None) == "student":
+            return  # the student answers (it was fitted on released query rows)
+        method = "predict" if getattr(self, "_base_output", "label") == "label" else "predict_proba"
+        classes = self.__dict__.get("classes_")
+        if classes is not None:
+            check_teachers_can_read(self, template, X, classes=classes, method=method)
+        else:
+            bounds = self.__dict__.get("_y_bounds")
+            check_teachers_can_read(self, template, X, y_bounds=bounds, method=method)
 
     def _teacher_votes(self, X) -> tuple[np.ndarray, list[np.ndarray]]:
         """Each teacher's vote at ``X`` and the training rows it was fitted on.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import Any
 
@@ -25,6 +24,7 @@ from ._teachers import (
     take_rows,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._warnings import warn_user
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
 from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
@@ -449,11 +449,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             )
             return
         if 0 < budget["total_delta"] and budget["total_delta"] >= 1.0 / n_samples:
-            warnings.warn(
+            warn_user(
                 f"total_delta={budget['total_delta']!r} is not below 1/n_samples = "
                 f"{1.0 / n_samples:.3g}: a delta that large allows releasing a training row.",
                 PrivacyWarning,
-                stacklevel=3,
             )
         self.privacy_guarantee_ = PrivacyGuarantee(
             budget["total_epsilon"],

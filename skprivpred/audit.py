@@ -283,11 +283,12 @@ def _report(counts, outcomes, n_trials, claimed, confidence) -> AuditReport:
     alpha_each = (1.0 - confidence) / (2 * n_tests)
     lo1, hi1 = clopper_pearson(c1, n_trials, alpha_each)
     lo2, hi2 = clopper_pearson(c2, n_trials, alpha_each)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore"):  # a lower bound of 0 has log -inf: no evidence there
         bound = np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))
-        observed = np.where(
-            (c1 > 0) & (c2 > 0), np.abs(np.log(c1.astype(float)) - np.log(c2.astype(float))), 0.0
-        )
+    # The observed ratio only where both counts are positive (log 0 - log 0 is undefined).
+    both = (c1 > 0) & (c2 > 0)
+    observed = np.zeros(c1.shape)
+    observed[both] = np.abs(np.log(c1[both].astype(float)) - np.log(c2[both].astype(float)))
     bound = np.maximum(bound, 0.0)
     q, o = np.unravel_index(int(np.argmax(bound)), bound.shape)
     worst = {

@@ -32,7 +32,6 @@ in :mod:`skprivpred.accounting`.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict, dataclass, replace
 from numbers import Integral, Real
 from typing import Any
@@ -53,9 +52,11 @@ from ._base import (
     process_identity,
     resolve_binary_classes,
 )
+from ._dry_run import check_teachers_can_read
 from ._isolation import handed_rows
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._warnings import warn_user
 from .accounting import (
     GuaranteeUnit,
     PrivacyAccountant,
@@ -1678,11 +1679,10 @@ class GenericBBLClassifier(_EverlastingStream):
                     n_samples=labels.size,
                 )
             if schedule.mode == "simulation":
-                warnings.warn(
+                warn_user(
                     "GenericBBLClassifier(mode='simulation') uses scaled-down sizes: NO privacy "
                     "guarantee holds. Do not use it on private data.",
                     PrivacyWarning,
-                    stacklevel=2,
                 )
             fit_rng = self._start_streams()
             release_rng = self._query_stream.rng
@@ -2273,12 +2273,11 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             self._sizing = self._sizing_for(n_samples)
             first = self._phase_params(1)
             if first.teacher_size < 2:
-                warnings.warn(
+                warn_user(
                     f"{first.n_teachers} teachers leave fewer than 2 rows per teacher "
                     f"(n_samples={n_samples}); "
                     "the answers will be close to uniform. See practical_schedule for the sizes.",
                     UserWarning,
-                    stacklevel=2,
                 )
             self._fit_rng = self._start_streams()
             self._hclass = hclass
@@ -2401,8 +2400,10 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     def _start_phase(self, params: PracticalPhase, X, labels: np.ndarray) -> None:
         """Fit one teacher per disjoint random block of the pool (joblib), and reset the phase."""
         parts = random_partition(params.pool_size, params.n_teachers, self._fit_rng)
+        if params.phase == 1:
+            self._teacher_template = clone(self.estimator)  # what a query's dry run clones
         teachers = fit_teachers(
-            clone(self.estimator),
+            clone(self._teacher_template),
             X,
             self.classes_[labels],
             labels,
@@ -2462,6 +2463,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         )
         # The pool keeps its own copy of the caller's rows, taken before any teacher sees them.
         rows = handed_rows(self._pool_rows(X, X_checked))
+        # Rows of a kind the base estimator cannot read at all: refused now, from public facts.
+        template = self.__dict__.get("_teacher_template", self.estimator)
+        check_teachers_can_read(self, template, rows, classes=self.classes_)
         if self._hclass is None:
             return _QueryBatch(rows, None)
         return _QueryBatch(rows, np.asarray(self._hclass.prepare(_dense(X_checked))))

@@ -20,6 +20,7 @@ __all__ = [
     "PredictorHaltedError",
     "PrivacyParameterError",
     "PrivacyWarning",
+    "UnlabelledRowsWarning",
 ]
 
 
@@ -29,6 +30,19 @@ class PrivacyWarning(UserWarning):
     Raised for example when a public parameter (the label set, a norm bound)
     is inferred from the training data because it was not given: the inferred
     value is itself information about the data.
+    """
+
+
+class UnlabelledRowsWarning(UserWarning):
+    """Says how many rows were read as unlabelled public rows (``y == -1``, or NaN).
+
+    The semi-supervised estimators (:class:`~skprivpred.SufficientStatisticClassifier`,
+    :class:`~skprivpred.SufficientStatisticRegressor`) take rows marked ``-1``
+    (classifier) or NaN (regressor) as *public*: their features are not
+    protected. ``fit`` says how many rows it took so, and ``score`` how many it
+    ignored, so that a label convention mistaken for the marker (a class
+    ``-1``) is seen. Their count is public; the warning is shown once per
+    process and call site.
     """
 
 

@@ -28,7 +28,6 @@ tests; the losses and solvers live in :mod:`skprivpred._optim`.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -58,6 +57,7 @@ from ._optim import (
     _squared,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._warnings import warn_user
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import ConvergenceError, InvalidParameterError
 from .mechanisms import (
@@ -815,7 +815,6 @@ def _warn_if_noise_dominates(
         "(the ratio is the same at every query).",
         public="epsilon, the number of training rows, feature_norm_bound, radius, lam or eta",
         remedy="raise epsilon, train on more rows, or change radius, lam or eta",
-        stacklevel=3,
     )
 
 
@@ -927,12 +926,11 @@ class _AveragedPSGD(_PrivateLinearModel):
             eta = float(self.eta)
         largest_stable_step = 2.0 / (loss.smoothness * norm_bound**2)
         if eta > largest_stable_step:
-            warnings.warn(
+            warn_user(
                 f"eta={eta:.4g} is above 2 / sigma = {largest_stable_step:.4g} for the {loss.name} "
                 "loss and the feature bound, where the stability argument fails; using "
                 f"eta={largest_stable_step:.4g}.",
                 UserWarning,
-                stacklevel=3,
             )
             eta = largest_stable_step
         n_epochs, shuffle = self.n_epochs, self.shuffle

@@ -42,12 +42,16 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, resolve_classes
+from ._dry_run import check_numeric_rows
 from ._isolation import WARNINGS_LOCK, ProcessState, teacher_call
 from ._semisupervised import (
     check_classes_exclude_marker,
+    check_labelled_classes,
     classification_rows,
     labelled_mask_for_score,
     regression_rows,
+    warn_ignored_at_score,
+    warn_unlabelled_at_fit,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, rho_cap
@@ -416,7 +420,11 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
 
     # -- features ---------------------------------------------------------------------------
     def _validate_X(self, X, *, reset: bool) -> np.ndarray:
-        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=True)
+        try:
+            return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=True)
+        except (TypeError, ValueError):
+            check_numeric_rows(self, X)  # string columns: name them and public_preprocessor
+            raise
 
     def _fit_features(self, X: np.ndarray, public: np.ndarray) -> None:
         X_public = X[public]
@@ -556,6 +564,12 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         checked = self._check_fit_arguments(fit_params)
         X = self._validate_X(X, reset=True)
         y, labelled = rows(y, X.shape[0])
+        warn_unlabelled_at_fit(
+            type(self).__name__,
+            int((~labelled).sum()),
+            labelled.size,
+            regression=rows is regression_rows,
+        )
         return checked, X, y, labelled
 
 
@@ -790,6 +804,7 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         if y_labelled.dtype == object:  # labels mixed with the integer marker -1
             y_labelled = np.asarray(y_labelled.tolist())
         check_classification_targets(y_labelled)
+        check_labelled_classes(y_labelled, self.classes)
         classes = resolve_classes(self.classes, y_labelled, type(self).__name__)
         check_classes_exclude_marker(classes)
         phi_labelled, phi_public = self._fit_phi(X, labelled)
@@ -882,6 +897,7 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         keep = labelled_mask_for_score(y, regression=False)
         if not keep.any():
             raise ValueError("score needs at least one labelled row (y != -1).")
+        warn_ignored_at_score(type(self).__name__, int((~keep).sum()), keep.size, regression=False)
         predicted = self.predict(X)
         return float(accuracy_score(np.asarray(y)[keep], predicted[keep]))
 
@@ -1130,6 +1146,7 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
         keep = labelled_mask_for_score(y, regression=True)
         if not keep.any():
             raise ValueError("score needs at least one labelled row (y not NaN).")
+        warn_ignored_at_score(type(self).__name__, int((~keep).sum()), keep.size, regression=True)
         predicted = self.predict(X)
         return float(r2_score(np.asarray(y, dtype=float)[keep], predicted[keep]))
 

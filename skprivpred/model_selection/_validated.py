@@ -367,7 +367,6 @@ def _warn_if_hopeless(name, lam_grid, n_train, n_features, params, mechanism) ->
         public="epsilon, epsilon_split, validation_size, the number of rows and columns, lam_grid",
         remedy="raise epsilon or epsilon_split, train on more rows or fewer columns, or use "
         'larger values in lam_grid (lam_grid="auto" adapts to n, d and epsilon)',
-        stacklevel=3,
     )
 
 

@@ -1,0 +1,262 @@
+"""Can the base estimator read such rows at all? A dry run on public rows, before the charge.
+
+A teacher that cannot read its rows (a ``LogisticRegression`` handed a
+DataFrame with string columns) fails, and casts its fixed fallback vote; that
+failure must not raise, since it depends on the training rows (the side-channel
+rule), and the training frame's dtypes are not public either (pandas infers
+them from the values). But when *every* teacher fails because of the kind of
+rows, the estimator answers its fallback for every query, charged, and nobody
+is told.
+
+What is public is the estimator's configuration, the public label set (or
+output range) and the *queries*, the caller's own rows. So before a query call
+is charged, :func:`check_teachers_can_read` fits a clone of the base estimator
+on a small frame made of the queries' own rows (their columns and dtypes, the
+rows repeated to a fixed count), labelled by cycling through the public
+``classes`` (or a grid of the public ``y_bounds``), and asks it the way the
+teachers are asked. When that fails, and the same dry run on a numeric
+version of the frame (every text column, whose entries are all strings,
+replaced by numbers) succeeds, the base estimator cannot read such rows at all: the call is refused with a
+message that names the columns and the fix, and nothing is charged. The
+verdict depends on public information only; it is kept per fitted estimator
+and per signature of the queries (column names, dtypes and, for object
+columns, the Python types of their entries), so it costs two small fits per
+kind of query, not per call. The dry run runs as a teacher does
+(:func:`skprivpred._isolation.teacher_call`): its warnings are dropped and the
+process-wide state it changes is restored.
+
+:func:`check_numeric_rows` is the same message for the estimators that read
+numeric rows themselves (:class:`~skprivpred.SufficientStatisticClassifier`,
+:class:`~skprivpred.SufficientStatisticRegressor`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import clone
+
+from ._isolation import teacher_call
+
+__all__ = ["check_numeric_rows", "check_teachers_can_read"]
+
+#: Rows of the dry run's frame (the queries repeated), at least four per class.
+_MIN_ROWS = 20
+
+#: Verdicts per fitted estimator (keyed by its query stream, new at every fit):
+#: signature of the queries -> None (readable) or the refusal's message.
+_VERDICTS: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
+
+_FIX = (
+    "Put an encoder inside the estimator, e.g. make_pipeline(make_column_transformer("
+    '(OneHotEncoder(handle_unknown="ignore"), [...]), remainder="passthrough"), '
+    "LogisticRegression()) (each teacher then fits its own encoder), or encode the rows "
+    "outside with skprivpred.preprocessing.public_preprocessor(schema) (data-independent, "
+    "from a public schema) and pass its output."
+)
+
+
+def _is_numeric_dtype(dtype) -> bool:
+    """Numbers or booleans, numpy's or pandas's nullable ones (not a category, not objects)."""
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "biuf"
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    return (is_numeric_dtype(dtype) or is_bool_dtype(dtype)) and str(dtype) != "category"
+
+
+def _non_numeric_columns(X) -> list[tuple[Any, str]]:
+    """(column label or index, description) of every column that is not numeric."""
+    if hasattr(X, "dtypes"):
+        return [
+            (column, str(dtype))
+            for column, dtype in X.dtypes.items()
+            if not _is_numeric_dtype(dtype)
+        ]
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2:
+        found = []
+        for j in range(X.shape[1]):
+            kinds = {type(v) for v in X[:, j]}
+            if any(not issubclass(t, int | float | bool | np.number | np.bool_) for t in kinds):
+                found.append((j, "object"))
+        return found
+    return []
+
+
+def _is_text(values) -> bool:
+    """Whether every present entry is a string (missing values aside), and one is present."""
+    present = [v for v in values if v is not None and not (isinstance(v, float) and v != v)]
+    return bool(present) and all(isinstance(v, str) for v in present)
+
+
+def _string_columns(X) -> list[tuple[Any, str]]:
+    """The columns of text: every entry a string (or a category dtype of strings).
+
+    A column that mixes numbers and strings is not one: a stray entry that a
+    teacher cannot read is that teacher's fallback for that row, as always.
+    """
+    found = []
+    for column, dtype in _non_numeric_columns(X):
+        values = X[column] if hasattr(X, "dtypes") else X[:, column]
+        if str(dtype) == "category":
+            if _is_text(list(values.cat.categories)):
+                found.append((column, dtype))
+        elif _is_text(np.asarray(values, dtype=object).tolist()):
+            found.append((column, dtype))
+    return found
+
+
+def _signature(X, columns: list[tuple[Any, str]]) -> tuple:
+    """Public signature of the queries: column labels, dtypes, entry types of object columns."""
+    entry_types = []
+    for column, _ in columns:
+        values = X[column] if hasattr(X, "dtypes") else X[:, column]
+        entry_types.append(tuple(sorted({type(v).__name__ for v in np.asarray(values)})))
+    layout: tuple
+    if hasattr(X, "dtypes"):
+        layout = tuple((str(c), str(d)) for c, d in X.dtypes.items())
+    else:
+        layout = ("array", X.shape[1], str(X.dtype))
+    return layout, tuple(str(c) for c, _ in columns), tuple(entry_types)
+
+
+def _repeated(X, n_rows: int):
+    index = np.arange(n_rows) % X.shape[0]
+    if hasattr(X, "iloc"):
+        return X.iloc[index].reset_index(drop=True)
+    return X[index].copy()
+
+
+def _numeric_version(X, columns: list[tuple[Any, str]]):
+    """``X`` with every non-numeric column replaced by the numbers 0, 1, 2, 0, 1, ..."""
+    codes = (np.arange(X.shape[0]) % 3).astype(float)
+    if hasattr(X, "iloc"):
+        X = X.copy()
+        for column, _ in columns:
+            X[column] = codes
+        return X
+    X = X.copy()
+    for column, _ in columns:
+        X[:, column] = codes
+    return X if _non_numeric_columns(X) else X.astype(float)
+
+
+def _dry_run(estimator, X, y, method: str) -> BaseException | None:
+    """Fit a clone on ``(X, y)`` and ask it ``method`` at ``X``, as a teacher; the error if any."""
+    model = clone(estimator)
+    try:
+        with teacher_call():
+            model.fit(X, y)
+            getattr(model, method)(X)
+    except Exception as error:  # any failure of user code: that is what is tested
+        return error
+    return None
+
+
+def _describe(columns: list[tuple[Any, str]], frame: bool) -> str:
+    shown = [f"{c!r} (dtype {d})" if frame else f"{c} (object entries)" for c, d in columns[:5]]
+    more = f" and {len(columns) - 5} more" if len(columns) > 5 else ""
+    noun = "column" if len(columns) == 1 else "columns"
+    return f"{noun} {', '.join(shown)}{more}"
+
+
+def check_teachers_can_read(
+    owner,
+    estimator,
+    X,
+    *,
+    classes=None,
+    y_bounds: tuple[float, float] | None = None,
+    method: str = "predict",
+) -> None:
+    """Refuse, before the charge, query rows that the base estimator cannot read at all.
+
+    Parameters
+    ----------
+    owner : estimator
+        The fitted private estimator (its name is in the message; its verdicts
+        are kept with its query stream).
+    estimator : estimator
+        The base estimator (unfitted; cloned for the dry run).
+    X : DataFrame or ndarray
+        The validated query rows (public: the caller's own).
+    classes : array-like, default=None
+        The public label set (a classifier's teachers).
+    y_bounds : tuple of float, default=None
+        The public output range (a regressor's teachers).
+    method : str, default="predict"
+        How the teachers are asked.
+
+    Raises
+    ------
+    ValueError
+        Naming the non-numeric columns, the dry run's error and the fix,
+        when the dry run fails on the queries' kind of rows and succeeds on a
+        numeric version of them. Nothing has been charged then.
+    """
+    if sparse.issparse(X) or X.shape[0] == 0:
+        return
+    columns = _string_columns(X)
+    if not columns:
+        return
+    stream = owner.__dict__.get("_query_stream")
+    verdicts = _VERDICTS.setdefault(stream, {}) if stream is not None else {}
+    key = (method, _signature(X, columns))
+    if key not in verdicts:
+        verdicts[key] = _verdict(owner, estimator, X, columns, classes, y_bounds, method)
+    if verdicts[key] is not None:
+        raise ValueError(verdicts[key])
+
+
+def _verdict(owner, estimator, X, columns, classes, y_bounds, method) -> str | None:
+    if classes is not None:
+        labels = np.asarray(classes)
+        n_rows = max(_MIN_ROWS, 4 * labels.size)
+        y = labels[np.arange(n_rows) % labels.size]
+    else:
+        lo, hi = (0.0, 1.0) if y_bounds is None else y_bounds
+        n_rows = _MIN_ROWS
+        y = np.linspace(lo, hi, n_rows)
+    # Columns that mix numbers and strings hold numbers in both runs: only text is tested.
+    text = {str(c) for c, _ in columns}
+    mixed = [(c, d) for c, d in _non_numeric_columns(X) if str(c) not in text]
+    rows = _numeric_version(_repeated(X, n_rows), mixed) if mixed else _repeated(X, n_rows)
+    error = _dry_run(estimator, rows, y, method)
+    if error is None or _dry_run(estimator, _numeric_version(rows, columns), y, method) is not None:
+        return None  # readable, or failing for another reason than the kind of rows
+    reason = " ".join(str(error).split())
+    reason = reason if len(reason) <= 200 else reason[:197] + "..."
+    name = type(owner).__name__
+    return (
+        f"{name} cannot answer these rows: its base estimator {type(estimator).__name__} cannot "
+        f"read {_describe(columns, hasattr(X, 'dtypes'))} at all. Fitted on a few rows made of "
+        f"these queries and the public labels, it raises {type(error).__name__}: {reason}; with "
+        "those columns numeric, it does not. Every teacher would fail the same way and answer "
+        "with its fallback, so nothing was answered and nothing was charged. " + _FIX
+    )
+
+
+def check_numeric_rows(owner, X) -> None:
+    """Refuse non-numeric columns with a message that names them and ``public_preprocessor``.
+
+    For estimators that read numeric rows themselves. The message names the
+    columns (their labels or positions), never an entry.
+
+    Raises
+    ------
+    ValueError
+        When ``X`` (a DataFrame or an object array) has a non-numeric column.
+    """
+    columns = _non_numeric_columns(X)
+    if not columns:
+        return
+    raise ValueError(
+        f"{type(owner).__name__} reads numeric rows only, and X has the non-numeric "
+        f"{_describe(columns, hasattr(X, 'dtypes'))}. Encode the rows first with "
+        "skprivpred.preprocessing.public_preprocessor(schema) (data-independent, from a public "
+        "schema) and pass its output, with schema=the same schema. Nothing was fitted, "
+        "answered or charged."
+    )
