@@ -65,9 +65,7 @@ def test_a_model_with_a_column_transformer_loads_and_answers_under_the_saving_ve
     assert answers.shape == (5,) and set(answers.tolist()) <= {0, 1}
 
 
-def test_a_column_transformer_model_is_served_under_the_saving_versions(
-    tmp_path, service_factory
-):
+def test_a_column_transformer_model_is_served_under_the_saving_versions(tmp_path, service_factory):
     """The real service (one worker) answers rows by column name and charges for them."""
     clf, _ = _frame_model(tmp_path)
     path = tmp_path / "model.skops"
