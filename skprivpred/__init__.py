@@ -41,7 +41,7 @@ from .model_selection import (
 from .sufficient import SufficientStatisticClassifier, SufficientStatisticRegressor
 from .walk import ExpProjectedWalkClassifier
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.3.0"
 
 
 def show_versions() -> None:
@@ -52,7 +52,7 @@ def show_versions() -> None:
     print(f"skprivpred: {__version__}")
     print(f"python: {platform.python_version()} ({platform.platform()})")
     optional = ("pandas", "matplotlib", "dask", "distributed")
-    for package in ("numpy", "scipy", "scikit-learn", "joblib", *optional):
+    for package in ("numpy", "scipy", "scikit-learn", "joblib", "skops", *optional):
         try:
             print(f"{package}: {version(package)}")
         except PackageNotFoundError:

@@ -37,9 +37,10 @@ import random
 import threading
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
+import joblib
 import numpy as np
 import sklearn
 from scipy import sparse
@@ -77,12 +78,25 @@ def holds_warnings_lock() -> bool:
     return getattr(_HELD, "depth", 0) > 0
 
 
+def _nested_joblib_here() -> Any:
+    """A joblib context running nested calls in this thread under the dask backend."""
+    from joblib.parallel import get_active_backend
+
+    backend, _ = get_active_backend()
+    if type(backend).__name__ == "DaskDistributedBackend":
+        return joblib.parallel_config(backend="sequential")
+    return nullcontext()
+
+
 @contextmanager
 def captured_warnings() -> Iterator[None]:
     """Capture (and drop) every warning raised inside, under :data:`WARNINGS_LOCK`.
 
     The filters are process-wide: a warning another thread raises while this
-    section runs is captured as well.
+    section runs is captured as well. Under joblib's dask backend, a joblib call
+    inside (scikit-learn 1.6's ``LogisticRegression.fit`` makes one) runs in this
+    thread: sent to the cluster, it would wait, lock held, behind the tasks of
+    other teachers that wait for the lock.
     """
     with WARNINGS_LOCK:
         depth = getattr(_HELD, "depth", 0)
@@ -90,7 +104,7 @@ def captured_warnings() -> Iterator[None]:
             _HELD.section = object()
         _HELD.depth = depth + 1
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _nested_joblib_here():
                 warnings.simplefilter("ignore")
                 yield
         finally:

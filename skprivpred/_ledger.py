@@ -950,7 +950,8 @@ class _PostgresLedger(_SQLLedger):
             import psycopg
         except ImportError:
             raise ImportError(
-                "a postgresql:// ledger needs psycopg 3: pip install 'skprivpred[postgres]'."
+                'a postgresql:// ledger needs psycopg 3: pip install "skprivpred[postgres]" '
+                '(or, from a checkout, pip install -e ".[postgres]").'
             ) from None
         self._psycopg = psycopg
 

@@ -634,7 +634,8 @@ class PrivacyAccountant:
           ``name`` selects one budget inside the file.
         - ``"postgresql://user@host/db"``: one budget shared by processes on
           several machines (needs psycopg 3: ``pip install
-          'skprivpred[postgres]'``); each charge locks the budget's row.
+          "skprivpred[postgres]"``, or ``pip install -e ".[postgres]"`` from a
+          checkout); each charge locks the budget's row.
         - ``":memory:"``: this process only (threads share it; ``clone`` and
           ``deepcopy`` share the object, and so does a copy unpickled in this
           process). A copy unpickled in another process (a joblib or

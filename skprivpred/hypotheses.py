@@ -941,8 +941,17 @@ def _packed(bits: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(packed).view(np.uint64)
 
 
+# The number of set bits of each byte value: the popcount where numpy < 2.0 has no
+# ``np.bitwise_count``.
+_BYTE_POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
+
+
 def _popcount(words: np.ndarray) -> np.ndarray:
-    return np.bitwise_count(words).sum(axis=-1, dtype=np.int64)
+    """The number of set bits along the last axis of a uint64 array, as int64."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(words).sum(axis=-1, dtype=np.int64)
+    as_bytes = np.ascontiguousarray(words).view(np.uint8)
+    return _BYTE_POPCOUNT[as_bytes].sum(axis=-1, dtype=np.int64)
 
 
 def _sampled_inside_counts(family: CandidateFamily, Z: np.ndarray) -> np.ndarray:

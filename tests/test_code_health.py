@@ -53,14 +53,17 @@ def _run(command):
     )
 
 
+@pytest.mark.code_health
 def test_ruff_lint():
     _run([*_tool("ruff"), "check", "--no-cache", "."])
 
 
+@pytest.mark.code_health
 def test_ruff_format():
     _run([*_tool("ruff"), "format", "--check", "--no-cache", "."])
 
 
+@pytest.mark.code_health
 def test_mypy():
     # Files and settings come from [tool.mypy] in pyproject.toml.
     _run([*_tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"])

@@ -312,8 +312,10 @@ def test_pandas_is_needed_only_for_as_frame(home):
         load_magic(data_home={str(home)!r}, download_if_missing=False)
         try:
             load_magic(data_home={str(home)!r}, as_frame=True)
-        except ImportError:
-            pass
+        except ImportError as exc:
+            # The message names the extra, in both install forms.
+            assert 'pip install "skprivpred[pandas]"' in str(exc), exc
+            assert 'pip install -e ".[pandas]"' in str(exc), exc
         else:
             raise AssertionError("as_frame=True worked without pandas")
         """

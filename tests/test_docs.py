@@ -177,6 +177,7 @@ def test_not_run_entries_exist():
         assert any(text in source for source in sources.get(name, [])), (name, text)
 
 
+@pytest.mark.code_health
 def test_docs_build_without_warnings(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("numpydoc")

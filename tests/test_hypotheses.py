@@ -231,3 +231,19 @@ def test_everlasting_protocol_of_a_callable_class_survives_failing_points():
     assert found.errors.shape == (2,)
     prior = family.prior_candidates(points, np.zeros(10))
     assert prior.errors.tolist() == [4.0, 5.0]
+
+
+def test_popcount_without_numpy_bitwise_count(monkeypatch):
+    """numpy < 2.0 has no ``np.bitwise_count``: the byte-table fallback counts the same bits."""
+    from skprivpred import hypotheses
+
+    rng = np.random.default_rng(0)
+    bits = rng.random((70, 5)) < 0.3  # 70 rows: words padded past a byte boundary
+    words = hypotheses._packed(bits)
+    expected = bits.sum(axis=0)
+    assert np.array_equal(hypotheses._popcount(words), expected)
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    counts = hypotheses._popcount(words)
+    assert counts.dtype == np.int64 and np.array_equal(counts, expected)
+    strided = words[::2]  # a non-contiguous view is counted too
+    assert np.array_equal(hypotheses._popcount(strided), bits[:, ::2].sum(axis=0))

@@ -9,9 +9,15 @@ with its dependencies from the package registry (pip's cache makes this fast
 after the first time), and imported and fitted from a working directory
 outside the source tree, in isolated mode, so that the source cannot be
 imported by accident.
+
+The README's install line for users (``pip install "skprivpred[...]"``) is installed the
+same way, from the wheel and from the sdist, each into its own fresh environment, and the
+README's quick start runs there verbatim (it reads the Adult data from the cache,
+``~/skprivpred_data`` or ``$SKPRIVPRED_DATA``, fetching it once if missing).
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,9 +76,34 @@ _SMOKE = textwrap.dedent(
     assert answers.shape == (100,) and set(answers.tolist()) <= {0, 1}
     assert (answers == y[500:]).mean() > 0.6
     skprivpred.show_versions()
+    from importlib.metadata import version
+
+    assert version("skprivpred") == skprivpred.__version__, version("skprivpred")
+    import skops.io  # a core dependency: saving a fitted model never misses a package
+
     print("OK", skprivpred.__version__, location)
     """
 )
+
+
+def _readme():
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def readme_install_extra():
+    """The extra of the README's user install line, ``pip install "skprivpred[EXTRA]"``."""
+    lines = re.findall(r'^pip install "skprivpred\[(\w+)\]"$', _readme(), re.M)
+    assert len(lines) == 1, f"the README shows {len(lines)} user install lines"
+    checkout = f'pip install -e ".[{lines[0]}]"'
+    assert checkout in _readme(), f"the README does not show the checkout form {checkout}"
+    return lines[0]
+
+
+def readme_quick_start():
+    """The README's quick start, verbatim: the first Python block of its section."""
+    text = _readme()
+    section = text[text.index("## Quick start") :]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 def _run(command, **kwargs):
@@ -110,6 +141,7 @@ def artifacts(tmp_path_factory):
 
 
 def test_sdist_contents(artifacts):
+    """The sources, the tests and the docs sources; no data cache and no build output."""
     sdist, _ = artifacts
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
@@ -117,11 +149,31 @@ def test_sdist_contents(artifacts):
         "pyproject.toml",
         "README.md",
         "LICENSE",
+        "CHANGELOG.md",
+        "CONTRIBUTING.md",
         "PKG-INFO",
+        "ci/floors.txt",
         "skprivpred/__init__.py",
+        "skprivpred/py.typed",
         "skprivpred/datasets/__init__.py",
+        "tests/conftest.py",
+        "tests/test_packaging.py",
+        "docs/conf.py",
+        "docs/index.rst",
+        "docs/user_guide/deploying.rst",
+        "examples/README.rst",
+        "benchmarks/run.py",
     ]:
         assert required in names, required
+    unwanted = [
+        n
+        for n in names
+        if n.endswith((".pyc", ".skops", ".db", ".data", ".test", ".dat", ".whl", ".tar.gz"))
+        or any(part in n.split("/") for part in ("__pycache__", "_build", "generated"))
+        or any(part in n.split("/") for part in ("auto_examples", "results", ".venv", "dist"))
+        or n.startswith(("build/", ".git"))
+    ]
+    assert not unwanted, unwanted
 
 
 def test_wheel_contents(artifacts):
@@ -132,28 +184,135 @@ def test_wheel_contents(artifacts):
         metadata = archive.read(metadata_name).decode()
     assert "skprivpred/__init__.py" in names
     assert "skprivpred/datasets/_loaders.py" in names
+    assert "skprivpred/py.typed" in names  # PEP 561: the annotations are for users too
     assert not any(n.startswith(("tests/", "benchmarks/", "docs/", "examples/")) for n in names)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)
-    for line in ["Name: skprivpred", "Requires-Dist: scikit-learn>=1.6", "Requires-Python: >=3.10"]:
+    import skprivpred
+
+    for line in [
+        "Name: skprivpred",
+        f"Version: {skprivpred.__version__}",
+        "Requires-Dist: scikit-learn>=1.6",
+        "Requires-Dist: skops>=0.11",  # core: saving a fitted model never misses a package
+        "Requires-Python: >=3.10",
+        "Classifier: Typing :: Typed",
+        "Classifier: Operating System :: POSIX :: Linux",
+        *(f"Classifier: Programming Language :: Python :: 3.{minor}" for minor in range(10, 14)),
+        'Requires-Dist: pandas>=2.0; extra == "pandas"',
+        'Requires-Dist: pandas>=2.0; extra == "serve"',  # a DataFrame-fitted model is served
+        'Requires-Dist: pandas>=2.0; extra == "dask"',  # dask.dataframe needs both
+        'Requires-Dist: pyarrow>=14.0.1; extra == "dask"',
+    ]:
         assert line in metadata, line
+    # The long description is the README: no link that resolves only inside the repository.
+    relative = re.findall(r"\]\((?!https?://|#)([^)]+)\)", metadata)
+    assert not relative, relative
+
+
+# Pins that follow another package's floor rather than a line of pyproject.toml.
+_COMPANIONS = {"distributed": "dask", "psycopg-binary": "psycopg"}
+_RUNTIME_EXTRAS = ("pandas", "dask", "serve", "postgres")
+
+
+def _declared_floors():
+    """{name: floor} of the core dependencies and the runtime extras in pyproject.toml."""
+    from packaging.requirements import Requirement
+
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    blocks = [re.search(r"^dependencies = \[(.*?)^\]", text, re.S | re.M).group(1)]
+    for extra in _RUNTIME_EXTRAS:
+        block = re.search(rf"^{extra} = \[(.*?)\]$", text, re.S | re.M)
+        assert block, f"no extra {extra!r} in pyproject.toml"
+        blocks.append(block.group(1))
+    floors = {}
+    for block in blocks:
+        for spec in re.findall(r'"([^"]+)"', block):
+            requirement = Requirement(spec)
+            (floor,) = [s.version for s in requirement.specifier if s.operator == ">="]
+            floors[requirement.name.replace("_", "-").lower()] = floor
+    return floors
+
+
+def test_floors_file_pins_the_declared_floors():
+    """ci/floors.txt pins each runtime dependency at the floor pyproject.toml declares."""
+    from packaging.version import Version
+
+    pins = {}
+    for line in (ROOT / "ci" / "floors.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[name.replace("_", "-").lower()] = version
+    declared = _declared_floors()
+    assert set(declared) | set(_COMPANIONS) == set(pins), (sorted(declared), sorted(pins))
+    for name, pin in pins.items():
+        floor = declared[_COMPANIONS.get(name, name)]
+        assert Version(pin) == Version(floor), f"{name}: pinned {pin}, declared >={floor}"
+
+
+def _fresh_venv(tmp_path):
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], timeout=300)
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _pip_install(python, requirement, cwd):
+    # A plain (non-editable) install; the dependencies come from the registry, or from
+    # pip's cache.
+    _run(
+        [str(python), "-m", "pip", "install", "--no-input", requirement],
+        cwd=cwd,
+        env=_clean_env(),
+        timeout=900,
+    )
+
+
+def _elsewhere(tmp_path):
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    return work
 
 
 def test_wheel_installs_and_fits_in_a_fresh_environment(artifacts, tmp_path):
+    """``pip install skprivpred`` alone: import, fit, answer, and the metadata's version."""
     _, wheel = artifacts
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], timeout=300)
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    env = _clean_env()
-    # A plain (non-editable) install of the wheel file; its dependencies come
-    # from the registry, or from pip's cache.
-    _run(
-        [str(python), "-m", "pip", "install", "--no-input", str(wheel)],
-        cwd=tmp_path,
-        env=env,
-        timeout=900,
+    python = _fresh_venv(tmp_path)
+    _pip_install(python, str(wheel), tmp_path)
+    result = _run(
+        [str(python), "-I", "-c", _SMOKE, str(ROOT)],
+        cwd=_elsewhere(tmp_path),
+        env=_clean_env(),
+        timeout=300,
     )
-    work = tmp_path / "elsewhere"
-    work.mkdir()
-    result = _run([str(python), "-I", "-c", _SMOKE, str(ROOT)], cwd=work, env=env, timeout=300)
-    assert "OK" in result.stdout
-    assert "scikit-learn:" in result.stdout
+    assert f"OK {_package_version()}" in result.stdout
+    assert "scikit-learn:" in result.stdout and "skops:" in result.stdout
+
+
+def _package_version():
+    import skprivpred
+
+    return skprivpred.__version__
+
+
+def _readme_line_runs_the_quick_start(artifact, tmp_path):
+    """The README's install line with ``artifact`` for the name, then the quick start."""
+    extra = readme_install_extra()
+    python = _fresh_venv(tmp_path)
+    # The README's line is pip install "skprivpred[EXTRA]": the same requirement, with
+    # the built file in place of the registry.
+    _pip_install(python, f"skprivpred[{extra}] @ {artifact.resolve().as_uri()}", tmp_path)
+    script = tmp_path / "quick_start.py"
+    script.write_text(readme_quick_start(), encoding="utf-8")
+    result = _run(
+        [str(python), "-I", str(script)], cwd=_elsewhere(tmp_path), env=_clean_env(), timeout=600
+    )
+    # The last line prints ten answers and the budget spent by fifty.
+    assert result.stdout.strip().splitlines()[-1].endswith(" 50.0"), result.stdout
+
+
+def test_the_readme_install_line_runs_the_quick_start_from_the_wheel(artifacts, tmp_path):
+    _readme_line_runs_the_quick_start(artifacts[1], tmp_path)
+
+
+def test_the_readme_install_line_runs_the_quick_start_from_the_sdist(artifacts, tmp_path):
+    _readme_line_runs_the_quick_start(artifacts[0], tmp_path)

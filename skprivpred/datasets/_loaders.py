@@ -17,6 +17,19 @@ from ._fetch import _fetch_raw_files
 
 __all__ = ["load_adult", "load_magic"]
 
+
+def _pandas() -> Any:
+    """pandas, for ``as_frame=True`` (an optional dependency: the ``pandas`` extra)."""
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError(
+            'as_frame=True needs pandas: pip install "skprivpred[pandas]" (or, from a '
+            'checkout, pip install -e ".[pandas]"); as_frame=False returns NumPy arrays.'
+        ) from None
+    return pandas
+
+
 ADULT_FEATURE_NAMES = [
     "age",
     "workclass",
@@ -272,8 +285,7 @@ def load_adult(
 
     frame = None
     if as_frame:
-        import pandas as pd
-
+        pd = _pandas()
         frame = pd.DataFrame(
             {
                 feature: (
@@ -392,8 +404,7 @@ def load_magic(
 
     frame = None
     if as_frame:
-        import pandas as pd
-
+        pd = _pandas()
         frame = pd.DataFrame(data, columns=MAGIC_FEATURE_NAMES)
     return _result(
         data,

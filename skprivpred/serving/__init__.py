@@ -14,8 +14,9 @@ metrics, ``GET /openapi.json`` the API's schema and ``GET /health`` whether
 the ledger answers. Each ``/predict`` response leaves at a point of a public
 schedule (:class:`ReleaseSchedule`, on by default), so that its timing tells
 nothing about the training rows beyond a few bits per change of the schedule.
-Needs the ``serve`` extra (``pip install
-'skprivpred[serve]'``: Starlette, uvicorn, skops and prometheus_client).
+Needs the ``serve`` extra: ``pip install "skprivpred[serve]"``, or ``pip install -e
+".[serve]"`` from a checkout (Starlette, uvicorn, prometheus_client and pandas).
+:func:`save_model` and :func:`load_model` need only skops, a core dependency.
 """
 
 from ._model import load_model, save_model

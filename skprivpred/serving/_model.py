@@ -172,7 +172,14 @@ def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
         raise ValueError(_process_local_message(local))
     sio = _skops_io()
     try:
-        data = sio.dumps({"format": _FORMAT, "version": _VERSION, "estimator": estimator})
+        data = sio.dumps(
+            {
+                "format": _FORMAT,
+                "version": _VERSION,
+                "versions": _saving_versions(),
+                "estimator": estimator,
+            }
+        )
     except TypeError as exc:  # skops's UnsupportedTypeException says which type
         raise TypeError(f"save_model cannot write this estimator: {exc}") from None
     extra = sorted(set(sio.get_untrusted_types(data=data)) - set(default_trusted_types()))
@@ -297,7 +304,47 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
     local = process_local(estimator)
     if local is not None:
         raise ValueError(f"{name!r} is refused: {_process_local_message(local)}")
+    _check_versions(name, payload.get("versions"))
     return estimator
+
+
+def _saving_versions() -> dict[str, str]:
+    """The versions a model file records: whoever loads it must run the same ones."""
+    import sklearn
+
+    from .. import __version__
+
+    return {"scikit-learn": sklearn.__version__, "skprivpred": __version__}
+
+
+def _check_versions(name: str, recorded: Any) -> None:
+    """Refuse a model file saved under another scikit-learn or skprivpred version.
+
+    A fitted estimator's attributes (scikit-learn's and skprivpred's private state)
+    change between versions without notice: the same file could answer with another
+    law, or not at all. Refusing names both versions, so the operator knows which
+    one to install (or to refit and save under).
+    """
+    here = _saving_versions()
+    if not isinstance(recorded, dict) or not all(
+        isinstance(recorded.get(package), str) for package in here
+    ):
+        raise ValueError(
+            f"{name!r} does not record the scikit-learn and skprivpred versions that saved it "
+            f"(files written before skprivpred 0.3.0 do not); this is scikit-learn "
+            f"{here['scikit-learn']} with skprivpred {here['skprivpred']}: fit and save the "
+            "model again with these versions."
+        )
+    saved = {package: recorded[package] for package in here}
+    if saved != here:
+        raise ValueError(
+            f"{name!r} was saved with scikit-learn {saved['scikit-learn']} and skprivpred "
+            f"{saved['skprivpred']}, but this is scikit-learn {here['scikit-learn']} with "
+            f"skprivpred {here['skprivpred']}: a model file is served only by the versions "
+            "that saved it (a fitted estimator's state changes between versions). Serve it "
+            f"with scikit-learn=={saved['scikit-learn']} and skprivpred=={saved['skprivpred']} "
+            "installed, or fit and save it again with these versions."
+        )
 
 
 def _skops_io():
@@ -305,7 +352,8 @@ def _skops_io():
         import skops.io
     except ImportError:
         raise ImportError(
-            "model files are read and written with skops: pip install 'skprivpred[serve]'."
+            "model files are read and written with skops, a dependency of skprivpred: "
+            'pip install "skprivpred[serve]" (or, from a checkout, pip install -e ".[serve]").'
         ) from None
     return skops.io
 

@@ -108,7 +108,22 @@ def default_trusted_types() -> list[str]:
         for obj in (getattr(skprivpred, name) for name in skprivpred.__all__)
         if inspect.isclass(obj) and issubclass(obj, BaseEstimator) and not issubclass(obj, local)
     }
-    return sorted({TREE_TYPE, *SKPRIVPRED_STATE_TYPES, *estimators})
+    return sorted({TREE_TYPE, *SKPRIVPRED_STATE_TYPES, *estimators, *_version_specific_types()})
+
+
+def _version_specific_types() -> list[str]:
+    """Plain-data types that only some scikit-learn versions hold in a fitted estimator.
+
+    scikit-learn 1.5 to 1.7 keep a ``ColumnTransformer``'s remainder columns in a
+    ``_RemainderColsList`` (a ``list`` subclass with a deprecation flag), which skops
+    does not trust by default; it is trusted where it exists.
+    """
+    from sklearn.compose import _column_transformer
+
+    names = []
+    if hasattr(_column_transformer, "_RemainderColsList"):
+        names.append(_type_name(_column_transformer._RemainderColsList))
+    return names
 
 
 def _objects(root: Any) -> Iterator[Any]:
