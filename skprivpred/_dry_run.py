@@ -16,8 +16,9 @@ rows repeated to a fixed count), labelled by cycling through the public
 ``classes`` (or a grid of the public ``y_bounds``), and asks it the way the
 teachers are asked. When that fails, and the same dry run on a numeric
 version of the frame (every text column, whose entries are all strings,
-replaced by numbers) succeeds, the base estimator cannot read such rows at all: the call is refused with a
-message that names the columns and the fix, and nothing is charged. The
+replaced by numbers) succeeds, the base estimator cannot read such rows at
+all: the call is refused with a message that names the columns and the fix,
+and nothing is charged. The
 verdict depends on public information only; it is kept per fitted estimator
 and per signature of the queries (column names, dtypes and, for object
 columns, the Python types of their entries), so it costs two small fits per

@@ -186,5 +186,7 @@ def warn_user(message: str, category: type[Warning] = UserWarning, *, site: Site
         lineno,
         module=module,
         registry=registry,
-        module_globals=module_globals or None,
+        # No module_globals: linecache would ask the module's loader for its source,
+        # and ``python -c`` or an interactive session's __main__ (BuiltinImporter)
+        # raises ImportError there. The line is read from ``filename`` instead.
     )

@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, resolve_classes
 from ._dry_run import check_numeric_rows
-from ._isolation import WARNINGS_LOCK, ProcessState, teacher_call
+from ._isolation import teacher_call
 from ._semisupervised import (
     check_classes_exclude_marker,
     check_labelled_classes,
@@ -233,9 +233,9 @@ def _isolated_block(payload: bytes, values: np.ndarray, width: int) -> np.ndarra
     distinct, inverse = np.unique(bits, return_inverse=True)
     out = np.zeros((distinct.size, width))
     for k, value in enumerate(distinct.view(np.float64)):
-        # The snapshot is taken under the lock that teacher_call holds: no other
+        # teacher_call takes its snapshot once it holds the teachers' lock: no other
         # thread's teacher or basis runs between it and this value's restore.
-        with WARNINGS_LOCK, teacher_call(ProcessState()):
+        with teacher_call():
             try:
                 block = pickle.loads(payload).transform(np.full((1, 1), value))
                 block = np.asarray(block.toarray() if sparse.issparse(block) else block)
