@@ -161,8 +161,12 @@ class Computation:
             return ("failed", "BrokenProcessPool")
 
     def stop(self) -> None:
-        """Stop the child (a running computation is abandoned; its charge stands)."""
+        """Stop the child: queued computations are cancelled, a running one is waited for.
+
+        Waiting lets the executor's manager thread end here: left running, it
+        would write to a closed pipe at interpreter exit (a traceback in the log).
+        """
         with self._lock:
             executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+            executor.shutdown(wait=True, cancel_futures=True)
