@@ -24,6 +24,7 @@ The user's filters keep their meaning: under an ``"always"`` filter (as in
 from __future__ import annotations
 
 import os
+import runpy
 import sys
 import threading
 import types
@@ -53,8 +54,9 @@ def _skipped_directories() -> tuple[str, ...]:
 
 
 _SKIPPED: tuple[str, ...] | None = None
-# Single files of the standard library that run a worker's task (threading, runpy).
-_SKIPPED_FILES = {os.path.abspath(threading.__file__)}
+# Single files of the standard library that run a worker's task: threading, and runpy
+# (frozen from Python 3.11 on, a plain file before: a process pool's worker starts in it).
+_SKIPPED_FILES = {os.path.abspath(threading.__file__), os.path.abspath(runpy.__file__)}
 
 
 def _is_skipped(filename: str, skipped: tuple[str, ...]) -> bool:

@@ -1318,8 +1318,12 @@ _OVERRIDE_CONSTRAINTS = {
 
 
 def _as_column_if_1d(X):
-    """A 1-D array-like becomes one column; DataFrames and 2-D inputs are left as they are."""
-    if hasattr(X, "iloc"):
+    """A 1-D array-like becomes one column; DataFrames, sparse and 2-D inputs are left as they are.
+
+    (A sparse matrix is refused by the input check that follows, with a message that says
+    sparse input is not supported; ``np.asarray`` would hide it in a 0-d object array.)
+    """
+    if hasattr(X, "iloc") or sparse.issparse(X):
         return X
     X = np.asarray(X)
     return X.reshape(-1, 1) if X.ndim == 1 else X

@@ -198,9 +198,9 @@ def test_wheel_contents(artifacts):
         "Classifier: Typing :: Typed",
         "Classifier: Operating System :: POSIX :: Linux",
         *(f"Classifier: Programming Language :: Python :: 3.{minor}" for minor in range(10, 14)),
-        'Requires-Dist: pandas>=2.0; extra == "pandas"',
-        'Requires-Dist: pandas>=2.0; extra == "serve"',  # a DataFrame-fitted model is served
-        'Requires-Dist: pandas>=2.0; extra == "dask"',  # dask.dataframe needs both
+        'Requires-Dist: pandas>=2.0.3; extra == "pandas"',
+        'Requires-Dist: pandas>=2.0.3; extra == "serve"',  # a DataFrame-fitted model is served
+        'Requires-Dist: pandas>=2.0.3; extra == "dask"',  # dask.dataframe needs both
         'Requires-Dist: pyarrow>=14.0.1; extra == "dask"',
     ]:
         assert line in metadata, line
