@@ -10,16 +10,50 @@ refuse one with :func:`refuse_dask_collection`, before anything is charged.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import sys
 from types import ModuleType
 
 __all__ = [
+    "ANSWERING_METHODS",
     "DASK_INSTALL",
+    "DASK_METHODS",
+    "dask_methods",
     "import_dask",
+    "import_dask_for",
+    "install_dask_refusal",
+    "refusing_dask",
     "is_dask_collection",
     "refuse_dask_collection",
 ]
+
+#: The public methods of an estimator that read rows: each refuses a dask collection
+#: (:func:`install_dask_refusal`) unless :data:`DASK_METHODS` says it takes one.
+ANSWERING_METHODS = (
+    "fit",
+    "partial_fit",
+    "fit_predict",
+    "predict",
+    "predict_proba",
+    "predict_log_proba",
+    "decision_function",
+    "score",
+    "score_samples",
+)
+
+_TAKES = frozenset({"fit", "predict", "predict_proba", "decision_function"})
+
+#: The estimators that take dask collections, and in which methods (every other
+#: method of theirs, and every method of every other estimator, refuses one).
+DASK_METHODS: dict[str, frozenset[str]] = {
+    "skprivpred.sufficient.SufficientStatisticClassifier": _TAKES,
+    "skprivpred.sufficient.SufficientStatisticRegressor": _TAKES,
+    "skprivpred.aggregate.SubsampleAggregateClassifier": _TAKES,
+    "skprivpred.averaging.SubsampleAverageClassifier": _TAKES,
+    "skprivpred.averaging.SubsampleAverageRegressor": _TAKES,
+}
 
 # What every message about a missing part of the extra says.
 DASK_INSTALL = 'pip install "skprivpred[dask]" (or, from a checkout, pip install -e ".[dask]")'
@@ -38,6 +72,11 @@ def is_dask_collection(obj) -> bool:
     except ImportError:  # a broken or partial install: not a collection we can read
         return False
     return bool(dask_is_collection(obj))
+
+
+def dask_methods(cls: type) -> frozenset[str]:
+    """The methods of the class ``cls`` (not of its subclasses) that take dask collections."""
+    return DASK_METHODS.get(f"{cls.__module__}.{cls.__qualname__}", frozenset())
 
 
 def import_dask(*modules: str, who: str) -> list[ModuleType]:
@@ -69,6 +108,19 @@ def import_dask(*modules: str, who: str) -> list[ModuleType]:
     return imported
 
 
+def import_dask_for(*collections, who: str) -> None:
+    """Import every part of the dask extra that dask input needs, or raise ImportError.
+
+    Any dask input needs ``dask.array`` and ``distributed``; a ``dask.dataframe``
+    collection (among ``collections``) also ``pandas``, ``pyarrow`` and ``dask.dataframe``.
+    The message names the extra (:func:`import_dask`); nothing has been read or charged.
+    """
+    modules = ["dask", "dask.array", "distributed"]
+    if any(type(c).__module__.startswith("dask.dataframe") for c in collections):
+        modules += ["pandas", "pyarrow", "dask.dataframe"]
+    import_dask(*modules, who=who)
+
+
 def refuse_dask_collection(estimator, X, method: str, *, name: str = "X") -> None:
     """Refuse a dask collection for a method that does not take one, before any charge.
 
@@ -78,12 +130,59 @@ def refuse_dask_collection(estimator, X, method: str, *, name: str = "X") -> Non
     """
     if not is_dask_collection(X):
         return
+    takes = sorted(dask_methods(type(estimator)))
+    if takes:
+        hint = (
+            f"{type(estimator).__name__} takes dask collections in {', '.join(takes)}; call "
+            f"one of them (e.g. predict on the collection, then compare on the cluster), or "
+            f"compute the rows first ({name}.compute()) if they fit in memory."
+        )
+    else:
+        names = sorted(key.rsplit(".", 1)[1] for key in DASK_METHODS)
+        hint = (
+            f"{', '.join(names)} fit and answer dask collections where they live; for any "
+            f"other estimator, compute the rows first ({name}.compute()) if they fit in memory."
+        )
     raise TypeError(
         f"{type(estimator).__name__}.{method} does not take a dask collection as {name} "
         f"(got {type(X).__module__}.{type(X).__name__}): it would be computed whole into "
-        "this process. SufficientStatisticClassifier, SufficientStatisticRegressor, "
-        "SubsampleAggregateClassifier, SubsampleAverageClassifier and "
-        "SubsampleAverageRegressor fit and answer dask collections where they live; for "
-        f"any other estimator, compute the rows first ({name}.compute()) if they fit in "
-        "memory. Nothing was fitted, answered or charged."
+        f"this process. {hint} Nothing was fitted, answered or charged."
     )
+
+
+def refusing_dask(function, method: str):
+    """``function`` (a method) preceded by the refusal of a dask collection in any argument."""
+    names = list(inspect.signature(function).parameters)[1:]
+
+    @functools.wraps(function)
+    def refusing(self, *args, **kwargs):
+        if "dask" in sys.modules:  # no dask imported: no argument can be a collection
+            for position, value in enumerate(args):
+                name = names[position] if position < len(names) else f"argument {position + 1}"
+                refuse_dask_collection(self, value, method, name=name)
+            for name, value in kwargs.items():
+                refuse_dask_collection(self, value, method, name=name)
+        return function(self, *args, **kwargs)
+
+    refusing._refuses_dask = True  # type: ignore[attr-defined]
+    return refusing
+
+
+def install_dask_refusal(cls: type) -> None:
+    """Make every answering method that ``cls`` defines refuse dask collections first.
+
+    Called for every subclass of the private-predictor mixin (as scikit-learn's
+    ``_SetOutputMixin.__init_subclass__`` wraps ``transform``): each method of
+    :data:`ANSWERING_METHODS` defined in the class body is wrapped so that a dask
+    collection in any argument raises :func:`refuse_dask_collection`'s ``TypeError``
+    before the method runs (nothing validated, fitted, charged or computed), except
+    the methods :data:`DASK_METHODS` lists for the class.
+    """
+    takes = dask_methods(cls)
+    for method in ANSWERING_METHODS:
+        function = cls.__dict__.get(method)
+        if method in takes or not inspect.isfunction(function):
+            continue
+        if getattr(function, "_refuses_dask", False):
+            continue
+        setattr(cls, method, refusing_dask(function, method))
