@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
-from ._dask import refusing_dask, install_dask_refusal
+from ._dask import install_dask_refusal, refusing_dask
 from ._warnings import Site, clone_site, user_site, warn_user
 from .accounting import PrivacyAccountant, PrivacyGuarantee
 from .exceptions import BudgetExhaustedError, InvalidParameterError, PrivacyWarning

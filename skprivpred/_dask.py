@@ -186,3 +186,93 @@ def install_dask_refusal(cls: type) -> None:
         if getattr(function, "_refuses_dask", False):
             continue
         setattr(cls, method, refusing_dask(function, method))
+
+
+def _row_blocks(collection) -> list:
+    """One delayed object per row partition of a dask array, DataFrame or Series."""
+    if hasattr(collection, "chunks"):  # a dask array: whole rows in each block
+        if collection.ndim == 2:
+            return list(collection.rechunk({1: -1}).to_delayed()[:, 0])
+        return list(collection.to_delayed().reshape(-1))
+    return list(collection.to_delayed())
+
+
+def aligned_partitions(X, y) -> list[tuple]:
+    """``(X partition, y partition)`` pairs of delayed objects, one per row partition.
+
+    Two dask arrays with known row chunks are aligned by rechunking ``y`` like ``X``
+    (lazily); otherwise the collections must have as many row partitions, and
+    DataFrames with known divisions the same divisions. Whether each pair holds the
+    same number of rows is checked on the workers (no row is read here).
+    """
+    if hasattr(X, "chunks") and hasattr(y, "chunks"):
+        import math
+
+        known = not any(math.isnan(c) for c in (*X.chunks[0], *y.chunks[0]))
+        if known and y.shape[0] != X.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
+        if known and y.chunks[0] != X.chunks[0]:
+            y = y.rechunk({0: X.chunks[0]})
+    if getattr(X, "known_divisions", False) and getattr(y, "known_divisions", False):
+        if tuple(X.divisions) != tuple(y.divisions):
+            raise ValueError(
+                "X and y are dask DataFrame/Series with different divisions: pass y "
+                "partitioned like X (e.g. two selections of one DataFrame)."
+            )
+    X_blocks, y_blocks = _row_blocks(X), _row_blocks(y)
+    if len(X_blocks) != len(y_blocks):
+        raise ValueError(
+            f"X has {len(X_blocks)} row partitions and y has {len(y_blocks)}: pass y "
+            "partitioned like X (dask arrays with the same row chunks, or a DataFrame and a "
+            "Series with the same partitions)."
+        )
+    return list(zip(X_blocks, y_blocks))
+
+
+def reduce_partitions(function, pairs, *args, per_partition=None) -> list:
+    """``function(X_part, y_part, *args, *per_partition[i])`` for every pair, on the workers.
+
+    Runs on the current dask scheduler (the default ``distributed.Client`` if one is
+    active): each call runs where its partition is computed, and only its (small)
+    result comes back to this process, in partition order.
+    """
+    import dask
+
+    tasks = []
+    for i, (X_part, y_part) in enumerate(pairs):
+        extra = () if per_partition is None else tuple(per_partition[i])
+        tasks.append(dask.delayed(function, pure=True)(X_part, y_part, *args, *extra))
+    return list(dask.compute(*tasks)) if tasks else []
+
+
+def map_row_blocks(function, X, args, *, n_features: int, tail: tuple, dtype, who: str):
+    """``function(block, *args)`` on every row block of a dask array or DataFrame, lazily.
+
+    Returns a dask array with X's row partitioning: the same row chunks for a dask
+    array, one block per partition (of unknown length until computed) for a DataFrame.
+    ``tail`` is the shape of one row of the output (``()`` for one value per row).
+    """
+    import numpy as np
+
+    if hasattr(X, "chunks"):
+        if X.ndim != 2 or X.shape[1] != n_features:
+            raise ValueError(
+                f"{who}: X has shape {X.shape}, but the model was fitted on {n_features} features."
+            )
+        X = X.rechunk({1: -1})
+        if tail:
+            return X.map_blocks(
+                function,
+                *args,
+                chunks=(X.chunks[0], tail),
+                dtype=dtype,
+                meta=np.empty((0, *tail), dtype=dtype),
+            )
+        return X.map_blocks(
+            function, *args, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype=dtype)
+        )
+    if not hasattr(X, "columns") or len(X.columns) != n_features:
+        raise ValueError(
+            f"{who}: X must be a dask array or a dask DataFrame with {n_features} columns."
+        )
+    return X.map_partitions(function, *args, meta=np.empty((0, *tail), dtype=dtype))
