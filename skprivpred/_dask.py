@@ -173,14 +173,16 @@ def install_dask_refusal(cls: type) -> None:
 
     Called for every subclass of the private-predictor mixin (as scikit-learn's
     ``_SetOutputMixin.__init_subclass__`` wraps ``transform``): each method of
-    :data:`ANSWERING_METHODS` defined in the class body is wrapped so that a dask
+    :data:`ANSWERING_METHODS` that the class has (defined in its body or inherited
+    from a base that does not refuse yet) is wrapped so that a dask
     collection in any argument raises :func:`refuse_dask_collection`'s ``TypeError``
     before the method runs (nothing validated, fitted, charged or computed), except
     the methods :data:`DASK_METHODS` lists for the class.
     """
     takes = dask_methods(cls)
     for method in ANSWERING_METHODS:
-        function = cls.__dict__.get(method)
+        # The nearest definition, in the class or in a base (mixins of queries included).
+        function = next((k.__dict__[method] for k in cls.__mro__ if method in k.__dict__), None)
         if method in takes or not inspect.isfunction(function):
             continue
         if getattr(function, "_refuses_dask", False):
