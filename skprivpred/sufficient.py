@@ -724,7 +724,16 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
     def _phi(
         self, X: np.ndarray, private: list | None = None, widths: list | None = None
     ) -> np.ndarray:
-        return _features(X, *self._spec(private), widths)
+        return _features(
+            X,
+            self._numeric,
+            self._transformers,
+            self._groups,
+            self.norm_bound_,
+            self._nonnegative,
+            private,
+            widths,
+        )
 
     def _spec(self, private: list | None) -> tuple:
         """The public feature map as :func:`labelled_statistic` takes it (picklable)."""
@@ -760,6 +769,7 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         target description; sets the public fitted attributes and starts the streams.
         """
         regression = isinstance(self, RegressorMixin)
+        rows: _MemoryRows | _DaskRows
         if is_dask_collection(X) or is_dask_collection(y):
             rows = _DaskRows(self, X, y, regression)
         else:
@@ -938,6 +948,11 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
     4. **Answers**: ``predict`` is ``argmax`` of ``phi(x) . w``;
        ``predict_proba`` its sigmoid (softmax).
 
+    At most ``MAX_PUBLIC_ROWS`` (100,000) public rows build the basis and the
+    post-processing: with more, that many drawn without replacement by the fit
+    stream (from the public count alone), in memory and on a cluster alike.
+    ``X`` and ``y`` may be dask collections (see ``fit``).
+
     **Privacy guarantee.** One release: ``fit`` releases the model (like the
     exponential-mechanism learner, and unlike the prediction-privacy estimators
     of this library), and the model with every answer it ever gives is
@@ -1087,9 +1102,14 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_samples, n_features)
             Real-valued, finite rows: labelled private rows and unlabelled public rows.
-        y : array-like of shape (n_samples,)
+            A dask collection is read where it lives, partition by partition (``y``
+            must then be a dask collection partitioned alike): the client receives
+            counts, at most ``MAX_PUBLIC_ROWS`` public rows (a seeded sample, the
+            same as in memory) and one statistic per partition, never a labelled
+            row. See "Data on a cluster" in the user guide.
+        y : array-like or dask collection of shape (n_samples,)
             Labels in ``classes`` for the private rows, ``-1`` for the public rows.
         **fit_params : dict
             Not supported (``sample_weight`` is refused).
@@ -1128,8 +1148,9 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
@@ -1148,8 +1169,9 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
@@ -1168,8 +1190,9 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
@@ -1233,6 +1256,9 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
     ``predict(x) = clip(m + phi(x) . w, lo, hi)``. Default
     ``lam = sigma sqrt(d) / 2`` (``sigma`` the noise scale on the statistic's
     scale, ``d`` the number of basis features).
+
+    At most ``MAX_PUBLIC_ROWS`` public rows are used, as for the classifier;
+    ``X`` and ``y`` may be dask collections (see ``fit``).
 
     **Privacy guarantee.** One release, charged once in ``fit`` (before the noise is
     drawn): the model and all its answers are together ``(epsilon, delta)``-DP
@@ -1375,9 +1401,14 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_samples, n_features)
             Real-valued, finite rows: labelled private rows and unlabelled public rows.
-        y : array-like of shape (n_samples,)
+            A dask collection is read where it lives, partition by partition (``y``
+            must then be a dask collection partitioned alike): the client receives
+            counts, at most ``MAX_PUBLIC_ROWS`` public rows (a seeded sample, the
+            same as in memory) and one statistic per partition, never a labelled
+            row. See "Data on a cluster" in the user guide.
+        y : array-like or dask collection of shape (n_samples,)
             Targets for the private rows, NaN for the public rows.
         **fit_params : dict
             Not supported (``sample_weight`` is refused).
@@ -1408,8 +1439,9 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
