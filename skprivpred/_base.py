@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
+from ._dask import install_dask_refusal, refusing_dask
 from ._warnings import Site, clone_site, user_site, warn_user
 from .accounting import PrivacyAccountant, PrivacyGuarantee
 from .exceptions import BudgetExhaustedError, InvalidParameterError, PrivacyWarning
@@ -333,6 +334,12 @@ class PrivatePredictorMixin:
     privacy_guarantee_: PrivacyGuarantee
     _query_stream: QueryStream
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every answering method refuses a dask collection before it reads anything
+        # (only the estimators listed in skprivpred._dask.DASK_METHODS take one).
+        super().__init_subclass__(**kwargs)
+        install_dask_refusal(cls)
+
     def _start_streams(self, horizon: int | None = None) -> np.random.Generator:
         """Create the fit and query streams (and the horizon's ledger); returns the fit stream.
 
@@ -476,6 +483,21 @@ class PrivatePredictorMixin:
         except BudgetExhaustedError as refusal:
             raise self._model_refusal(refusal, epsilon, delta) from None
 
+    def _check_model_release(self, epsilon: float, delta: float, rho: float | None) -> None:
+        """Refuse, before any row is read, a model release that the budget refuses now.
+
+        The message is that of :meth:`_release_model`'s refusal; nothing is charged
+        (the release itself is charged, checked again, by :meth:`_release_model`).
+        """
+        accountant = self._charged_accountant()
+        if accountant is None:
+            return
+        for budget in [accountant, *accountant._linked()]:
+            if not budget.can_charge(1, epsilon, delta, rho=rho):
+                refusal = BudgetExhaustedError("refused")
+                refusal.budget = budget.name
+                raise self._model_refusal(refusal, epsilon, delta)
+
     def _model_refusal(
         self, refusal: BudgetExhaustedError, epsilon: float, delta: float
     ) -> BudgetExhaustedError:
@@ -559,6 +581,8 @@ class PrivatePredictorMixin:
             return super().score(X, y, sample_weight=sample_weight)  # type: ignore[misc]
         finally:
             _SCORING.reset(token)
+
+    score = refusing_dask(score, "score")
 
     def _charge_then_draw(self, n_rows, epsilon, delta, rho, draw, *, count: bool):
         if count:

@@ -26,6 +26,7 @@ __all__ = [
     "UNLABELLED",
     "check_classes_exclude_marker",
     "check_labelled_classes",
+    "check_row_kinds",
     "classification_rows",
     "labelled_mask_for_score",
     "regression_rows",
@@ -54,12 +55,17 @@ def unlabelled_mask(y: np.ndarray) -> np.ndarray:
 
 
 def _check_both_kinds(labelled: np.ndarray, marker: str) -> None:
-    if not labelled.any():
+    check_row_kinds(int(labelled.sum()), labelled.size, marker)
+
+
+def check_row_kinds(n_labelled: int, n_rows: int, marker: str) -> None:
+    """Refuse rows that are all labelled or all unlabelled (counts: public)."""
+    if n_labelled == 0:
         raise ValueError(
             f"y has no labelled row: every row is marked unlabelled ({marker}). The private "
             "statistic is computed from labelled rows; pass at least one."
         )
-    if labelled.all():
+    if n_labelled == n_rows:
         raise ValueError(
             f"y has no unlabelled public row (none is marked {marker}). The features and "
             "the post-processing are built from public rows only; mark the public rows of "

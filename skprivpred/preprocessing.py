@@ -31,6 +31,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._dask import refuse_dask_collection
 from ._typing import MatrixLike, Self
 
 __all__ = [
@@ -104,6 +105,7 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
         -------
         self : PublicOneHotEncoder
         """
+        refuse_dask_collection(self, X, "fit")
         validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
         if not isinstance(self.categories, list | tuple) or len(self.categories) != (
             self.n_features_in_
@@ -140,6 +142,7 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, sum of the category list lengths)
         """
+        refuse_dask_collection(self, X, "transform")
         check_is_fitted(self, "categories_")
         X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
         values = np.asarray(X, dtype=object)
@@ -362,6 +365,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : PublicScaler
         """
+        refuse_dask_collection(self, X, "fit")
         validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False)
         n = self.n_features_in_
         try:
@@ -396,6 +400,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_features)
         """
+        refuse_dask_collection(self, X, "transform")
         check_is_fitted(self, "n_features_in_")
         X = validate_data(self, X, reset=False, dtype=np.float64, copy=True)
         return self._map(X, self.n_features_in_)

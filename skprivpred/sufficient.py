@@ -42,14 +42,17 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, resolve_classes
+from ._dask import import_dask_for, is_dask_collection, map_row_blocks, reduce_partitions
 from ._dry_run import check_numeric_rows
 from ._isolation import teacher_call
 from ._semisupervised import (
     check_classes_exclude_marker,
     check_labelled_classes,
+    check_row_kinds,
     classification_rows,
     labelled_mask_for_score,
     regression_rows,
+    unlabelled_mask,
     warn_ignored_at_score,
     warn_unlabelled_at_fit,
 )
@@ -66,6 +69,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = [
     "GRID_STEPS",
+    "MAX_PUBLIC_ROWS",
     "SufficientStatisticClassifier",
     "SufficientStatisticRegressor",
 ]
@@ -74,6 +78,15 @@ __all__ = [
 #: ``gamma = sensitivity / (GRID_STEPS sqrt(d))``, so the rounding adds ``sqrt(d)``
 #: to an index sensitivity of ``GRID_STEPS sqrt(d)``: 1 % more noise.
 GRID_STEPS = 100
+
+#: At most this many public rows build the basis and the post-processing. With more
+#: public rows, ``MAX_PUBLIC_ROWS`` of them are drawn uniformly without replacement by
+#: the fit stream (a rule that reads only the number of public rows) and kept in their
+#: order; in memory and on a cluster alike, so that both fit the same model.
+MAX_PUBLIC_ROWS = 100_000
+
+# Distinct labels a partition of a dask y may hold (classes=None reads the label set).
+_MAX_LABELS = 1000
 
 # Knots of the default spline basis (quantiles of the public rows) and its degree.
 _N_KNOTS, _DEGREE = 5, 3
@@ -314,6 +327,267 @@ def _features(
     return phi
 
 
+def public_sample_ranks(n_public: int, rng: np.random.Generator) -> np.ndarray | None:
+    """Which public rows build the basis: ``None`` (all of them), else sorted ranks.
+
+    The rank of a public row is its position among the public rows. Reads only the
+    public count, never a value: the same rule for rows in memory and on a cluster.
+    """
+    if n_public <= MAX_PUBLIC_ROWS:
+        return None
+    return np.sort(rng.choice(n_public, size=MAX_PUBLIC_ROWS, replace=False))
+
+
+def labelled_statistic(X: np.ndarray, y: np.ndarray, spec: tuple, target: tuple) -> np.ndarray:
+    """The exact statistic of labelled rows ``X, y`` (a sum over rows: additive over parts).
+
+    ``spec`` holds the public feature map (the arguments of :func:`_features` after
+    ``X``); ``target`` is ``("classes", classes)`` or ``("bounds", lo, hi)``. The same
+    function computes the statistic of all labelled rows in memory and of each
+    partition of a dask collection on its worker.
+    """
+    phi = _features(X, *spec)
+    if target[0] == "bounds":
+        lo, hi = target[1], target[2]
+        return (np.clip(y, lo, hi) - 0.5 * (lo + hi)) @ phi
+    classes = target[1]
+    codes = np.searchsorted(classes, y)
+    if classes.size == 2:
+        return (codes - 0.5) @ phi
+    onehot = np.eye(classes.size)[codes] - 1.0 / classes.size
+    return onehot.T @ phi  # (k, d)
+
+
+# -- partitions of dask collections (each function runs on the worker holding it) ------------
+def _partition_rows(X_part, y_part, regression: bool):
+    """A partition's rows as a float array, its targets and its labelled mask."""
+    X = np.asarray(X_part, dtype=np.float64)
+    y = np.asarray(y_part)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if regression:
+        y = y.astype(np.float64)
+        return X, y, ~np.isnan(y)
+    return X, y, ~unlabelled_mask(y)
+
+
+def _labels(y: np.ndarray) -> np.ndarray:
+    return np.asarray(y.tolist()) if y.dtype == object else y
+
+
+def _count_partition(X_part, y_part, regression: bool, classes) -> dict:
+    """Pass 1: counts and the checks ``fit`` makes on rows in memory (no value leaves)."""
+    X = np.asarray(X_part)
+    y = np.asarray(y_part)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    out: dict = {"n_rows": int(X.shape[0]), "aligned": y.ndim == 1 and y.shape[0] == X.shape[0]}
+    if not out["aligned"]:
+        return out
+    out["finite"] = bool(np.all(np.isfinite(np.asarray(X, dtype=np.float64))))
+    if regression:
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            out["numeric"] = False
+            return out
+        out["numeric"], out["infinite"] = True, bool(np.isinf(y).any())
+        out["n_public"] = int(np.isnan(y).sum())
+        return out
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        out["nan"] = True
+        return out
+    public = unlabelled_mask(y)
+    out["n_public"] = int(public.sum())
+    labelled = _labels(y[~public])
+    if classes is not None:
+        try:
+            out["n_outside"] = int((~np.isin(labelled, classes)).sum())
+        except TypeError:
+            out["n_outside"] = int(labelled.size)
+    found = np.unique(labelled) if labelled.size else labelled
+    out["labels"] = found if found.size <= _MAX_LABELS else None
+    return out
+
+
+def _public_partition(X_part, y_part, regression: bool, ranks) -> np.ndarray:
+    """Pass 2: the partition's public rows (all, or those at the local ``ranks``)."""
+    X, _, labelled = _partition_rows(X_part, y_part, regression)
+    public = X[~labelled]
+    return public if ranks is None else public[ranks]
+
+
+def _statistic_partition(X_part, y_part, regression: bool, spec, target) -> tuple:
+    """Pass 3: the partition's statistic, its labelled count and whether it is finite."""
+    X, y, labelled = _partition_rows(X_part, y_part, regression)
+    X_labelled = X[labelled]
+    y_labelled = y[labelled] if regression else _labels(y[labelled])
+    finite = bool(np.all(np.isfinite(X_labelled)))
+    if not finite:  # refused in the client before the release (X changed between passes)
+        X_labelled = np.zeros_like(X_labelled)
+    return labelled_statistic(X_labelled, y_labelled, spec, target), int(labelled.sum()), finite
+
+
+def _answer_block(block, model, method: str) -> np.ndarray:
+    """A released model's answers to one block or partition of query rows (free)."""
+    return np.asarray(getattr(model, method)(block))
+
+
+# -- the rows of a fit: in memory, or partitions of dask collections ------------------------------
+class _MemoryRows:
+    """Rows in memory: validated as before; the statistic in one call."""
+
+    def __init__(self, owner, X, y, regression: bool) -> None:
+        X = owner._validate_X(X, reset=True)
+        check = regression_rows if regression else classification_rows
+        y, labelled = check(y, X.shape[0])
+        self.n_public = int((~labelled).sum())
+        self.n_labelled = int(labelled.sum())
+        warn_unlabelled_at_fit(
+            type(owner).__name__, self.n_public, labelled.size, regression=regression
+        )
+        y_labelled = y[labelled]
+        if not regression:
+            y_labelled = _labels(y_labelled)  # labels mixed with the integer marker -1
+            check_classification_targets(y_labelled)
+            check_labelled_classes(y_labelled, owner.classes)
+            self.classes = resolve_classes(owner.classes, y_labelled, type(owner).__name__)
+            check_classes_exclude_marker(self.classes)
+        self._X, self._y, self._labelled = X, y_labelled, labelled
+
+    def public_rows(self, ranks) -> np.ndarray:
+        public = self._X[~self._labelled]
+        return public if ranks is None else public[ranks]
+
+    def labelled_sum(self, spec: tuple, target: tuple) -> np.ndarray:
+        return labelled_statistic(self._X[self._labelled], self._y, spec, target)
+
+
+class _DaskRows:
+    """Rows in dask collections: every pass runs per partition, where the rows live.
+
+    Only counts, flags, label sets, the public rows (or the public sample) and the
+    per-partition statistics reach the client; the labelled rows never do.
+    """
+
+    def __init__(self, owner, X, y, regression: bool) -> None:
+        name = type(owner).__name__
+        import_dask_for(X, y, who=f"{name}.fit on a dask collection")
+        self._pairs = _dask_fit_input(owner, X, y)
+        self._regression = regression
+        classes = None
+        if not regression and owner.classes is not None:
+            classes = np.unique(np.asarray(owner.classes))
+        counts = reduce_partitions(_count_partition, self._pairs, regression, classes)
+        if not all(c["aligned"] for c in counts):
+            raise ValueError(
+                "X and y are dask collections whose partitions do not hold the same rows: pass "
+                "y partitioned like X (dask arrays with the same row chunks, or a DataFrame "
+                "and a Series with the same partitions, e.g. two selections of one DataFrame)."
+            )
+        n_rows = sum(c["n_rows"] for c in counts)
+        if not all(c["finite"] for c in counts):
+            raise ValueError("Input X contains NaN or infinity.")
+        if regression:
+            if not all(c["numeric"] for c in counts):
+                raise ValueError("y must be numeric (NaN marks an unlabelled row).")
+            if any(c["infinite"] for c in counts):
+                raise ValueError(
+                    "y must not contain infinity (NaN marks an unlabelled public row)."
+                )
+        elif any(c.get("nan") for c in counts):
+            raise ValueError(
+                "y must not contain NaN or infinity (a classifier marks its unlabelled rows "
+                "with -1)."
+            )
+        self._public_counts = [c["n_public"] for c in counts]
+        self.n_public = sum(self._public_counts)
+        self.n_labelled = n_rows - self.n_public
+        self._labelled_counts = [c["n_rows"] - c["n_public"] for c in counts]
+        marker = "y NaN" if regression else "y == -1"
+        check_row_kinds(self.n_labelled, n_rows, marker)
+        warn_unlabelled_at_fit(name, self.n_public, n_rows, regression=regression)
+        if regression:
+            return
+        if any(c["labels"] is None for c in counts):
+            raise ValueError(
+                f"y has more than {_MAX_LABELS} distinct labels in a partition: it is not a "
+                "classification target (pass the public label set as `classes`)."
+            )
+        labels = np.unique(np.concatenate([c["labels"] for c in counts]))
+        check_classification_targets(labels)
+        check_labelled_classes(labels, owner.classes)
+        outside = sum(c.get("n_outside", 0) for c in counts)
+        if outside:
+            raise ValueError(
+                f"y contains {outside} row(s) with labels outside `classes`; every "
+                "training label must belong to the public label set."
+            )
+        self.classes = resolve_classes(owner.classes, labels, name)
+        check_classes_exclude_marker(self.classes)
+
+    def public_rows(self, ranks) -> np.ndarray:
+        jobs, expected, start = [], [], 0
+        for pair, count in zip(self._pairs, self._public_counts):
+            if ranks is None:
+                local = None
+                expected.append(count)
+            else:
+                local = ranks[(ranks >= start) & (ranks < start + count)] - start
+                expected.append(local.size)
+            start += count
+            jobs.append((pair, local))
+        keep = [(pair, local) for (pair, local), n in zip(jobs, expected) if n > 0]
+        parts = reduce_partitions(
+            _public_partition,
+            [pair for pair, _ in keep],
+            self._regression,
+            per_partition=[(local,) for _, local in keep],
+        )
+        if [p.shape[0] for p in parts] != [n for n in expected if n > 0]:
+            raise RuntimeError(_CHANGED)
+        return np.concatenate(parts, axis=0)
+
+    def labelled_sum(self, spec: tuple, target: tuple) -> np.ndarray:
+        parts = reduce_partitions(_statistic_partition, self._pairs, self._regression, spec, target)
+        if [n for _, n, _ in parts] != self._labelled_counts or not all(f for _, _, f in parts):
+            raise RuntimeError(_CHANGED)
+        total = parts[0][0].copy()
+        for statistic, _, _ in parts[1:]:
+            total += statistic
+        return total
+
+
+_CHANGED = (
+    "the dask collections X and y gave other rows in a later pass than in the first (fit "
+    "reads them three times: counts, public rows, labelled statistic). Persist them "
+    "(X, y = dask.persist(X, y)) or make their source deterministic. Nothing was charged."
+)
+
+
+def _dask_fit_input(owner, X, y) -> list:
+    """Check the schema of dask ``X``, set ``n_features_in_``; the aligned partitions."""
+    from ._dask import aligned_partitions
+
+    if not (is_dask_collection(X) and is_dask_collection(y)):
+        raise TypeError(
+            f"{type(owner).__name__}.fit takes X and y both as dask collections, partitioned "
+            f"alike, or both in memory; got X of type {type(X).__name__} and y of type "
+            f"{type(y).__name__}."
+        )
+    meta = getattr(X, "_meta", None)
+    if hasattr(X, "columns"):
+        check_numeric_rows(owner, meta)
+        validate_data(owner, meta, reset=True, dtype=np.float64, ensure_min_samples=0)
+    else:
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (rows, features), got a dask array of {X.ndim} dim.")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X must be numeric, got a dask array of dtype {X.dtype}.")
+        validate_data(owner, np.empty((0, X.shape[1])), reset=True, ensure_min_samples=0)
+    return aligned_partitions(X, y)
+
+
 # -- post-processing (free) -----------------------------------------------------------------------
 def _newton(objective, hessp, x0, tol):
     """Minimise a smooth strictly convex objective by truncated Newton (Newton-CG)."""
@@ -426,13 +700,12 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
             check_numeric_rows(self, X)  # string columns: name them and public_preprocessor
             raise
 
-    def _fit_features(self, X: np.ndarray, public: np.ndarray) -> None:
-        X_public = X[public]
+    def _fit_features(self, X_public: np.ndarray) -> None:
         if self.schema is not None:
-            numeric, groups = _schema_layout(self.schema, X.shape[1])
+            numeric, groups = _schema_layout(self.schema, X_public.shape[1])
         else:
             groups = detect_groups(X_public)
-            grouped = np.zeros(X.shape[1], dtype=bool)
+            grouped = np.zeros(X_public.shape[1], dtype=bool)
             for g in groups:
                 grouped[g] = True
             numeric = np.flatnonzero(~grouped)
@@ -462,25 +735,99 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
             widths,
         )
 
-    def _fit_phi(self, X: np.ndarray, labelled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Fit the basis on the public rows; ``phi`` of the labelled rows and of the public rows.
+    def _spec(self, private: list | None) -> tuple:
+        """The public feature map as :func:`labelled_statistic` takes it (picklable)."""
+        return (
+            self._numeric,
+            self._transformers,
+            self._groups,
+            self.norm_bound_,
+            self._nonnegative,
+            private,
+        )
+
+    def _public_features(self, X_public: np.ndarray) -> tuple[np.ndarray, tuple]:
+        """Fit the basis on the public rows; their ``phi`` and the labelled rows' feature map.
 
         The public rows go first, as one batch (a failure there is public and raises);
         a user basis then gives each labelled row's block from that row's value alone
         (:func:`_isolated_block`), each value through its own copy of the transformer
         as fitted on the public rows, with the width of its output on them.
         """
-        self._fit_features(X, ~labelled)
+        self._fit_features(X_public)
         if isinstance(self.basis, str):  # row-wise by construction: batched
-            return self._phi(X[labelled]), self._phi(X[~labelled])
+            return self._phi(X_public), self._spec(None)
         payloads = _copy_payloads(self.basis, self._transformers)  # before any transform
         widths: list = []
-        phi_public = self._phi(X[~labelled], widths=widths)
-        return self._phi(X[labelled], list(zip(payloads, widths))), phi_public
+        phi_public = self._phi(X_public, widths=widths)
+        return phi_public, self._spec(list(zip(payloads, widths)))
+
+    def _prepare(self, X, y, checked):
+        """Rows, public basis and exact statistic, in memory or on a cluster (atomic block).
+
+        Returns the statistic (secret), the noise plan, the public rows' features and the
+        target description; sets the public fitted attributes and starts the streams.
+        """
+        regression = isinstance(self, RegressorMixin)
+        rows: _MemoryRows | _DaskRows
+        if is_dask_collection(X) or is_dask_collection(y):
+            rows = _DaskRows(self, X, y, regression)
+        else:
+            rows = _MemoryRows(self, X, y, regression)
+        target = ("bounds", *checked) if regression else ("classes", rows.classes)
+        fit_rng = self._start_streams()
+        X_public = rows.public_rows(public_sample_ranks(rows.n_public, fit_rng))
+        phi_public, spec = self._public_features(X_public)
+        statistic = rows.labelled_sum(spec, target)
+        self.n_public_ = int(rows.n_public)
+        self.n_labelled_ = int(rows.n_labelled)
+        B = self.norm_bound_
+        if regression:
+            sensitivity = (checked[1] - checked[0]) * B
+        else:
+            k = rows.classes.size
+            self.classes_ = rows.classes
+            if k == 2:
+                sensitivity = B
+            else:
+                general = 2.0 * B * math.sqrt((k - 1) / k)
+                sensitivity = math.sqrt(2.0) * B if self._nonnegative else general
+        return statistic, self._noise_plan(sensitivity, statistic.size), phi_public, target
+
+    def _begin_fit(self, fit_params) -> Any:
+        """Parameters, then the budget, before any row is read (nothing charged)."""
+        checked = self._check_fit_arguments(fit_params)
+        self._check_model_release(float(self.epsilon), float(self.delta), self._rho())
+        return checked
+
+    def _public_model(self):
+        """A copy of the released model to answer on workers (no accountant, no streams)."""
+        model = copy.copy(self)
+        model.__dict__ = {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("_query_stream", "_horizon_accountant", "accountant")
+        }
+        model.accountant = None
+        return model
+
+    def _answer(self, X, method: str, tail: tuple, dtype):
+        """Answers of ``method`` to a dask collection, as a lazy collection (free)."""
+        name = f"{type(self).__name__}.{method}"
+        check_is_fitted(self, "privacy_guarantee_")
+        import_dask_for(X, who=f"{name} on a dask collection")
+        return map_row_blocks(
+            _answer_block,
+            X,
+            (self._public_model(), method),
+            n_features=self.n_features_in_,
+            tail=tail,
+            dtype=dtype,
+            who=name,
+        )
 
     # -- the one release ----------------------------------------------------------------------
-    def _noise_plan(self, sensitivity: float, size: int) -> dict:
-        """Public grid step and integer noise scale for an L2 ``sensitivity`` in ``size`` values."""
+    def _rho(self) -> float:
         rho = rho_cap(float(self.epsilon), float(self.delta))
         if rho <= 0:
             raise InvalidParameterError(
@@ -488,6 +835,11 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
                 "(the conversion's orders do not reach so small an epsilon); use a larger "
                 "epsilon."
             )
+        return rho
+
+    def _noise_plan(self, sensitivity: float, size: int) -> dict:
+        """Public grid step and integer noise scale for an L2 ``sensitivity`` in ``size`` values."""
+        rho = self._rho()
         root = math.sqrt(size)
         step = sensitivity / (GRID_STEPS * root)
         index_sensitivity = (GRID_STEPS + 1) * root  # sensitivity / step + sqrt(size)
@@ -553,24 +905,11 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         """
         probe = copy.copy(self)
         probe.__dict__ = dict(self.__dict__)
-        statistic, plan, _, _ = probe._prepare(X, y, {})
+        statistic, plan, _, _ = probe._prepare(X, y, probe._check_fit_arguments({}))
         return statistic, plan
 
     def _lam(self, sigma: float, d: int, divisor: float) -> float:
         return float(sigma * math.sqrt(d) / divisor) if self.lam is None else float(self.lam)
-
-    def _common_fit_start(self, X, y, fit_params, rows):
-        """Parameters, then rows and targets (in an atomic block: sets ``n_features_in_``)."""
-        checked = self._check_fit_arguments(fit_params)
-        X = self._validate_X(X, reset=True)
-        y, labelled = rows(y, X.shape[0])
-        warn_unlabelled_at_fit(
-            type(self).__name__,
-            int((~labelled).sum()),
-            labelled.size,
-            regression=rows is regression_rows,
-        )
-        return checked, X, y, labelled
 
 
 class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
@@ -608,6 +947,11 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
        features.
     4. **Answers**: ``predict`` is ``argmax`` of ``phi(x) . w``;
        ``predict_proba`` its sigmoid (softmax).
+
+    At most ``MAX_PUBLIC_ROWS`` (100,000) public rows build the basis and the
+    post-processing: with more, that many drawn without replacement by the fit
+    stream (from the public count alone), in memory and on a cluster alike.
+    ``X`` and ``y`` may be dask collections (see ``fit``).
 
     **Privacy guarantee.** One release: ``fit`` releases the model (like the
     exponential-mechanism learner, and unlike the prediction-privacy estimators
@@ -758,9 +1102,14 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_samples, n_features)
             Real-valued, finite rows: labelled private rows and unlabelled public rows.
-        y : array-like of shape (n_samples,)
+            A dask collection is read where it lives, partition by partition (``y``
+            must then be a dask collection partitioned alike): the client receives
+            counts, at most ``MAX_PUBLIC_ROWS`` public rows (a seeded sample, the
+            same as in memory) and one statistic per partition, never a labelled
+            row. See "Data on a cluster" in the user guide.
+        y : array-like or dask collection of shape (n_samples,)
             Labels in ``classes`` for the private rows, ``-1`` for the public rows.
         **fit_params : dict
             Not supported (``sample_weight`` is refused).
@@ -771,8 +1120,9 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
             The fitted estimator (the released model).
         """
         with self._unchanged_on_error():
-            statistic, plan, phi_public, k = self._prepare(X, y, fit_params)
-            self._start_streams()
+            checked = self._begin_fit(fit_params)
+            statistic, plan, phi_public, _ = self._prepare(X, y, checked)
+            k = self.classes_.size
             released = self._release_statistic(statistic, plan)
             self._released_statistic = released
             n_labelled, d = self.n_labelled_, phi_public.shape[1]
@@ -793,50 +1143,23 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
             self._set_guarantee(plan, d, lam, {"n_classes": int(k)})
         return self
 
-    def _prepare(self, X, y, fit_params):
-        """Validate, build the public basis and the exact statistic (call in an atomic block).
-
-        Returns the statistic (secret), the noise plan, the public rows' features and the
-        number of classes; sets the public fitted attributes.
-        """
-        _, X, y, labelled = self._common_fit_start(X, y, fit_params, classification_rows)
-        y_labelled = y[labelled]
-        if y_labelled.dtype == object:  # labels mixed with the integer marker -1
-            y_labelled = np.asarray(y_labelled.tolist())
-        check_classification_targets(y_labelled)
-        check_labelled_classes(y_labelled, self.classes)
-        classes = resolve_classes(self.classes, y_labelled, type(self).__name__)
-        check_classes_exclude_marker(classes)
-        phi_labelled, phi_public = self._fit_phi(X, labelled)
-        k = classes.size
-        codes = np.searchsorted(classes, y_labelled)
-        B = self.norm_bound_
-        if k == 2:
-            statistic = (codes - 0.5) @ phi_labelled
-            sensitivity = B
-        else:
-            onehot = np.eye(k)[codes] - 1.0 / k
-            statistic = onehot.T @ phi_labelled  # (k, d)
-            general = 2.0 * B * math.sqrt((k - 1) / k)
-            sensitivity = math.sqrt(2.0) * B if self._nonnegative else general
-        self.classes_ = classes
-        self.n_public_ = int(phi_public.shape[0])
-        self.n_labelled_ = int(phi_labelled.shape[0])
-        return statistic, self._noise_plan(sensitivity, statistic.size), phi_public, k
-
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """``phi(x) . w`` (binary) or one score per class (free post-processing).
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
         ndarray of shape (n_queries,) or (n_queries, n_classes)
             Scores; nothing is charged.
         """
+        if is_dask_collection(X):
+            tail = () if self._coef.ndim == 1 else (self.classes_.size,)
+            return self._answer(X, "decision_function", tail, np.float64)
         check_is_fitted(self, "privacy_guarantee_")
         phi = self._phi(self._validate_X(X, reset=False))
         return phi @ self._coef if self._coef.ndim == 1 else phi @ self._coef.T
@@ -846,13 +1169,16 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
         ndarray of shape (n_queries, n_classes)
         """
+        if is_dask_collection(X):
+            return self._answer(X, "predict_proba", (self.classes_.size,), np.float64)
         scores = self.decision_function(X)
         if scores.ndim == 1:
             p = expit(scores)
@@ -864,14 +1190,17 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
         ndarray of shape (n_queries,)
             Labels from ``classes_``; nothing is charged.
         """
+        if is_dask_collection(X):
+            return self._answer(X, "predict", (), self.classes_.dtype)
         scores = self.decision_function(X)
         index = (scores > 0).astype(np.intp) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[index]
@@ -927,6 +1256,9 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
     ``predict(x) = clip(m + phi(x) . w, lo, hi)``. Default
     ``lam = sigma sqrt(d) / 2`` (``sigma`` the noise scale on the statistic's
     scale, ``d`` the number of basis features).
+
+    At most ``MAX_PUBLIC_ROWS`` public rows are used, as for the classifier;
+    ``X`` and ``y`` may be dask collections (see ``fit``).
 
     **Privacy guarantee.** One release, charged once in ``fit`` (before the noise is
     drawn): the model and all its answers are together ``(epsilon, delta)``-DP
@@ -1069,9 +1401,14 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_samples, n_features)
             Real-valued, finite rows: labelled private rows and unlabelled public rows.
-        y : array-like of shape (n_samples,)
+            A dask collection is read where it lives, partition by partition (``y``
+            must then be a dask collection partitioned alike): the client receives
+            counts, at most ``MAX_PUBLIC_ROWS`` public rows (a seeded sample, the
+            same as in memory) and one statistic per partition, never a labelled
+            row. See "Data on a cluster" in the user guide.
+        y : array-like or dask collection of shape (n_samples,)
             Targets for the private rows, NaN for the public rows.
         **fit_params : dict
             Not supported (``sample_weight`` is refused).
@@ -1082,8 +1419,8 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
             The fitted estimator (the released model).
         """
         with self._unchanged_on_error():
-            statistic, plan, phi_public, (lo, hi) = self._prepare(X, y, fit_params)
-            self._start_streams()
+            checked = self._begin_fit(fit_params)
+            statistic, plan, phi_public, (_, lo, hi) = self._prepare(X, y, checked)
             released = self._release_statistic(statistic, plan)
             self._released_statistic = released
             d = phi_public.shape[1]
@@ -1097,30 +1434,22 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
             self._set_guarantee(plan, d, lam, {"y_bounds": (lo, hi)})
         return self
 
-    def _prepare(self, X, y, fit_params):
-        """Validate, build the public basis and the exact statistic (call in an atomic block)."""
-        (lo, hi), X, y, labelled = self._common_fit_start(X, y, fit_params, regression_rows)
-        phi_labelled, phi_public = self._fit_phi(X, labelled)
-        centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        statistic = (np.clip(y[labelled], lo, hi) - centre) @ phi_labelled
-        self.n_public_ = int(phi_public.shape[0])
-        self.n_labelled_ = int(phi_labelled.shape[0])
-        plan = self._noise_plan(2.0 * half * self.norm_bound_, statistic.size)
-        return statistic, plan, phi_public, (lo, hi)
-
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Predictions of the released model, clipped to ``y_bounds`` (free).
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, DataFrame, dask array, dask DataFrame} of shape (n_queries, n_features)
+            Query rows. For a dask collection the answer is a lazy dask array with
+            its row partitioning (free: the released model's post-processing).
 
         Returns
         -------
         ndarray of shape (n_queries,)
             Nothing is charged.
         """
+        if is_dask_collection(X):
+            return self._answer(X, "predict", (), np.float64)
         check_is_fitted(self, "privacy_guarantee_")
         phi = self._phi(self._validate_X(X, reset=False))
         return np.clip(self._y_centre + phi @ self._coef, *self._y_range)

@@ -16,6 +16,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._base import PrivatePredictorMixin, keep_frame, resolve_classes
+from .._dask import refuse_dask_collection
 from .._isolation import captured_warnings
 from .._teachers import take_rows
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -479,6 +480,7 @@ class PrivateGridSearchCV(
         -------
         ndarray of shape (n_queries,)
         """
+        refuse_dask_collection(self, X, "predict")
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
