@@ -298,7 +298,8 @@ def _assign(x_part, y_part, offset: int, length: int, key, n_samples: int, kind,
     if x_part.shape[0] != length or len(y_part) != length:
         raise SourceChangedError(_CHANGED)
     if kind == "array":
-        frame = pd.DataFrame(np.asarray(x_part))
+        x_part = np.asarray(x_part)  # (string column names: the shuffle keeps those only)
+        frame = pd.DataFrame(x_part, columns=[f"x{i}" for i in range(x_part.shape[1])])
     else:
         frame = x_part.reset_index(drop=True)
     frame[target] = np.asarray(y_part)
@@ -439,10 +440,17 @@ def _fit_on_cluster(client, blocks, estimator, seeds, classes, kind, target, fal
                 raise SourceChangedError(_CHANGED)
             raise error
 
-    fits = {submit(j, "first"): j for j in range(len(blocks))}
     payloads: list = [None] * len(blocks)
     killed = []
+    fits: dict = {}
     try:
+        # Every block is in the cluster's memory (or spilled) before any fit starts: a worker
+        # that a teacher kills then takes only fits with it (retried below), never a piece of
+        # the shuffle; and the fits read the blocks, not the source.
+        wait(block_futures)
+        for j in range(len(blocks)):
+            upstream_error(j)
+        fits = {submit(j, "first"): j for j in range(len(blocks))}
         for future in as_completed(list(fits)):
             j = fits[future]
             if future.status == "finished":
