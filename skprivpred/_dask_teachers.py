@@ -108,7 +108,7 @@ class KeyedParts(Sequence):
     def __len__(self) -> int:
         return len(self._sizes)
 
-    def __getitem__(self, j):  # type: ignore[override]
+    def __getitem__(self, j):
         if isinstance(j, slice):
             return [self[k] for k in range(*j.indices(len(self)))]
         start = int(self._starts[j])
@@ -323,7 +323,7 @@ def _fit_block(block, estimator, seeds: dict, classes, kind: str, target: str, f
         y_part = np.asarray(block[target].to_numpy())
         y_index = None if classes is None else np.searchsorted(classes, y_part)
         [teacher] = _fit_batch(estimator, [(seeds, X_part, y_part, y_index)], fallback)
-        import cloudpickle
+        import cloudpickle  # type: ignore[import-untyped]
 
         return cloudpickle.dumps(teacher)
     except BaseException:  # noqa: BLE001 - whether a fit fails depends on the block's rows

@@ -71,6 +71,7 @@ class SubsampleMixin(PrivatePredictorMixin):
     # Constructor parameters of every subclass (declared for type checking only).
     estimator: Any
     n_jobs: int | None
+    classes: Any  # (the classifiers')
 
     def _base_estimator(self):
         """``estimator``, or the default one (its type is checked by ``_validate_params``)."""
@@ -147,6 +148,7 @@ class SubsampleMixin(PrivatePredictorMixin):
         dask_rows = isinstance(X, DaskTrainingRows)  # rows on a cluster: fitted where they live
         self._check_n_teachers(n_teachers, X.n_samples if dask_rows else y.shape[0])
         fit_rng = self._start_streams(horizon)
+        parts: Any
         if dask_rows:
             teachers, parts = fit_dask_teachers(clone(estimator), X, n_teachers, fit_rng, fallback)
         else:
