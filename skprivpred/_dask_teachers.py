@@ -176,13 +176,34 @@ def _as_parts(X, y, who: str) -> tuple[list, list, str, Any, Any]:
                 f"{y.npartitions}; build both from one collection (X = df[features], "
                 "y = df[label])."
             )
-        return list(X.to_delayed()), list(y.to_delayed()), "frame", X._meta, y._meta
+        # One collection of X's columns and y, cut into partitions once: read_parquet (and
+        # other sources) may fuse partitions differently for different column selections.
+        target = _free_name(_TARGET, set(map(str, X.columns)))
+        try:
+            combined = X.assign(**{target: y})
+        except Exception as error:  # noqa: BLE001 - dask's alignment errors vary by version
+            raise ValueError(
+                "X and y must be aligned: partitions of one collection (X = df[features], "
+                f"y = df[label]); dask could not align them ({type(error).__name__})."
+            ) from None
+        from dask import delayed
+
+        columns = list(X.columns)
+        parts = combined.to_delayed()
+        x_parts = [delayed(_select, pure=True)(part, columns) for part in parts]
+        y_parts = [delayed(_select, pure=True)(part, target) for part in parts]
+        return x_parts, y_parts, "frame", X._meta, y._meta
     raise TypeError(
         "X must be a dask.array.Array or a dask.dataframe.DataFrame (with y a dask array or "
         f"Series like it), got {type(X).__module__}.{type(X).__name__} with "
         f"{type(y).__module__}.{type(y).__name__}; pass both as dask collections or both "
         "in memory."
     )
+
+
+def _select(frame, columns):
+    """Columns of one partition (a DataFrame for a list, a Series for one name)."""
+    return frame[columns]
 
 
 def _summarize(x_part, y_part, classify: bool, y_numeric: bool) -> dict:
