@@ -18,7 +18,8 @@ from sklearn.base import clone
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import PrivatePredictorMixin, finite_target_column, keep_frame
+from ._base import PrivatePredictorMixin, finite_target_column, keep_frame, resolve_classes
+from ._dask_teachers import DaskTrainingRows, dask_training_rows, fit_dask_teachers
 from ._dry_run import check_teachers_can_read
 from ._teachers import ConstantTeacher, fit_teachers, random_partition
 from ._warnings import warn_user
@@ -70,6 +71,7 @@ class SubsampleMixin(PrivatePredictorMixin):
     # Constructor parameters of every subclass (declared for type checking only).
     estimator: Any
     n_jobs: int | None
+    classes: Any  # (the classifiers')
 
     def _base_estimator(self):
         """``estimator``, or the default one (its type is checked by ``_validate_params``)."""
@@ -90,6 +92,19 @@ class SubsampleMixin(PrivatePredictorMixin):
         y = finite_target_column(y)
         _refuse_non_scalar_entries(X_checked)
         return keep_frame(X, X_checked), y
+
+    def _validate_dask_training_data(self, X, y, *, classify: bool, y_numeric: bool = False):
+        """Dask training rows checked where they live (:mod:`skprivpred._dask_teachers`).
+
+        For a classifier the public label set is resolved as in memory
+        (``classes``, or the labels present with a :class:`PrivacyWarning`)
+        and kept on the returned rows for the teachers' label indices.
+        """
+        rows = dask_training_rows(self, X, y, classify=classify, y_numeric=y_numeric)
+        if classify:
+            assert rows.labels is not None
+            rows.classes = resolve_classes(self.classes, rows.labels, type(self).__name__)
+        return rows
 
     @staticmethod
     def _check_n_teachers(n_teachers: int, n_samples: int) -> None:
@@ -119,18 +134,28 @@ class SubsampleMixin(PrivatePredictorMixin):
     ) -> list:
         """Partition from the fit stream and fit one teacher per part.
 
+        ``X`` may be :class:`~skprivpred._dask_teachers.DaskTrainingRows` (from
+        :meth:`_validate_dask_training_data`; ``y`` and ``y_index`` are then
+        None): the teachers are then fitted on the cluster's workers, each on
+        the block the same keyed partition gives it in memory.
+
         Sets ``_partition`` and ``n_teachers_``, and starts the query stream
         (with the public query ``horizon``, if any, counted in the ledger). A
         teacher whose ``fit`` raises is replaced by ``fallback`` (a constant
         teacher of a public value): whether a fit fails depends on the rows of
         its part, and a service that refits must not show it.
         """
-        self._check_n_teachers(n_teachers, y.shape[0])
+        dask_rows = isinstance(X, DaskTrainingRows)  # rows on a cluster: fitted where they live
+        self._check_n_teachers(n_teachers, X.n_samples if dask_rows else y.shape[0])
         fit_rng = self._start_streams(horizon)
-        parts = random_partition(y.shape[0], n_teachers, fit_rng)
-        teachers = fit_teachers(
-            clone(estimator), X, y, y_index, parts, fit_rng, self.n_jobs, fallback=fallback
-        )
+        parts: Any
+        if dask_rows:
+            teachers, parts = fit_dask_teachers(clone(estimator), X, n_teachers, fit_rng, fallback)
+        else:
+            parts = random_partition(y.shape[0], n_teachers, fit_rng)
+            teachers = fit_teachers(
+                clone(estimator), X, y, y_index, parts, fit_rng, self.n_jobs, fallback=fallback
+            )
         self._partition = parts
         self.n_teachers_ = n_teachers
         self._teacher_template = clone(estimator)  # what the dry run of a query call clones

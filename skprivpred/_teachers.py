@@ -49,6 +49,7 @@ from ._isolation import (
     teacher_call,
     teacher_run,
 )
+from ._permutation import KeyedPermutation
 from ._trees import StackedTrees, is_stackable
 from .preprocessing import is_public
 
@@ -87,11 +88,17 @@ FIT_TASKS_PER_JOB = 64
 def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Split ``range(n_samples)`` into ``n_parts`` disjoint random blocks.
 
-    The blocks come from one uniform permutation drawn from ``rng``, cut by
+    The blocks come from one keyed permutation of ``[0, n_samples)``
+    (:class:`~skprivpred._permutation.KeyedPermutation`, its key drawn from
+    ``rng``: the same number of draws whatever ``n_samples``), cut by
     ``numpy.array_split`` (sizes ``floor(n/r)`` or ``ceil(n/r)``, never empty
-    when ``n_parts <= n_samples``). Nothing about the data is used.
+    when ``n_parts <= n_samples``): block ``j`` holds the rows whose permuted
+    position falls in the ``j``-th cut, ordered by position. Rows on a cluster
+    are cut by the same function, partition by partition
+    (:mod:`skprivpred._dask_teachers`), into the same blocks. Nothing about
+    the data is used.
     """
-    return np.array_split(rng.permutation(n_samples), n_parts)
+    return np.array_split(KeyedPermutation.from_rng(n_samples, rng).order(), n_parts)
 
 
 def take_rows(X, index: np.ndarray | slice):
@@ -223,6 +230,18 @@ def _fit_batch(estimator, jobs: list, fallback=None) -> list:
     return teachers
 
 
+def teacher_seeds(estimator, n_teachers: int, rng: np.random.Generator) -> list[dict]:
+    """The ``random_state`` parameters of every teacher, drawn from the fit stream ``rng``.
+
+    One draw per unset ``random_state`` parameter of ``estimator`` and per
+    teacher, in teacher order: the teachers fitted in memory
+    (:func:`fit_teachers`) and on a cluster (:mod:`skprivpred._dask_teachers`)
+    get the same seeds from the same stream.
+    """
+    keys = _seed_keys(estimator)
+    return [{key: int(rng.integers(0, 2**31 - 1)) for key in keys} for _ in range(n_teachers)]
+
+
 def fit_teachers(
     estimator,
     X,
@@ -258,8 +277,7 @@ def fit_teachers(
         fallback = ConstantTeacher(fallback)
     if holds_warnings_lock():  # (a fit inside a captured section: joblib threads would wait)
         n_jobs = 1
-    keys = _seed_keys(estimator)
-    seeds = [{key: int(rng.integers(0, 2**31 - 1)) for key in keys} for _ in parts]
+    seeds = teacher_seeds(estimator, len(parts), rng)
     per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
 
     def jobs(start: int) -> list:

@@ -14,6 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import resolve_classes
+from ._dask_teachers import is_dask_input
 from ._isolation import handed_rows
 from ._subsample import SubsampleMixin
 from ._teachers import (
@@ -304,11 +305,17 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
+                of shape (n_samples, n_features)
             Training rows, passed to the teachers unchanged. Must not contain
-            NaN or infinity.
+            NaN or infinity. A dask collection (with ``y`` one too, partitioned
+            like it) is never computed into this process: each teacher is
+            fitted on a worker, on the block the same keyed partition gives it
+            in memory, and only the fitted teachers come back (see "Teachers on
+            a cluster" in the scaling guide; ``n_jobs`` does not apply there).
         y : array-like of shape (n_samples,)
-            Labels, of any type, all in ``classes``.
+            Labels, of any type, all in ``classes``; a dask array or Series
+            when ``X`` is a dask collection.
         **fit_params : dict
             Not supported; ``sample_weight`` in particular is refused because a
             weighted row can move an answer by more than one row.
@@ -321,16 +328,20 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         budget = self._check_fit_arguments(fit_params)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
-            X, y = self._validate_training_data(X, y, y_numeric=False)
-            check_classification_targets(y)
-            classes = resolve_classes(self.classes, y, type(self).__name__)
-            n_samples = y.shape[0]
+            if is_dask_input(X, y):  # rows on a cluster: checked and fitted where they live
+                X = self._validate_dask_training_data(X, y, classify=True)
+                y, classes, n_samples = None, X.classes, X.n_samples
+            else:
+                X, y = self._validate_training_data(X, y, y_numeric=False)
+                check_classification_targets(y)
+                classes = resolve_classes(self.classes, y, type(self).__name__)
+                n_samples = y.shape[0]
             n_teachers = self._n_teachers_rule(budget, n_samples, len(classes))
             teachers = self._fit_teachers(
                 estimator,
                 X,
                 y,
-                np.searchsorted(classes, y),
+                None if y is None else np.searchsorted(classes, y),
                 n_teachers,
                 budget["horizon"],
                 fallback=ConstantTeacher(FALLBACK_LABEL_INDEX),

@@ -16,6 +16,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import check_noise_delta, resolve_classes
+from ._dask_teachers import is_dask_input
 from ._isolation import freeze_rows, library_numerics, teacher_run
 from ._subsample import SubsampleMixin
 from ._teachers import (
@@ -321,10 +322,17 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
+                of shape (n_samples, n_features)
             Training rows (no NaN or infinity), passed to the teachers unchanged.
+            A dask collection (with ``y`` one too, partitioned like it) is never
+            computed into this process: each teacher is fitted on a worker, on
+            the block the same keyed partition gives it in memory, and only the
+            fitted teachers come back (see "Teachers on a cluster" in the
+            scaling guide; ``n_jobs`` does not apply there).
         y : array-like of shape (n_samples,)
-            Labels, all in ``classes``.
+            Labels, all in ``classes``; a dask array or Series when ``X`` is a
+            dask collection.
         **fit_params : dict
             Not supported (``sample_weight`` is refused).
 
@@ -337,15 +345,20 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         epsilon, delta = float(self.epsilon), float(self.delta)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
-            X, y = self._validate_training_data(X, y, y_numeric=False)
-            check_classification_targets(y)
-            classes = resolve_classes(self.classes, y, type(self).__name__)
-            n_teachers = self.n_teachers_for(y.shape[0], len(classes))
+            if is_dask_input(X, y):  # rows on a cluster: checked and fitted where they live
+                X = self._validate_dask_training_data(X, y, classify=True)
+                y, classes, n_samples = None, X.classes, X.n_samples
+            else:
+                X, y = self._validate_training_data(X, y, y_numeric=False)
+                check_classification_targets(y)
+                classes = resolve_classes(self.classes, y, type(self).__name__)
+                n_samples = y.shape[0]
+            n_teachers = self.n_teachers_for(n_samples, len(classes))
             teachers = self._fit_teachers(
                 estimator,
                 X,
                 y,
-                np.searchsorted(classes, y),
+                None if y is None else np.searchsorted(classes, y),
                 n_teachers,
                 fallback=ConstantTeacher(FALLBACK_LABEL_INDEX),
             )
@@ -716,10 +729,17 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            Training rows (no NaN or infinity).
+        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
+                of shape (n_samples, n_features)
+            Training rows (no NaN or infinity). A dask collection (with ``y``
+            one too, partitioned like it) is never computed into this process:
+            each teacher is fitted on a worker, on the block the same keyed
+            partition gives it in memory, and only the fitted teachers come
+            back (see "Teachers on a cluster" in the scaling guide; ``n_jobs``
+            does not apply there).
         y : array-like of shape (n_samples,)
-            Targets (one output).
+            Targets (one output); a dask array or Series when ``X`` is a dask
+            collection.
         **fit_params : dict
             Not supported (``sample_weight`` is refused).
 
@@ -732,10 +752,15 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         epsilon, delta, n_teachers = float(self.epsilon), float(self.delta), int(self.n_teachers)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
-            X, y = self._validate_training_data(X, y, y_numeric=True)
+            if is_dask_input(X, y):  # rows on a cluster: checked and fitted where they live
+                X = self._validate_dask_training_data(X, y, classify=False, y_numeric=True)
+                y, n_samples = None, X.n_samples
+            else:
+                X, y = self._validate_training_data(X, y, y_numeric=True)
+                n_samples = y.shape[0]
             if self.estimator is None:  # the default tree, capped at a public depth
                 estimator = DecisionTreeRegressor(
-                    max_depth=default_tree_depth(y.shape[0], n_teachers)
+                    max_depth=default_tree_depth(n_samples, n_teachers)
                 )
             self._teachers = self._fit_teachers(
                 estimator,

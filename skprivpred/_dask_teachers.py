@@ -1,0 +1,501 @@
+"""Teachers fitted where the rows live: a dask collection cut into teacher blocks on a cluster.
+
+Used by the ``fit`` of the subsample-and-aggregate estimators
+(:class:`~skprivpred.SubsampleAggregateClassifier`,
+:class:`~skprivpred.SubsampleAverageClassifier`,
+:class:`~skprivpred.SubsampleAverageRegressor`) when ``X`` and ``y`` are dask
+collections (a ``dask.array.Array`` or a ``dask.dataframe`` DataFrame for ``X``; a
+1-D array or a Series for ``y``, partitioned like ``X``). The labelled rows are
+never computed into the client; what reaches it is:
+
+1. one small summary per partition (its number of rows, whether its entries pass
+   the same checks as in memory, and for a classifier the labels it holds), from
+   which the client takes the public ``n`` and each partition's global offset.
+   The per-partition counts are used for the offsets only, never stored or
+   shown (in a layout partitioned by a column they are that column's histogram);
+2. the fitted teachers (small), one pickled object per teacher.
+
+Steps (:func:`fit_dask_teachers`), all but the last on the workers:
+
+- **Positions.** Each partition computes, for each of its rows, the global index
+  ``offset + i`` and its permuted position under the keyed permutation
+  (:class:`~skprivpred._permutation.KeyedPermutation`, key from the fit stream:
+  the same function as the in-memory :func:`~skprivpred._teachers.random_partition`).
+  It first checks its length against the counted one and refuses otherwise, so a
+  source that changes between the counting pass and this one can never give two
+  rows one position (or one row two blocks); every teacher's block depends on
+  every partition (a shuffle), so the refusal comes before any fit.
+- **Shuffle.** dask.dataframe's own range shuffle (``set_index`` on the position,
+  with the teachers' block boundaries as divisions) moves every row to its
+  teacher's block: output partition ``j`` is exactly block ``j``, ordered by
+  position, as in memory.
+- **Fits.** One task per teacher on a worker, with the seed of the in-memory path
+  (:func:`~skprivpred._teachers.teacher_seeds`) and its isolation
+  (``_fit_batch``: a clone, :func:`~skprivpred._isolation.teacher_call`, its own
+  copy of its rows). A fit that raises (any exception) becomes the fallback
+  teacher inside the task. A task that dies with its worker (``KilledWorker``:
+  out of memory, a crash) is tried again *alone*, after all the others (dask marks
+  every task that was running on a dying worker as suspect, so a teacher that
+  kills workers could otherwise take an innocent neighbour with it); a teacher
+  that fails alone too, or whose task fails in any other way, gets the fallback.
+  Nothing of it reaches the caller.
+
+These fits go around joblib (``n_jobs`` and joblib backends are for the in-memory
+path): with a ``distributed`` client they run on its workers, otherwise on dask's
+local scheduler.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, validate_data
+
+from ._base import finite_target_column
+from ._dask import import_dask, is_dask_collection
+from ._permutation import KeyedPermutation, block_sizes
+from ._teachers import ConstantTeacher, _fit_batch, teacher_seeds
+
+__all__ = [
+    "DaskTrainingRows",
+    "KeyedParts",
+    "SourceChangedError",
+    "dask_training_rows",
+    "fit_dask_teachers",
+    "is_dask_input",
+]
+
+_POSITION = "__skprivpred_position__"
+_TARGET = "__skprivpred_target__"
+
+
+class SourceChangedError(ValueError):
+    """A partition of the dask input did not hold the rows counted a moment before."""
+
+
+_CHANGED = (
+    "the dask input changed between the pass that counted its rows and the pass that "
+    "assigned them to teachers (a partition holds a different number of rows): its rows "
+    "cannot be given one teacher each. Nothing was fitted or charged; persist the input "
+    "(X = X.persist()) or fit from a source that does not change."
+)
+
+
+def is_dask_input(X, y) -> bool:
+    """Whether ``fit`` takes the dask path (either argument a dask collection)."""
+    return is_dask_collection(X) or is_dask_collection(y)
+
+
+class KeyedParts(Sequence):
+    """The teachers' blocks as rows of the training set, computed one block at a time.
+
+    Block ``j`` is the rows at permuted positions ``[start_j, start_j + size_j)``,
+    in position order (the inverse permutation of that range): what
+    :func:`~skprivpred._teachers.random_partition` gives in memory, without
+    materialising all ``n`` indices.
+    """
+
+    def __init__(self, permutation: KeyedPermutation, n_parts: int) -> None:
+        self._permutation = permutation
+        self._sizes = block_sizes(permutation.n_items, n_parts)
+        self._starts = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
+
+    def __len__(self) -> int:
+        return len(self._sizes)
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        start = int(self._starts[j])
+        return self._permutation.inverse(np.arange(start, start + int(self._sizes[j])))
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self[j] for j in range(len(self)))
+
+
+class DaskTrainingRows:
+    """Validated dask training rows: the partitions, ``n`` and the public schema."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.x_parts: list = fields["x_parts"]
+        self.y_parts: list = fields["y_parts"]
+        self.lengths: list[int] = fields["lengths"]  # used for offsets; never stored on a model
+        self.kind: str = fields["kind"]  # "array" or "frame"
+        self.x_meta = fields["x_meta"]
+        self.y_meta = fields["y_meta"]
+        self.labels: np.ndarray | None = fields["labels"]
+        self.classes: np.ndarray | None = None  # set by the estimator once resolved
+
+    @property
+    def n_samples(self) -> int:
+        return int(sum(self.lengths))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_samples, self.x_meta.shape[1])
+
+
+def _as_parts(X, y, who: str) -> tuple[list, list, str, Any, Any]:
+    """The row partitions of X and y as two aligned lists of delayed objects."""
+    (da, dd) = import_dask("dask.array", "dask.dataframe", who=who)
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-D dask array, got {X.ndim} dimension(s).")
+        if not isinstance(y, da.Array) or y.ndim != 1:
+            raise TypeError(
+                "with a dask array X, y must be a 1-D dask array partitioned like X's rows, "
+                f"got {type(y).__module__}.{type(y).__name__}."
+            )
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: -1})
+        if y.chunks[0] != X.chunks[0]:
+            known = not any(np.isnan(c) for c in X.chunks[0] + y.chunks[0])
+            if not known or sum(X.chunks[0]) != sum(y.chunks[0]):
+                raise ValueError(
+                    "X and y must be aligned: dask arrays with the same row chunks (or known "
+                    "chunks of the same total length, which are rechunked to X's)."
+                )
+            y = y.rechunk((X.chunks[0],))
+        x_parts = list(X.to_delayed()[:, 0])
+        y_parts = list(y.to_delayed())
+        return x_parts, y_parts, "array", np.empty((0, X.shape[1]), X.dtype), np.empty(0, y.dtype)
+    if isinstance(X, dd.DataFrame):
+        if not isinstance(y, dd.Series):
+            raise TypeError(
+                "with a dask DataFrame X, y must be a dask Series partitioned like X, got "
+                f"{type(y).__module__}.{type(y).__name__}."
+            )
+        if X.npartitions != y.npartitions:
+            raise ValueError(
+                f"X and y must be aligned: X has {X.npartitions} partitions and y has "
+                f"{y.npartitions}; build both from one collection (X = df[features], "
+                "y = df[label])."
+            )
+        # One collection of X's columns and y, cut into partitions once: read_parquet (and
+        # other sources) may fuse partitions differently for different column selections.
+        target = _free_name(_TARGET, set(map(str, X.columns)))
+        try:
+            combined = X.assign(**{target: y})
+        except Exception as error:  # noqa: BLE001 - dask's alignment errors vary by version
+            raise ValueError(
+                "X and y must be aligned: partitions of one collection (X = df[features], "
+                f"y = df[label]); dask could not align them ({type(error).__name__})."
+            ) from None
+        from dask import delayed
+
+        columns = list(X.columns)
+        parts = combined.to_delayed()
+        x_parts = [delayed(_select, pure=True)(part, columns) for part in parts]
+        y_parts = [delayed(_select, pure=True)(part, target) for part in parts]
+        return x_parts, y_parts, "frame", X._meta, y._meta
+    raise TypeError(
+        "X must be a dask.array.Array or a dask.dataframe.DataFrame (with y a dask array or "
+        f"Series like it), got {type(X).__module__}.{type(X).__name__} with "
+        f"{type(y).__module__}.{type(y).__name__}; pass both as dask collections or both "
+        "in memory."
+    )
+
+
+def _select(frame, columns):
+    """Columns of one partition (a DataFrame for a list, a Series for one name)."""
+    return frame[columns]
+
+
+def _summarize(x_part, y_part, classify: bool, y_numeric: bool) -> dict:
+    """What one partition tells the client: counts, check outcomes, its labels (a classifier)."""
+    from ._subsample import _SPARSE_FORMATS, _refuse_non_scalar_entries
+
+    summary: dict[str, Any] = {"n_x": int(x_part.shape[0]), "n_y": int(len(y_part))}
+    summary["x_ok"] = summary["y_ok"] = True
+    summary["labels"] = None
+    summary["target_error"] = None
+    if summary["n_x"]:
+        try:
+            checked = check_array(
+                x_part, accept_sparse=_SPARSE_FORMATS, dtype=None, ensure_all_finite=True
+            )
+            _refuse_non_scalar_entries(checked)
+        except (TypeError, ValueError):
+            summary["x_ok"] = False
+    if summary["n_y"]:
+        try:
+            y = finite_target_column(np.asarray(y_part))
+            if y_numeric and y.dtype.kind not in "biuf":
+                raise ValueError
+        except (TypeError, ValueError):
+            summary["y_ok"] = False
+        else:
+            if classify:
+                try:
+                    check_classification_targets(y)
+                except ValueError as error:  # the message names the target's type only
+                    summary["target_error"] = str(error)
+                else:
+                    summary["labels"] = np.unique(y)
+    return summary
+
+
+def dask_training_rows(
+    estimator, X, y, *, classify: bool, y_numeric: bool = False
+) -> DaskTrainingRows:
+    """Check dask training rows where they live; set ``n_features_in_`` (and feature names).
+
+    One pass over the partitions (:func:`_summarize`); nothing but the summaries
+    reaches the client. Raises the errors of the in-memory checks (with messages
+    that name no row and no partition).
+    """
+    who = f"{type(estimator).__name__}.fit on a dask collection"
+    (dask,) = import_dask("dask", who=who)
+    if not (is_dask_collection(X) and is_dask_collection(y)):
+        raise TypeError(
+            f"{type(estimator).__name__}.fit takes X and y both as dask collections or both in "
+            f"memory, got X of type {type(X).__name__} and y of type {type(y).__name__}."
+        )
+    x_parts, y_parts, kind, x_meta, y_meta = _as_parts(X, y, who)
+    from dask import delayed
+
+    summaries = dask.compute(
+        *[
+            delayed(_summarize, pure=True)(xp, yp, classify, y_numeric)
+            for xp, yp in zip(x_parts, y_parts, strict=True)
+        ]
+    )
+    if any(s["n_x"] != s["n_y"] for s in summaries):
+        raise ValueError(
+            "X and y are not aligned: some partition of X holds a different number of rows "
+            "than the same partition of y."
+        )
+    lengths = [s["n_x"] for s in summaries]
+    if sum(lengths) == 0:
+        raise ValueError("X holds no rows: fit needs at least one training row.")
+    if not all(s["x_ok"] for s in summaries):
+        raise ValueError(
+            "X holds an entry that fit refuses (NaN, infinity, or a value that is neither a "
+            "number nor a string); the same check as for rows in memory."
+        )
+    if not all(s["y_ok"] for s in summaries):
+        raise ValueError(
+            "y holds NaN or infinity"
+            + (", or a value that is not a number" if y_numeric else "")
+            + "; the same check as for rows in memory."
+        )
+    labels = None
+    if classify:
+        errors = [s["target_error"] for s in summaries if s["target_error"]]
+        if errors:
+            raise ValueError(errors[0])
+        labels = np.unique(
+            np.concatenate([s["labels"] for s in summaries if s["labels"] is not None])
+        )
+    # The public schema: the number of columns and their names, from the metadata only.
+    validate_data(estimator, x_meta, reset=True, skip_check_array=True)
+    return DaskTrainingRows(
+        x_parts=x_parts,
+        y_parts=y_parts,
+        lengths=lengths,
+        kind=kind,
+        x_meta=x_meta,
+        y_meta=y_meta,
+        labels=labels,
+    )
+
+
+def _free_name(base: str, taken) -> str:
+    name = base
+    while name in taken:
+        name = "_" + name
+    return name
+
+
+def _assign(x_part, y_part, offset: int, length: int, key, n_samples: int, kind, target, position):
+    """One partition as a frame of its rows, their target and their permuted positions."""
+    import pandas as pd
+
+    if x_part.shape[0] != length or len(y_part) != length:
+        raise SourceChangedError(_CHANGED)
+    if kind == "array":
+        x_part = np.asarray(x_part)  # (string column names: the shuffle keeps those only)
+        frame = pd.DataFrame(x_part, columns=[f"x{i}" for i in range(x_part.shape[1])])
+    else:
+        frame = x_part.reset_index(drop=True)
+    frame[target] = np.asarray(y_part)
+    permutation = KeyedPermutation(n_samples, key)
+    frame[position] = permutation.forward(offset + np.arange(length, dtype=np.int64))
+    return frame
+
+
+def _fit_block(block, estimator, seeds: dict, classes, kind: str, target: str, fallback):
+    """Fit one teacher on its block (on a worker); the pickled teacher, or None if it failed.
+
+    The block arrives ordered by permuted position (the shuffle's sort), as in
+    memory. Whatever happens inside (any exception, even a ``BaseException``, or
+    a teacher that cannot be pickled) gives None, which the client turns into
+    the fallback teacher.
+    """
+    try:
+        X_part = block.drop(columns=[target])
+        if kind == "array":
+            X_part = np.ascontiguousarray(X_part.to_numpy())
+        y_part = np.asarray(block[target].to_numpy())
+        y_index = None if classes is None else np.searchsorted(classes, y_part)
+        [teacher] = _fit_batch(estimator, [(seeds, X_part, y_part, y_index)], fallback)
+        import cloudpickle  # type: ignore[import-untyped]
+
+        return cloudpickle.dumps(teacher)
+    except BaseException:  # noqa: BLE001 - whether a fit fails depends on the block's rows
+        return None
+
+
+def _default_client():
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:  # no client: dask's local scheduler
+        return None
+
+
+def fit_dask_teachers(
+    estimator,
+    rows: DaskTrainingRows,
+    n_teachers: int,
+    rng: np.random.Generator,
+    fallback: ConstantTeacher,
+) -> tuple[list, KeyedParts]:
+    """Fit one teacher per block of the keyed partition of dask rows (see the module docstring).
+
+    Draws from ``rng`` exactly what the in-memory path draws (the permutation's
+    key, then the teachers' seeds), so with an integer seed the blocks, their
+    row order and the teachers are the in-memory ones.
+
+    Returns
+    -------
+    teachers : list
+        The fitted teachers in block order (``fallback`` where a fit failed).
+    parts : KeyedParts
+        The blocks, as training-row indices (computed on demand).
+    """
+    (dask, dd) = import_dask("dask", "dask.dataframe", who="fit on a dask collection")
+    from dask import delayed
+
+    n = rows.n_samples
+    permutation = KeyedPermutation.from_rng(n, rng)
+    seeds = teacher_seeds(estimator, n_teachers, rng)
+    taken = set(map(str, rows.x_meta.columns)) if rows.kind == "frame" else set()
+    target = _free_name(_TARGET, taken)
+    position = _free_name(_POSITION, taken | {target})
+    offsets = np.concatenate([[0], np.cumsum(rows.lengths)[:-1]]).astype(int)
+    common = (permutation.key, n, rows.kind, target, position)
+    meta = _assign(rows.x_meta, rows.y_meta, 0, 0, *common)
+    assigned = [
+        delayed(_assign, pure=True)(xp, yp, int(offset), int(length), *common)
+        for xp, yp, offset, length in zip(rows.x_parts, rows.y_parts, offsets, rows.lengths)
+    ]
+    frame = dd.from_delayed(assigned, meta=meta, verify_meta=False)
+    sizes = block_sizes(n, n_teachers)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    divisions = (*(int(s) for s in starts), n)  # block j = positions [start_j, start_j+1)
+    blocks = frame.set_index(position, divisions=divisions).to_delayed()
+    classes = rows.classes
+    client = _default_client()
+    if client is None:  # dask's local scheduler: the fit tasks never raise on their own
+        payloads = list(
+            dask.compute(
+                *[
+                    delayed(_fit_block, pure=False)(
+                        block, estimator, seeds[j], classes, rows.kind, target, fallback
+                    )
+                    for j, block in enumerate(blocks)
+                ]
+            )
+        )
+    else:
+        payloads = _fit_on_cluster(
+            client, blocks, estimator, seeds, classes, rows.kind, target, fallback
+        )
+    teachers = []
+    for payload in payloads:
+        teacher = fallback
+        if payload is not None:
+            try:
+                teacher = pickle.loads(payload)  # noqa: S301 - from the cluster's own workers
+            except Exception:  # noqa: BLE001 - a teacher that does not unpickle here
+                teacher = fallback
+        teachers.append(teacher)
+    return teachers, KeyedParts(permutation, n_teachers)
+
+
+def _fit_on_cluster(client, blocks, estimator, seeds, classes, kind, target, fallback) -> list:
+    """One fit task per teacher on the workers; failures become None (the fallback)."""
+    from distributed import KilledWorker, as_completed, wait
+
+    block_futures = client.compute(blocks)
+    token = uuid.uuid4().hex
+
+    def submit(j: int, attempt: str):
+        return client.submit(
+            _fit_block,
+            block_futures[j],
+            estimator,
+            seeds[j],
+            classes,
+            kind,
+            target,
+            fallback,
+            key=f"skprivpred-fit-teacher-{token}-{attempt}-{j}",
+            pure=False,
+        )
+
+    def upstream_error(j: int) -> None:
+        """Raise the error of block ``j`` itself (the input, the shuffle), if it has one."""
+        if block_futures[j].status == "error":
+            error = block_futures[j].exception()
+            if isinstance(error, SourceChangedError):
+                raise SourceChangedError(_CHANGED)
+            raise error
+
+    payloads: list = [None] * len(blocks)
+    killed = []
+    fits: dict = {}
+    try:
+        # Every block is in the cluster's memory (or spilled) before any fit starts: a worker
+        # that a teacher kills then takes only fits with it (retried below), never a piece of
+        # the shuffle; and the fits read the blocks, not the source.
+        wait(block_futures)
+        for j in range(len(blocks)):
+            upstream_error(j)
+        fits = {submit(j, "first"): j for j in range(len(blocks))}
+        for future in as_completed(list(fits)):
+            j = fits[future]
+            if future.status == "finished":
+                payloads[j] = future.result()
+                block_futures[j].release()
+                continue
+            wait([block_futures[j]])
+            upstream_error(j)
+            if isinstance(future.exception(), KilledWorker):
+                killed.append(j)  # tried again alone, below
+            else:
+                block_futures[j].release()  # any other task failure: the fallback
+        for j in sorted(killed):
+            future = submit(j, "alone")
+            wait([future])
+            if future.status == "finished":
+                payloads[j] = future.result()
+            else:
+                wait([block_futures[j]])
+                upstream_error(j)
+            block_futures[j].release()
+    finally:
+        for future in block_futures:
+            future.release()
+        for future in fits:
+            future.release()
+    return payloads
