@@ -488,7 +488,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
             check_is_fitted(self, "n_teachers_")
             return answer_queries(self, X, self._plan(method))
-        return self._plan(method).answer(self, self._validate_queries(X), self.n_jobs)
+        rows = self._validate_queries(X)  # fitted, public checks: before the plan reads state
+        return self._plan(method).answer(self, rows, self.n_jobs)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """One private label per row (fresh noise; charged per row before any draw).
@@ -844,7 +845,8 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
 
             check_is_fitted(self, "n_teachers_")
             return answer_queries(self, X, self._plan())
-        return self._plan().answer(self, self._validate_queries(X), self.n_jobs)
+        rows = self._validate_queries(X)  # fitted, public checks: before the plan reads state
+        return self._plan().answer(self, rows, self.n_jobs)
 
     def _raw_score(self, X) -> np.ndarray:
         """Average of the clipped teacher outputs. NOT PRIVATE; never charges."""
