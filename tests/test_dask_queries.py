@@ -82,7 +82,6 @@ def data():
     return X, y, Q
 
 
-# (estimator factory, methods, binary labels?)
 def _aggregate(**kw):
     return SubsampleAggregateClassifier(n_teachers=20, classes=[0, 1], random_state=SEED, **kw)
 
@@ -105,16 +104,26 @@ def _regressor(**kw):
     return SubsampleAverageRegressor(n_teachers=10, y_bounds=(-1.0, 3.0), random_state=SEED, **kw)
 
 
-CASES = [
-    pytest.param(_aggregate, "predict", 2, id="aggregate-predict"),
-    pytest.param(_aggregate3, "predict", 3, id="aggregate3-predict"),
-    pytest.param(_average, "predict", 2, id="average-predict"),
-    pytest.param(_average, "predict_proba", 2, id="average-predict_proba"),
-    pytest.param(_average, "decision_function", 2, id="average-decision_function"),
-    pytest.param(_average3_proba, "predict", 3, id="average3-proba-predict"),
-    pytest.param(_average3_proba, "predict_proba", 3, id="average3-proba-predict_proba"),
-    pytest.param(_regressor, "predict", None, id="regressor-predict"),
-]
+CASES = (
+    [
+        pytest.param(_aggregate, "predict", 2, kind, id=f"aggregate-predict-{kind}")
+        for kind in ("array", "unknown-chunks", "frame")
+    ]
+    + [
+        pytest.param(_aggregate3, "predict", 3, "frame", id="aggregate3-predict-frame"),
+        pytest.param(_average, "predict", 2, "unknown-chunks", id="average-predict-unknown-chunks"),
+        pytest.param(_average, "predict_proba", 2, "frame", id="average-predict_proba-frame"),
+        pytest.param(_average, "decision_function", 2, "array", id="average-decision-array"),
+        pytest.param(_average3_proba, "predict", 3, "array", id="average3-proba-predict-array"),
+        pytest.param(
+            _average3_proba, "predict_proba", 3, "unknown-chunks", id="average3-proba-proba-unknown"
+        ),
+    ]
+    + [
+        pytest.param(_regressor, "predict", None, kind, id=f"regressor-predict-{kind}")
+        for kind in ("array", "unknown-chunks", "frame")
+    ]
+)
 
 
 def _labels(y, n_classes):
@@ -163,8 +172,7 @@ def _secret_values(estimator, Q):
     return estimator._raw_score(Q)
 
 
-@pytest.mark.parametrize("kind", ["array", "unknown-chunks", "frame"])
-@pytest.mark.parametrize("make, method, n_classes", CASES)
+@pytest.mark.parametrize("make, method, n_classes, kind", CASES)
 def test_dask_answers_equal_the_in_memory_answers(
     dask_client, data, monkeypatch, make, method, n_classes, kind
 ):
@@ -175,6 +183,7 @@ def test_dask_answers_equal_the_in_memory_answers(
     local = _fit(make, X, y)
     queries, row_chunks = _queries(Q, kind)
     seen = _recording_plans(monkeypatch)
+
     # The client counts no vote itself: the teachers are counted where the rows live.
     def vote_counts(*args, **kwargs):
         pytest.fail("votes counted in the client")
