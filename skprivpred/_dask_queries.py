@@ -157,7 +157,7 @@ def _block_free(answer, block, estimator_name: str) -> np.ndarray:
 # -- the client side ------------------------------------------------------------------------
 def _schema_rows(X):
     """An empty batch with the queries' schema (columns, dtypes), nothing computed."""
-    meta = getattr(X, "_meta", None)
+    meta: Any = getattr(X, "_meta", None)
     if hasattr(X, "chunks") and hasattr(X, "rechunk"):  # a dask array
         if not isinstance(meta, np.ndarray):
             raise TypeError(
