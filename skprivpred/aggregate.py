@@ -554,8 +554,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
-                of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows (no NaN or infinity).
 
         Returns
@@ -653,8 +652,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
-                of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows (for dask queries the student answers where they live,
             lazily: a ``dask.array.Array``).
 

@@ -502,8 +502,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
-                of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows.
 
         Returns
@@ -520,8 +519,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
-                of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows.
 
         Returns
@@ -539,8 +537,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
-                of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows.
 
         Returns
@@ -828,8 +825,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame, dask Array, dask DataFrame} \
-                of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows.
 
         Returns
