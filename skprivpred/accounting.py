@@ -1056,6 +1056,38 @@ class PrivacyAccountant:
             return False
         return True
 
+    def _refuse_if_over(
+        self,
+        n_rows: int,
+        epsilon: float,
+        delta: float = 0.0,
+        rho: float | None = None,
+        *,
+        horizon: tuple[str, int] | None = None,
+    ) -> None:
+        """Raise the refusal that :meth:`charge` would raise now; record nothing.
+
+        The same decisions as :meth:`charge` (this budget with the horizon, and
+        the budgets :meth:`charging_also` links to it), on the ledger as stored,
+        outside a transaction: a pre-check for a caller that must refuse a
+        spent budget before doing any work. The charge decides again (another
+        process may spend in between).
+        """
+        n_rows, epsilon, delta, rho = self._validate_charge(n_rows, epsilon, delta, rho)
+        self._decide(
+            self._state(None if horizon is None else horizon[0]),
+            n_rows,
+            epsilon,
+            delta,
+            rho,
+            horizon,
+        )
+        for other in self._linked():
+            try:
+                other._decide(other._state(), n_rows, epsilon, delta, rho, None)
+            except BudgetExhaustedError as refusal:  # say which of the budgets refused
+                raise other._refusal(f"the budget {other.name!r} refuses: {refusal}") from None
+
     def charge(
         self,
         n_rows: int,

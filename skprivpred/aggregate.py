@@ -500,16 +500,44 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         """Exact output law for given vote counts (exponential mechanism, weight eps0/2)."""
         return exponential_mechanism_proba(counts, self.epsilon_per_query_)
 
+    def _answer_plan(self):
+        """How the teachers answer: vote counts, then one uniform per row (row-wise)."""
+        from ._dask_queries import QueryPlan
+
+        classes = self.classes_
+        return QueryPlan(
+            values=self._ensemble.vote_counts,  # (on a cluster: the ensemble alone is shipped)
+            draw=lambda counts, rng: sample_categorical(self._answer_law(counts), rng),
+            finish=lambda index: classes[index],
+            epsilon=self.epsilon_per_query_,
+            rho=self.rho_per_query_,
+            row_wise=True,  # sample_categorical draws exactly one uniform per row
+        )
+
+    def _answer_dask(self, X, method: str):
+        """``predict`` (or the student's ``predict_proba``) for a dask collection of queries."""
+        import functools
+
+        from ._dask_queries import answer_queries, free_answers
+
+        check_is_fitted(self, "n_teachers_")
+        if self.mode_ == "student":  # post-processing of released answers: free, lazy
+            if method == "predict":
+                return free_answers(self, X, self._student.predict, self.classes_.dtype)
+            proba = functools.partial(_student_proba, self._student, self.classes_)
+            return free_answers(self, X, proba, float, trailing=(len(self.classes_),))
+        if self.student is not None:
+            raise TypeError(
+                f"{type(self).__name__} with a student keeps every answered query row in this "
+                "process for fit_student, so it does not answer a dask collection of queries: "
+                "compute the queries first (X.compute()) if they fit in memory, or answer "
+                "them with student=None. Nothing was answered or charged."
+            )
+        return answer_queries(self, X, self._answer_plan())
+
     def _answer_with_teachers(self, X) -> np.ndarray:
         """Soft-majority labels for all rows of ``X``, charged, within the horizon."""
-        law = self._answer_law(self._ensemble.vote_counts(X, n_jobs=self.n_jobs))
-        index = self._release(
-            law.shape[0],
-            self.epsilon_per_query_,
-            lambda rng: sample_categorical(law, rng),
-            rho=self.rho_per_query_,
-        )
-        labels = self.classes_[index]
+        labels = self._answer_plan().answer(self, X, self.n_jobs)
         if self.student is not None:
             self._buffer.append((handed_rows(X), labels))  # exactly what was released
         return labels
@@ -526,16 +554,30 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         the released answers. After the hand-off every answer comes from the
         student, free and deterministic.
 
+        **Dask queries.** ``X`` may be a ``dask.array.Array`` or a
+        ``dask.dataframe.DataFrame``: its rows are counted and every one is
+        charged before any vote is counted (a spent budget refuses before any
+        task over them runs); the votes are counted where the rows live, only
+        the counts come to this process, the noise is drawn here, and the
+        answers come back as a ``dask.array.Array`` with the queries' row
+        chunks (a DataFrame's partitions), drawn once: computing it again
+        replays them. See "Queries on a cluster" in the scaling guide.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows (no NaN or infinity).
 
         Returns
         -------
         ndarray of shape (n_queries,)
-            One label per row, from ``classes_``.
+            One label per row, from ``classes_`` (a ``dask.array.Array`` for
+            dask queries).
         """
+        from ._dask import is_dask_collection
+
+        if is_dask_collection(X):
+            return self._answer_dask(X, "predict")
         X = self._validate_queries(X)
         if self.mode_ == "student":
             return np.asarray(self._student.predict(X))
@@ -596,6 +638,9 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         if self.mode_ == "student":
             raise ValueError("the student is already fitted; this estimator answers from it.")
         if X is not None:
+            from ._dask import refuse_dask_collection
+
+            refuse_dask_collection(self, X, "fit_student")
             self._answer_with_teachers(self._validate_queries(X))
         if not self._buffer:
             raise ValueError("no answers were released yet: the student has nothing to learn from.")
@@ -618,20 +663,20 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
+            Query rows (for dask queries the student answers where they live,
+            lazily: a ``dask.array.Array``).
 
         Returns
         -------
         ndarray of shape (n_queries, n_classes)
             The student's probabilities, in the order of ``classes_``.
         """
-        X = self._validate_queries(X)
-        proba = np.zeros((X.shape[0], len(self.classes_)))
-        proba[:, np.searchsorted(self.classes_, self._student.classes_)] = (
-            self._student.predict_proba(X)
-        )
-        return proba
+        from ._dask import is_dask_collection
+
+        if is_dask_collection(X):
+            return self._answer_dask(X, "predict_proba")
+        return _student_proba(self._student, self.classes_, self._validate_queries(X))
 
     # -- non-private diagnostics (tests and audits only) ------------------------------
     def _vote_counts(self, X) -> np.ndarray:
@@ -649,3 +694,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row. NOT PRIVATE: leaks the vote counts; never charges."""
         return self._answer_law(self._vote_counts(X))
+
+
+def _student_proba(student, classes: np.ndarray, X) -> np.ndarray:
+    """The student's probabilities at ``X`` in the columns of ``classes`` (free)."""
+    proba = np.zeros((X.shape[0], len(classes)))
+    proba[:, np.searchsorted(classes, student.classes_)] = student.predict_proba(X)
+    return proba

@@ -126,10 +126,6 @@ class _NoisyAverageMixin(SubsampleMixin):
             },
         )
 
-    def _charge_and_draw(self, n_rows: int, draw):
-        guarantee = self.privacy_guarantee_
-        return self._release(n_rows, guarantee.epsilon, draw, delta=guarantee.delta)
-
     def _noisy_values(self, values: np.ndarray, rng, l1_axis: int | None = None) -> np.ndarray:
         """One real-valued release of ``values`` on the public grid of step ``sensitivity_ / 1000``.
 
@@ -412,15 +408,20 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     # -- the secret averages --------------------------------------------------------
     def _averages(self, X) -> np.ndarray:
         """Teacher average per class, shape (n_rows, n_classes). Secret."""
-        if self._base_output == "label":
-            return self._ensemble.vote_counts(X, n_jobs=self.n_jobs) / self.n_teachers_
-        X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
-        total = np.zeros((X.shape[0], len(self.classes_)))
-        # The teachers' lock held for the run; the state every teacher answers from.
-        with library_numerics(), teacher_run() as state:
-            for teacher in self._teachers:
-                total += teacher_proba(teacher, X, self.classes_, state)
-            return total / self.n_teachers_
+        return self._averages_of()(X, self.n_jobs)
+
+    def _averages_of(self):
+        """:func:`_teacher_averages` bound to the teachers only (what a cluster is sent)."""
+        import functools
+
+        label = self._base_output == "label"
+        return functools.partial(
+            _teacher_averages,
+            ensemble=self._ensemble if label else None,
+            teachers=None if label else self._teachers,
+            classes=self.classes_,
+            n_teachers=self.n_teachers_,
+        )
 
     def _teacher_means(self, X) -> np.ndarray:
         """Teacher average per label at ``X``, shape (n_rows, n_classes).
@@ -460,70 +461,105 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         return np.column_stack([norm.sf(v1 - 0.5, scale=b), norm.sf(0.5 - v1, scale=b)])
 
     # -- queries ------------------------------------------------------------------
-    def predict(self, X: MatrixLike) -> np.ndarray:
-        """One private label per row (fresh noise; charged per row before any draw).
+    def _plan(self, method: str):
+        """How ``method`` answers: the teacher averages, then its draw and post-processing."""
+        from ._dask_queries import QueryPlan
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
-            Query rows.
+        classes, two = self.classes_, len(self.classes_) == 2
+        if method == "predict" and two:
+            draw = lambda v, rng: sample_categorical(self._label_law(v), rng)  # noqa: E731
+            finish = lambda index: classes[index]  # noqa: E731
+        elif method == "predict":
 
-        Returns
-        -------
-        ndarray of shape (n_queries,)
-            Labels from ``classes_``.
-        """
-        v = self._averages(self._validate_queries(X))
-        if v.shape[1] == 2:
-            law = self._label_law(v)
-            index = self._charge_and_draw(len(v), lambda rng: sample_categorical(law, rng))
-        else:
-
-            def draw(rng):
+            def draw(v, rng):
                 noisy = self._release_averages(v, rng)
                 if self._prediction_rule == "threshold":
                     return np.argmax(noisy, axis=1)
                 return sample_categorical(project_to_simplex(noisy), rng)
 
-            index = self._charge_and_draw(len(v), draw)
-        return self.classes_[index]
+            finish = lambda index: classes[index]  # noqa: E731
+        else:
+            draw = self._release_averages
+            finish = _as_proba if method == "predict_proba" else _as_decision
+        guarantee = self.privacy_guarantee_
+        return QueryPlan(
+            values=self._averages_of(),
+            draw=draw,
+            finish=finish,
+            epsilon=guarantee.epsilon,
+            delta=guarantee.delta,
+            # One uniform per row from a closed-form law (two labels); grid noise is not.
+            row_wise=method == "predict" and two,
+        )
+
+    def _answer(self, X, method: str):
+        """``method``'s answers: in memory, or for a dask collection of queries."""
+        from ._dask import is_dask_collection
+
+        if is_dask_collection(X):
+            from ._dask_queries import answer_queries
+
+            check_is_fitted(self, "n_teachers_")
+            return answer_queries(self, X, self._plan(method))
+        rows = self._validate_queries(X)  # fitted, public checks: before the plan reads state
+        return self._plan(method).answer(self, rows, self.n_jobs)
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """One private label per row (fresh noise; charged per row before any draw).
+
+        ``X`` may be a ``dask.array.Array`` or ``dask.dataframe.DataFrame``
+        (every row charged before any vote is counted; the averages computed
+        where the rows live, the noise drawn here; a ``dask.array.Array`` of
+        answers, drawn once, with the queries' row chunks). See "Queries on a
+        cluster" in the scaling guide.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
+            Query rows.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Labels from ``classes_`` (a ``dask.array.Array`` for dask queries).
+        """
+        return self._answer(X, "predict")
 
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Private class probabilities: the noisy teacher average, one release per row.
 
+        ``X`` may be a dask collection, as for :meth:`predict`.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows.
 
         Returns
         -------
         ndarray of shape (n_queries, n_classes)
-            Clipped (two labels) or simplex-projected noisy averages.
+            Clipped (two labels) or simplex-projected noisy averages (a
+            ``dask.array.Array`` for dask queries).
         """
-        v = self._averages(self._validate_queries(X))
-        noisy = self._charge_and_draw(len(v), lambda rng: self._release_averages(v, rng))
-        if v.shape[1] == 2:
-            p1 = np.clip(noisy, 0.0, 1.0)
-            return np.column_stack([1.0 - p1, p1])
-        return project_to_simplex(noisy)
+        return self._answer(X, "predict_proba")
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Private scores: ``v + noise - 1/2`` (two labels) or the noisy averages.
 
+        ``X`` may be a dask collection, as for :meth:`predict`.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows.
 
         Returns
         -------
         ndarray of shape (n_queries,) or (n_queries, n_classes)
-            Positive means ``classes_[1]`` for two labels.
+            Positive means ``classes_[1]`` for two labels (a
+            ``dask.array.Array`` for dask queries).
         """
-        v = self._averages(self._validate_queries(X))
-        noisy = self._charge_and_draw(len(v), lambda rng: self._release_averages(v, rng))
-        return noisy - 0.5 if v.shape[1] == 2 else noisy
+        return self._answer(X, "decision_function")
 
     # -- non-private diagnostics ---------------------------------------------------
     def _raw_score(self, X) -> np.ndarray:
@@ -776,40 +812,112 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         return self
 
     def _average(self, X) -> np.ndarray:
-        lo, hi = self._y_bounds
-        midpoint = fallback_value(self._y_bounds)
-        X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
-        total = np.zeros(X.shape[0])
-        with library_numerics(), ExitStack() as run:
-            state: list = []  # taken at the first teacher that answers on its own
+        return self._average_of()(X, self.n_jobs)
 
-            def predict(model, rows):
-                if not state:  # the teachers' lock, held from here on; the state of the run
-                    state.append(run.enter_context(teacher_run()))
-                return teacher_values(model, rows, midpoint, state[0])
+    def _average_of(self):
+        """:func:`_clipped_average` bound to the teachers only (what a cluster is sent)."""
+        import functools
 
-            for output in self._outputs.each(X, predict):
-                total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
-            return total / self.n_teachers_
+        return functools.partial(
+            _clipped_average,
+            outputs=self._outputs,
+            y_bounds=self._y_bounds,
+            n_teachers=self.n_teachers_,
+        )
+
+    def _plan(self):
+        """How ``predict`` answers: the clipped average, grid noise, the clip (not row-wise)."""
+        from ._dask_queries import QueryPlan
+
+        bounds, clip = self._y_bounds, self._clip_output
+        guarantee = self.privacy_guarantee_
+        return QueryPlan(
+            values=self._average_of(),
+            draw=self._noisy_values,
+            finish=lambda noisy: np.clip(noisy, *bounds) if clip else noisy,
+            epsilon=guarantee.epsilon,
+            delta=guarantee.delta,
+        )
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """One private value per row (fresh noise; charged per row before any draw).
 
+        ``X`` may be a ``dask.array.Array`` or ``dask.dataframe.DataFrame``
+        (every row charged before any teacher answers; the clipped averages
+        computed where the rows live, the noise drawn here; a
+        ``dask.array.Array`` of answers, drawn once, with the queries' row
+        chunks). See "Queries on a cluster" in the scaling guide.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_queries, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask collection} of shape (n_queries, n_features)
             Query rows.
 
         Returns
         -------
         ndarray of shape (n_queries,)
             The noisy teacher average, on the public grid, clipped to ``y_bounds``
-            when ``clip_output=True``.
+            when ``clip_output=True`` (a ``dask.array.Array`` for dask queries).
         """
-        v = self._average(self._validate_queries(X))
-        noisy = self._charge_and_draw(len(v), lambda rng: self._noisy_values(v, rng))
-        return np.clip(noisy, *self._y_bounds) if self._clip_output else noisy
+        from ._dask import is_dask_collection
+
+        if is_dask_collection(X):
+            from ._dask_queries import answer_queries
+
+            check_is_fitted(self, "n_teachers_")
+            return answer_queries(self, X, self._plan())
+        rows = self._validate_queries(X)  # fitted, public checks: before the plan reads state
+        return self._plan().answer(self, rows, self.n_jobs)
 
     def _raw_score(self, X) -> np.ndarray:
         """Average of the clipped teacher outputs. NOT PRIVATE; never charges."""
         return self._average(self._validate_queries(X))
+
+
+def _teacher_averages(X, n_jobs, *, ensemble, teachers, classes, n_teachers) -> np.ndarray:
+    """Teacher average per class at ``X``, shape (n_rows, n_classes). Secret.
+
+    From the vote counts of ``ensemble`` (``base_output="label"``) or the
+    probabilities of ``teachers`` (``"proba"``).
+    """
+    if ensemble is not None:
+        return ensemble.vote_counts(X, n_jobs=n_jobs) / n_teachers
+    X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
+    total = np.zeros((X.shape[0], len(classes)))
+    # The teachers' lock held for the run; the state every teacher answers from.
+    with library_numerics(), teacher_run() as state:
+        for teacher in teachers:
+            total += teacher_proba(teacher, X, classes, state)
+        return total / n_teachers
+
+
+def _as_proba(noisy: np.ndarray) -> np.ndarray:
+    """Released averages as probabilities: clipped (two labels) or on the simplex."""
+    if noisy.ndim == 1:
+        p1 = np.clip(noisy, 0.0, 1.0)
+        return np.column_stack([1.0 - p1, p1])
+    return project_to_simplex(noisy)
+
+
+def _as_decision(noisy: np.ndarray) -> np.ndarray:
+    """Released averages as scores: ``v - 1/2`` for two labels, the averages otherwise."""
+    return noisy - 0.5 if noisy.ndim == 1 else noisy
+
+
+def _clipped_average(X, n_jobs, *, outputs, y_bounds, n_teachers) -> np.ndarray:
+    """Average of the teachers' outputs at ``X``, each clipped to ``y_bounds``. Secret."""
+    lo, hi = y_bounds
+    midpoint = fallback_value(y_bounds)
+    X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
+    total = np.zeros(X.shape[0])
+    with library_numerics(), ExitStack() as run:
+        state: list = []  # taken at the first teacher that answers on its own
+
+        def predict(model, rows):
+            if not state:  # the teachers' lock, held from here on; the state of the run
+                state.append(run.enter_context(teacher_run()))
+            return teacher_values(model, rows, midpoint, state[0])
+
+        for output in outputs.each(X, predict):
+            total += np.clip(np.asarray(output, dtype=float).reshape(-1), lo, hi)
+        return total / n_teachers
