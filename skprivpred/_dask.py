@@ -50,9 +50,10 @@ _TAKES = frozenset({"fit", "predict", "predict_proba", "decision_function"})
 DASK_METHODS: dict[str, frozenset[str]] = {
     "skprivpred.sufficient.SufficientStatisticClassifier": _TAKES,
     "skprivpred.sufficient.SufficientStatisticRegressor": _TAKES,
-    "skprivpred.aggregate.SubsampleAggregateClassifier": _TAKES,
-    "skprivpred.averaging.SubsampleAverageClassifier": _TAKES,
-    "skprivpred.averaging.SubsampleAverageRegressor": _TAKES,
+    # The teacher ensembles also score dask queries (each row charged once, then answered).
+    "skprivpred.aggregate.SubsampleAggregateClassifier": _TAKES | {"score"},
+    "skprivpred.averaging.SubsampleAverageClassifier": _TAKES | {"score"},
+    "skprivpred.averaging.SubsampleAverageRegressor": _TAKES | {"score"},
 }
 
 # What every message about a missing part of the extra says.
@@ -183,7 +184,11 @@ def install_dask_refusal(cls: type) -> None:
     for method in ANSWERING_METHODS:
         # The nearest definition, in the class or in a base (mixins of queries included).
         function = next((k.__dict__[method] for k in cls.__mro__ if method in k.__dict__), None)
-        if method in takes or not inspect.isfunction(function):
+        if not inspect.isfunction(function):
+            continue
+        if method in takes:
+            if getattr(function, "_refuses_dask", False):  # a base's refusal: take it off
+                setattr(cls, method, function.__wrapped__)
             continue
         if getattr(function, "_refuses_dask", False):
             continue

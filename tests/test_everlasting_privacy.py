@@ -864,7 +864,10 @@ def test_a_failing_teacher_fit_does_not_reveal_a_hidden_query():
     assert audit.counts[:, 0].tolist() == [0, 0]
     assert not audit.refutes(EPSILON), audit
     broken = _hidden_query_fit_audit(_FitErrorsReachTheCaller)
-    assert broken.counts[:, 0].tolist() == [N_GAMES, 0]  # predict raised in world 0 only
+    # predict raised in world 0 only (in almost every game: the seeded partition decides
+    # whether the hidden query reaches a teacher that fails; the keyed partition of 0.3
+    # leaves it out of one game in 200)
+    assert broken.counts[1, 0] == 0 and broken.counts[0, 0] >= 0.9 * N_GAMES, broken.counts
     assert broken.refutes(EPSILON), broken
 
 
