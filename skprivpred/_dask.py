@@ -188,7 +188,7 @@ def install_dask_refusal(cls: type) -> None:
             continue
         if method in takes:
             if getattr(function, "_refuses_dask", False):  # a base's refusal: take it off
-                setattr(cls, method, function.__wrapped__)
+                setattr(cls, method, function.__wrapped__)  # type: ignore[attr-defined]
             continue
         if getattr(function, "_refuses_dask", False):
             continue
