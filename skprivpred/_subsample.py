@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils import get_tags
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import PrivatePredictorMixin, finite_target_column, keep_frame, resolve_classes
-from ._dask_teachers import DaskTrainingRows, dask_training_rows, fit_dask_teachers
+from ._dask_teachers import DaskTrainingRows, dask_training_rows, fit_dask_teachers, is_dask_input
 from ._dry_run import check_teachers_can_read
 from ._teachers import ConstantTeacher, fit_teachers, random_partition
 from ._warnings import warn_user
@@ -105,6 +106,20 @@ class SubsampleMixin(PrivatePredictorMixin):
             assert rows.labels is not None
             rows.classes = resolve_classes(self.classes, rows.labels, type(self).__name__)
         return rows
+
+    def _classifier_training_data(self, X, y):
+        """A classifier's training rows, in memory or on a cluster, with its public labels.
+
+        Returns ``(X, y, classes, n_samples)``; for dask rows ``X`` is the
+        :class:`~skprivpred._dask_teachers.DaskTrainingRows` and ``y`` is None.
+        """
+        if is_dask_input(X, y):  # rows on a cluster: checked and fitted where they live
+            rows = self._validate_dask_training_data(X, y, classify=True)
+            return rows, None, rows.classes, rows.n_samples
+        X, y = self._validate_training_data(X, y, y_numeric=False)
+        check_classification_targets(y)
+        classes = resolve_classes(self.classes, y, type(self).__name__)
+        return X, y, classes, y.shape[0]
 
     @staticmethod
     def _check_n_teachers(n_teachers: int, n_samples: int) -> None:

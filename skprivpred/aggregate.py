@@ -10,11 +10,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import resolve_classes
-from ._dask_teachers import is_dask_input
 from ._isolation import handed_rows
 from ._subsample import SubsampleMixin
 from ._teachers import (
@@ -328,14 +325,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         budget = self._check_fit_arguments(fit_params)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
-            if is_dask_input(X, y):  # rows on a cluster: checked and fitted where they live
-                X = self._validate_dask_training_data(X, y, classify=True)
-                y, classes, n_samples = None, X.classes, X.n_samples
-            else:
-                X, y = self._validate_training_data(X, y, y_numeric=False)
-                check_classification_targets(y)
-                classes = resolve_classes(self.classes, y, type(self).__name__)
-                n_samples = y.shape[0]
+            X, y, classes, n_samples = self._classifier_training_data(X, y)
             n_teachers = self._n_teachers_rule(budget, n_samples, len(classes))
             teachers = self._fit_teachers(
                 estimator,

@@ -12,10 +12,9 @@ from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeRegressor
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import check_noise_delta, resolve_classes
+from ._base import check_noise_delta
 from ._dask_teachers import is_dask_input
 from ._isolation import freeze_rows, library_numerics, teacher_run
 from ._subsample import SubsampleMixin
@@ -341,14 +340,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         epsilon, delta = float(self.epsilon), float(self.delta)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
-            if is_dask_input(X, y):  # rows on a cluster: checked and fitted where they live
-                X = self._validate_dask_training_data(X, y, classify=True)
-                y, classes, n_samples = None, X.classes, X.n_samples
-            else:
-                X, y = self._validate_training_data(X, y, y_numeric=False)
-                check_classification_targets(y)
-                classes = resolve_classes(self.classes, y, type(self).__name__)
-                n_samples = y.shape[0]
+            X, y, classes, n_samples = self._classifier_training_data(X, y)
             n_teachers = self.n_teachers_for(n_samples, len(classes))
             teachers = self._fit_teachers(
                 estimator,
