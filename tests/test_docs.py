@@ -10,8 +10,9 @@ deleting a ledger). A snippet must therefore define (or import) every name it us
 from an earlier block of the same page. A statement whose comment starts with an exception
 name (``# BudgetExhaustedError: nothing charged``) must raise that exception. Blocks that need
 infrastructure outside the test (a cluster, a running service) are listed in ``NOT_RUN`` with
-the reason. Pages that load Adult fetch it once into the local data cache (skipped when the
-registry is unreachable).
+the reason; ``SUBSTITUTIONS`` replaces a reader's paths by the test's folder and shrinks the one
+example sized for a cluster. Pages that load Adult fetch it once into the local data cache
+(skipped when the registry is unreachable).
 """
 
 import ast
@@ -41,7 +42,15 @@ NOT_RUN = {
     ),
 }
 # (page, text) -> replacement: deployment paths become the test's temporary directory.
-PATH_SUBSTITUTIONS = {("deploying.rst", "/srv/privacy/"): "{tmp_path}/"}
+# (page, text) -> what the test runs instead: paths on the reader's machine become the test's
+# folder, and the 10**8-row example of scaling.rst runs at 10**5 rows in chunks of 10**4 (the
+# same code and the same graph on a thousandth of the data: the full size, minutes on two
+# cores, is measured by benchmarks/scaleout.py, not by the test suite).
+SUBSTITUTIONS = {
+    ("deploying.rst", "/srv/privacy/"): "{tmp_path}/",
+    ("scaling.rst", "size=(10**8, 10), chunks=(10**6, 10)"): "size=(10**5, 10), chunks=(10**4, 10)",
+    ("scaling.rst", "rng.random(10**8, chunks=10**6)"): "rng.random(10**5, chunks=10**4)",
+}
 
 _EXPECTED_ERROR = re.compile(r"#\s*([A-Z]\w*(?:Error|Exception))\b")
 
@@ -150,7 +159,7 @@ def test_user_guide_snippets_run(page, tmp_path, monkeypatch, request):
             label = f"{page.relative_to(DOCS)}:{lineno} ({attempt})"
             if any(page.name == name and text in source for (name, text) in NOT_RUN):
                 continue
-            for (name, text), replacement in PATH_SUBSTITUTIONS.items():
+            for (name, text), replacement in SUBSTITUTIONS.items():
                 if page.name == name:
                     source = source.replace(text, replacement.format(tmp_path=tmp_path))
             with warnings.catch_warnings():
@@ -173,7 +182,7 @@ def test_user_guide_snippets_run(page, tmp_path, monkeypatch, request):
 def test_not_run_entries_exist():
     """Every NOT_RUN entry still names a block (remove stale ones)."""
     sources = {page.name: [source for _, source in _python_blocks(page)] for page in PAGES}
-    for name, text in [*NOT_RUN, *PATH_SUBSTITUTIONS]:
+    for name, text in [*NOT_RUN, *SUBSTITUTIONS]:
         assert any(text in source for source in sources.get(name, [])), (name, text)
 
 
