@@ -1,9 +1,9 @@
-"""A throwaway PostgreSQL server on loopback, for the ledger's tests and benchmark.
+"""Throwaway servers on loopback for the tests and benchmarks: PostgreSQL, a dask cluster.
 
-Not part of the public API. It runs the server binaries of the operating system's
-PostgreSQL package (``initdb``, ``pg_ctl``) in a temporary directory, listening on
-127.0.0.1 only, on a free port, with trust authentication, and stops and removes
-it afterwards. As root the server runs as the ``postgres`` system user, since
+Not part of the public API. :func:`temporary_postgres` runs the server binaries of the
+operating system's PostgreSQL package (``initdb``, ``pg_ctl``) in a temporary
+directory, listening on 127.0.0.1 only, on a free port, with trust authentication,
+and stops and removes it afterwards. As root the server runs as the ``postgres`` system user, since
 PostgreSQL refuses to run as root.
 """
 
@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-__all__ = ["PostgresUnavailable", "free_port", "temporary_postgres"]
+__all__ = ["PostgresUnavailable", "free_port", "local_dask_client", "temporary_postgres"]
 
 
 class PostgresUnavailable(RuntimeError):
@@ -135,3 +135,44 @@ def temporary_postgres(timeout: float = 60.0) -> Iterator[str]:
         if os.path.exists(os.path.join(data, "postmaster.pid")):
             subprocess.run([*pg_ctl, "-m", "immediate", "-w", "stop"], **quiet)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def local_dask_client(
+    n_workers: int = 2, *, allowed_failures: int | None = None, timeout: float = 30.0
+) -> Iterator:
+    """A dask ``LocalCluster`` of worker processes on 127.0.0.1 and its ``Client``.
+
+    One thread per worker, no dashboard, logs below errors silenced; the client
+    and the cluster are always closed. ``allowed_failures`` sets
+    ``distributed.scheduler.allowed-failures`` for the cluster (0: a task whose
+    worker dies fails at once, instead of being retried elsewhere).
+    """
+    import logging
+
+    import dask
+    import distributed
+
+    config = (
+        {}
+        if allowed_failures is None
+        else {"distributed.scheduler.allowed-failures": allowed_failures}
+    )
+    with dask.config.set(config):
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
+    try:
+        client = distributed.Client(cluster, timeout=f"{timeout}s")
+        try:
+            client.wait_for_workers(n_workers, timeout=timeout)
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()

@@ -8,8 +8,6 @@ models and the answers' law (the exact per-row output probabilities, from the
 non-private diagnostic) is equal to the local one, as are seeded answers.
 """
 
-import logging
-
 import joblib
 import numpy as np
 import pytest
@@ -23,6 +21,7 @@ from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_limits
 
 from skprivpred import SubsampleAggregateClassifier, _teachers
+from skprivpred._testing import local_dask_client
 
 pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
@@ -35,23 +34,8 @@ SEED = 7
 @pytest.fixture(scope="module")
 def dask_client():
     """A 2-worker LocalCluster on loopback (worker processes) and its Client, always closed."""
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=":0",
-        silence_logs=logging.ERROR,
-    )
-    try:
-        client = distributed.Client(cluster, timeout="30s")
-        try:
-            client.wait_for_workers(2, timeout=30)
-            yield client
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+    with local_dask_client() as client:
+        yield client
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,6 @@ in-memory call's bitwise (same stream position).
 """
 
 import dataclasses
-import logging
 import warnings
 
 import numpy as np
@@ -30,6 +29,7 @@ from skprivpred import (
     _dask_queries,
 )
 from skprivpred._teachers import TeacherEnsemble
+from skprivpred._testing import local_dask_client
 from skprivpred.exceptions import HorizonExhaustedError
 
 dask = pytest.importorskip("dask")
@@ -45,23 +45,8 @@ N_QUERIES = 600
 @pytest.fixture(scope="module")
 def dask_client():
     """A 2-worker LocalCluster on loopback (worker processes) and its Client, always closed."""
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
-    try:
-        client = distributed.Client(cluster, timeout="30s")
-        try:
-            client.wait_for_workers(2, timeout=30)
-            yield client
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+    with local_dask_client() as client:
+        yield client
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,6 @@ estimators refuse dask collections before anything is read or charged.
 """
 
 import inspect
-import logging
 import sys
 import warnings
 
@@ -24,6 +23,7 @@ from skprivpred import (
 )
 from skprivpred import sufficient as sufficient_module
 from skprivpred._dask import DASK_METHODS
+from skprivpred._testing import local_dask_client
 from skprivpred.preprocessing import PublicScaler
 
 da = pytest.importorskip("dask.array")
@@ -41,23 +41,8 @@ SEED = 3
 @pytest.fixture(scope="module")
 def dask_client():
     """A 2-worker LocalCluster on loopback (worker processes) and its Client, always closed."""
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
-    try:
-        client = distributed.Client(cluster, timeout="30s")
-        try:
-            client.wait_for_workers(2, timeout=30)
-            yield client
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+    with local_dask_client() as client:
+        yield client
 
 
 def _on_worker(block):

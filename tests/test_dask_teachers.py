@@ -8,7 +8,6 @@ a dead worker) is the fallback teacher; a source that changes between passes is 
 before any fit.
 """
 
-import logging
 import os
 
 import numpy as np
@@ -29,6 +28,7 @@ from skprivpred import (
     SubsampleAverageRegressor,
 )
 from skprivpred._dask_teachers import SourceChangedError
+from skprivpred._testing import local_dask_client
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -42,29 +42,13 @@ SEED = 3
 
 @pytest.fixture(scope="module")
 def client():
-    """A 2-worker LocalCluster on loopback (worker processes), always closed.
+    """A 2-worker LocalCluster on loopback (worker processes) and its Client, always closed.
 
     ``allowed-failures`` 0: a task whose worker dies is marked failed at once (the
     library's answer to a dead worker is what is tested, not dask's retries).
     """
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-        )
-    try:
-        c = distributed.Client(cluster, timeout="30s")
-        try:
-            c.wait_for_workers(2, timeout=30)
-            yield c
-        finally:
-            c.close()
-    finally:
-        cluster.close()
+    with local_dask_client(allowed_failures=0) as client:
+        yield client
 
 
 @pytest.fixture(autouse=True)
