@@ -492,11 +492,10 @@ class PrivatePredictorMixin:
         accountant = self._charged_accountant()
         if accountant is None:
             return
-        for budget in [accountant, *accountant._linked()]:
-            if not budget.can_charge(1, epsilon, delta, rho=rho):
-                refusal = BudgetExhaustedError("refused")
-                refusal.budget = budget.name
-                raise self._model_refusal(refusal, epsilon, delta)
+        try:
+            accountant._refuse_if_over(1, epsilon, delta, rho)
+        except BudgetExhaustedError as refusal:
+            raise self._model_refusal(refusal, epsilon, delta) from None
 
     def _model_refusal(
         self, refusal: BudgetExhaustedError, epsilon: float, delta: float

@@ -981,6 +981,13 @@ class PrivacyAccountant:
         row = (epsilon, delta) if self.composition == "advanced" and n_rows > 0 else None
         return totals, row or state.row_guarantee
 
+    def _decide_as_linked(self, state: LedgerState, n_rows, epsilon, delta, rho):
+        """:meth:`_decide` for a budget charged along with another: its refusal names it."""
+        try:
+            return self._decide(state, n_rows, epsilon, delta, rho, None)
+        except BudgetExhaustedError as refusal:
+            raise self._refusal(f"the budget {self.name!r} refuses: {refusal}") from None
+
     def _refusal(self, message: str, kind: type = BudgetExhaustedError) -> BudgetExhaustedError:
         """A refusal that names this budget (its ``budget`` attribute)."""
         error = kind(message)
@@ -1083,10 +1090,7 @@ class PrivacyAccountant:
             horizon,
         )
         for other in self._linked():
-            try:
-                other._decide(other._state(), n_rows, epsilon, delta, rho, None)
-            except BudgetExhaustedError as refusal:  # say which of the budgets refused
-                raise other._refusal(f"the budget {other.name!r} refuses: {refusal}") from None
+            other._decide_as_linked(other._state(), n_rows, epsilon, delta, rho)
 
     def charge(
         self,
@@ -1151,10 +1155,7 @@ class PrivacyAccountant:
 
         def decide_linked(other: PrivacyAccountant, outcomes: list) -> Decide:
             def decide(state: LedgerState):
-                try:
-                    outcomes.append(other._decide(state, n_rows, epsilon, delta, rho, None))
-                except BudgetExhaustedError as refusal:  # say which of the budgets refused
-                    raise other._refusal(f"the budget {other.name!r} refuses: {refusal}") from None
+                outcomes.append(other._decide_as_linked(state, n_rows, epsilon, delta, rho))
                 return outcomes[-1]
 
             return decide
