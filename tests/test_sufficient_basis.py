@@ -373,8 +373,10 @@ def test_a_user_basis_learns_and_answers_as_before_on_rows_it_handles():
     X, y, _, _ = _pair("binary", -2.0, 2.0, 0.0)
     est = SufficientStatisticClassifier(classes=[0, 1], basis=SplineTransformer())
     s, plan = est._exact_statistic(X, y)
+    # An integer seed: the released model is fixed, so the accuracy bound cannot flake
+    # (0.93 here; a fit seeded by a Generator draws a new release each time).
     fitted = SufficientStatisticClassifier(
-        classes=[0, 1], basis=SplineTransformer(), random_state=np.random.default_rng(0)
+        classes=[0, 1], basis=SplineTransformer(), random_state=0
     ).fit(X, y)
     labelled = y != -1
     batch = fitted._phi(X[labelled])  # query path: one batch
