@@ -33,12 +33,14 @@ Steps (:func:`fit_dask_teachers`), all but the last on the workers:
   (:func:`~skprivpred._teachers.teacher_seeds`) and its isolation
   (``_fit_batch``: a clone, :func:`~skprivpred._isolation.teacher_call`, its own
   copy of its rows). A fit that raises (any exception) becomes the fallback
-  teacher inside the task. A task that dies with its worker (``KilledWorker``:
-  out of memory, a crash) is tried again *alone*, after all the others (dask marks
-  every task that was running on a dying worker as suspect, so a teacher that
-  kills workers could otherwise take an innocent neighbour with it); a teacher
-  that fails alone too, or whose task fails in any other way, gets the fallback.
-  Nothing of it reaches the caller.
+  teacher inside the task, so a task never fails by itself. A task that fails
+  anyway died with its worker (``KilledWorker``: out of memory, a crash) or lost
+  its input with a worker that another teacher killed (a block recomputed by the
+  shuffle, a cancelled dependency): it is tried again *alone*, after all the
+  others (dask marks every task that was running on a dying worker as suspect, so
+  a teacher that kills workers could otherwise take an innocent neighbour with
+  it); a teacher whose task fails alone too gets the fallback. Nothing of it
+  reaches the caller.
 
 These fits go around joblib (``n_jobs`` and joblib backends are for the in-memory
 path): with a ``distributed`` client they run on its workers, otherwise on dask's
@@ -434,7 +436,7 @@ def fit_dask_teachers(
 
 def _fit_on_cluster(client, blocks, estimator, seeds, classes, kind, target, fallback) -> list:
     """One fit task per teacher on the workers; failures become None (the fallback)."""
-    from distributed import KilledWorker, as_completed, wait
+    from distributed import as_completed, wait
 
     block_futures = client.compute(blocks)
     token = uuid.uuid4().hex
@@ -462,7 +464,7 @@ def _fit_on_cluster(client, blocks, estimator, seeds, classes, kind, target, fal
             raise error
 
     payloads: list = [None] * len(blocks)
-    killed = []
+    retried = []
     fits: dict = {}
     try:
         # Every block is in the cluster's memory (or spilled) before any fit starts: a worker
@@ -480,11 +482,12 @@ def _fit_on_cluster(client, blocks, estimator, seeds, classes, kind, target, fal
                 continue
             wait([block_futures[j]])
             upstream_error(j)
-            if isinstance(future.exception(), KilledWorker):
-                killed.append(j)  # tried again alone, below
-            else:
-                block_futures[j].release()  # any other task failure: the fallback
-        for j in sorted(killed):
+            # The task itself never raises (_fit_block turns any failure of the teacher into
+            # None): a failed task died with its worker (KilledWorker) or lost its input with
+            # a worker that another teacher killed (a recomputed shuffle output, a cancelled
+            # dependency). Either way it is tried again alone, below.
+            retried.append(j)
+        for j in sorted(retried):
             future = submit(j, "alone")
             wait([future])
             if future.status == "finished":
