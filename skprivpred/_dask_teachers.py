@@ -482,11 +482,7 @@ def _fit_on_cluster(client, blocks, estimator, seeds, classes, kind, target, fal
                 continue
             wait([block_futures[j]])
             upstream_error(j)
-            # The task itself never raises (_fit_block turns any failure of the teacher into
-            # None): a failed task died with its worker (KilledWorker) or lost its input with
-            # a worker that another teacher killed (a recomputed shuffle output, a cancelled
-            # dependency). Either way it is tried again alone, below.
-            retried.append(j)
+            retried.append(j)  # _fit_block never raises: its worker died (module docstring)
         for j in sorted(retried):
             future = submit(j, "alone")
             wait([future])
