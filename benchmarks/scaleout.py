@@ -39,6 +39,18 @@ What is measured
    (default 100; 0 to skip) the same is measured for decision-tree teachers
    (voted one teacher at a time) on ``--memory-queries / 10`` rows.
 
+3. **Data on a cluster** (``--data``, run alone: about 9 minutes). Fits and answers on
+   dask arrays generated on a two-worker ``LocalCluster`` (``dask.array.random``: the
+   rows never exist in the client): ``SufficientStatisticClassifier`` and
+   ``SubsampleAggregateClassifier(LogisticRegression(), n_teachers=--data-teachers)``
+   on ``--data-rows`` rows (default 10^8, 8.8 GB; 1 % public rows) with a memory limit
+   of ``--data-memory-limit`` per worker (default 3 GiB, below the data's size), then a
+   ``predict`` of ``--data-queries`` rows (default 10^7); then the same at a tenth of
+   the rows (25 % public) on the cluster and in memory. Reported: wall times, the
+   client's and the workers' peak resident sets, time per row against the in-memory
+   fit, and whether the accuracies at a tenth agree within the two-proportion 99 %
+   bound (``_cluster_data.py``). Written to ``scaleout_data_results.json``.
+
 The design matrix of measurement 1 is built without looking at the data (the
 public one-hot encoding of ``_design.py``), as in ``perf.py``. Results are
 printed and written to ``scaleout_results.json`` (and ``scaleout_fit.png``
@@ -50,6 +62,7 @@ From the repository root (needs ``dask[distributed]``)::
 
     .venv/bin/python benchmarks/scaleout.py            # ~6 min on 2 cores (more if loaded)
     .venv/bin/python benchmarks/scaleout.py --quick    # < 1 min
+    .venv/bin/python benchmarks/scaleout.py --data     # measurement 3 alone, ~9 min
 """
 
 from __future__ import annotations
@@ -70,6 +83,7 @@ from typing import Any
 
 import joblib
 import numpy as np
+from _cluster_data import N_FEATURES, data_bytes, run_child, run_section
 from _common import DEFAULT_OUT, environment, format_table, load_dataset, timed, write_json
 from _design import public_design
 from sklearn.linear_model import LogisticRegression
@@ -87,6 +101,8 @@ QUICK = {"teachers": [25, 100], "replicas": [1], "repeats": 1}
 MEMORY_TEACHERS = 500
 MEMORY_FEATURES = 10
 MEMORY_ROWS_PER_TEACHER = 40
+DATA_TEACHERS = 1000
+DATA_MEMORY_LIMIT = "3GiB"
 
 
 # -- measurement 1: fit time ---------------------------------------------------------------
@@ -481,6 +497,46 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--memory-child", choices=["linear", "tree"], default=None, help=argparse.SUPPRESS
     )
+    data = parser.add_argument_group("data on a cluster (measurement 3; run alone with --data)")
+    data.add_argument(
+        "--data",
+        action="store_true",
+        help="run measurement 3 only: fits and answers on dask collections generated on a "
+        "two-worker cluster (about 15 minutes; --quick: 10^6 rows, under 2 minutes)",
+    )
+    data.add_argument(
+        "--data-rows",
+        type=int,
+        default=None,
+        help="rows of the largest fit (default: 10^8; quick: 10^6)",
+    )
+    data.add_argument(
+        "--data-queries",
+        type=int,
+        default=None,
+        help="query rows answered by each model (default: 10^7; quick: 10^5)",
+    )
+    data.add_argument(
+        "--data-teachers",
+        type=int,
+        default=DATA_TEACHERS,
+        help="teachers of the SubsampleAggregateClassifier (default: %(default)s)",
+    )
+    data.add_argument(
+        "--data-memory-limit",
+        default=DATA_MEMORY_LIMIT,
+        help="memory limit of each of the two workers (default: %(default)s; they spill "
+        "to disk above it)",
+    )
+    data.add_argument(
+        "--data-public",
+        type=float,
+        default=None,
+        help=argparse.SUPPRESS,
+    )
+    data.add_argument(
+        "--data-child", choices=["cluster", "memory"], default=None, help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     preset = QUICK if args.quick else DEFAULT
     args.teachers = args.teachers or preset["teachers"]
@@ -490,6 +546,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.memory_queries = 10**6 if args.quick else 10**7
     if args.memory_trees is None:
         args.memory_trees = 0 if args.quick else 100
+    if args.data_rows is None:
+        args.data_rows = 10**6 if args.quick else 10**8
+    if args.data_queries is None:
+        args.data_queries = 10**5 if args.quick else 10**7
     return args
 
 
@@ -515,6 +575,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
         return 0
+    if args.data_child:
+        with native_threads(args.threads):
+            result = run_child(
+                args.data_child,
+                args.data_rows,
+                args.data_queries,
+                args.data_public,
+                args.data_teachers,
+                args.data_memory_limit,
+            )
+        print(json.dumps(result))
+        return 0
+    if args.data:
+        return data_main(args)
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
@@ -577,6 +651,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
     )
     print(f"\nWall time {wall_seconds:.0f} s. Wrote {path}" + (f" and {plot}" if plot else ""))
+    return 0
+
+
+def data_main(args: argparse.Namespace) -> int:
+    """Measurement 3 alone: print its tables and write ``scaleout_data_results.json``."""
+    print(
+        f"Data on a two-worker cluster: {args.data_rows:.0e} rows x {N_FEATURES} features "
+        f"({data_bytes(args.data_rows) / 1e9:.1f} GB), {args.data_queries:.0e} queries, "
+        f"{args.data_teachers} teachers, worker memory limit {args.data_memory_limit}; "
+        f"{args.threads} native thread(s) per process."
+    )
+    start = time.perf_counter()
+    section = run_section(args, Path(__file__).resolve())
+    wall_seconds = time.perf_counter() - start
+    path = write_json(
+        args.out / "scaleout_data_results.json",
+        {
+            "benchmark": "data on a cluster: fits and answers on dask collections "
+            "(benchmarks/scaleout.py --data)",
+            "config": {
+                "rows": args.data_rows,
+                "queries": args.data_queries,
+                "teachers": args.data_teachers,
+                "memory_limit_per_worker": args.data_memory_limit,
+                "threads": args.threads,
+            },
+            "environment": {**environment(), **_engine_versions()},
+            "wall_seconds": wall_seconds,
+            **section,
+        },
+    )
+    print(f"\nWall time {wall_seconds:.0f} s. Wrote {path}")
     return 0
 
 

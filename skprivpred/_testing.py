@@ -139,14 +139,19 @@ def temporary_postgres(timeout: float = 60.0) -> Iterator[str]:
 
 @contextlib.contextmanager
 def local_dask_client(
-    n_workers: int = 2, *, allowed_failures: int | None = None, timeout: float = 30.0
+    n_workers: int = 2,
+    *,
+    allowed_failures: int | None = None,
+    timeout: float = 30.0,
+    **cluster_options,
 ) -> Iterator:
     """A dask ``LocalCluster`` of worker processes on 127.0.0.1 and its ``Client``.
 
     One thread per worker, no dashboard, logs below errors silenced; the client
     and the cluster are always closed. ``allowed_failures`` sets
     ``distributed.scheduler.allowed-failures`` for the cluster (0: a task whose
-    worker dies fails at once, instead of being retried elsewhere).
+    worker dies fails at once, instead of being retried elsewhere). Further keyword
+    arguments (``memory_limit``, ``local_directory``, ...) go to ``LocalCluster``.
     """
     import logging
 
@@ -166,6 +171,7 @@ def local_dask_client(
             host="127.0.0.1",
             dashboard_address=None,
             silence_logs=logging.CRITICAL,
+            **cluster_options,
         )
     try:
         client = distributed.Client(cluster, timeout=f"{timeout}s")

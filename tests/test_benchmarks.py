@@ -361,3 +361,42 @@ def test_a_quick_run_with_several_fits_per_stage_records_its_progress_check(tmp_
     assert [(r["epsilon"], r["seed"]) for r in payload["runs"]] == [
         (e, s) for e in (0.5, 1.0, 2.0) for s in (0, 1)
     ]
+
+
+# -- scaleout.py --data: the verdicts of the data-on-a-cluster section --------------------------
+def _cluster_run(rows, client_mb, one_release_s, teachers_s, accuracy):
+    return {
+        "rows": rows,
+        "queries": 10**6,
+        "public_fraction": 0.25,
+        "client_peak_rss_mb": client_mb,
+        "one_release_fit_seconds": one_release_s,
+        "teachers_fit_seconds": teachers_s,
+        "one_release_accuracy": accuracy,
+        "teachers_accuracy": accuracy,
+    }
+
+
+def test_cluster_data_verdicts_judge_memory_growth_and_accuracy():
+    cluster_data = pytest.importorskip("_cluster_data")
+    scale = _cluster_run(10**8, 471.0, 150.0, 170.0, 0.85)
+    small = _cluster_run(10**7, 460.0, 15.0, 20.0, 0.85)
+    memory = _cluster_run(10**7, 13000.0, 30.0, 8.5, 0.8502)
+    verdicts = cluster_data.compare(scale, small, memory)
+    assert verdicts["client_below_1_gb"] and verdicts["client_below_a_tenth_of_the_data"]
+    assert verdicts["one_release_fit_per_row_ratio"] == pytest.approx(0.5)
+    assert verdicts["one_release_fit_per_row_ratio_cluster"] == pytest.approx(1.0)
+    assert verdicts["teachers_fit_per_row_ratio_cluster"] == pytest.approx(0.85)
+    # 0.0002 apart at 10**6 queries: within the 99 % bound (about 0.0013); 0.01 apart is not
+    assert verdicts["teachers_accuracy_equal_within_noise"]
+    assert verdicts["teachers_accuracy_bound"] == pytest.approx(
+        2.576 * np.sqrt(2 * 0.8501 * 0.1499 / 10**6), rel=1e-6
+    )
+    memory["teachers_accuracy"] = 0.86
+    assert not cluster_data.compare(scale, small, memory)["teachers_accuracy_equal_within_noise"]
+    # a client that held the rows (8.8 GB of them) fails both memory verdicts
+    scale["client_peak_rss_mb"] = 9000.0
+    verdicts = cluster_data.compare(scale, small, memory)
+    assert not verdicts["client_below_1_gb"]
+    assert not verdicts["client_below_a_tenth_of_the_data"]
+    assert cluster_data.data_bytes(10**8) == 8.8e9
