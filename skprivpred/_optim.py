@@ -157,13 +157,15 @@ def _augmented_rows(X: np.ndarray, feature_norm_bound: float, intercept_scaling:
     Returns the augmented rows and their norms ``||x~||`` (a public function
     of the query for query rows).
     """
-    norms = np.linalg.norm(X, axis=1)
-    clipped = X * (feature_norm_bound / np.maximum(norms, feature_norm_bound))[:, None]
+    norms = np.sqrt(np.add.reduce(X * X, axis=1))  # what np.linalg.norm(X, axis=1) computes
+    factor = (feature_norm_bound / np.maximum(norms, feature_norm_bound))[:, None]
     clipped_norms = np.minimum(norms, feature_norm_bound)
     if intercept_scaling is None:
-        return clipped, clipped_norms
-    column = np.full((X.shape[0], 1), intercept_scaling)
-    return np.hstack([clipped, column]), np.hypot(clipped_norms, intercept_scaling)
+        return X * factor, clipped_norms
+    rows = np.empty((X.shape[0], X.shape[1] + 1))
+    np.multiply(X, factor, out=rows[:, :-1])
+    rows[:, -1] = intercept_scaling
+    return rows, np.hypot(clipped_norms, intercept_scaling)
 
 
 def _project_to_ball(w: np.ndarray, radius: float | None) -> np.ndarray:

@@ -482,17 +482,20 @@ def _analytic_gaussian_unit_sigma(epsilon: float, delta: float) -> float:
     return sigma
 
 
-# -- exact integer samplers (Canonne, Kamath & Steinke 2020) -------------------------------------
+# -- exact integer samplers (the discrete Gaussian of Canonne, Kamath & Steinke 2020) -----------
 # Every bit of randomness below comes from ``rng.integers`` (a test can script it), and every
-# comparison is between integers: no floating-point number decides any outcome.
+# outcome is decided by comparisons between integers: a float may guess where to compare
+# (the geometric's inversion), never what the comparison finds.
 
 #: Bound kept by every int64 intermediate of the vectorised samplers.
 _INT64_LIMIT = 2**63 - 1
-#: Largest integer scale ``t`` the vectorised samplers take; above it, Python integers.
+#: Largest integer scale ``t`` the vectorised discrete Gaussian takes; above it, Python integers.
 _MAX_VECTOR_SCALE = 2**28
 #: ``sigma^2`` is rounded up to a multiple of ``t / q``, ``q`` the power of two putting
 #: ``q t`` in ``[2**21, 2**22)`` (``q = 1`` once ``t >= 2**21``): see ``_discrete_gaussian_params``.
 _ROUNDING_BITS = 22
+#: About the share of discrete Gaussian candidates kept (it only sizes the batches).
+_GAUSSIAN_ACCEPTANCE = 0.6
 
 
 def _exact_fraction(value: Any, name: str) -> Fraction:
@@ -646,60 +649,268 @@ def _py_bernoulli_exp_neg(num: int, den: int, rng: np.random.Generator) -> bool:
     return True
 
 
-def _exp_minus_one_run(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:
-    """``V``: the number of successes of ``Bernoulli(exp(-1))`` before its first failure.
+# -- the geometric law by inversion, its thresholds computed exactly -----------------------------
+#: One digit of a uniform real in ``[0, 1)``: 31 bits (two per 64-bit word of
+#: ``rng.integers(0, 2**64)``; a further digit, when a tie needs it, ``rng.integers(0, 2**31)``).
+_DIGIT_BITS = 31
+_DIGIT = 2**_DIGIT_BITS
+#: Largest radix of one digit level of the geometric sampler (its table's length).
+_MAX_RADIX = 2**12
+#: Fixed-point bits of the interval arithmetic that builds the tables.
+_TABLE_BITS = 128
 
-    ``P(V >= v) = e^{-v}`` (CKS Algorithm 2's inner loop), ``_LOOKAHEAD``
-    trials per round for each entry still running. An entry reaching ``cap``
-    (probability ``e^{-cap}``) continues in Python integers; the result is then
-    an object array.
+
+def _exp_neg_bounds(x: Fraction, bits: int) -> tuple[int, int]:
+    """Integers ``lo <= exp(-x) 2**bits <= hi`` for a rational ``x >= 0``, ``hi - lo`` small.
+
+    ``exp(-x) = exp(-y)**n`` with ``y = x / n <= 1``: the alternating series of
+    ``exp(-y)``, whose terms decrease, lies between consecutive partial sums; the
+    bounds are raised to the ``n``-th power by squaring, rounding the lower one down
+    and the upper one up at ``bits + 2 bit_length(n) + 8`` bits, then shifted to ``bits``.
     """
-    v = np.zeros(n, dtype=np.int64)
-    active = np.flatnonzero(_bernoulli_exp_minus_one(n, rng))  # one trial first: most stop
-    v[active] = 1
-    while active.size:
-        success = _bernoulli_exp_minus_one((active.size, _LOOKAHEAD), rng)
-        running = success.all(axis=1)
-        v[active] += np.where(running, _LOOKAHEAD, np.argmin(success, axis=1))
-        active = active[running]
-        capped = v[active] >= cap
-        if capped.any():  # never in practice: finish these in Python integers
-            v = v.astype(object)
-            for i in active[capped]:
-                while _bernoulli_exp_minus_one(1, rng)[0]:
-                    v[i] += 1
-            active = active[~capped]
-    return v
+    n = max(1, math.ceil(x))
+    y = x / n
+    work = bits + 2 * n.bit_length() + 8
+    partial, term, k = Fraction(1), Fraction(1), 0
+    while True:
+        k += 1
+        term = term * y / k
+        following = partial - term if k % 2 else partial + term
+        if term * 2 ** (work + 2) < 1:
+            break
+        partial = following
+    low_sum, high_sum = sorted((partial, following))
+    lo = math.floor(low_sum * 2**work)
+    hi = math.ceil(high_sum * 2**work)
+    lo_pow, hi_pow, base_lo, base_hi, e = 2**work, 2**work, lo, hi, n
+    while e:
+        if e & 1:
+            lo_pow = (lo_pow * base_lo) >> work
+            hi_pow = -((-hi_pow * base_hi) >> work)
+        e >>= 1
+        if e:
+            base_lo = (base_lo * base_lo) >> work
+            base_hi = -((-base_hi * base_hi) >> work)
+    shift = work - bits
+    return lo_pow >> shift, -((-hi_pow) >> shift)
 
 
-def _discrete_laplace_candidates(s: int, t: int, n: int, rng: np.random.Generator):
-    """One round of CKS Algorithm 2 for ``n`` values: the accepted ones (scale ``t / s``).
+def _threshold_bounds(gamma: Fraction, radix: int | None, r: int, bits: int) -> tuple[int, int]:
+    """Integer bounds on ``c_r 2**bits``, ``c_r`` a level's ``P(count >= r)``.
 
-    ``U`` uniform in ``[0, t)``, kept with probability ``exp(-U / t)``; ``V``
-    as in :func:`_exp_minus_one_run`; ``X = U + t V`` (geometric with
-    parameter ``1 - exp(-1/t)``), ``Y = X // s``; a fair sign ``B``
-    (``rng.integers(0, 2)``), rejecting ``B = 1, Y = 0``; ``Z = (1 - 2B) Y``.
+    A truncated level (``radix`` ``M``): ``c_r = (p^r - p^M) / (1 - p^M)`` with ``p =
+    exp(-gamma)``; the last level (``radix`` None): ``c_r = p^r``.
     """
-    u = rng.integers(0, t, size=n)
-    u = u[_bernoulli_exp_neg(u, t, rng, below_one=True)]
-    v = _exp_minus_one_run(u.size, max(1, (_INT64_LIMIT - t) // t), rng)
-    x = u + t * v
-    # s is a power of two (_laplace_params): the floor division is a shift
-    y = x >> (s.bit_length() - 1) if x.dtype == np.int64 else x // s
-    negative = rng.integers(0, 2, size=y.size) == 1
-    keep = ~(negative & (y == 0))
-    return np.where(negative, -y, y)[keep]
+    work = bits + 16
+    lo_r, hi_r = _exp_neg_bounds(gamma * r, work)
+    if radix is None:
+        return lo_r >> 16, -((-hi_r) >> 16)
+    lo_m, hi_m = _exp_neg_bounds(gamma * radix, work)
+    one = 2**work
+    return ((lo_r - hi_m) << bits) // (one - lo_m), -(((lo_m - hi_r) << bits) // (one - hi_m))
 
 
-def _fill(n: int, draw) -> np.ndarray:
-    """Collect ``n`` i.i.d. values from a rejection sampler, drawing batches for the rest."""
+def _threshold_floor(gamma: Fraction, radix: int | None, r: int, bits: int) -> int:
+    """``floor(c_r 2**bits)`` exactly: bounds at more and more bits until their floors agree.
+
+    ``c_r`` is irrational (``exp(-gamma)`` is transcendental for a rational ``gamma > 0``,
+    Lindemann), so ``c_r 2**bits`` is never an integer and the loop ends.
+    """
+    extra = 16
+    while True:
+        lo, hi = _threshold_bounds(gamma, radix, r, bits + extra)
+        if lo >> extra == hi >> extra:
+            return lo >> extra
+        extra *= 2
+
+
+class _Level:
+    """One digit of the geometric: a count by inversion of a uniform real against thresholds.
+
+    ``thresholds[r - 1] = floor(c_r 2**31)`` for ``r = 1 .. size``, decreasing, with
+    ``c_r = P(count >= r)`` (:func:`_threshold_bounds`).
+    """
+
+    def __init__(self, gamma: Fraction, radix: int | None) -> None:
+        self.gamma, self.radix = gamma, radix
+        one = 2**_TABLE_BITS
+        p_lo, p_hi = _exp_neg_bounds(gamma, _TABLE_BITS)
+        if radix is not None:
+            m_lo, m_hi = _exp_neg_bounds(gamma * radix, _TABLE_BITS)
+        floors, lo, hi, r = [], one, one, 0
+        while radix is None or r < radix - 1:
+            r += 1
+            lo, hi = (lo * p_lo) >> _TABLE_BITS, -((-hi * p_hi) >> _TABLE_BITS)
+            if radix is None:
+                low, high = lo >> (_TABLE_BITS - _DIGIT_BITS), hi >> (_TABLE_BITS - _DIGIT_BITS)
+            else:
+                low = ((lo - m_hi) << _DIGIT_BITS) // (one - m_lo)
+                high = ((hi - m_lo) << _DIGIT_BITS) // (one - m_hi)
+            floors.append(low if low == high else _threshold_floor(gamma, radix, r, _DIGIT_BITS))
+            if radix is None and floors[-1] == 0:  # c_r < 2**-31: the table's last entry
+                break
+        self.thresholds = np.array(floors, dtype=np.int64)
+        # The thresholds framed by r = 0 (c_0 = 1: above every digit) and one below every digit.
+        self._framed = np.concatenate([[_DIGIT], self.thresholds, [-1]]).astype(np.int64)
+        self._framed_next = self._framed[1:]
+        self._gamma = float(gamma)
+        self._floor_mass = 0.0 if radix is None else math.exp(-float(gamma * radix))
+
+    def counts(self, digits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``#{r : V < c_r}`` for uniform reals ``V`` whose first base-``2**31`` digit is given.
+
+        A digit below ``floor(c_r 2**31)`` decides ``V < c_r``, one above decides the
+        contrary; one equal to it (probability ``2**-31`` per threshold) is decided by
+        drawing ``V``'s further digits one at a time (:meth:`_refine`). The count is the
+        ``g`` with ``thresholds[g - 1] > digit >= thresholds[g]``: a float inversion of
+        the law guesses it, and integer comparisons with the thresholds move the guess
+        until it holds (one step at most, in practice), so the float only chooses where
+        to look and never decides.
+        """
+        size = self.thresholds.size
+        guess = digits * (2.0**-_DIGIT_BITS * (1.0 - self._floor_mass))
+        if self._floor_mass:
+            guess += self._floor_mass
+        with np.errstate(divide="ignore"):
+            np.log(guess, out=guess)
+        guess *= -1.0 / self._gamma
+        np.ceil(guess, out=guess)
+        np.clip(guess, 1, size + 1, out=guess)
+        count = guess.astype(np.int64)
+        count -= 1
+        framed = self._framed
+        # Off (or tied) where thresholds[count - 1] <= digit or thresholds[count] >= digit.
+        off = np.flatnonzero((framed[count] <= digits) | (self._framed_next[count] >= digits))
+        for i in off:  # a float guess one off, or a tie: rare
+            digit, g = int(digits[i]), int(count[i])
+            while framed[g] <= digit:
+                g -= 1
+            while framed[g + 1] > digit:
+                g += 1
+            count[i] = self._refine(digit, g, rng) if framed[g + 1] == digit else g
+        return count
+
+    def _refine(self, digit: int, above: int, rng: np.random.Generator) -> int:
+        """The count of one uniform ``V`` whose first digit equals ``thresholds[above]``."""
+        prefix, bits = digit, _DIGIT_BITS
+        count = above
+        while count < self.thresholds.size and self.thresholds[count] == digit:
+            while True:  # is V < c_{count + 1}? compare ever longer prefixes
+                target = _threshold_floor(self.gamma, self.radix, count + 1, bits)
+                if prefix != target:
+                    break
+                prefix = (prefix << _DIGIT_BITS) | int(rng.integers(0, _DIGIT))
+                bits += _DIGIT_BITS
+            if prefix > target:
+                return count
+            count += 1
+        return count
+
+
+def _levels(gamma: Fraction) -> tuple[_Level, ...]:
+    """The digit levels of ``Geometric(exp(-gamma))``: ``G = R_0 + M_0 (R_1 + M_1 (... W))``.
+
+    Each ``R_i`` is truncated geometric on ``[0, M_i)`` with ratio ``exp(-gamma_i)``,
+    ``gamma_{i+1} = M_i gamma_i``, and ``W`` geometric with ratio ``exp(-gamma_k)``,
+    ``gamma_k >= 1/2`` (so its table holds at most 44 thresholds): the digits of a
+    geometric in a mixed radix are independent with exactly these laws. ``M_i`` is the
+    smallest power of two with ``M_i gamma_i >= 1/2``, at most ``2**12``.
+    """
+    return _cached_levels(gamma.numerator, gamma.denominator)
+
+
+@lru_cache(maxsize=64)
+def _cached_levels(numerator: int, denominator: int) -> tuple[_Level, ...]:
+    gamma, levels = Fraction(numerator, denominator), []
+    while gamma < Fraction(1, 2):
+        radix = 2
+        while radix * gamma < Fraction(1, 2) and radix < _MAX_RADIX:
+            radix *= 2
+        levels.append(_Level(gamma, radix))
+        gamma *= radix
+    levels.append(_Level(gamma, None))
+    return tuple(levels)
+
+
+def _geometric(levels: tuple[_Level, ...], digits: list[np.ndarray], rng: np.random.Generator):
+    """``Geometric(exp(-gamma))`` values (``P(G >= g) = exp(-gamma g)``) by exact inversion.
+
+    ``levels`` are :func:`_levels` of ``gamma``; ``digits`` holds one array of uniform
+    first digits per level (drawn by the caller, so that it can take other bits from
+    the same words). The last level's count
+    reaches its table's end with probability below ``2**-31``; there ``W`` continues
+    with a fresh geometric of the same ratio (memorylessness), drawn exactly.
+    """
+    span = math.prod(level.radix or level.thresholds.size for level in levels)
+    # Past int64 only for scales beyond about 2**55: there, exact Python integers.
+    total = np.zeros(digits[0].size, dtype=np.int64 if span < 2**56 else object)
+    weight = 1
+    for level, digit in zip(levels, digits):
+        count = level.counts(digit, rng)
+        if level.radix is None:
+            full = np.flatnonzero(count == level.thresholds.size)
+            if full.size:  # rare (below 2**-31 per value): finished in Python integers
+                total = total.astype(object)
+                count = count.astype(object)
+                for i in full:
+                    while True:
+                        more = int(level.counts(rng.integers(0, _DIGIT, size=1), rng)[0])
+                        count[i] += more
+                        if more < level.thresholds.size:
+                            break
+        total = total + weight * count
+        weight *= level.radix or 1
+    return total
+
+
+def _laplace_candidates(levels: tuple[_Level, ...], n: int, rng: np.random.Generator):
+    """``n`` candidates of the discrete Laplace whose magnitude has ``levels``: the accepted ones.
+
+    ``G`` geometric with ratio ``exp(-s / t)`` (:func:`_geometric`, ``levels`` of
+    :func:`_levels`), a fair sign ``B``, ``B = 1, G = 0`` rejected: ``Z = (1 - 2B) G`` has
+    ``P(Z = z)`` proportional to ``exp(-|z| s / t)``. The bits come from 64-bit words
+    ``rng.integers(0, 2**64, dtype=uint64)``: the first word's top bit is ``B``, and each
+    word's bits 31 to 61 and 0 to 30 are two levels' digits.
+    """
+    words = rng.integers(0, 2**64, size=((len(levels) + 1) // 2, n), dtype=np.uint64)
+    words = words.view(np.int64)
+    negative = words[0] < 0  # the top bit
+    mask = _DIGIT - 1
+    digits = [half for row in words for half in ((row >> _DIGIT_BITS) & mask, row & mask)]
+    g = _geometric(levels, digits, rng)
+    np.negative(g, out=g, where=negative)
+    return g[(g != 0) | ~negative]
+
+
+@lru_cache(maxsize=64)
+def _laplace_plan(s: int, t: int) -> tuple[tuple[_Level, ...], float]:
+    """The magnitude's levels at scale ``t / s``, and the share of candidates kept.
+
+    The share, ``(1 + exp(-s / t)) / 2``, only sizes the batches.
+    """
+    return _levels(Fraction(s, t)), (1.0 + math.exp(-s / t)) / 2.0
+
+
+def _laplace_values(scale: Fraction, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` values of the discrete Laplace at ``scale`` rounded up (:func:`_laplace_params`)."""
+    levels, acceptance = _laplace_plan(*_laplace_params(scale))
+    return _fill(n, lambda k: _laplace_candidates(levels, k, rng), acceptance)
+
+
+def _fill(n: int, draw, acceptance: float) -> np.ndarray:
+    """Collect ``n`` i.i.d. values from a rejection sampler, drawing batches for the rest.
+
+    ``acceptance`` (about the share of candidates kept) only sizes the batches.
+    """
     if n == 0:
         return np.empty(0, dtype=np.int64)
     pieces, have = [], 0
     while have < n:
-        # Ask for a little more than is missing: fewer rounds; the surplus is discarded
-        # (accepted values are i.i.d., so keeping the first ones keeps the law).
-        batch = draw(int(1.7 * (n - have)) + 16)
+        # Ask for a little more than is missing, about four standard deviations: usually one
+        # round; the surplus is discarded (accepted values are i.i.d., so keeping the first
+        # ones keeps the law).
+        expected = (n - have) / acceptance
+        batch = draw(int(expected + 4 * math.sqrt(expected * (1 - acceptance) / acceptance)) + 16)
         pieces.append(batch)
         have += batch.size
     values = np.concatenate(pieces)[:n] if len(pieces) > 1 else pieces[0][:n]
@@ -709,33 +920,6 @@ def _fill(n: int, draw) -> np.ndarray:
         except OverflowError:  # a value beyond 2**63 (probability below e^-60): kept exact
             pass
     return values
-
-
-def _py_discrete_laplace(s: int, t: int, rng: np.random.Generator) -> int:
-    """CKS Algorithm 2 for one value in Python integers (scales beyond the int64 path)."""
-    while True:
-        u = int(rng.integers(0, t)) if t <= _INT64_LIMIT else _py_uniform(t, rng)
-        if not _py_bernoulli_exp_neg(u, t, rng):
-            continue
-        v = 0
-        while _bernoulli_exp_minus_one(1, rng)[0]:
-            v += 1
-        y = (u + t * v) // s
-        negative = int(rng.integers(0, 2)) == 1
-        if negative and y == 0:
-            continue
-        return -y if negative else y
-
-
-def _py_uniform(high: int, rng: np.random.Generator) -> int:
-    """A uniform integer in ``[0, high)`` for any ``high``, by rejection on 62-bit digits."""
-    n_digits = -(-high.bit_length() // 62)
-    while True:
-        value = 0
-        for _ in range(n_digits):
-            value = (value << 62) | int(rng.integers(0, 2**62))
-        if value < high:
-            return value
 
 
 def _laplace_params(scale: Fraction) -> tuple[int, int]:
@@ -780,19 +964,26 @@ def discrete_laplace_noise(
 ) -> np.ndarray:
     """Integer noise with ``P(Z = z)`` proportional to ``exp(-|z| / scale)``, drawn exactly.
 
-    The two-sided geometric (discrete Laplace) law, sampled by Canonne, Kamath
-    & Steinke (2020), Algorithm 2, in integer arithmetic only: ``U`` uniform in
-    ``[0, t)`` kept with probability ``exp(-U / t)``, ``V`` the run of
-    successes of ``Bernoulli(exp(-1))``, ``Y = (U + t V) // s``, a fair sign,
-    ``B = 1, Y = 0`` rejected; every Bernoulli by their Algorithm 1. All
-    randomness comes from ``rng.integers``; no floating-point number decides
-    an outcome, so the law is exactly the discrete Laplace at scale ``t / s``
-    (:func:`discrete_laplace_scale`: the scale rounded up by a relative
-    ``2**-21`` at most, which only adds privacy). Vectorised in int64 over all
-    values (one batch per rejection round, no loop per value); a value whose
-    computation would leave int64 (probability below ``e^-60``) is finished in
-    Python integers. Adding it to an integer statistic of sensitivity ``D``
-    with ``scale = D / epsilon`` is ``epsilon``-DP, and the result is an
+    The two-sided geometric (discrete Laplace) law at scale ``t / s``
+    (:func:`discrete_laplace_scale`: the scale rounded up by a relative ``2**-21``
+    at most, which only adds privacy): a geometric magnitude ``G`` with ratio
+    ``exp(-s / t)``, a fair sign, ``-0`` rejected. ``G`` is drawn by inversion in a
+    mixed radix, ``G = R_0 + M_0 (R_1 + ... + M_{k-1} W)``: its digits are
+    independent, each ``R_i`` truncated geometric on ``[0, M_i)`` and ``W``
+    geometric, and each is the count of thresholds ``c_r = P(count >= r)`` above a
+    uniform real ``V``. The thresholds' first 31 bits are computed exactly once per
+    scale (rational interval arithmetic on the series of ``exp``, widened until
+    the floor is certain; ``c_r`` is irrational, so it always is), and ``V`` is
+    compared digit by digit: a 31-bit digit of ``V`` from ``rng.integers`` decides
+    against every threshold but one it equals, where ``V``'s next digits are drawn
+    until they differ from those of ``c_r``. A float inversion guesses each count
+    and integer comparisons correct the guess, so no floating-point number decides
+    an outcome: the law is exactly the discrete Laplace, however far in the tail
+    (``W`` continues past its table by memorylessness). All randomness comes from
+    ``rng.integers``; vectorised in int64 over all values, about as fast as
+    numpy's float ``geometric`` it replaces. Adding it to an integer statistic of
+    sensitivity ``D`` with ``scale = D / epsilon`` is ``epsilon``-DP, and the
+    result is an
     integer (the attack of Mironov 2012 does not apply).
 
     Parameters
@@ -811,8 +1002,11 @@ def discrete_laplace_noise(
     ndarray of int64
         The noise.
     """
-    if isinstance(scale, Fraction):
-        scales = np.full((), scale, dtype=object)
+    if isinstance(scale, Fraction):  # one exact scale (the grid releases): no grouping
+        shape = () if size is None else tuple(int(k) for k in np.atleast_1d(size))
+        values = _laplace_values(_exact_fraction(scale, "scale"), math.prod(shape), rng)
+        result = values.reshape(shape)
+        return result[()] if result.ndim == 0 else result
     else:
         scales = np.asarray(scale, dtype=float)
         if not np.all(np.isfinite(scales) & (scales > 0)):
@@ -827,13 +1021,7 @@ def discrete_laplace_noise(
     else:
         groups = [(v, np.flatnonzero(flat_scales == v)) for v in np.unique(flat_scales)]
     for value, where in groups:
-        s, t = _laplace_params(_exact_fraction(value, "scale"))
-        if t <= _MAX_VECTOR_SCALE:
-            values = _fill(
-                where.size, lambda n, s=s, t=t: _discrete_laplace_candidates(s, t, n, rng)
-            )
-        else:
-            values = np.array([_py_discrete_laplace(s, t, rng) for _ in range(where.size)])
+        values = _laplace_values(_exact_fraction(value, "scale"), where.size, rng)
         if values.dtype == object and out.dtype != object:
             out = out.astype(object)
         out[where] = values
@@ -895,7 +1083,7 @@ def _discrete_gaussian_candidates(t: int, m: int, q: int, n: int, rng: np.random
     ``a`` would leave int64; probability below ``exp(-3e9 / (q t))`` each, about
     ``e^-700`` for ``t < 2**21``) is decided in Python integers.
     """
-    y = _fill(n, lambda k: _discrete_laplace_candidates(1, t, k, rng))
+    y = _laplace_values(Fraction(t), n, rng)
     magnitude = np.abs(y)
     den = 2 * t * m * q
     safe = magnitude <= (math.isqrt(_INT64_LIMIT) - m) // q
@@ -917,7 +1105,7 @@ def _py_discrete_gaussian(t: int, m: int, q: int, rng: np.random.Generator) -> i
     """CKS Algorithm 3 for one value in Python integers (scales beyond the int64 path)."""
     den = 2 * t * m * q
     while True:
-        y = _py_discrete_laplace(1, t, rng)
+        y = int(_laplace_values(Fraction(t), 1, rng)[0])
         gap = q * abs(y) - m
         if _py_bernoulli_exp_neg(gap * gap, den, rng):
             return y
@@ -930,14 +1118,14 @@ def discrete_gaussian_noise(
 
     The discrete Gaussian, sampled by Canonne, Kamath & Steinke (2020),
     Algorithm 3 (Section 5), in integer and rational arithmetic only: a
-    discrete Laplace candidate ``Y`` at scale ``t = floor(sigma) + 1`` (their
-    Algorithm 2, as :func:`discrete_laplace_noise`), accepted with probability
+    discrete Laplace candidate ``Y`` at scale ``t = floor(sigma) + 1`` (drawn
+    exactly as :func:`discrete_laplace_noise`), accepted with probability
     ``exp(-(|Y| - sigma'^2 / t)^2 / (2 sigma'^2))`` by their Algorithm 1
     (``Bernoulli(exp(-gamma))`` as ``floor(gamma)`` successes of
     ``Bernoulli(exp(-1))`` and the series of ``Bernoulli(f / K)`` trials for the
-    remainder). All randomness comes from ``rng.integers``; every comparison is
-    between integers, so every integer keeps its exact probability, however
-    far in the tail (there is no table and no cut-off).
+    remainder). All randomness comes from ``rng.integers``; every outcome is
+    decided by comparisons between integers, so every integer keeps its exact
+    probability, however far in the tail (there is no cut-off).
 
     ``sigma'^2`` is ``sigma^2`` rounded up to a rational with a small
     denominator (:func:`discrete_gaussian_sigma2`; a relative ``2**-19`` at
@@ -968,7 +1156,9 @@ def discrete_gaussian_noise(
     shape = () if size is None else tuple(int(k) for k in np.atleast_1d(size))
     n = math.prod(shape)
     if t <= _MAX_VECTOR_SCALE:
-        values = _fill(n, lambda k: _discrete_gaussian_candidates(t, m, q, k, rng))
+        values = _fill(
+            n, lambda k: _discrete_gaussian_candidates(t, m, q, k, rng), _GAUSSIAN_ACCEPTANCE
+        )
     else:
         values = np.array([_py_discrete_gaussian(t, m, q, rng) for _ in range(n)])
     values = values.reshape(shape)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import decimal
 import math
 from fractions import Fraction
 
@@ -98,43 +99,75 @@ class IntegersOnly:
         self._rng = np.random.default_rng(seed)
         self.calls = 0
 
-    def integers(self, low, high=None, size=None):
+    def integers(self, low, high=None, size=None, dtype=np.int64):
         self.calls += 1
-        return self._rng.integers(low, high, size=size)
+        return self._rng.integers(low, high, size=size, dtype=dtype)
+
+
+#: A uniform digit of the geometric's inversion, and the 64-bit words that carry them.
+DIGIT = 2**31
+WORD = 2**64
 
 
 class ExtremeBits:
-    """A random source held at an extreme: the bits that make each Bernoulli trial succeed.
+    """A random source held at an extreme: the bits that make each value as large as it can be.
 
     ``integers(0, high, size)`` answers elementwise:
 
+    * ``high == 2**64`` (the discrete Laplace's 64-bit words: a sign bit and 31-bit digits of
+      uniform reals) and ``high == 2**31`` (a further digit): 0 for the first ``extreme``
+      such calls, which puts every uniform real below every threshold of the inversion (the
+      largest count at every level, a positive sign, and the last level continued past its
+      table), then digits of one half (``V = 1/2``);
     * ``high == 20!`` (one ``Bernoulli(exp(-1))``: its series' trials ``A_2 .. A_20``): ``20!/2 -
-      1``, which stops the series at ``K = 3``, a success; except during the call numbered
-      ``fail_call`` (1-based, among these calls), which answers ``20! - 1`` (stop at ``K = 2``,
-      a failure) and so ends the run ``V`` of successes of the discrete Laplace;
-    * ``high == 2`` (the fair sign): 0, a positive value;
+      1``, which stops the series at ``K = 3``, a success;
     * any other bound: ``high - 1``, which makes every ``Bernoulli(f)`` trial with ``f < 1``
-      fail, so every ``Bernoulli(exp(-f))`` of a fractional ``f`` succeeds at ``K = 1``: the
-      discrete Laplace's ``U = t - 1`` is kept and every candidate is accepted.
+      fail, so every ``Bernoulli(exp(-f))`` of a fractional ``f`` succeeds at ``K = 1``: every
+      discrete Gaussian candidate is accepted.
 
     ``random()`` answers the largest double below one: the extreme of a float inverse CDF (the
     sampler this one replaced drew one such uniform per value).
     """
 
-    def __init__(self, fail_call: int) -> None:
-        self.fail_call = fail_call
-        self.e1_calls = 0
+    def __init__(self, extreme: int) -> None:
+        self.extreme = extreme
+        self.digit_calls = 0
 
-    def integers(self, low, high=None, size=None):
+    def integers(self, low, high=None, size=None, dtype=np.int64):
+        if high in (WORD, DIGIT):
+            self.digit_calls += 1
+            half = DIGIT // 2
+            value = 0 if self.digit_calls <= self.extreme else half
+            if high == WORD:
+                value = value * DIGIT + value  # the two 31-bit digits of a word, sign bit 0
+            return np.full(() if size is None else size, value, dtype=dtype)
         high = np.broadcast_to(np.asarray(high, dtype=np.int64), () if size is None else size)
         if np.all(high == FACT20):
-            self.e1_calls += 1
-            value = FACT20 - 1 if self.e1_calls == self.fail_call else FACT20 // 2 - 1
-            return np.full(high.shape, value, dtype=np.int64)
-        return np.where(high == 2, 0, high - 1).astype(np.int64)
+            return np.full(high.shape, FACT20 // 2 - 1, dtype=np.int64)
+        return (high - 1).astype(np.int64)
 
     def random(self, size=None):
         return np.full(() if size is None else size, 1.0 - 2.0**-53)
+
+
+def _extreme_value(scale) -> int:
+    """What :class:`ExtremeBits` with ``extreme=2`` makes of the discrete Laplace at ``scale``.
+
+    The first call (the words) puts every level's digit at 0: each truncated level counts
+    ``M - 1``, the last level ties with its final threshold (0); the second call (a further
+    digit, 0) resolves the tie below it, so the last level passes its whole table of ``L``
+    thresholds and continues; the continuation's digit is one half, which counts the
+    thresholds above ``2**30``. The value is ``sum (M_i - 1) prod_{j<i} M_j + prod M_j (L +
+    that count)``.
+    """
+    s, t = mechanisms._laplace_params(mechanisms._exact_fraction(scale, "scale"))
+    levels = mechanisms._levels(Fraction(s, t))
+    value, weight = 0, 1
+    for level in levels[:-1]:
+        value += weight * (level.radix - 1)
+        weight *= level.radix
+    last = levels[-1].thresholds
+    return value + weight * (last.size + int(np.sum(last > DIGIT // 2)))
 
 
 # -- the law ------------------------------------------------------------------------------------
@@ -204,32 +237,100 @@ def test_discrete_laplace_per_value_scales():
 # -- the tail, by construction --------------------------------------------------------------------
 @pytest.mark.parametrize("sigma", [1000.0, 37.5])
 def test_a_source_held_at_the_extreme_gives_values_far_beyond_eight_sigma(sigma):
-    # Five calls of Bernoulli(exp(-1)) succeed before the failing one: the run V of the
-    # discrete Laplace candidate is 1 + 4 * 4 = 17 (one trial, then four per round), its
-    # value U + t V with U = t - 1, and every candidate is accepted.
-    rng = ExtremeBits(fail_call=6)
-    values = discrete_gaussian_noise(sigma, rng, size=5)
+    # The candidate is the discrete Laplace at scale t = floor(sigma) + 1 held at its extreme
+    # (about 23 sigma), and the source makes every Bernoulli(exp(-gamma)) accept it.
+    values = discrete_gaussian_noise(sigma, ExtremeBits(extreme=2), size=5)
     t = math.floor(sigma) + 1
-    assert np.all(values == t - 1 + t * 17)
+    assert np.all(values == _extreme_value(t))
     assert values.min() > 17 * sigma  # the float inverse CDF never went past about 8 sigma
 
 
 def test_the_laplace_tail_by_construction():
-    rng = ExtremeBits(fail_call=4)  # V = 1 + 4 * 2 = 9
     scale = Fraction(1001)
-    values = discrete_laplace_noise(scale, rng, size=3)
+    values = discrete_laplace_noise(scale, ExtremeBits(extreme=2), size=3)
     s = 2 ** (22 - 10)  # the power of two of discrete_laplace_scale for 1001
     assert discrete_laplace_scale(scale) == Fraction(1001 * s, s)
-    assert np.all(values == (1001 * s * 10 - 1) // s)  # (U + t V) // s with U = t - 1
-    assert values.min() > 9 * 1001
+    assert np.all(values == _extreme_value(scale))
+    assert values.min() > 20 * 1001
 
 
 def test_the_extreme_has_positive_probability_under_the_exact_law():
     # The value the scripted source produced is an integer of positive probability, about
-    # e^-144 at 17 sigma: the old sampler gave it (and all beyond about 7.7 sigma) none.
+    # e^-260 at 23 sigma: the old sampler gave it (and all beyond about 7.7 sigma) none.
     sigma2 = float(discrete_gaussian_sigma2(1000.0))
-    log_p = -((1001 * 18 - 1) ** 2) / (2 * sigma2) - math.log(math.sqrt(2 * math.pi * sigma2))
-    assert -200 < log_p < -100
+    z = _extreme_value(1001)
+    log_p = -(z**2) / (2 * sigma2) - math.log(math.sqrt(2 * math.pi * sigma2))
+    assert -400 < log_p < -100
+
+
+# -- the geometric's inversion: its thresholds, its ties, its float guess ----------------------
+def _oracle_threshold(gamma: Fraction, radix, r: int, bits: int = 31) -> int:
+    """``floor(c_r 2**bits)`` from the decimal module at 90 digits (an independent computation)."""
+    context = decimal.Context(prec=90)
+    g = context.divide(decimal.Decimal(gamma.numerator), decimal.Decimal(gamma.denominator))
+    c = context.exp(-g * r)
+    if radix is not None:
+        p_m = context.exp(-g * radix)
+        c = context.divide(c - p_m, 1 - p_m)
+    return int(
+        context.multiply(c, decimal.Decimal(2) ** bits).to_integral_value(decimal.ROUND_FLOOR)
+    )
+
+
+@pytest.mark.parametrize("scale", [0.3, 2.0, 7.3, 1001.0, 1001 / 0.3, 3.3e6, 1e9])
+def test_every_threshold_is_the_exact_floor(scale):
+    s, t = mechanisms._laplace_params(mechanisms._exact_fraction(scale, "scale"))
+    levels = mechanisms._levels(Fraction(s, t))
+    assert levels[-1].radix is None and all(level.radix for level in levels[:-1])
+    for level in levels:
+        want = [
+            _oracle_threshold(level.gamma, level.radix, r)
+            for r in range(1, level.thresholds.size + 1)
+        ]
+        assert level.thresholds.tolist() == want
+    # the last table ends at the first threshold below one digit's resolution
+    assert levels[-1].thresholds[-1] == 0 and np.all(levels[-1].thresholds[:-1] > 0)
+
+
+def test_a_tie_with_a_threshold_is_decided_by_the_next_digit():
+    level = mechanisms._levels(Fraction(1, 1001))[0]  # M = 512
+    for r in (1, 17, 300, 511):
+        digit = int(level.thresholds[r - 1])
+        following = _oracle_threshold(level.gamma, level.radix, r, bits=62) - digit * DIGIT
+        assert 0 < following < DIGIT - 1
+        below = level.counts(np.array([digit]), _Replay([(following - 1, DIGIT)]))
+        above = level.counts(np.array([digit]), _Replay([(following + 1, DIGIT)]))
+        assert below[0] == r and above[0] == r - 1  # V < c_r, then V > c_r
+
+
+def test_repeated_thresholds_at_the_end_of_the_last_table_are_each_decided():
+    level = mechanisms._levels(Fraction(127, 250))[-1]  # ratio exp(-0.508): ... 3, 1, 1, 0
+    ones = np.flatnonzero(level.thresholds == 1)
+    assert ones.size >= 2
+    # A first digit 1 ties with every threshold equal to 1; a next digit of 0 is below them
+    # all when each c_r 2**62 lies above 2**31 (the first digit's cell begins there).
+    counts = level.counts(np.array([1]), _Replay([(0, DIGIT)]))
+    assert counts[0] == ones[-1] + 1
+    last = _oracle_threshold(level.gamma, None, int(ones[0]) + 1, bits=62) - DIGIT
+    counts = level.counts(np.array([1]), _Replay([(last + 1, DIGIT)]))
+    assert counts[0] == ones[0]
+
+
+@pytest.mark.parametrize("gamma", [Fraction(1, 1001), Fraction(512, 1001), Fraction(3, 2)])
+def test_the_float_guess_never_decides(gamma, monkeypatch):
+    drawn = np.random.default_rng(SEED).integers(0, DIGIT, size=20_000)
+    for level in mechanisms._levels(gamma):
+        # digits that tie with no threshold (a tie draws further digits), the extremes among them
+        extremes = [2**k + 1 for k in range(31)] + [DIGIT - 1]
+        digits = np.concatenate([drawn, extremes])
+        digits = digits[~np.isin(digits, level.thresholds)]
+        ascending = level.thresholds[::-1]
+        # the count from its definition, #{r : threshold_r > digit}
+        want = ascending.size - np.searchsorted(ascending, digits, side="right")
+        np.testing.assert_array_equal(level.counts(digits, None), want)
+        monkeypatch.setattr(level, "_gamma", level._gamma * 1.7)  # a float guess far off
+        np.testing.assert_array_equal(level.counts(digits, None), want)
+        monkeypatch.undo()
 
 
 # -- Bernoulli(exp(-gamma)) by exact enumeration -----------------------------------------------
@@ -395,7 +496,7 @@ def test_bad_scales_are_refused_by_name(bad):
 def test_grid_gaussian_release_uses_the_exact_sampler():
     # Driven by the extreme source, the grid release itself leaves the float sampler's range.
     out = mechanisms.grid_gaussian_release(
-        np.zeros(3), 1.0, 1.0, 1e-6, ExtremeBits(fail_call=6), steps=10
+        np.zeros(3), 1.0, 1.0, 1e-6, ExtremeBits(extreme=2), steps=10
     )
     sigma = mechanisms.discrete_gaussian_sigma(11, 1.0, 1e-6)
     assert np.all(out / 0.1 > 17 * sigma)

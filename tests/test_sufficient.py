@@ -370,10 +370,14 @@ def test_string_labels_and_a_noisy_count_outside_the_labelled_range():
     clf = SSC(classes=["no", "yes"], random_state=0).fit(X, labels)
     assert set(clf.predict(X)) <= {"no", "yes"}
     # Twenty labelled rows and noise of scale about 90 on the count: the noisy positive
-    # count falls outside (0, 20) (checked); the clipped post-processing still answers.
+    # count falls outside (0, 20) at most seeds (about nine in ten); at the first seed where
+    # it does (checked), the clipped post-processing still answers.
     X2, y2 = _binary_task(220, 200)
-    small = SSC(classes=[0, 1], epsilon=0.1, random_state=0).fit(X2, y2)
-    count = small._released_statistic[0] + 0.5 * small.n_labelled_  # intercept coordinate
+    for seed in range(20):
+        small = SSC(classes=[0, 1], epsilon=0.1, random_state=seed).fit(X2, y2)
+        count = small._released_statistic[0] + 0.5 * small.n_labelled_  # intercept coordinate
+        if not 0 < count < small.n_labelled_:
+            break
     assert not 0 < count < small.n_labelled_
     assert np.all(np.isfinite(small.decision_function(X2)))
 

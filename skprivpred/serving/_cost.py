@@ -17,7 +17,7 @@ preprocessing step), measured on a quiet two-core machine (Python 3.12,
 scikit-learn 1.7) on the Adult models of ``benchmarks/serving.py`` and set
 about three times above what was measured, so that a loaded machine still
 fits them (``benchmarks/serving.py --only cost`` reports what they give). A
-teacher of another kind keeps the schedule's ``per_row_teacher`` (5e-05 s by
+teacher of another kind keeps the schedule's ``per_row_teacher`` (1e-04 s by
 default), which covers the fallback of a teacher that fails on part of a
 batch (its retries on halves).
 """
@@ -35,9 +35,11 @@ LINEAR_PER_ROW_TEACHER = 1.5e-06
 TREE_PER_ROW_TEACHER = 5e-06
 #: Seconds per request of a preprocessing step in front of the private estimator, and per
 #: transformer it holds (a ``ColumnTransformer`` splits, transforms and joins data frames:
-#: the Adult quick-start ``public_preprocessor`` of two transformers, about 4.5 ms).
-STEP_PER_REQUEST = 2e-03
-TRANSFORMER_PER_REQUEST = 1.5e-03
+#: the Adult quick-start ``public_preprocessor`` of two transformers, about 4.5 ms, and a
+#: one-record request to the quick-start pipeline about 9.3 ms in all, which the base
+#: interval of 4 + 4 + 2 x 2.5 = 13 ms covers; at 9 ms it overran and sat at twice that).
+STEP_PER_REQUEST = 4e-03
+TRANSFORMER_PER_REQUEST = 2.5e-03
 #: Seconds per row asked and per transformer of the preprocessing steps.
 TRANSFORMER_PER_ROW = 1e-05
 #: Seconds per row of a model without teachers (one private linear model, say).

@@ -117,8 +117,11 @@ class ReleaseSchedule:
     timing channels in interactive systems", ACM CCS 2011.
     """
 
-    #: Seconds per row and teacher of a teacher that votes through its own ``predict``.
-    default_per_row_teacher = 5e-05
+    #: Seconds per row and teacher of a teacher that votes through its own ``predict``: about
+    #: ten times what a one-hot pipeline teacher takes, with its fallback's retries on halves,
+    #: on a quiet machine (5e-05 was five times, and beside eight CPU-bound processes on two
+    #: cores the slower of two neighbouring models overran it and sat a level above the other).
+    default_per_row_teacher = 1e-04
 
     def __init__(
         self,
