@@ -585,9 +585,7 @@ def _bernoulli_exp_minus_one(shape: int | tuple[int, ...], rng: np.random.Genera
     return result.reshape(u.shape)
 
 
-def _bernoulli_exp_neg(
-    num: np.ndarray, den: int, rng: np.random.Generator, below_one: bool = False
-) -> np.ndarray:
+def _bernoulli_exp_neg(num: np.ndarray, den: int, rng: np.random.Generator) -> np.ndarray:
     """Exact ``Bernoulli(exp(-num / den))`` per entry of ``num`` (int64 ``>= 0``, ``den < 2**63``).
 
     CKS Algorithm 1: ``floor(gamma)`` draws of ``Bernoulli(exp(-1))``, all of
@@ -600,10 +598,7 @@ def _bernoulli_exp_neg(
     (``_LOOKAHEAD`` trials at a time for the integer part; the surplus after
     an entry's stop is discarded, which leaves the law unchanged).
     """
-    if below_one:  # the caller guarantees num < den: no integer part
-        whole, frac = np.zeros_like(num), num
-    else:
-        whole, frac = np.divmod(num, den)
+    whole, frac = np.divmod(num, den)
     ok = np.ones(num.shape[0], dtype=bool)
     active = np.flatnonzero(whole > 0)
     left = whole[active]
@@ -696,18 +691,27 @@ def _exp_neg_bounds(x: Fraction, bits: int) -> tuple[int, int]:
 
 
 def _threshold_bounds(gamma: Fraction, radix: int | None, r: int, bits: int) -> tuple[int, int]:
-    """Integer bounds on ``c_r 2**bits``, ``c_r`` a level's ``P(count >= r)``.
+    """Floors of ``2**bits`` times bounds on ``c_r``, a level's ``P(count >= r)``.
 
     A truncated level (``radix`` ``M``): ``c_r = (p^r - p^M) / (1 - p^M)`` with ``p =
     exp(-gamma)``; the last level (``radix`` None): ``c_r = p^r``.
     """
     work = bits + 16
-    lo_r, hi_r = _exp_neg_bounds(gamma * r, work)
-    if radix is None:
-        return lo_r >> 16, -((-hi_r) >> 16)
-    lo_m, hi_m = _exp_neg_bounds(gamma * radix, work)
+    power = None if radix is None else _exp_neg_bounds(gamma * radix, work)
+    return _threshold_floors(*_exp_neg_bounds(gamma * r, work), power, work, bits)
+
+
+def _threshold_floors(lo_r: int, hi_r: int, power, work: int, bits: int) -> tuple[int, int]:
+    """Floors of ``2**bits`` times a lower and an upper bound on ``c_r``.
+
+    From integer bounds ``lo_r <= p^r 2**work <= hi_r`` and, for a truncated level,
+    ``power = (lo_M, hi_M)`` bounding ``p^M 2**work`` (``None`` for the last level).
+    """
+    if power is None:
+        return lo_r >> (work - bits), hi_r >> (work - bits)
+    lo_m, hi_m = power
     one = 2**work
-    return ((lo_r - hi_m) << bits) // (one - lo_m), -(((lo_m - hi_r) << bits) // (one - hi_m))
+    return ((lo_r - hi_m) << bits) // (one - lo_m), ((hi_r - lo_m) << bits) // (one - hi_m)
 
 
 def _threshold_floor(gamma: Fraction, radix: int | None, r: int, bits: int) -> int:
@@ -733,19 +737,13 @@ class _Level:
 
     def __init__(self, gamma: Fraction, radix: int | None) -> None:
         self.gamma, self.radix = gamma, radix
-        one = 2**_TABLE_BITS
         p_lo, p_hi = _exp_neg_bounds(gamma, _TABLE_BITS)
-        if radix is not None:
-            m_lo, m_hi = _exp_neg_bounds(gamma * radix, _TABLE_BITS)
-        floors, lo, hi, r = [], one, one, 0
+        power = None if radix is None else _exp_neg_bounds(gamma * radix, _TABLE_BITS)
+        floors, lo, hi, r = [], 2**_TABLE_BITS, 2**_TABLE_BITS, 0
         while radix is None or r < radix - 1:
-            r += 1
+            r += 1  # p^r's bounds from p^(r-1)'s, rounded outwards
             lo, hi = (lo * p_lo) >> _TABLE_BITS, -((-hi * p_hi) >> _TABLE_BITS)
-            if radix is None:
-                low, high = lo >> (_TABLE_BITS - _DIGIT_BITS), hi >> (_TABLE_BITS - _DIGIT_BITS)
-            else:
-                low = ((lo - m_hi) << _DIGIT_BITS) // (one - m_lo)
-                high = ((hi - m_lo) << _DIGIT_BITS) // (one - m_hi)
+            low, high = _threshold_floors(lo, hi, power, _TABLE_BITS, _DIGIT_BITS)
             floors.append(low if low == high else _threshold_floor(gamma, radix, r, _DIGIT_BITS))
             if radix is None and floors[-1] == 0:  # c_r < 2**-31: the table's last entry
                 break
@@ -807,6 +805,7 @@ class _Level:
         return count
 
 
+@lru_cache(maxsize=64)
 def _levels(gamma: Fraction) -> tuple[_Level, ...]:
     """The digit levels of ``Geometric(exp(-gamma))``: ``G = R_0 + M_0 (R_1 + M_1 (... W))``.
 
@@ -814,14 +813,10 @@ def _levels(gamma: Fraction) -> tuple[_Level, ...]:
     ``gamma_{i+1} = M_i gamma_i``, and ``W`` geometric with ratio ``exp(-gamma_k)``,
     ``gamma_k >= 1/2`` (so its table holds at most 44 thresholds): the digits of a
     geometric in a mixed radix are independent with exactly these laws. ``M_i`` is the
-    smallest power of two with ``M_i gamma_i >= 1/2``, at most ``2**12``.
+    smallest power of two with ``M_i gamma_i >= 1/2``, at most ``2**12``. Cached per
+    ``gamma`` (a ``Fraction``: equal values hash alike).
     """
-    return _cached_levels(gamma.numerator, gamma.denominator)
-
-
-@lru_cache(maxsize=64)
-def _cached_levels(numerator: int, denominator: int) -> tuple[_Level, ...]:
-    gamma, levels = Fraction(numerator, denominator), []
+    levels = []
     while gamma < Fraction(1, 2):
         radix = 2
         while radix * gamma < Fraction(1, 2) and radix < _MAX_RADIX:
@@ -837,9 +832,9 @@ def _geometric(levels: tuple[_Level, ...], digits: list[np.ndarray], rng: np.ran
 
     ``levels`` are :func:`_levels` of ``gamma``; ``digits`` holds one array of uniform
     first digits per level (drawn by the caller, so that it can take other bits from
-    the same words). The last level's count
-    reaches its table's end with probability below ``2**-31``; there ``W`` continues
-    with a fresh geometric of the same ratio (memorylessness), drawn exactly.
+    the same words). The last level's count reaches its table's end with probability
+    below ``2**-31``; there ``W`` continues with a fresh geometric of the same ratio
+    (memorylessness), drawn exactly.
     """
     span = math.prod(level.radix or level.thresholds.size for level in levels)
     # Past int64 only for scales beyond about 2**55: there, exact Python integers.
@@ -980,11 +975,11 @@ def discrete_laplace_noise(
     and integer comparisons correct the guess, so no floating-point number decides
     an outcome: the law is exactly the discrete Laplace, however far in the tail
     (``W`` continues past its table by memorylessness). All randomness comes from
-    ``rng.integers``; vectorised in int64 over all values, about as fast as
-    numpy's float ``geometric`` it replaces. Adding it to an integer statistic of
-    sensitivity ``D`` with ``scale = D / epsilon`` is ``epsilon``-DP, and the
-    result is an
-    integer (the attack of Mironov 2012 does not apply).
+    ``rng.integers``; vectorised in int64 over all values, at about one and a half
+    times the cost of numpy's float ``geometric``. Adding it to an integer
+    statistic of sensitivity ``D`` with ``scale = D / epsilon`` is
+    ``epsilon``-DP, and the result is an integer (the attack of Mironov 2012 does
+    not apply).
 
     Parameters
     ----------
@@ -1007,10 +1002,9 @@ def discrete_laplace_noise(
         values = _laplace_values(_exact_fraction(scale, "scale"), math.prod(shape), rng)
         result = values.reshape(shape)
         return result[()] if result.ndim == 0 else result
-    else:
-        scales = np.asarray(scale, dtype=float)
-        if not np.all(np.isfinite(scales) & (scales > 0)):
-            raise ValueError("scale must be finite and > 0.")
+    scales = np.asarray(scale, dtype=float)
+    if not np.all(np.isfinite(scales) & (scales > 0)):
+        raise ValueError("scale must be finite and > 0.")
     shape = scales.shape if size is None else tuple(int(k) for k in np.atleast_1d(size))
     flat_scales = np.broadcast_to(scales, shape).ravel()
     out: np.ndarray = np.empty(flat_scales.size, dtype=np.int64)
