@@ -101,7 +101,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred._testing import free_port
-from skprivpred.serving import save_model
+from skprivpred.serving import ReleaseSchedule, save_model
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -952,6 +952,7 @@ def probe_channel(
     figures["runs_per_side"] = len(counts["D"])
     figures["release_ms"] = release_s * 1e3
     figures["connections"] = connections
+    figures["lattice_ms"] = ReleaseSchedule().other_quantum * 1e3
     figures["seconds"] = time.monotonic() - started_at
     figures["load_range"] = (min(loads), max(loads)) if loads else None
     return figures
@@ -962,7 +963,8 @@ def print_probe(f: dict) -> None:
     print(
         f"\nProbe (issue 38): {f['connections']} keep-alive connections polling "
         f"{', '.join(PROBED_ROUTES)} while one's own /predict waits (BusyTeacher, 80 vs 20 ms "
-        f"of CPU, released at {f['release_ms']:.0f} ms); {f['runs_per_side']} runs per side, "
+        f"of CPU, released at {f['release_ms']:.0f} ms; the polled routes on the lattice of "
+        f"{f['lattice_ms']:g} ms); {f['runs_per_side']} runs per side, "
         f"{f['seconds']:.0f} s, load {f['load_range']}"
     )
     print(

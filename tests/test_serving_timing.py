@@ -7,7 +7,8 @@ so none can pass or fail with the machine's load. What is checked:
 
 * A response leaves at ``origin + quantum + per_row_teacher * rows * teachers``,
   whatever the computation took below that (two very different computation times
-  give the same release time).
+  give the same release time); every other route leaves on a lattice (the
+  multiples of ``other_quantum``), whenever in its cell the request arrived.
 * A computation that overruns its point raises the schedule's level: the response
   leaves at the next doubled point, and the responses that follow keep the doubled
   interval; after ``shrink_after`` responses on time the level comes down again.
@@ -43,6 +44,12 @@ from skprivpred.serving._app import _schedule_from  # noqa: E402
 
 N_TEACHERS = 8
 QUANTUM, PER_ROW_TEACHER = 0.004, 1e-4
+OTHER = ReleaseSchedule().other_quantum  # the default interval of every other route
+
+
+def lattice_point(origin: float, step: float = OTHER) -> float:
+    """The first multiple of ``step`` at least ``step`` after ``origin`` (a point above it)."""
+    return (np.floor(origin / step) + 2) * step
 
 
 class FakeTime:
@@ -213,6 +220,36 @@ def test_the_level_moves_one_epoch_at_a_time_and_is_capped():
     assert (schedule.level_of("health", 1), schedule.level_of("health", 512)) == (1, 0)
 
 
+def test_on_the_lattice_a_later_arrival_in_the_same_cell_leaves_at_the_same_time():
+    """A poller's next request, delayed by a busy CPU, does not move its response."""
+    schedule = ReleaseSchedule(quantum=0.004, shrink_after=2, max_level=3)
+    step = schedule.other_quantum
+    cell = 4000 * step  # a multiple of the step
+    times = {
+        schedule.plan(
+            cell + delay, cell + delay + 0.001, 1, route="health", base=step, lattice=True
+        ).time
+        for delay in np.linspace(0.0001, 0.9999 * step, 25)
+    }
+    assert len(times) == 1 and times.pop() == pytest.approx(cell + 2 * step, abs=1e-9)
+    # From the arrival instead, each delay moves its response by as much.
+    anchored = {
+        round(schedule.plan(cell + d, cell + d, 1, route="budget", base=step).time, 9)
+        for d in (0.001, 0.002)
+    }
+    assert len(anchored) == 2
+    # An overrun raises the level: the lattice of twice the step, still at fixed times.
+    late = schedule.plan(cell, cell + 2.5 * step, 1, route="health", base=step, lattice=True)
+    assert (late.level, late.overrun) == (1, True)
+    assert late.time == pytest.approx(cell + 4 * step, abs=1e-9)
+    assert late.time / (2 * step) == pytest.approx(round(late.time / (2 * step)), abs=1e-6)
+    # Ready at or before its point, or refused at the last point: never earlier.
+    for ready in np.linspace(cell, cell + 40 * step, 81):
+        planned = schedule.plan(cell, float(ready), 1, route="card", base=step, lattice=True)
+        assert planned.time >= ready or planned.refused
+        assert planned.time <= schedule.last_point(cell, step, lattice=True) + 1e-9
+
+
 def test_refusals_after_the_computation_and_of_the_body_leave_on_the_schedule(tmp_path):
     fake = FakeTime()
     app = app_of(with_cost(fitted(tmp_path, cap_rows=5), fake, [0.001, 0.002]), fake)
@@ -331,8 +368,11 @@ def test_every_route_and_status_leaves_on_the_schedule_each_route_on_its_own_lev
         origin = fake.now
         status, _, left = asyncio.run(send(app, fake, method, path, body, headers))
         assert status == expected, (method, path)
-        base = interval(1) if path == "/predict" else QUANTUM  # a refusal: one row
-        assert left - origin == pytest.approx(base, abs=1e-12), (method, path, status)
+        if path == "/predict":  # from the arrival; a refusal counts as one row
+            assert left - origin == pytest.approx(interval(1), abs=1e-12), (path, status)
+        else:  # on the lattice
+            assert left == pytest.approx(lattice_point(origin), abs=1e-9), (method, path, status)
+            assert OTHER <= left - origin <= 2 * OTHER + 1e-9
     # An overrun of /predict raises its level only: /health keeps its own.
     for expected in (4, 4):  # 3 base intervals: the point of level 2; then level 2 holds
         origin = fake.now
@@ -340,7 +380,8 @@ def test_every_route_and_status_leaves_on_the_schedule_each_route_on_its_own_lev
         assert status == 200 and left - origin == pytest.approx(expected * interval(1))
     assert (schedule.level_of("predict"), schedule.level_of("health")) == (2, 0)
     origin = fake.now
-    assert asyncio.run(send(app, fake, "GET", "/health"))[2] - origin == pytest.approx(QUANTUM)
+    left = asyncio.run(send(app, fake, "GET", "/health"))[2]
+    assert left == pytest.approx(lattice_point(origin), abs=1e-9)
 
 
 def test_past_the_last_level_a_fixed_503_leaves_at_its_point_and_the_charge_stands(tmp_path):
@@ -413,6 +454,7 @@ def test_the_computation_runs_in_a_spawned_process_with_fresh_noise(tmp_path):
     [
         ({"quantum": 0.0}, "quantum (--timing-quantum)"),
         ({"quantum": float("nan")}, "quantum (--timing-quantum)"),
+        ({"other_quantum": -0.01}, "other_quantum (--timing-other-quantum)"),
         ({"per_row_teacher": -1e-6}, "per_row_teacher (--timing-per-row-teacher)"),
         ({"shrink_after": 0}, "shrink_after (--timing-shrink-after)"),
         ({"shrink_after": 2.5}, "shrink_after (--timing-shrink-after)"),
@@ -432,7 +474,10 @@ def test_the_command_shows_the_timing_options_and_refuses_bad_ones(tmp_path):
     )
     help_text = " ".join(done.stdout.split())
     for phrase in (
-        "--timing-quantum SECONDS the schedule's interval for any request (default: 0.004)",
+        "--timing-quantum SECONDS the interval of any /predict request, before the public "
+        "cost of its path (default: 0.004)",
+        "--timing-other-quantum SECONDS the interval of every route but /predict, whose "
+        "responses leave on the multiples of it (default: 0.025)",
         "--timing-per-row-teacher SECONDS",
         "(default: predicted from the public cost of the model's path)",
         "--timing-shrink-after N",

@@ -103,7 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.004,
         metavar="SECONDS",
-        help="the schedule's interval for any request",
+        help="the interval of any /predict request, before the public cost of its path",
+    )
+    defence.add_argument(
+        "--timing-other-quantum",
+        type=float,
+        default=0.025,
+        metavar="SECONDS",
+        help="the interval of every route but /predict, whose responses leave on the "
+        "multiples of it",
     )
     defence.add_argument(
         "--timing-per-row-teacher",
@@ -146,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.timing_defence:
         timing = {
             "quantum": args.timing_quantum,
+            "other_quantum": args.timing_other_quantum,
             "per_row_teacher": args.timing_per_row_teacher,
             "shrink_after": args.timing_shrink_after,
         }

@@ -661,7 +661,7 @@ def create_app(
     cost = PathCost.of(estimator, schedule)
 
     def interval(route: str, n_rows: int) -> float:
-        return cost.interval(n_rows) if route == "predict" else schedule.quantum
+        return cost.interval(n_rows) if route == "predict" else schedule.other_quantum
 
     return ReleasedResponses(
         application,
@@ -669,6 +669,7 @@ def create_app(
         {path: name for path, (name, _, _) in routes.items()},
         interval,
         observe=lambda route, seconds: metrics.latency.labels(route).observe(seconds),
+        anchored={"predict"},
     )
 
 

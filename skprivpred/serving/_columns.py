@@ -309,9 +309,11 @@ def first_refused(frame: Any, columns: list[CategoricalColumn]) -> Refusal | Non
     """
     first: tuple[int, int, Any] | None = None
     count = 0
+    # The conversion of PublicOneHotEncoder.transform, which converts its columns together:
+    # one selection of every checked column (a selection per column cost 0.4 ms each).
+    table = np.asarray(frame[[column.name for column in columns]], dtype=object)
     for j, column in enumerate(columns):
-        # The conversion of PublicOneHotEncoder.transform, on the same frame.
-        values = np.asarray(frame[[column.name]], dtype=object)[:, 0]
+        values = table[:, j]
         if column.as_text:
             values = values.astype(str)
         keys = column.keys()

@@ -34,13 +34,13 @@ LINEAR_PER_ROW_TEACHER = 1.5e-06
 #: Seconds per row and teacher of a stacked tree descent.
 TREE_PER_ROW_TEACHER = 5e-06
 #: Seconds per request of a preprocessing step in front of the private estimator, and per
-#: transformer it holds (a ``ColumnTransformer`` splits, transforms and joins data frames:
-#: the Adult quick-start ``public_preprocessor`` of two transformers, about 4.5 ms; a
-#: one-record request to the quick-start pipeline takes 9 to 11 ms at p50 in all, under the
-#: base interval of 4 + 4 + 2 x 2.5 = 13 ms, but 15 to 17 ms at p99, so a service can still
-#: sit a level up; at the former 9 ms base it always did).
-STEP_PER_REQUEST = 4e-03
-TRANSFORMER_PER_REQUEST = 2.5e-03
+#: transformer it holds (a ``ColumnTransformer`` splits, transforms and joins data frames).
+#: A one-record request to the Adult quick-start pipeline (``public_preprocessor``, two
+#: transformers; 45 teachers) takes about 7 ms at p50 and 8.4 to 9.1 ms at p99 in all
+#: (``benchmarks/serving.py --only cost``), under its base interval of 4 + 3.5 + 2 x 1.5 =
+#: 10.6 ms.
+STEP_PER_REQUEST = 3.5e-03
+TRANSFORMER_PER_REQUEST = 1.5e-03
 #: Seconds per row asked and per transformer of the preprocessing steps.
 TRANSFORMER_PER_ROW = 1e-05
 #: Seconds per row of a model without teachers (one private linear model, say).

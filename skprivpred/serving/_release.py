@@ -14,14 +14,19 @@ any, stands).
 The base interval of a request is a function of public quantities only
 (``interval(route, rows)``): ``/predict`` tells the middleware, once it has
 read the body, how many rows were asked (:func:`asked_rows`); until then, and
-for every other route, a request counts as one row.
+for every other route, a request counts as one row. The points of the routes
+named ``anchored`` (``/predict``) are counted from each request's arrival;
+every other route leaves on the schedule's lattice (the multiples of its
+interval on the clock), so that how fast a client's next request arrives
+after a response (which a busy CPU delays) moves none of the responses that
+follow.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ._schedule import ReleaseSchedule
@@ -71,6 +76,9 @@ class ReleasedResponses:
     observe : callable, default=None
         ``observe(route, seconds)``: called with each known route's scheduled
         response time (the latency histogram).
+    anchored : collection of str, default=()
+        Routes whose points are counted from the arrival; every other route
+        (and any unknown path) leaves on the lattice.
     """
 
     def __init__(
@@ -80,12 +88,14 @@ class ReleasedResponses:
         routes: Mapping[str, str],
         interval: Callable[[str, int], float],
         observe: Callable[[str, float], None] | None = None,
+        anchored: Collection[str] = (),
     ) -> None:
         self.app = app
         self.schedule = schedule
         self.routes = dict(routes)
         self.interval = interval
         self.observe = observe
+        self.anchored = frozenset(anchored)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -94,6 +104,7 @@ class ReleasedResponses:
         schedule = self.schedule
         origin = schedule.clock()  # the arrival: before anything of the request is read
         route = self.routes.get(scope.get("path", ""), "other")
+        lattice = route not in self.anchored
         size = _Size()
         scope = {**scope, _SIZE_KEY: size}
         held: asyncio.Queue = asyncio.Queue()
@@ -106,7 +117,7 @@ class ReleasedResponses:
         try:
             while True:
                 base = self.interval(route, size.rows)
-                left = schedule.last_point(origin, base) - schedule.clock()
+                left = schedule.last_point(origin, base, lattice) - schedule.clock()
                 resized = asyncio.ensure_future(size.changed.wait())
                 done, _ = await asyncio.wait(
                     {first, resized, task},
@@ -128,7 +139,9 @@ class ReleasedResponses:
                 ready = schedule.clock()
             else:  # the last point has come and the response is not ready: refused there
                 ready = float("inf")
-            planned = schedule.plan(origin, ready, size.rows, route=route, base=base)
+            planned = schedule.plan(
+                origin, ready, size.rows, route=route, base=base, lattice=lattice
+            )
             await schedule.wait_until(planned.time)
             if planned.refused:
                 await _send_fixed(send, 503, OVERRUN_BODY)

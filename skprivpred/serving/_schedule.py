@@ -81,6 +81,16 @@ class ReleaseSchedule:
     ready at the point of ``max_level`` is refused there (:attr:`Release.refused`:
     a fixed 503 leaves at that point; the level stays at ``max_level``).
 
+    Every route but ``/predict`` (``/health``, ``/budget``, ``/metrics``,
+    ``/guarantee``, ``/card``, ``/openapi.json``, an unknown path) has the base
+    interval ``other_quantum`` and leaves on a *lattice* (``lattice=True`` of
+    :meth:`plan`): at level ``k`` its points are the multiples of ``2**j *
+    other_quantum`` on the schedule's clock, the first at least one interval
+    after ``origin``. A client that polls these routes as fast as they answer
+    then sees its responses at fixed times: a small delay of its next request
+    (a busy CPU) moves none of them, where from its arrival each would move
+    by as much, and the number answered in a given time would count it.
+
     Each route keeps its own level (``route=`` of :meth:`plan`), and within
     a route each class of request sizes (:func:`row_class`: 1 row, 2, 3 to 4,
     5 to 8, ..., powers of two), so that an overrun of ``/predict`` never
@@ -92,7 +102,7 @@ class ReleaseSchedule:
     Parameters
     ----------
     quantum : float, default=0.004
-        Seconds: the base interval of a request, whatever its size.
+        Seconds: the base interval of a ``/predict`` request, whatever its size.
     per_row_teacher : float or None, default=None
         Seconds added to the base interval per row asked and per teacher.
         ``None``: the service predicts the interval from the public cost of
@@ -105,6 +115,10 @@ class ReleaseSchedule:
         down by one.
     max_level : int, default=20
         Highest level (``2**20`` times the base interval).
+    other_quantum : float, default=0.025
+        Seconds: the base interval of every route but ``/predict``, and the
+        step of their lattice (their responses leave 25 to 50 ms after they
+        arrive at level 0).
     clock : callable, default=time.perf_counter
         Seconds on a monotonic clock (the tests inject theirs).
     sleep : callable, default=anyio.sleep
@@ -129,11 +143,13 @@ class ReleaseSchedule:
         per_row_teacher: float | None = None,
         shrink_after: int = 20,
         max_level: int = 20,
+        other_quantum: float = 0.025,
         *,
         clock: Callable[[], float] = time.perf_counter,
         sleep: Callable[[float], Awaitable[object]] | None = None,
     ) -> None:
         _check("quantum", quantum, "--timing-quantum", positive=True)
+        _check("other_quantum", other_quantum, "--timing-other-quantum", positive=True)
         if per_row_teacher is not None:
             _check("per_row_teacher", per_row_teacher, "--timing-per-row-teacher", positive=False)
         for name, value, option in (
@@ -144,6 +160,7 @@ class ReleaseSchedule:
                 where = f" ({option})" if option else ""
                 raise ValueError(f"{name}{where} must be an integer >= 1, got {value!r}.")
         self.quantum = float(quantum)
+        self.other_quantum = float(other_quantum)
         self.per_row_teacher = None if per_row_teacher is None else float(per_row_teacher)
         self.shrink_after = shrink_after
         self.max_level = max_level
@@ -159,7 +176,8 @@ class ReleaseSchedule:
     def __repr__(self) -> str:
         return (
             f"ReleaseSchedule(quantum={self.quantum!r}, per_row_teacher={self.per_row_teacher!r},"
-            f" shrink_after={self.shrink_after!r}, max_level={self.max_level!r})"
+            f" shrink_after={self.shrink_after!r}, max_level={self.max_level!r},"
+            f" other_quantum={self.other_quantum!r})"
         )
 
     def _route(self, route: str, n_rows: int = 1) -> _Level:
@@ -189,9 +207,9 @@ class ReleaseSchedule:
         with self._lock:
             return self._route(route, n_rows).epochs
 
-    def last_point(self, origin: float, base: float) -> float:
+    def last_point(self, origin: float, base: float, lattice: bool = False) -> float:
         """The point of ``max_level``: a response not ready then is refused there."""
-        return origin + base * 2**self.max_level
+        return _point(origin, base * 2**self.max_level, lattice)
 
     def interval(self, n_rows: int, n_teachers: int = 1) -> float:
         """The base interval (level 0) of a request of ``n_rows`` rows, in seconds."""
@@ -209,21 +227,25 @@ class ReleaseSchedule:
         *,
         route: str = "predict",
         base: float | None = None,
+        lattice: bool = False,
     ) -> Release:
         """The release of a response that arrived at ``origin`` and was ready at ``ready``.
 
         ``base``: the request's base interval, if the caller predicts it from
-        the model's public path cost (default: :meth:`interval`). Updates
-        ``route``'s level for the responses that follow (thread-safe).
+        the model's public path cost (default: :meth:`interval`). ``lattice``:
+        the points are the multiples of ``2**j * base`` on the clock (the
+        first at least ``2**j * base`` after ``origin``) instead of ``origin
+        + 2**j * base``. Updates ``route``'s level for the responses that
+        follow (thread-safe).
         """
         if base is None:
             base = self.interval(n_rows, n_teachers)
         with self._lock:
             state = self._route(route, n_rows)
             level = j = state.level
-            while j < self.max_level and origin + base * 2**j < ready:
+            while j < self.max_level and _point(origin, base * 2**j, lattice) < ready:
                 j += 1
-            release = origin + base * 2**j
+            release = _point(origin, base * 2**j, lattice)
             refused = release < ready  # not ready even at the last point: refused there
             overrun = j > level or refused
             if j > level:
@@ -244,9 +266,12 @@ class ReleaseSchedule:
         *,
         route: str = "predict",
         base: float | None = None,
+        lattice: bool = False,
     ) -> Release:
         """Wait, without blocking the event loop, until the response's point; return it."""
-        planned = self.plan(origin, self.clock(), n_rows, n_teachers, route=route, base=base)
+        planned = self.plan(
+            origin, self.clock(), n_rows, n_teachers, route=route, base=base, lattice=lattice
+        )
         await self.wait_until(planned.time)
         return planned
 
@@ -254,6 +279,17 @@ class ReleaseSchedule:
         """Wait, without blocking the event loop, until ``when`` on the schedule's clock."""
         while (left := when - self.clock()) > 0:
             await self._sleep(left)
+
+
+def _point(origin: float, step: float, lattice: bool) -> float:
+    """``origin + step``, or on a lattice the first multiple of ``step`` at least that late.
+
+    ``floor(origin / step) + 2`` steps: a multiple in ``(origin + step, origin + 2 step]``
+    whatever the rounding of the division.
+    """
+    if not lattice:
+        return origin + step
+    return (math.floor(origin / step) + 2) * step
 
 
 def row_class(n_rows: int) -> int:
