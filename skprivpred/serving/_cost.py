@@ -14,9 +14,12 @@ product, a tree by a stacked descent, anything else through its own
 
 The coefficients below are per row and per teacher (or per row and per
 preprocessing step), measured on a quiet two-core machine (Python 3.12,
-scikit-learn 1.7) on the Adult models of ``benchmarks/serving.py`` and set
-about three times above what was measured, so that a loaded machine still
-fits them (``benchmarks/serving.py --only cost`` reports what they give). A
+scikit-learn 1.7) on the Adult models of ``benchmarks/serving.py``; the
+per-row ones are set about three times above what was measured, so that a
+loaded machine still fits them, the per-request cost of a preprocessing step
+just above the p99 of the quick-start pipeline's one-record requests, so that
+a quiet service keeps to its base level at little cost (its comment gives the
+figures; ``benchmarks/serving.py --only cost`` reports what they give). A
 teacher of another kind keeps the schedule's ``per_row_teacher`` (1e-04 s by
 default), which covers the fallback of a teacher that fails on part of a
 batch (its retries on halves).
