@@ -88,9 +88,11 @@ from .mechanisms import (
     sample_categorical,
 )
 from .utils._param_validation import (
+    Data,
     HasMethods,
     Interval,
     StrOptions,
+    UserCode,
     validate_parameter_constraints,
 )
 
@@ -1537,7 +1539,7 @@ class GenericBBLClassifier(_EverlastingStream):
     _parameter_constraints: dict = {
         "hypothesis_class": [
             StrOptions({"thresholds"}),
-            HasMethods(_EVERLASTING_CLASS_METHODS),
+            UserCode(HasMethods(_EVERLASTING_CLASS_METHODS), kind="hypothesis_class"),
         ],
         "epsilon": [_POSITIVE],
         "delta": [_OPEN_UNIT],
@@ -1545,7 +1547,7 @@ class GenericBBLClassifier(_EverlastingStream):
         "beta": [_OPEN_UNIT],
         "vc_dim": [_POSITIVE_INT, None],
         "mode": [StrOptions({"paper", "simulation"})],
-        "overrides": [dict, None],
+        "overrides": [Data(dict), None],
         "log_base": [_LOG_BASE_RANGE],
         "random_state": ["random_state"],
         "classes": ["array-like", None],
@@ -2093,7 +2095,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit", "predict"])],
+        "estimator": [UserCode(HasMethods(["fit", "predict"]), kind="estimator")],
         "epsilon": [_POSITIVE],
         "delta": [_OPEN_UNIT],
         "n_teachers": [_POSITIVE_INT, None],
@@ -2101,7 +2103,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         "phase_growth": [Interval(Real, 1, None, closed="left")],
         "hypothesis_class": [
             StrOptions({"thresholds"}),
-            HasMethods(["prepare", "prior_candidates"]),
+            UserCode(HasMethods(["prepare", "prior_candidates"]), kind="hypothesis_class"),
             None,
         ],
         "aggregator": [StrOptions({"gaussian", "between_thresholds"})],

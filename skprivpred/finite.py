@@ -56,7 +56,12 @@ from .hypotheses import (
     HypothesisList,
 )
 from .mechanisms import exponential_mechanism_proba, sample_categorical, sample_fewest_mistakes
-from .utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+from .utils._param_validation import (
+    Interval,
+    StrOptions,
+    UserCode,
+    validate_parameter_constraints,
+)
 
 __all__ = [
     "ExponentialMechanismClassifier",
@@ -354,7 +359,11 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
     """
 
     _parameter_constraints: dict = {
-        "hypotheses": [StrOptions({"conjunctions", "thresholds"}), list, tuple],
+        "hypotheses": [
+            StrOptions({"conjunctions", "thresholds"}),
+            UserCode(list, kind="hypothesis", each=True),
+            UserCode(tuple, kind="hypothesis", each=True),
+        ],
         "epsilon": [_POSITIVE],
         "grid": ["array-like", None],
         "direction": [StrOptions({*THRESHOLD_DIRECTIONS, "both"})],
@@ -734,7 +743,10 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     """
 
     _parameter_constraints: dict = {
-        "experts": [list, tuple],
+        "experts": [
+            UserCode(list, kind="expert", each=True),
+            UserCode(tuple, kind="expert", each=True),
+        ],
         "epsilon": [_POSITIVE],
         "delta": [_DELTA],
         "n_rounds": [_COUNT, None],

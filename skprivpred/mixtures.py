@@ -45,7 +45,7 @@ from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .hypotheses import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
 from .mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
-from .utils._param_validation import Interval, StrOptions
+from .utils._param_validation import Data, Interval, StrOptions
 
 __all__ = [
     "PrivateHalfspacePPMClassifier",
@@ -307,7 +307,7 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "classes": ["array-like", None],
-        "public_class": "no_validation",  # a label; checked against classes in _check_params
+        "public_class": [Data("any")],  # a label; checked against classes in _check_params
         "candidates": [StrOptions(set(CANDIDATE_STRATEGIES))],
         "max_candidates": [_COUNT],
         "pool_size": [_COUNT],

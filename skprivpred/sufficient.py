@@ -60,7 +60,7 @@ from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, rho_cap
 from .exceptions import InvalidParameterError
 from .mechanisms import discrete_gaussian_noise
-from .utils._param_validation import HasMethods, Interval, StrOptions
+from .utils._param_validation import Data, HasMethods, Interval, StrOptions, UserCode
 
 try:  # a dependency of joblib >= 1.6; vendored by older joblib
     import cloudpickle  # type: ignore[import-untyped]
@@ -676,8 +676,8 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "epsilon": [_POSITIVE],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "basis": [StrOptions({"spline"}), HasMethods(["fit", "transform"])],
-        "schema": [dict, None],
+        "basis": [StrOptions({"spline"}), UserCode(HasMethods(["fit", "transform"]), kind="basis")],
+        "schema": [Data(dict), None],
         "lam": [Interval(Real, 0, None, closed="left"), None],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state"],
@@ -1354,7 +1354,7 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
 
     _parameter_constraints: dict = {
         **_SufficientStatistic._parameter_constraints,
-        "y_bounds": [tuple, list, None],
+        "y_bounds": [Data(tuple), Data(list), None],
     }
 
     def __init__(

@@ -8,23 +8,29 @@ scikit-learn estimator checks that are expected to fail and why, for use with
 from ._estimator_checks import expected_failed_checks
 from ._param_validation import (
     Bounds,
+    Data,
     HasMethods,
     Interval,
     Options,
     RealNotInt,
     StrOptions,
+    UserCode,
     check_param,
+    user_code_parameters,
     validate_parameter_constraints,
 )
 
 __all__ = [
     "Bounds",
+    "Data",
     "HasMethods",
     "Interval",
     "Options",
     "RealNotInt",
     "StrOptions",
+    "UserCode",
     "check_param",
     "expected_failed_checks",
+    "user_code_parameters",
     "validate_parameter_constraints",
 ]

@@ -9,7 +9,17 @@ the value must satisfy (or to the string ``"no_validation"``). A constraint is
 - ``None``: the value may be ``None``;
 - a type: any instance of it (``bool`` counts as a boolean only);
 - one of the strings ``"boolean"``, ``"array-like"``, ``"random_state"``,
-  ``"callable"``.
+  ``"callable"``, ``"any"``.
+
+A constraint that admits objects (a :class:`HasMethods`, ``"callable"``, a
+class such as ``list``, ``tuple`` or ``dict``, ``"any"``) is wrapped in one of
+two markers, which change nothing in what is accepted or in the message:
+:class:`UserCode` when the value is, or holds, code the library runs (an
+estimator, a callable, a list of hypotheses, a basis), and :class:`Data` when it
+is plain data (a label, a dict of sizes, a pair of bounds). The privacy audit
+(``tests/test_user_code_audit.py``) and the privacy-model page derive the list of
+user-code parameters from these markers, and a test refuses an object
+constraint that carries neither.
 
 :func:`validate_parameter_constraints` raises :class:`InvalidParameterError`
 (a ``ValueError`` and a ``TypeError``) whose message names the parameter, the
@@ -35,13 +45,16 @@ from ..exceptions import InvalidParameterError
 __all__ = [
     "Bounds",
     "Constraint",
+    "Data",
     "HasMethods",
     "Interval",
     "InvalidParameterError",
     "Options",
     "RealNotInt",
     "StrOptions",
+    "UserCode",
     "check_param",
+    "user_code_parameters",
     "validate_parameter_constraints",
 ]
 
@@ -251,12 +264,141 @@ class _CallableConstraint(Constraint):
         return "a callable"
 
 
+class _AnyConstraint(Constraint):
+    def is_satisfied_by(self, value: Any) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return "any value"
+
+
 _NAMED = {
     "boolean": _BooleanConstraint,
     "array-like": _ArrayLikeConstraint,
     "random_state": _RandomStateConstraint,
     "callable": _CallableConstraint,
+    "any": _AnyConstraint,
 }
+
+#: What user code a :class:`UserCode` parameter takes (its ``kind``), and whether
+#: the library runs it on protected rows. ``"student"`` is the one kind that sees
+#: released answers only.
+USER_CODE_KINDS: dict[str, str] = {
+    "estimator": "a base estimator, cloned and fitted per teacher on its block; it answers queries",
+    "student": "a student estimator, fitted on released (query, answer) pairs only",
+    "hypothesis": "a hypothesis (a callable X -> labels, or a fitted classifier's predict)",
+    "expert": "an expert (a callable X -> labels, or a fitted classifier's predict)",
+    "hypothesis_class": "a hypothesis class object (labels, ERM on a block, candidates)",
+    "basis": "a transformer mapping labelled values to features",
+    "private_estimator": "a skprivpred estimator whose own user code is audited with it",
+    "param_grid": "a parameter grid whose values may be estimators",
+}
+
+
+class _Marker(Constraint):
+    """A constraint wrapped with what its values are; validation is the wrapped one's."""
+
+    def __init__(self, constraint: Any) -> None:
+        if isinstance(constraint, _Marker):
+            raise ValueError("a marker wraps a plain constraint, not another marker.")
+        self.constraint = constraint
+        self._inner = make_constraint(constraint)
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return self._inner.is_satisfied_by(value)
+
+    def __str__(self) -> str:
+        return str(self._inner)
+
+
+class UserCode(_Marker):
+    """Marks a parameter whose values are, or hold, user code the library runs.
+
+    Validation (and its message) is the wrapped constraint's, unchanged. The
+    marker declares what the value is, so that the user-code audit and the
+    privacy-model page find every such parameter from ``_parameter_constraints``
+    instead of a list kept by hand.
+
+    Parameters
+    ----------
+    constraint : constraint declaration
+        What is accepted, as in ``_parameter_constraints`` (a
+        :class:`HasMethods`, ``list``, ``"callable"``, a class, ...).
+    kind : str
+        What code it is: a key of :data:`USER_CODE_KINDS` (``"estimator"``,
+        ``"student"``, ``"hypothesis"``, ``"expert"``, ``"hypothesis_class"``,
+        ``"basis"``, ``"private_estimator"``, ``"param_grid"``).
+    each : bool, default=False
+        ``True`` when the value is a container (a list or tuple, a grid) whose
+        *items* are user code, as opposed to a list of numbers or labels.
+
+    Examples
+    --------
+    >>> from skprivpred.utils import HasMethods, UserCode
+    >>> marked = UserCode(HasMethods(["fit", "predict"]), kind="estimator")
+    >>> str(marked), marked.kind, marked.protected_rows
+    ("an object implementing 'fit', 'predict'", 'estimator', True)
+    >>> UserCode(list, kind="hypothesis", each=True).each
+    True
+    """
+
+    def __init__(self, constraint: Any, *, kind: str, each: bool = False) -> None:
+        if kind not in USER_CODE_KINDS:
+            raise ValueError(f"kind must be one of {sorted(USER_CODE_KINDS)}, got {kind!r}.")
+        super().__init__(constraint)
+        self.kind = kind
+        self.each = bool(each)
+
+    @property
+    def protected_rows(self) -> bool:
+        """Whether the library runs this code on protected rows (all kinds but a student)."""
+        return self.kind != "student"
+
+    def __repr__(self) -> str:
+        each = ", each=True" if self.each else ""
+        return f"UserCode({self.constraint!r}, kind={self.kind!r}{each})"
+
+
+class Data(_Marker):
+    """Marks an object, list, tuple or dict constraint whose values are plain data.
+
+    A label, a dict of sizes or of column ranges, a pair of bounds: nothing the
+    library calls. Validation (and its message) is the wrapped constraint's,
+    unchanged.
+
+    Examples
+    --------
+    >>> from skprivpred.utils import Data
+    >>> Data(dict).is_satisfied_by({"n_teachers": 10})
+    True
+    """
+
+    def __repr__(self) -> str:
+        return f"Data({self.constraint!r})"
+
+
+def user_code_parameters(estimator_class: type) -> dict[str, UserCode]:
+    """The parameters of a class marked :class:`UserCode`, each with its marker.
+
+    Parameters
+    ----------
+    estimator_class : type
+        A class with a ``_parameter_constraints`` dict.
+
+    Returns
+    -------
+    dict
+        Parameter name to its :class:`UserCode` marker, in declaration order.
+    """
+    found: dict[str, UserCode] = {}
+    declared = getattr(estimator_class, "_parameter_constraints", {}) or {}
+    for name, constraints in declared.items():
+        if isinstance(constraints, str):
+            continue
+        for constraint in constraints:
+            if isinstance(constraint, UserCode):
+                found.setdefault(name, constraint)
+    return found
 
 
 def make_constraint(constraint: Any) -> Constraint:
