@@ -27,9 +27,10 @@ neighbouring query batches Q and Q' (mixed batches of distinct rows; Q' sets one
 - ``global_state``: set numpy's and Python's global random states, ``np.seterr``,
   ``sklearn.set_config`` and the warning filters, depending on the private value;
 - ``non_finite``: answer NaN on the private row; ``wrong_shape``: one answer short;
-- ``canary``: honest, but records a failure whenever it is called while
-  ``skprivpred._isolation.protected_units_in_call()`` is not 1 (on protected rows), or
-  more than 1 (elsewhere), or when the boundary has no such function.
+- ``canary``: honest, but records a failure whenever it is handed rows holding a protected
+  value while ``skprivpred._isolation.protected_units_in_call()`` is not 1, or any rows
+  while it is more than 1, or when the boundary has no such function (and the test fails
+  when the canary was never called in this process).
 
 Two tests per (parameter, behaviour):
 
@@ -122,22 +123,31 @@ BEHAVIOURS = [
 
 
 # -- the canary ----------------------------------------------------------------------------------
-#: What the canary found, and whether the call it runs in is on protected rows (set by the
-#: runner around each call). Module globals: the boundary copies the code, not its module.
-CANARY: dict[str, Any] = {"findings": [], "calls": 0, "strict": True}
+#: What the canary found, and the values of the protected rows of the running side (None:
+#: every row counts as protected). Module globals: the boundary copies the code, not its
+#: module.
+CANARY: dict[str, Any] = {"findings": [], "calls": 0, "protected": None}
 
 
-def _canary_check() -> None:
+def _protect(values) -> None:
+    """Declare the values of the protected rows (training rows, protected queries)."""
+    CANARY["protected"] = frozenset(np.asarray(values, dtype=float).ravel().tolist())
+
+
+def _canary_check(A: np.ndarray) -> None:
+    """One protected unit when the rows handed hold a protected value; never more than one."""
     CANARY["calls"] += 1
+    protected = CANARY["protected"]
+    strict = protected is None or any(v in protected for v in A.ravel().tolist())
     try:
         from skprivpred._isolation import protected_units_in_call
     except ImportError:
         CANARY["findings"].append("skprivpred._isolation has no protected_units_in_call()")
         return
     units = protected_units_in_call()
-    if CANARY["strict"] and units != 1:
+    if strict and units != 1:
         CANARY["findings"].append(f"called on protected rows with {units} protected unit(s)")
-    elif not CANARY["strict"] and units > 1:
+    elif not strict and units > 1:
         CANARY["findings"].append(f"called with {units} protected units")
 
 
@@ -190,7 +200,7 @@ class Hostile:
         A = _numbers(X)
         marked = bool(np.any(A == SECRET))
         if self.behaviour == "canary":
-            _canary_check()
+            _canary_check(A)
         if self.behaviour == "raises" and marked:
             raise ValueError(f"the user code saw the private value {A.max()!r}")
         if self.behaviour == "writes":
@@ -331,6 +341,7 @@ class Scenario:
     protected_queries: bool = False
     law: Callable[..., list[str]] | None = None
     queries: Callable[[], np.ndarray] = lambda: QUERIES.copy()
+    protected_rows: Callable[[Any, Any], np.ndarray] = lambda X, y: X
 
 
 def _predict(estimator, Q):
@@ -357,6 +368,7 @@ def _diagnose(scenario: Scenario, behaviour: str, diagnostic: Callable, data) ->
     """``diagnostic(estimator, X, y)`` on each side (a fresh estimator each)."""
     values = []
     for X, y in data:
+        _protect(scenario.protected_rows(X, y))
         estimator = scenario.make(scenario.code(behaviour))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -367,6 +379,7 @@ def _diagnose(scenario: Scenario, behaviour: str, diagnostic: Callable, data) ->
 def _fitted_pair(scenario: Scenario, behaviour: str, D, D2) -> list:
     fitted = []
     for X, y in (D, D2):
+        _protect(np.concatenate([np.ravel(scenario.protected_rows(X, y)), QUERIES.ravel()]))
         estimator = scenario.make(scenario.code(behaviour))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -415,6 +428,7 @@ def _relabel_law(scenario, behaviour, D, D2) -> list[str]:
     """The relabelling of a pool by the class: its exact law moves by at most e^epsilon."""
     laws = []
     for X, y in (D, D2):
+        _protect(X)
         hclass = scenario.code(behaviour)
         laws.append(relabel_law(hclass, hclass.prepare(X.copy()), y.copy(), EPSILON)[1])
     worst = _max_log_ratio(*laws)
@@ -481,6 +495,7 @@ def _grid_law(scenario, behaviour, D, D2) -> list[str]:
     """Selection law from the candidate scores (same split and seeds on both sides)."""
     laws = []
     for X, y in (D, D2):
+        _protect(X)
         search = scenario.make(scenario.code(behaviour))
         search._validate_params()
         candidates = search._check_params()
@@ -650,6 +665,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         steps=[("predict", _predict)],
         law=_sufficient_law,
         queries=lambda: QUERIES - 0.5,
+        protected_rows=lambda X, y: X[~np.isin(y, [-1]) & ~np.isnan(y.astype(float))],
     ),
     ("SufficientStatisticRegressor", "basis"): Scenario(
         make=lambda code: SufficientStatisticRegressor(
@@ -660,6 +676,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         steps=[("predict", _predict)],
         law=_sufficient_law,
         queries=lambda: QUERIES - 0.5,
+        protected_rows=lambda X, y: X[~np.isin(y, [-1]) & ~np.isnan(y.astype(float))],
     ),
     ("PrivateGridSearchCV", "estimator"): Scenario(
         make=lambda code: PrivateGridSearchCV(
@@ -888,17 +905,15 @@ def _side(scenario: Scenario, behaviour: str, X, y, batches: list) -> tuple[list
         (protected if scenario.protected_queries else public)[f"queries {i}"] = Q
     kept = {name: a.copy() for name, a in {**protected, **public}.items()}
     outcomes = []
-    calls = [("fit", lambda: estimator.fit(X, y), True)]
+    guarded = [scenario.protected_rows(X, y)]
+    if scenario.protected_queries:
+        guarded += batches
+    _protect(np.concatenate([np.ravel(g) for g in guarded]))
+    calls = [("fit", lambda: estimator.fit(X, y))]
     for (name, step), Q in zip(scenario.steps, batches):
-        calls.append(
-            (name, (lambda step=step, Q=Q: step(estimator, Q)), scenario.protected_queries)
-        )
-    for name, call, strict in calls:
-        CANARY["strict"] = strict
-        try:
-            outcomes.append((name, *_outcome(call)))
-        finally:
-            CANARY["strict"] = True
+        calls.append((name, lambda step=step, Q=Q: step(estimator, Q)))
+    for name, call in calls:
+        outcomes.append((name, *_outcome(call)))
     for name, a in protected.items():
         if not np.array_equal(a, kept[name], equal_nan=True):
             problems.append(f"the caller's {name} was changed")
@@ -912,7 +927,7 @@ def _restore_process_state():
     """Whatever a failing side leaves behind is set back for the next test."""
     np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
     config, errors = sklearn.get_config(), np.geterr()
-    CANARY["findings"], CANARY["calls"] = [], 0
+    CANARY["findings"], CANARY["calls"], CANARY["protected"] = [], 0, None
     with warnings.catch_warnings():
         yield
     np.random.set_state(np_state)  # noqa: NPY002
