@@ -26,7 +26,7 @@ from ._warnings import warn_user
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
 from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
-from .utils._param_validation import HasMethods, Interval, StrOptions, UserCode
+from .utils._param_validation import HasMethods, Interval, StrOptions, UserCodeParam
 
 __all__ = ["SubsampleAggregateClassifier"]
 
@@ -248,7 +248,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     _default_estimator = LogisticRegression
 
     _parameter_constraints: dict = {
-        "estimator": [UserCode(HasMethods(["fit", "predict"]), kind="estimator"), None],
+        "estimator": [UserCodeParam(HasMethods(["fit", "predict"]), kind="estimator"), None],
         "epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "n_teachers": [Interval(Integral, 1, None, closed="left"), None],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
@@ -260,7 +260,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         "total_epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "total_delta": [Interval(Real, 0, 1, closed="left"), None],
         "min_samples_per_teacher": [Interval(Integral, 1, None, closed="left"), None],
-        "student": [UserCode(HasMethods(["fit", "predict"]), kind="student"), None],
+        "student": [UserCodeParam(HasMethods(["fit", "predict"]), kind="student"), None],
         "on_exhausted": [StrOptions({"raise", "student"})],
     }
 

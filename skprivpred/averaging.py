@@ -43,7 +43,7 @@ from .mechanisms import (
     laplace_scale,
     sample_categorical,
 )
-from .utils._param_validation import Bounds, HasMethods, Interval, StrOptions, UserCode
+from .utils._param_validation import Bounds, HasMethods, Interval, StrOptions, UserCodeParam
 
 __all__ = [
     "SubsampleAverageClassifier",
@@ -83,7 +83,7 @@ def project_to_simplex(V) -> np.ndarray:
 
 # Constraints shared by both estimators (each adds its own).
 _NOISY_AVERAGE_CONSTRAINTS: dict = {
-    "estimator": [UserCode(HasMethods(["fit", "predict"]), kind="estimator"), None],
+    "estimator": [UserCodeParam(HasMethods(["fit", "predict"]), kind="estimator"), None],
     "epsilon": [Interval(Real, 0, None, closed="neither")],
     "n_teachers": [Interval(Integral, 1, None, closed="left"), None],
     "noise": [StrOptions({"laplace", "gaussian"})],

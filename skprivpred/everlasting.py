@@ -92,7 +92,7 @@ from .utils._param_validation import (
     HasMethods,
     Interval,
     StrOptions,
-    UserCode,
+    UserCodeParam,
     validate_parameter_constraints,
 )
 
@@ -1539,7 +1539,7 @@ class GenericBBLClassifier(_EverlastingStream):
     _parameter_constraints: dict = {
         "hypothesis_class": [
             StrOptions({"thresholds"}),
-            UserCode(HasMethods(_EVERLASTING_CLASS_METHODS), kind="hypothesis_class"),
+            UserCodeParam(HasMethods(_EVERLASTING_CLASS_METHODS), kind="hypothesis_class"),
         ],
         "epsilon": [_POSITIVE],
         "delta": [_OPEN_UNIT],
@@ -2095,7 +2095,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [UserCode(HasMethods(["fit", "predict"]), kind="estimator")],
+        "estimator": [UserCodeParam(HasMethods(["fit", "predict"]), kind="estimator")],
         "epsilon": [_POSITIVE],
         "delta": [_OPEN_UNIT],
         "n_teachers": [_POSITIVE_INT, None],
@@ -2103,7 +2103,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         "phase_growth": [Interval(Real, 1, None, closed="left")],
         "hypothesis_class": [
             StrOptions({"thresholds"}),
-            UserCode(HasMethods(["prepare", "prior_candidates"]), kind="hypothesis_class"),
+            UserCodeParam(HasMethods(["prepare", "prior_candidates"]), kind="hypothesis_class"),
             None,
         ],
         "aggregator": [StrOptions({"gaussian", "between_thresholds"})],

@@ -59,7 +59,7 @@ from .mechanisms import exponential_mechanism_proba, sample_categorical, sample_
 from .utils._param_validation import (
     Interval,
     StrOptions,
-    UserCode,
+    UserCodeParam,
     validate_parameter_constraints,
 )
 
@@ -361,8 +361,8 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
     _parameter_constraints: dict = {
         "hypotheses": [
             StrOptions({"conjunctions", "thresholds"}),
-            UserCode(list, kind="hypothesis", each=True),
-            UserCode(tuple, kind="hypothesis", each=True),
+            UserCodeParam(list, kind="hypothesis", each=True),
+            UserCodeParam(tuple, kind="hypothesis", each=True),
         ],
         "epsilon": [_POSITIVE],
         "grid": ["array-like", None],
@@ -744,8 +744,8 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
 
     _parameter_constraints: dict = {
         "experts": [
-            UserCode(list, kind="expert", each=True),
-            UserCode(tuple, kind="expert", each=True),
+            UserCodeParam(list, kind="expert", each=True),
+            UserCodeParam(tuple, kind="expert", each=True),
         ],
         "epsilon": [_POSITIVE],
         "delta": [_DELTA],

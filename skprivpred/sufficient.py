@@ -60,7 +60,7 @@ from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, rho_cap
 from .exceptions import InvalidParameterError
 from .mechanisms import discrete_gaussian_noise
-from .utils._param_validation import Data, HasMethods, Interval, StrOptions, UserCode
+from .utils._param_validation import Data, HasMethods, Interval, StrOptions, UserCodeParam
 
 try:  # a dependency of joblib >= 1.6; vendored by older joblib
     import cloudpickle  # type: ignore[import-untyped]
@@ -676,7 +676,10 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "epsilon": [_POSITIVE],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "basis": [StrOptions({"spline"}), UserCode(HasMethods(["fit", "transform"]), kind="basis")],
+        "basis": [
+            StrOptions({"spline"}),
+            UserCodeParam(HasMethods(["fit", "transform"]), kind="basis"),
+        ],
         "schema": [Data(dict), None],
         "lam": [Interval(Real, 0, None, closed="left"), None],
         "accountant": [PrivacyAccountant, None],

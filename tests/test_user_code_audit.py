@@ -5,7 +5,7 @@ queries and their answers for the two everlasting predictors) sees one protected
 time (one row, or one teacher's block), on an object of its own, and whatever it does gives
 a fixed public result. This module does not list the places where user code runs: it reads
 them from the estimators' declared constraints. Every parameter marked
-:class:`~skprivpred.utils.UserCode` in the ``_parameter_constraints`` of a class of
+:class:`~skprivpred.utils.UserCodeParam` in the ``_parameter_constraints`` of a class of
 ``skprivpred.__all__`` or ``skprivpred.model_selection.__all__`` must have a scenario below
 (:func:`test_every_user_code_parameter_has_a_scenario`), and every object, list, tuple or
 dict constraint must be marked either user code or :class:`~skprivpred.utils.Data`
@@ -97,7 +97,7 @@ from skprivpred import (
 from skprivpred.audit import clopper_pearson
 from skprivpred.everlasting import relabel_law
 from skprivpred.hypotheses import FiniteHypothesisClass
-from skprivpred.utils import Data, UserCode, user_code_parameters
+from skprivpred.utils import Data, UserCodeParam, user_code_parameters
 from skprivpred.utils._param_validation import (
     HasMethods,
     _AnyConstraint,
@@ -379,7 +379,10 @@ def _diagnose(scenario: Scenario, behaviour: str, diagnostic: Callable, data) ->
 def _fitted_pair(scenario: Scenario, behaviour: str, D, D2) -> list:
     fitted = []
     for X, y in (D, D2):
-        _protect(np.concatenate([np.ravel(scenario.protected_rows(X, y)), QUERIES.ravel()]))
+        guarded = [np.ravel(scenario.protected_rows(X, y))]
+        if scenario.protected_queries:
+            guarded.append(QUERIES.ravel())
+        _protect(np.concatenate(guarded))
         estimator = scenario.make(scenario.code(behaviour))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -728,7 +731,7 @@ def _audited_classes() -> list[type]:
     return found
 
 
-def _marked() -> dict[tuple[str, str], UserCode]:
+def _marked() -> dict[tuple[str, str], UserCodeParam]:
     return {
         (cls.__name__, name): marker
         for cls in _audited_classes()
@@ -779,11 +782,11 @@ def test_every_object_constraint_is_marked_user_code_or_data():
                 unmarked.append(f"{cls.__name__}.{name}: 'no_validation'")
                 continue
             for constraint in declared:
-                if isinstance(constraint, UserCode | Data):
+                if isinstance(constraint, UserCodeParam | Data):
                     continue
                 if _object_constraint(constraint):
                     unmarked.append(f"{cls.__name__}.{name}: {constraint!r}")
-    assert not unmarked, "mark these UserCode(...) or Data(...): " + "; ".join(unmarked)
+    assert not unmarked, "mark these UserCodeParam(...) or Data(...): " + "; ".join(unmarked)
 
 
 def test_the_completeness_check_catches_an_unmarked_list():
@@ -806,7 +809,7 @@ def test_markers_change_no_validation():
     from skprivpred.exceptions import InvalidParameterError
     from skprivpred.utils import validate_parameter_constraints
 
-    marked = {"p": [UserCode(list, kind="hypothesis", each=True), None]}
+    marked = {"p": [UserCodeParam(list, kind="hypothesis", each=True), None]}
     bare = {"p": [list, None]}
     for value in ([print], None):
         validate_parameter_constraints(marked, {"p": value}, "Est")
@@ -818,16 +821,16 @@ def test_markers_change_no_validation():
     assert messages[0] == messages[1]
     assert Data("any").is_satisfied_by(object()) and str(Data(dict)) == str(make_constraint(dict))
     with pytest.raises(ValueError, match="kind"):
-        UserCode(list, kind="nonsense")
+        UserCodeParam(list, kind="nonsense")
 
 
 def test_every_user_code_parameter_has_a_scenario():
     """The audit covers exactly the parameters the constraints mark: a new one needs a scenario."""
-    assert MARKED, "no parameter is marked UserCode"
+    assert MARKED, "no parameter is marked UserCodeParam"
     missing = sorted(set(MARKED) - set(SCENARIOS))
     stale = sorted(set(SCENARIOS) - set(MARKED))
     assert not missing, f"user-code parameters with no audit scenario: {missing}"
-    assert not stale, f"scenarios for parameters no longer marked UserCode: {stale}"
+    assert not stale, f"scenarios for parameters no longer marked UserCodeParam: {stale}"
 
 
 def test_every_scenario_runs_with_honest_code():

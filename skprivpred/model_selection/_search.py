@@ -25,7 +25,7 @@ from ..aggregate import SubsampleAggregateClassifier
 from ..averaging import SubsampleAverageClassifier
 from ..exceptions import InvalidParameterError
 from ..mechanisms import exponential_mechanism_proba, noisy_max_proba, sample_categorical
-from ..utils._param_validation import Interval, StrOptions, UserCode
+from ..utils._param_validation import Interval, StrOptions, UserCodeParam
 
 __all__ = ["PrivateGridSearchCV"]
 
@@ -212,12 +212,12 @@ class PrivateGridSearchCV(
 
     _parameter_constraints: dict = {
         "estimator": [
-            UserCode(SubsampleAggregateClassifier, kind="private_estimator"),
-            UserCode(SubsampleAverageClassifier, kind="private_estimator"),
+            UserCodeParam(SubsampleAggregateClassifier, kind="private_estimator"),
+            UserCodeParam(SubsampleAverageClassifier, kind="private_estimator"),
         ],
         "param_grid": [
-            UserCode(dict, kind="param_grid", each=True),
-            UserCode(list, kind="param_grid", each=True),
+            UserCodeParam(dict, kind="param_grid", each=True),
+            UserCodeParam(list, kind="param_grid", each=True),
         ],
         "selection_epsilon": [Interval(Real, 0, None, closed="neither")],
         "validation_size": [Interval(Real, 0, 1, closed="neither")],

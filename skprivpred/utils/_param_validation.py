@@ -14,7 +14,7 @@ the value must satisfy (or to the string ``"no_validation"``). A constraint is
 A constraint that admits objects (a :class:`HasMethods`, ``"callable"``, a
 class such as ``list``, ``tuple`` or ``dict``, ``"any"``) is wrapped in one of
 two markers, which change nothing in what is accepted or in the message:
-:class:`UserCode` when the value is, or holds, code the library runs (an
+:class:`UserCodeParam` when the value is, or holds, code the library runs (an
 estimator, a callable, a list of hypotheses, a basis), and :class:`Data` when it
 is plain data (a label, a dict of sizes, a pair of bounds). The privacy audit
 (``tests/test_user_code_audit.py``) and the privacy-model page derive the list of
@@ -52,7 +52,7 @@ __all__ = [
     "Options",
     "RealNotInt",
     "StrOptions",
-    "UserCode",
+    "UserCodeParam",
     "check_param",
     "user_code_parameters",
     "validate_parameter_constraints",
@@ -280,7 +280,7 @@ _NAMED = {
     "any": _AnyConstraint,
 }
 
-#: What user code a :class:`UserCode` parameter takes (its ``kind``), and whether
+#: What user code a :class:`UserCodeParam` parameter takes (its ``kind``), and whether
 #: the library runs it on protected rows. ``"student"`` is the one kind that sees
 #: released answers only.
 USER_CODE_KINDS: dict[str, str] = {
@@ -311,7 +311,7 @@ class _Marker(Constraint):
         return str(self._inner)
 
 
-class UserCode(_Marker):
+class UserCodeParam(_Marker):
     """Marks a parameter whose values are, or hold, user code the library runs.
 
     Validation (and its message) is the wrapped constraint's, unchanged. The
@@ -334,11 +334,11 @@ class UserCode(_Marker):
 
     Examples
     --------
-    >>> from skprivpred.utils import HasMethods, UserCode
-    >>> marked = UserCode(HasMethods(["fit", "predict"]), kind="estimator")
+    >>> from skprivpred.utils import HasMethods, UserCodeParam
+    >>> marked = UserCodeParam(HasMethods(["fit", "predict"]), kind="estimator")
     >>> str(marked), marked.kind, marked.protected_rows
     ("an object implementing 'fit', 'predict'", 'estimator', True)
-    >>> UserCode(list, kind="hypothesis", each=True).each
+    >>> UserCodeParam(list, kind="hypothesis", each=True).each
     True
     """
 
@@ -356,7 +356,7 @@ class UserCode(_Marker):
 
     def __repr__(self) -> str:
         each = ", each=True" if self.each else ""
-        return f"UserCode({self.constraint!r}, kind={self.kind!r}{each})"
+        return f"UserCodeParam({self.constraint!r}, kind={self.kind!r}{each})"
 
 
 class Data(_Marker):
@@ -377,8 +377,8 @@ class Data(_Marker):
         return f"Data({self.constraint!r})"
 
 
-def user_code_parameters(estimator_class: type) -> dict[str, UserCode]:
-    """The parameters of a class marked :class:`UserCode`, each with its marker.
+def user_code_parameters(estimator_class: type) -> dict[str, UserCodeParam]:
+    """The parameters of a class marked :class:`UserCodeParam`, each with its marker.
 
     Parameters
     ----------
@@ -388,15 +388,15 @@ def user_code_parameters(estimator_class: type) -> dict[str, UserCode]:
     Returns
     -------
     dict
-        Parameter name to its :class:`UserCode` marker, in declaration order.
+        Parameter name to its :class:`UserCodeParam` marker, in declaration order.
     """
-    found: dict[str, UserCode] = {}
+    found: dict[str, UserCodeParam] = {}
     declared = getattr(estimator_class, "_parameter_constraints", {}) or {}
     for name, constraints in declared.items():
         if isinstance(constraints, str):
             continue
         for constraint in constraints:
-            if isinstance(constraint, UserCode):
+            if isinstance(constraint, UserCodeParam):
                 found.setdefault(name, constraint)
     return found
 
