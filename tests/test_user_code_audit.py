@@ -62,7 +62,12 @@ with ``n`` answers per side when ``ln(lo(n)/hi(0)) > epsilon``, i.e. ``n >= 17``
 the test uses ``n = 40``, where the bound of a deterministic flip is 2.0: it would refute
 even twice the claimed epsilon.
 
-On today's code (main f6b663e) the failing tests are listed in the issue's closing note.
+On the code before the boundary (main f6b663e) 53 of these tests fail: 25 canaries (no
+``protected_units_in_call``), and 28 others: the exponential mechanism's hypotheses and the
+experts (raise, write, global state, wrong shape; batch statistic and kept state in the
+law), GenericBBL's and the everlasting relabelling class (global state; batch statistic
+and kept state in the law), the everlasting teachers on query neighbours (batch statistic,
+kept state) and the private grid search's candidate scores (batch statistic, kept state).
 """
 
 from __future__ import annotations
