@@ -179,6 +179,10 @@ def _write(X, marked: bool) -> None:
             X.strides = (0, X.strides[1])  # every row reads as row 0 through this view
         except (ValueError, AttributeError):
             pass
+        try:
+            X.shape = X.shape[::-1]  # the rows read as columns through this view
+        except (ValueError, AttributeError):
+            pass
 
 
 def _change_globals(marked: bool) -> None:
@@ -332,8 +336,9 @@ class Scenario:
     """How to audit one marked parameter.
 
     ``make(code)`` builds the unfitted estimator around the user code ``code`` (built by
-    ``code(behaviour)``); ``data()`` gives D and D'; ``steps`` are the answering calls
-    after ``fit``, each ``(name, call(estimator, queries))``; ``protected_queries``: the
+    ``code(behaviour)``); ``data()`` gives D and D'; ``steps`` are calls after ``fit``
+    beside the answering methods (which :func:`_steps` finds on the fitted estimator),
+    each ``(name, call(estimator, queries, X, y))``; ``protected_queries``: the
     queries are protected (the neighbouring query batches are run too); ``law(behaviour,
     D, D')`` returns what the exact diagnostic finds wrong (None: no diagnostic, see the
     black-box test).
@@ -349,12 +354,38 @@ class Scenario:
     protected_rows: Callable[[Any, Any], np.ndarray] = lambda X, y: X
 
 
-def _predict(estimator, Q):
+#: The answering methods: each one a fitted estimator has is run by the audit (``score``
+#: on the honest labels of the queries).
+ANSWERING = ("predict", "predict_proba", "predict_log_proba", "decision_function", "score")
+
+
+def _answer(method: str) -> Callable:
+    def step(estimator, Q, X, y):
+        if method == "score":
+            return estimator.score(Q, (np.asarray(Q)[:, 0] >= 0.5).astype(int))
+        return getattr(estimator, method)(Q)
+
+    return step
+
+
+def _predict(estimator, Q, X, y):
     return estimator.predict(Q)
 
 
-def _predict_proba(estimator, Q):
-    return estimator.predict_proba(Q)
+_STEPS: dict[int, list] = {}
+
+
+def _steps(scenario: Scenario) -> list:
+    """The scenario's own steps, then every answering method its fitted estimator has."""
+    if id(scenario) not in _STEPS:
+        (X, y), _ = scenario.data()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = scenario.make(scenario.code("honest")).fit(X, y)
+        named = {name for name, _ in scenario.steps}
+        found = [(m, _answer(m)) for m in ANSWERING if hasattr(fitted, m) and m not in named]
+        _STEPS[id(scenario)] = [*scenario.steps, *found]
+    return _STEPS[id(scenario)]
 
 
 def _train(n: int, changed: int = 3):
@@ -533,7 +564,7 @@ def _two(kind_of: Callable[[str, bool], Any]) -> Callable[[str], list]:
     return lambda behaviour: [kind_of(behaviour, False), kind_of(behaviour, True)]
 
 
-def _fit_student(estimator, Q):
+def _fit_student(estimator, Q, X, y):
     estimator.predict(Q)
     return estimator.fit_student().predict(Q)
 
@@ -570,7 +601,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=lambda b: HostileClassifier(b),
         data=_train(40),
-        steps=[("predict", _predict)],
         law=_teacher_law,
     ),
     ("SubsampleAggregateClassifier", "student"): Scenario(
@@ -584,7 +614,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=lambda b: HostileClassifier(b),
         data=_train(40),
-        steps=[("predict, fit_student, predict", _fit_student), ("predict_proba", _predict_proba)],
+        steps=[("predict, fit_student, predict", _fit_student)],
     ),
     ("SubsampleAverageClassifier", "estimator"): Scenario(
         make=lambda code: SubsampleAverageClassifier(
@@ -592,7 +622,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=lambda b: HostileClassifier(b),
         data=_train(40),
-        steps=[("predict", _predict), ("predict_proba", _predict_proba)],
         law=_teacher_law,
     ),
     ("SubsampleAverageRegressor", "estimator"): Scenario(
@@ -601,7 +630,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=lambda b: HostileRegressor(b),
         data=_train(40),
-        steps=[("predict", _predict)],
         law=_regressor_law,
     ),
     ("PrivateEverlastingClassifier", "estimator"): Scenario(
@@ -652,16 +680,15 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=_two(Hostile),
         data=_train(40),
-        steps=[("predict", _predict)],
         law=_em_law,
     ),
     ("PrivateExpertsClassifier", "experts"): Scenario(
         make=lambda code: PrivateExpertsClassifier(
-            code, epsilon=EPSILON, classes=[0, 1], random_state=SEED
+            code, epsilon=EPSILON, n_rounds=80, classes=[0, 1], random_state=SEED
         ),
         code=_two(Hostile),
         data=_train(40),
-        steps=[("predict", _predict)],
+        steps=[("partial_fit", lambda e, Q, X, y: e.partial_fit(X, y))],
         law=_experts_law,
     ),
     ("SufficientStatisticClassifier", "basis"): Scenario(
@@ -670,7 +697,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=lambda b: HostileBasis(b),
         data=_labelled_data,
-        steps=[("predict", _predict)],
         law=_sufficient_law,
         queries=lambda: QUERIES - 0.5,
         protected_rows=lambda X, y: X[~np.isin(y, [-1]) & ~np.isnan(y.astype(float))],
@@ -681,7 +707,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=lambda b: HostileBasis(b),
         data=lambda: _labelled_data(regression=True),
-        steps=[("predict", _predict)],
         law=_sufficient_law,
         queries=lambda: QUERIES - 0.5,
         protected_rows=lambda X, y: X[~np.isin(y, [-1]) & ~np.isnan(y.astype(float))],
@@ -698,7 +723,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
             HostileClassifier(b), n_teachers=GRID_TEACHERS, classes=[0, 1], epsilon=EPSILON
         ),
         data=_grid_data,
-        steps=[("predict", _predict)],
         law=_grid_law,
     ),
     ("PrivateGridSearchCV", "param_grid"): Scenario(
@@ -716,7 +740,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         ),
         code=lambda b: {"estimator": [HostileClassifier(b), HostileClassifier(b, flip=True)]},
         data=_grid_data,
-        steps=[("predict", _predict)],
         law=_grid_law,
     ),
 }
@@ -844,7 +867,7 @@ def test_every_scenario_runs_with_honest_code():
     for key, scenario in SCENARIOS.items():
         (X, y), _ = scenario.data()
         outcomes, problems = _side(
-            scenario, "honest", X.copy(), y.copy(), [scenario.queries() for _ in scenario.steps]
+            scenario, "honest", X.copy(), y.copy(), [scenario.queries() for _ in _steps(scenario)]
         )
         broken += [f"{key}: {o[0]} {o[1]}" for o in outcomes[:-1] if o[1] != "returned"]
         broken += [f"{key}: {p}" for p in problems]
@@ -918,8 +941,8 @@ def _side(scenario: Scenario, behaviour: str, X, y, batches: list) -> tuple[list
         guarded += batches
     _protect(np.concatenate([np.ravel(g) for g in guarded]))
     calls = [("fit", lambda: estimator.fit(X, y))]
-    for (name, step), Q in zip(scenario.steps, batches):
-        calls.append((name, lambda step=step, Q=Q: step(estimator, Q)))
+    for (name, step), Q in zip(_steps(scenario), batches):
+        calls.append((name, lambda step=step, Q=Q: step(estimator, Q, X, y)))
     for name, call in calls:
         outcomes.append((name, *_outcome(call)))
     for name, a in protected.items():
@@ -952,7 +975,7 @@ def test_user_code_outcome_is_the_same_on_neighbours(case):
     )
     scenario = SCENARIOS[key]
     D, D2 = scenario.data()
-    batches = [scenario.queries() for _ in scenario.steps]
+    batches = [scenario.queries() for _ in _steps(scenario)]
     pairs = [("D", D, batches, "D'", D2, batches)]
     if scenario.protected_queries:
         changed = [_query_neighbour(Q) for Q in batches]
