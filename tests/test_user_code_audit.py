@@ -62,12 +62,13 @@ with ``n`` answers per side when ``ln(lo(n)/hi(0)) > epsilon``, i.e. ``n >= 17``
 the test uses ``n = 40``, where the bound of a deterministic flip is 2.0: it would refute
 even twice the claimed epsilon.
 
-On the code before the boundary (main f6b663e) 53 of these tests fail: 25 canaries (no
-``protected_units_in_call``), and 28 others: the exponential mechanism's hypotheses and the
-experts (raise, write, global state, wrong shape; batch statistic and kept state in the
-law), GenericBBL's and the everlasting relabelling class (global state; batch statistic
-and kept state in the law), the everlasting teachers on query neighbours (batch statistic,
-kept state) and the private grid search's candidate scores (batch statistic, kept state).
+On the code before the boundary (main f6b663e) 57 of these tests fail: 25 canaries (no
+``protected_units_in_call``), and 32 others: the exponential mechanism's hypotheses and the
+experts (raise, write, global state, wrong shape; batch statistic, kept state and writes in
+the law), GenericBBL's and the everlasting relabelling class (global state; batch
+statistic, kept state and writes in the law), the everlasting teachers on query neighbours
+(batch statistic, kept state) and the private grid search's candidate scores (batch
+statistic, kept state).
 """
 
 from __future__ import annotations
