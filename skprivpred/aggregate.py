@@ -12,6 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._hopeless import soft_majority_best_case, warn_if_hopeless
 from ._isolation import handed_rows
 from ._subsample import SubsampleMixin
 from ._teachers import (
@@ -327,6 +328,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         with self._unchanged_on_error():
             X, y, classes, n_samples = self._classifier_training_data(X, y)
             n_teachers = self._n_teachers_rule(budget, n_samples, len(classes))
+            record = soft_majority_best_case(
+                budget["epsilon_per_query"], n_teachers, len(classes), n_samples=n_samples
+            )
+            warn_if_hopeless(type(self).__name__, record)
             teachers = self._fit_teachers(
                 estimator,
                 X,
@@ -339,6 +344,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             self._ensemble = TeacherEnsemble(teachers, classes)
             self.classes_ = classes
             self._set_budget(budget, n_samples)
+            self._best_case = record
         return self
 
     def n_teachers_for(self, n_samples: int, n_classes: int) -> int:
