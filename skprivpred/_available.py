@@ -34,7 +34,7 @@ class _ExplainedDescriptor:
         self.reason = reason
         self.on_class = on_class
         self.attribute_name = fn.__name__
-        update_wrapper(self, fn)  # the docstring, for help() and the API reference
+        update_wrapper(self, fn)  # type: ignore[arg-type]  # the docstring, for help() and docs
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.attribute_name = name

@@ -215,3 +215,29 @@ def test_hopeless_warning_is_a_user_warning_shown_once_per_call_site():
     assert issubclass(HopelessSettingWarning, UserWarning)
     assert len(shown) == 1 and shown[0].filename == __file__
     assert BEST_CASE_THRESHOLD == 0.9
+
+
+@pytest.mark.parametrize("kind", ["binary", "ten classes", "regression"])
+def test_one_release_figure_is_its_formula_on_public_fitted_attributes(kind):
+    """S = n c (c: B / (2 sqrt 2), B sqrt(K - 1) / K, (hi - lo) B / (2 sqrt 2)); N = sigma sqrt D"""
+    from skprivpred import SufficientStatisticRegressor
+
+    X, y, _, _ = _digits()
+    if kind == "binary":
+        y = np.where(y == -1, -1, y % 2)
+        est = SufficientStatisticClassifier(classes=[0, 1], random_state=0)
+    elif kind == "ten classes":
+        est = SufficientStatisticClassifier(classes=list(range(10)), random_state=0)
+    else:
+        y = np.where(y == -1, np.nan, y.astype(float))
+        est = SufficientStatisticRegressor(y_bounds=(0.0, 9.0), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    n, B, d = est.n_labelled_, est.norm_bound_, est.n_basis_features_
+    if kind == "ten classes":
+        per_row, size = B * 3.0 / 10.0, 10 * d
+    else:
+        per_row, size = (1.0 if kind == "binary" else 9.0) * B / (2.0 * np.sqrt(2.0)), d
+    signal, noise = n * per_row, est.noise_sigma_ * np.sqrt(size)
+    assert best_case(est) == pytest.approx(signal**2 / (signal**2 + noise**2))
