@@ -81,7 +81,8 @@ def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
     """The public label set: ``classes`` if given, else the labels of ``y`` with a warning.
 
     Raises a ``ValueError`` when fewer than two labels result or when ``y`` holds
-    labels outside ``classes`` (the labels themselves are not printed).
+    labels outside ``classes`` (one constant message: neither the labels nor how many
+    rows hold them).
     """
     if classes is None:
         found = np.unique(y)
@@ -113,8 +114,8 @@ def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
     outside = ~np.isin(y_arr, values)
     if outside.any():
         raise ValueError(
-            f"y contains {int(outside.sum())} row(s) with labels outside `classes`; every "
-            "training label must belong to the public label set."
+            "y contains labels outside `classes`; every training label must belong to the "
+            "public label set."
         )
     return values
 

@@ -402,9 +402,9 @@ def _count_partition(X_part, y_part, regression: bool, classes) -> dict:
     labelled = _labels(y[~public])
     if classes is not None:
         try:
-            out["n_outside"] = int((~np.isin(labelled, classes)).sum())
+            out["outside"] = bool((~np.isin(labelled, classes)).any())
         except TypeError:
-            out["n_outside"] = int(labelled.size)
+            out["outside"] = bool(labelled.size)
     found = np.unique(labelled) if labelled.size else labelled
     out["labels"] = found if found.size <= _MAX_LABELS else None
     return out
@@ -517,11 +517,10 @@ class _DaskRows:
         labels = np.unique(np.concatenate([c["labels"] for c in counts]))
         check_classification_targets(labels)
         check_labelled_classes(labels, owner.classes)
-        outside = sum(c.get("n_outside", 0) for c in counts)
-        if outside:
+        if any(c.get("outside", False) for c in counts):  # whether, never how many
             raise ValueError(
-                f"y contains {outside} row(s) with labels outside `classes`; every "
-                "training label must belong to the public label set."
+                "y contains labels outside `classes`; every training label must belong to the "
+                "public label set."
             )
         self.classes = resolve_classes(owner.classes, labels, name)
         check_classes_exclude_marker(self.classes)
