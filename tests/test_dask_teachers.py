@@ -338,11 +338,14 @@ def test_a_parquet_source_fits_like_its_rows_in_memory(client, tmp_path):
 # -- issue 49 item 3: X and y paired by position, as in memory ----------------------------------
 def _frame(X, y):
     columns = [f"f{i}" for i in range(X.shape[1])]
-    return pd.DataFrame(X, columns=columns), pd.Series(y), columns
+    return pd.DataFrame(X, columns=columns), pd.Series(y, name="label"), columns
+
+
+PAIRINGS = ["two sources", "filtered", "unnamed", "partitionings", "unknown chunks"]
 
 
 def _pairings(X, y):
-    """(name, dask X, dask y, in-memory X, in-memory y) for each pairing of issue 49."""
+    """(name, dask X, dask y, in-memory X, in-memory y) for each of :data:`PAIRINGS`."""
     frame, label, columns = _frame(X, y)
     # Two collections from two sources: unknown divisions, each with its own index.
     two_x = dd.from_pandas(frame, npartitions=4).clear_divisions()
@@ -367,10 +370,13 @@ def _pairings(X, y):
     ]
 
 
-def test_a_seeded_dask_fit_pairs_x_and_y_by_position_as_in_memory(client):
+@pytest.mark.parametrize("pairing", PAIRINGS)
+def test_a_seeded_dask_fit_pairs_x_and_y_by_position_as_in_memory(client, pairing):
     X, y, X_query = _data(n=1200, seed=7)
     query = pd.DataFrame(X_query, columns=[f"f{i}" for i in range(X.shape[1])])
     for name, Xd, yd, X_mem, y_mem in _pairings(X, y):
+        if name != pairing:
+            continue
         remote = ESTIMATORS["aggregate"]().fit(Xd, yd)
         local = ESTIMATORS["aggregate"]().fit(X_mem, y_mem)
         rows = X_query if name == "unknown chunks" else query
