@@ -41,13 +41,17 @@ from sklearn.utils.validation import check_array
 from ._base import known_label_index
 from ._folding import FoldedLinear, fold_pipeline
 from ._isolation import (
+    RAISE,
     ProcessState,
+    UserCode,
+    call_user_code,
     freeze_rows,
     handed_rows,
     holds_warnings_lock,
     library_numerics,
     teacher_call,
     teacher_run,
+    user_code,
 )
 from ._permutation import KeyedPermutation
 from ._trees import StackedTrees, is_stackable
@@ -172,30 +176,26 @@ def realign(data):
     return data
 
 
-def own_block(X_part):
-    """A teacher's training block as its own copy, with dtypes read from the block alone.
+def _fit_copy(teacher, X_part, y_part, seeds: dict):
+    """Fit one teacher (a copy of its own, from the boundary) on its own copy of its block.
 
-    Arrays and sparse matrices cut by :func:`take_rows` are already new
-    objects; a DataFrame is deep-copied (a copy-on-write shallow copy shares
-    the buffer that scikit-learn may write through) and its dtypes are
-    re-inferred from its own rows (``DataFrame.infer_objects``): a column that
-    is ``object`` in the whole training set only because of rows of another
-    block becomes numeric again, so no dtype depends on rows outside the block.
+    The block is handed by the boundary as an object of its own; a DataFrame's
+    dtypes are re-inferred from its own rows (``DataFrame.infer_objects``): a
+    column that is ``object`` in the whole training set only because of rows of
+    another block becomes numeric again, so no dtype depends on rows outside
+    the block.
     """
-    if hasattr(X_part, "iloc"):
-        return X_part.copy(deep=True).infer_objects()
-    return realign(X_part)
+    if seeds:
+        teacher.set_params(**seeds)
+    X_part = X_part.infer_objects() if hasattr(X_part, "iloc") else realign(X_part)
+    return teacher.fit(X_part, realign(y_part))
 
 
-def _fit_one(estimator, X_part, y_part, y_index_part, fallback: ConstantTeacher | None = None):
-    if y_index_part is not None and np.unique(y_index_part).size == 1:
-        return ConstantTeacher(y_index_part[0])
-    if fallback is None:
-        return estimator.fit(own_block(X_part), realign(y_part))
-    try:
-        return estimator.fit(own_block(X_part), realign(y_part))
-    except Exception:  # noqa: BLE001 - whether a fit fails depends on the block's rows
-        return fallback
+def _fitted(output):
+    """The output of a teacher's ``fit``: a fitted object (``None`` is a failure)."""
+    if output is None:
+        raise ValueError("fit returned None")
+    return output
 
 
 def _seed_keys(estimator) -> list[str]:
@@ -207,26 +207,54 @@ def _seed_keys(estimator) -> list[str]:
     ]
 
 
-def _fit_batch(estimator, jobs: list, fallback=None) -> list:
-    """Fit one clone of ``estimator`` per job (one joblib task for many teachers).
+def teacher_code(estimator) -> UserCode:
+    """An unfitted clone of ``estimator``, pickled once: every teacher is a copy of its own.
 
-    Each job is ``(seeds, X_part, y_part, y_index_part)``; ``seeds`` set the
-    clone's unset ``random_state`` parameters. Every fit validates its
-    parameters and data (no fit's configuration depends on whether another
-    block fitted), runs inside :func:`~skprivpred._isolation.teacher_call`
-    (its warnings captured here, in the joblib worker; numpy's error state,
-    scikit-learn's configuration and the global random states restored after
-    it) and trains on its own copy of its block (:func:`own_block`).
+    Raises ``InvalidParameterError`` if it cannot be pickled (see
+    :func:`~skprivpred._isolation.user_code`): call it before any charge.
     """
-    teachers = []
-    with teacher_run() as state:  # the lock held for the task; what every fit starts from
-        for seeds, X_part, y_part, y_index_part in jobs:
-            with teacher_call(state):
-                teacher = clone(estimator)
-                if seeds:
-                    teacher.set_params(**seeds)
-                fitted = _fit_one(teacher, X_part, y_part, y_index_part, fallback)
-            teachers.append(fitted)
+    if isinstance(estimator, UserCode):
+        return estimator
+    return user_code(clone(estimator), "estimator")
+
+
+def _fit_batch(estimator, jobs: list, fallback=None) -> list:
+    """Fit one teacher per job (one joblib task for many teachers), through the boundary.
+
+    ``estimator`` is the template, or its :class:`~skprivpred._isolation.UserCode`
+    (:func:`teacher_code`). Each job is ``(seeds, X_part, y_part,
+    y_index_part)``. A block with a single label gets a :class:`ConstantTeacher`
+    (no user code runs). Every other block is one protected unit of
+    :func:`~skprivpred._isolation.call_user_code`: a copy of the template of
+    its own (unpickled from one payload: no closure, attribute or cache is
+    shared between teachers), its ``seeds`` set on its unset ``random_state``
+    parameters, fitted on its block handed as an object of its own
+    (:func:`_fit_copy`), with its warnings captured, under a fixed
+    floating-point state, scikit-learn's configuration and the global random
+    states restored after it. Every fit validates its parameters and data (no
+    fit's configuration depends on whether another block fitted). A fit that
+    raises (or returns None) gives ``fallback`` (``None``: the exception is
+    raised).
+    """
+    code = teacher_code(estimator)
+    teachers: list = [None] * len(jobs)
+    units, where = [], []
+    for k, (seeds, X_part, y_part, y_index_part) in enumerate(jobs):
+        if y_index_part is not None and np.unique(y_index_part).size == 1:
+            teachers[k] = ConstantTeacher(y_index_part[0])
+        else:
+            units.append((X_part, y_part, seeds))
+            where.append(k)
+    fitted = call_user_code(
+        code,
+        units,
+        _fit_copy,
+        _fitted,
+        RAISE if fallback is None else fallback,
+        name="estimator",
+    )
+    for k, teacher in zip(where, fitted):
+        teachers[k] = teacher
     return teachers
 
 
@@ -266,6 +294,11 @@ def fit_teachers(
     estimator's behaviour (the caller of ``predict`` when a phase change fits
     teachers inside it, a service that refits).
 
+    Every fit goes through the one boundary (:func:`_fit_batch`): the
+    template is pickled once here (:func:`teacher_code`; one that cannot be
+    pickled is refused with an ``InvalidParameterError`` before any block is
+    read) and each teacher is a copy of its own, fitted on its block alone.
+
     The fits are grouped into about ``FIT_TASKS_PER_JOB`` joblib tasks per
     effective job (:func:`_fit_batch`), consecutive blocks together; the
     grouping depends only on the number of teachers and of jobs. Called from
@@ -278,6 +311,7 @@ def fit_teachers(
     if holds_warnings_lock():  # (a fit inside a captured section: joblib threads would wait)
         n_jobs = 1
     seeds = teacher_seeds(estimator, len(parts), rng)
+    code = teacher_code(estimator)  # one payload, before any block is read
     per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
 
     def jobs(start: int) -> list:
@@ -292,8 +326,7 @@ def fit_teachers(
         ]
 
     batches = Parallel(n_jobs=n_jobs)(
-        delayed(_fit_batch)(estimator, jobs(start), fallback)
-        for start in range(0, len(parts), per_task)
+        delayed(_fit_batch)(code, jobs(start), fallback) for start in range(0, len(parts), per_task)
     )
     return [teacher for batch in batches for teacher in batch]
 
