@@ -45,6 +45,7 @@ from ._isolation import (
     ProcessState,
     UserCode,
     call_user_code,
+    call_user_code_by_row,
     freeze_rows,
     handed_rows,
     holds_warnings_lock,
@@ -560,6 +561,99 @@ def teacher_values(teacher, X, fallback: float, state: ProcessState | None = Non
     return isolated_rows(teacher, "predict", X, convert, fallback, float, state)
 
 
+def _one_known_label(classes: np.ndarray) -> Callable[[Any], Any]:
+    """A check of a teacher's ``predict`` on one row: the label's index in ``classes``."""
+
+    def check(labels) -> int:
+        index, known = known_label_index(classes, one_per_row(labels, 1))
+        if not known[0]:
+            raise ValueError("a label outside classes")
+        return int(index[0])
+
+    return check
+
+
+def protected_votes(teachers: list, X, classes: np.ndarray) -> np.ndarray:
+    """Votes of teachers answering through their own ``predict`` on PROTECTED rows.
+
+    Shape (n_teachers, n_rows), indices in ``classes``. The rows are protected
+    (training rows, such as the validation part of a private search), so every
+    teacher answers each row alone, through the one boundary
+    (:func:`~skprivpred._isolation.call_user_code_by_row`): a copy of the
+    fitted teacher of its own per row (pickled once), the row a one-row object
+    of its own, the process-wide state restored after it; identical rows share
+    one evaluation. A row on which a teacher raises or gives a label outside
+    ``classes`` gets :data:`FALLBACK_LABEL_INDEX`. Constant teachers vote their
+    label without any call.
+    """
+    out = np.empty((len(teachers), X.shape[0]), dtype=np.intp)
+    asked = []
+    for k, teacher in enumerate(teachers):
+        if isinstance(teacher, ConstantTeacher):
+            out[k] = teacher.label_index
+        else:
+            asked.append(k)
+    if asked:
+        out[asked] = call_user_code_by_row(
+            [teachers[k] for k in asked],
+            X,
+            lambda t, Z: t.predict(Z),
+            _one_known_label(classes),
+            FALLBACK_LABEL_INDEX,
+            names=["estimator"] * len(asked),
+            dtype=np.intp,
+        )
+    return out
+
+
+def protected_proba_sum(teachers: list, X, classes: np.ndarray) -> np.ndarray:
+    """Sum over teachers of ``predict_proba`` on PROTECTED rows, in the columns of ``classes``.
+
+    As :func:`teacher_proba` for each teacher (clipped, normalised, the
+    uniform distribution where a teacher fails or its labels are unusable),
+    but row by row through the one boundary, as in :func:`protected_votes`.
+    """
+    n_classes = len(classes)
+    uniform = np.full(n_classes, 1.0 / n_classes)
+    total = np.zeros((X.shape[0], n_classes))
+    for teacher in teachers:
+        if isinstance(teacher, ConstantTeacher):
+            total[:, teacher.label_index] += 1.0
+            continue
+        with teacher_call():  # its labels are read in isolation too
+            try:
+                labels = np.asarray(teacher.classes_).reshape(-1)
+                columns, known = known_label_index(classes, labels)
+                distinct = np.unique(columns).size == columns.size
+                usable = columns.size > 0 and known.all() and distinct
+            except Exception:  # noqa: BLE001 - a custom teacher's labels may not compare at all
+                usable = False
+        if not usable:
+            total += uniform
+            continue
+
+        def check(proba, columns=columns) -> np.ndarray:
+            proba = np.asarray(proba, dtype=float)
+            if proba.shape != (1, columns.size) or not np.isfinite(proba).all():
+                raise ValueError("not one finite row of probabilities")
+            proba = np.clip(proba[0], 0.0, 1.0)
+            total_mass = proba.sum()
+            row = np.zeros(n_classes)
+            row[columns] = proba / total_mass if total_mass > 0 else 1.0 / columns.size
+            return row
+
+        total += call_user_code_by_row(
+            [teacher],
+            X,
+            lambda t, Z: t.predict_proba(Z),
+            check,
+            uniform,
+            names=["estimator"],
+            dtype=float,
+        )[0]
+    return total
+
+
 def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray | None]:
     """``transform`` of the rows of ``X`` on which it succeeds, and which rows those are.
 
@@ -985,7 +1079,7 @@ class TeacherEnsemble:
             out[np.ix_(np.flatnonzero(answered), ids)] = fitted[:, ids]
         return out
 
-    def vote_counts(self, X, n_jobs: int | None = None) -> np.ndarray:
+    def vote_counts(self, X, n_jobs: int | None = None, *, protected: bool = False) -> np.ndarray:
         """Votes per label, shape (n_rows, n_classes).
 
         Equivalent to counting :meth:`votes` per label, without building the
@@ -997,11 +1091,18 @@ class TeacherEnsemble:
         process, or in parallel through joblib when ``n_jobs`` (and the active
         joblib backend) give more than one job. A teacher that cannot answer a
         row votes :data:`FALLBACK_LABEL_INDEX`.
+
+        With ``protected=True`` the rows are protected (training rows: the
+        validation part of a private search): the votes the library computes
+        itself (stacked linear scores, stacked tree descents, constant
+        teachers) are row-wise by construction and stay batched, and every
+        other teacher answers each row alone through the one boundary
+        (:func:`protected_votes`).
         """
         with library_numerics():
-            return self._vote_counts(X, n_jobs)
+            return self._vote_counts(X, n_jobs, protected)
 
-    def _vote_counts(self, X, n_jobs: int | None) -> np.ndarray:
+    def _vote_counts(self, X, n_jobs: int | None, protected: bool = False) -> np.ndarray:
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
         for _, label in self._constant:
@@ -1012,12 +1113,14 @@ class TeacherEnsemble:
         if X is None:
             return counts
         fitted = counts if answered is None else np.zeros((X.shape[0], len(self.classes)), np.int64)
-        self._add_fitted_votes(fitted, X, n_jobs)
+        self._add_fitted_votes(fitted, X, n_jobs, protected)
         if answered is not None:
             counts[answered] += fitted
         return counts
 
-    def _add_fitted_votes(self, counts: np.ndarray, X, n_jobs: int | None) -> None:
+    def _add_fitted_votes(
+        self, counts: np.ndarray, X, n_jobs: int | None, protected: bool = False
+    ) -> None:
         """Add the votes of the teachers that are not constant on the rows ``X``."""
         n_rows = X.shape[0]
         if self._stack is not None:
@@ -1030,7 +1133,11 @@ class TeacherEnsemble:
         X_trees, other = self._tree_rows(X)
         if self._trees is not None and X_trees is not None:
             counts += self._trees.vote_counts(X_trees)
-        if other:
+        if other and protected:
+            votes = protected_votes([teacher for _, teacher in other], X, self.classes)
+            for k in range(counts.shape[1]):
+                counts[:, k] += np.count_nonzero(votes == k, axis=0)
+        elif other:
             self._add_other_votes(counts, X, n_jobs, other)
 
     def _add_other_votes(self, counts: np.ndarray, X, n_jobs: int | None, other: list) -> None:
