@@ -509,7 +509,7 @@ class _RunState:
 
     def __init__(self, state: ProcessState) -> None:
         self.state = state
-        self.filters = warnings.filters
+        self.filters: Any = warnings.filters
         self.entries = list(self.filters)
         self.showwarning = warnings.showwarning
         self.showwarnmsg_impl = warnings._showwarnmsg_impl  # type: ignore[attr-defined]

@@ -461,7 +461,11 @@ class HypothesisList:
     :class:`~skprivpred.ExponentialMechanismClassifier` and the experts of
     :class:`~skprivpred.PrivateExpertsClassifier`. Each member is fitted (or
     written) before the private data are seen; a fitted classifier is used
-    through ``predict``, a callable as ``h(X) -> labels``.
+    through ``predict``, a callable as ``h(X) -> labels``. On training rows
+    (:meth:`mistakes`, :meth:`correct`, :meth:`label_index`) every member
+    labels each row alone, through the one boundary of
+    :mod:`skprivpred._isolation`; public rows (:meth:`predictions`) go to
+    each member as one batch.
 
     Parameters
     ----------
@@ -1372,7 +1376,7 @@ def _one_binary_label(output) -> int:
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (Real, np.number)) and value in (0, 1):
-        return int(value)
+        return 1 if value == 1 else 0
     raise ValueError("not a label in {0, 1}")
 
 
@@ -1542,7 +1546,9 @@ class FiniteHypothesisClass:
             return matrix[:, points]
         return _as_label(self._raw_labels(points))
 
-    def _raw_labels(self, points: np.ndarray, members: Sequence[int] | None = None) -> np.ndarray:
+    def _raw_labels(
+        self, points: np.ndarray, members: Sequence[int] | np.ndarray | None = None
+    ) -> np.ndarray:
         """Labels on the points with -1 where a callable fails (matrix: 0/1 only).
 
         ``members``: only these hypotheses (rows in that order); all by default.
