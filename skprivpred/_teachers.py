@@ -38,7 +38,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
-from ._base import known_label_index
+from ._base import known_label_index, one_label_index
 from ._folding import FoldedLinear, fold_pipeline
 from ._isolation import (
     RAISE,
@@ -561,18 +561,6 @@ def teacher_values(teacher, X, fallback: float, state: ProcessState | None = Non
     return isolated_rows(teacher, "predict", X, convert, fallback, float, state)
 
 
-def _one_known_label(classes: np.ndarray) -> Callable[[Any], Any]:
-    """A check of a teacher's ``predict`` on one row: the label's index in ``classes``."""
-
-    def check(labels) -> int:
-        index, known = known_label_index(classes, one_per_row(labels, 1))
-        if not known[0]:
-            raise ValueError("a label outside classes")
-        return int(index[0])
-
-    return check
-
-
 def protected_votes(teachers: list, X, classes: np.ndarray) -> np.ndarray:
     """Votes of teachers answering through their own ``predict`` on PROTECTED rows.
 
@@ -598,7 +586,7 @@ def protected_votes(teachers: list, X, classes: np.ndarray) -> np.ndarray:
             [teachers[k] for k in asked],
             X,
             lambda t, Z: t.predict(Z),
-            _one_known_label(classes),
+            one_label_index(classes),
             FALLBACK_LABEL_INDEX,
             names=["estimator"] * len(asked),
             dtype=np.intp,

@@ -35,7 +35,7 @@ from scipy.spatial import ConvexHull
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import known_label_index
+from ._base import known_label_index, one_label_index
 from ._isolation import call_user_code, call_user_code_by_row, freeze_rows
 from ._teachers import one_per_row
 from ._typing import MatrixLike
@@ -570,12 +570,7 @@ class HypothesisList:
         ndarray of shape (n_members, n_rows) of intp
         """
 
-        def check(output):
-            index, known = known_label_index(classes, one_per_row(output, 1))
-            if not known[0]:
-                raise ValueError("a label outside classes")
-            return index[0]
-
+        check = one_label_index(classes)
         by_predict = [hasattr(function, "predict") for function in self.functions]
         out = np.empty((len(self.functions), np.shape(X)[0]), dtype=np.intp)
         for wanted in (True, False):  # the same accessor for a run of members
