@@ -35,17 +35,17 @@ Steps (:func:`fit_dask_teachers`), all but the last on the workers:
   teacher's block: output partition ``j`` is exactly block ``j``, ordered by
   position, as in memory.
 - **Fits.** One task per teacher on a worker, with the seed of the in-memory path
-  (:func:`~skprivpred._teachers.teacher_seeds`) and its isolation
-  (``_fit_batch``: a clone, :func:`~skprivpred._isolation.teacher_call`, its own
-  copy of its rows). A fit that raises (any exception) becomes the fallback
-  teacher inside the task, so a task never fails by itself. A task that fails
-  anyway died with its worker (``KilledWorker``: out of memory, a crash) or lost
-  its input with a worker that another teacher killed (a block recomputed by the
-  shuffle, a cancelled dependency): it is tried again *alone*, after all the
-  others (dask marks every task that was running on a dying worker as suspect, so
-  a teacher that kills workers could otherwise take an innocent neighbour with
-  it); a teacher whose task fails alone too gets the fallback. Nothing of it
-  reaches the caller.
+  (:func:`~skprivpred._teachers.teacher_seeds`) and its isolation (``_fit_batch``,
+  through the one boundary :func:`~skprivpred._isolation.call_user_code`: a copy of
+  its own of the template, pickled once in the client, its own copy of its rows, a
+  fixed fallback). A fit that raises (any exception) becomes the fallback teacher
+  inside the task, so a task never fails by itself. A task that fails anyway died with
+  its worker (``KilledWorker``: out of memory, a crash) or lost its input with a
+  worker that another teacher killed (a block recomputed by the shuffle, a cancelled
+  dependency): it is tried again *alone*, after all the others (dask marks every task
+  that was running on a dying worker as suspect, so a teacher that kills workers could
+  otherwise take an innocent neighbour with it); a teacher whose task fails alone too
+  gets the fallback. Nothing of it reaches the caller.
 
 These fits go around joblib (``n_jobs`` and joblib backends are for the in-memory
 path): with a ``distributed`` client they run on its workers, otherwise on dask's
@@ -66,7 +66,7 @@ from sklearn.utils.validation import check_array, validate_data
 from ._base import finite_target_column
 from ._dask import import_dask, is_dask_collection
 from ._permutation import KeyedPermutation, block_sizes
-from ._teachers import ConstantTeacher, _fit_batch, teacher_seeds
+from ._teachers import ConstantTeacher, _fit_batch, teacher_code, teacher_seeds
 
 __all__ = [
     "DaskTrainingRows",
@@ -405,10 +405,15 @@ def _assign(x_part, y_part, offset: int, length: int, key, n_samples: int, kind,
 def _fit_block(block, estimator, seeds: dict, classes, kind: str, target: str, fallback):
     """Fit one teacher on its block (on a worker); the pickled teacher, or None if it failed.
 
-    The block arrives ordered by permuted position (the shuffle's sort), as in
-    memory. Whatever happens inside (any exception, even a ``BaseException``, or
-    a teacher that cannot be pickled) gives None, which the client turns into
-    the fallback teacher.
+    ``estimator`` is the template's :class:`~skprivpred._isolation.UserCode` (one
+    cloudpickle payload, made in the client): the fit goes through the one
+    boundary (:func:`~skprivpred._teachers._fit_batch`, hence
+    :func:`~skprivpred._isolation.call_user_code`), with a copy of its own, its
+    block handed as an object of its own, and its fallback. The block arrives
+    ordered by permuted position (the shuffle's sort), as in memory. Whatever
+    happens inside (any exception, even a ``BaseException``, or a teacher that
+    cannot be pickled) gives None, which the client turns into the fallback
+    teacher.
     """
     try:
         X_part = block.drop(columns=[target])
@@ -461,6 +466,9 @@ def fit_dask_teachers(
     n = rows.n_samples
     permutation = KeyedPermutation.from_rng(n, rng)
     seeds = teacher_seeds(estimator, n_teachers, rng)
+    # The template pickled once, here, before any row is moved (one that cannot be pickled
+    # is refused now); every worker task unpickles a copy of its own (the boundary).
+    code = teacher_code(estimator)
     taken = set(map(str, rows.x_meta.columns)) if rows.kind == "frame" else set()
     target = _free_name(_TARGET, taken)
     position = _free_name(_POSITION, taken | {target})
@@ -483,7 +491,7 @@ def fit_dask_teachers(
             dask.compute(
                 *[
                     delayed(_fit_block, pure=False)(
-                        block, estimator, seeds[j], classes, rows.kind, target, fallback
+                        block, code, seeds[j], classes, rows.kind, target, fallback
                     )
                     for j, block in enumerate(blocks)
                 ]
@@ -491,7 +499,7 @@ def fit_dask_teachers(
         )
     else:
         payloads = _fit_on_cluster(
-            client, blocks, estimator, seeds, classes, rows.kind, target, fallback
+            client, blocks, code, seeds, classes, rows.kind, target, fallback
         )
     teachers = []
     for payload in payloads:

@@ -439,3 +439,26 @@ def test_seeded_neighbours_on_dask_change_no_other_rows_teacher(client):
     first, second = owners(X, y), owners(X_prime, y_prime)
     others = np.arange(n) != 600
     assert np.count_nonzero(first[others] != second[others]) == 0
+
+
+class _CountsItsUnits(ClassifierMixin, BaseEstimator):
+    """A canary: records how many protected units the boundary says it was handed."""
+
+    def fit(self, X, y):
+        from skprivpred._isolation import protected_units_in_call
+
+        self.units_ = protected_units_in_call()
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def test_each_dask_teacher_fit_runs_through_the_boundary_on_one_block(client):
+    X, y, _ = _data(n=300)
+    clf = SubsampleAggregateClassifier(
+        _CountsItsUnits(), n_teachers=5, classes=[0, 1], random_state=SEED
+    ).fit(*_dask_array(X, y, chunk=100))
+    fitted = [t for _, t in clf._ensemble._other]
+    assert len(fitted) == 5 and [t.units_ for t in fitted] == [1] * 5
