@@ -355,8 +355,8 @@ def _pairings(X, y):
     whole = dd.from_pandas(frame.assign(label=y), npartitions=5)
     kept = whole[whole["f1"] > -0.5]
     mask = frame["f1"].to_numpy() > -0.5
-    # An unnamed Series (same partitions as X).
-    unnamed = dd.from_pandas(pd.Series(y, name=None), npartitions=3)
+    # An unnamed Series, from a source of its own (unknown divisions).
+    unnamed = dd.from_pandas(pd.Series(y, name=None), npartitions=3).clear_divisions()
     # Different partitionings: X in 3 partitions, y in 7; and arrays of unknown chunks.
     keep = X[:, 1] > -0.5
     Xa = da.from_array(X, chunks=(300, -1))[da.from_array(keep, 300)]  # unknown row chunks
@@ -364,7 +364,7 @@ def _pairings(X, y):
     return [
         ("two sources", two_x, two_y, frame, y),
         ("filtered", kept[columns], kept["label"], frame[mask], y[mask]),
-        ("unnamed", dd.from_pandas(frame, npartitions=3), unnamed, frame, y),
+        ("unnamed", dd.from_pandas(frame, npartitions=3).clear_divisions(), unnamed, frame, y),
         ("partitionings", dd.from_pandas(frame, npartitions=3), dd.from_pandas(label, 7), frame, y),
         ("unknown chunks", Xa, ya, X[keep], y[keep]),
     ]
@@ -413,7 +413,8 @@ class _LabelEchoes(ClassifierMixin, BaseEstimator):
         return np.array([self.labels_.get(int(v), 0) for v in np.asarray(X)[:, 0]])
 
 
-def test_seeded_neighbours_on_dask_change_no_other_rows_teacher(client):
+@pytest.mark.parametrize("y_partitions", [4, 7], ids=["two sources", "other partitionings"])
+def test_seeded_neighbours_on_dask_change_no_other_rows_teacher(client, y_partitions):
     # One row replaced in place (same seed): every other row keeps its teacher, as in memory.
     # (With the old pairing by index, 662 of the other 1199 rows changed teacher.)
     n = 1200
@@ -427,7 +428,7 @@ def test_seeded_neighbours_on_dask_change_no_other_rows_teacher(client):
     def owners(X, y):
         frame, label, _ = _frame(X, y)
         Xd = dd.from_pandas(frame, npartitions=4).clear_divisions()
-        yd = dd.from_pandas(label, npartitions=4).clear_divisions()
+        yd = dd.from_pandas(label, npartitions=y_partitions).clear_divisions()
         clf = SubsampleAggregateClassifier(
             _RecordsItsRows(), n_teachers=40, classes=[0, 1], random_state=SEED
         ).fit(Xd, yd)
