@@ -27,6 +27,7 @@ import secrets
 import threading
 import uuid
 import weakref
+from collections.abc import Callable
 from numbers import Integral
 from typing import Any
 
@@ -77,11 +78,38 @@ def known_label_index(classes: np.ndarray, labels) -> tuple[np.ndarray, np.ndarr
     return index, known
 
 
+def one_label_index(classes: np.ndarray) -> Callable[[Any], int]:
+    """A check of one label (one row's output): its index in ``classes``, or a ``ValueError``.
+
+    The output must hold exactly one label (shape ``(1,)`` or ``(1, 1)``); the
+    label is looked up by equality (``1``, ``1.0`` and ``True`` are the same
+    label, as numpy compares them in :func:`known_label_index`), in a table
+    built once: the check costs a dictionary lookup, for the one-row calls of
+    :mod:`skprivpred._isolation`'s boundary. Anything else raises.
+    """
+    table: dict = {}
+    for k, label in enumerate(np.asarray(classes).tolist()):
+        table.setdefault(label, k)
+
+    def check(output: Any) -> int:
+        values = np.asarray(output)
+        if values.size != 1 or values.ndim not in (1, 2) or values.shape[0] != 1:
+            raise ValueError(f"expected one label, got shape {values.shape}.")
+        value = values.reshape(-1)[0]
+        index = table.get(value.item() if isinstance(value, np.generic) else value)
+        if index is None:
+            raise ValueError("a label outside classes")
+        return index
+
+    return check
+
+
 def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
     """The public label set: ``classes`` if given, else the labels of ``y`` with a warning.
 
     Raises a ``ValueError`` when fewer than two labels result or when ``y`` holds
-    labels outside ``classes`` (the labels themselves are not printed).
+    labels outside ``classes`` (one constant message: neither the labels nor how many
+    rows hold them).
     """
     if classes is None:
         found = np.unique(y)
@@ -113,8 +141,8 @@ def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
     outside = ~np.isin(y_arr, values)
     if outside.any():
         raise ValueError(
-            f"y contains {int(outside.sum())} row(s) with labels outside `classes`; every "
-            "training label must belong to the public label set."
+            "y contains labels outside `classes`; every training label must belong to the "
+            "public label set."
         )
     return values
 

@@ -5,12 +5,17 @@ Used by the ``fit`` of the subsample-and-aggregate estimators
 :class:`~skprivpred.SubsampleAverageClassifier`,
 :class:`~skprivpred.SubsampleAverageRegressor`) when ``X`` and ``y`` are dask
 collections (a ``dask.array.Array`` or a ``dask.dataframe`` DataFrame for ``X``; a
-1-D array or a Series for ``y``, partitioned like ``X``). The labelled rows are
-never computed into the client; what reaches it is:
+1-D array or a Series for ``y``). X and y are paired **by position**, as in memory:
+row ``i`` of X (counted over its partitions in order) with row ``i`` of y, whatever
+their indexes, divisions or partitionings (never by index, as ``X.assign(y=...)``
+would: a shuffle on the index that reorders the rows). When y is partitioned
+otherwise than X, y's rows are cut by the row counts of X's partitions. The
+labelled rows are never computed into the client; what reaches it is:
 
-1. one small summary per partition (its number of rows, whether its entries pass
-   the same checks as in memory, and for a classifier the labels it holds), from
-   which the client takes the public ``n`` and each partition's global offset.
+1. one small summary per partition of X and of y (its number of rows, whether its
+   entries pass the same checks as in memory, and for a classifier the labels y's
+   holds), from which the client takes the public ``n`` and each partition's
+   global offset.
    The per-partition counts are used for the offsets only, never stored or
    shown (in a layout partitioned by a column they are that column's histogram);
 2. the fitted teachers (small), one pickled object per teacher.
@@ -30,17 +35,17 @@ Steps (:func:`fit_dask_teachers`), all but the last on the workers:
   teacher's block: output partition ``j`` is exactly block ``j``, ordered by
   position, as in memory.
 - **Fits.** One task per teacher on a worker, with the seed of the in-memory path
-  (:func:`~skprivpred._teachers.teacher_seeds`) and its isolation
-  (``_fit_batch``: a clone, :func:`~skprivpred._isolation.teacher_call`, its own
-  copy of its rows). A fit that raises (any exception) becomes the fallback
-  teacher inside the task, so a task never fails by itself. A task that fails
-  anyway died with its worker (``KilledWorker``: out of memory, a crash) or lost
-  its input with a worker that another teacher killed (a block recomputed by the
-  shuffle, a cancelled dependency): it is tried again *alone*, after all the
-  others (dask marks every task that was running on a dying worker as suspect, so
-  a teacher that kills workers could otherwise take an innocent neighbour with
-  it); a teacher whose task fails alone too gets the fallback. Nothing of it
-  reaches the caller.
+  (:func:`~skprivpred._teachers.teacher_seeds`) and its isolation (``_fit_batch``,
+  through the one boundary :func:`~skprivpred._isolation.call_user_code`: a copy of
+  its own of the template, pickled once in the client, its own copy of its rows, a
+  fixed fallback). A fit that raises (any exception) becomes the fallback teacher
+  inside the task, so a task never fails by itself. A task that fails anyway died with
+  its worker (``KilledWorker``: out of memory, a crash) or lost its input with a
+  worker that another teacher killed (a block recomputed by the shuffle, a cancelled
+  dependency): it is tried again *alone*, after all the others (dask marks every task
+  that was running on a dying worker as suspect, so a teacher that kills workers could
+  otherwise take an innocent neighbour with it); a teacher whose task fails alone too
+  gets the fallback. Nothing of it reaches the caller.
 
 These fits go around joblib (``n_jobs`` and joblib backends are for the in-memory
 path): with a ``distributed`` client they run on its workers, otherwise on dask's
@@ -61,7 +66,7 @@ from sklearn.utils.validation import check_array, validate_data
 from ._base import finite_target_column
 from ._dask import import_dask, is_dask_collection
 from ._permutation import KeyedPermutation, block_sizes
-from ._teachers import ConstantTeacher, _fit_batch, teacher_seeds
+from ._teachers import ConstantTeacher, _fit_batch, teacher_code, teacher_seeds
 
 __all__ = [
     "DaskTrainingRows",
@@ -143,63 +148,76 @@ class DaskTrainingRows:
 
 
 def _as_parts(X, y, who: str) -> tuple[list, list, str, Any, Any]:
-    """The row partitions of X and y as two aligned lists of delayed objects."""
+    """The row partitions of X and of y, each in order, as two lists of delayed objects.
+
+    Nothing pairs them here: :func:`dask_training_rows` pairs them by position (row
+    ``i`` of X with row ``i`` of y, counted over the partitions in order), as memory
+    does. Never by index: ``X.assign(y=...)`` would align them by a shuffle on the
+    index, which changes the rows' order (and so the seeded teachers), pairs rows
+    differently from memory, and fails on an unnamed Series.
+    """
     (da, dd) = import_dask("dask.array", "dask.dataframe", who=who)
+    if isinstance(y, da.Array) and y.ndim == 1:
+        y_parts, y_meta = list(y.to_delayed()), np.empty(0, y.dtype)
+    elif isinstance(y, dd.Series):
+        y_parts, y_meta = list(y.to_delayed()), y._meta
+    else:
+        raise TypeError(
+            "y must be a 1-D dask array or a dask Series (paired with X's rows by position, "
+            f"as in memory), got {type(y).__module__}.{type(y).__name__}."
+        )
     if isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-D dask array, got {X.ndim} dimension(s).")
-        if not isinstance(y, da.Array) or y.ndim != 1:
-            raise TypeError(
-                "with a dask array X, y must be a 1-D dask array partitioned like X's rows, "
-                f"got {type(y).__module__}.{type(y).__name__}."
-            )
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
-        if y.chunks[0] != X.chunks[0]:
-            known = not any(np.isnan(c) for c in X.chunks[0] + y.chunks[0])
-            if not known or sum(X.chunks[0]) != sum(y.chunks[0]):
-                raise ValueError(
-                    "X and y must be aligned: dask arrays with the same row chunks (or known "
-                    "chunks of the same total length, which are rechunked to X's)."
-                )
-            y = y.rechunk((X.chunks[0],))
         x_parts = list(X.to_delayed()[:, 0])
-        y_parts = list(y.to_delayed())
-        return x_parts, y_parts, "array", np.empty((0, X.shape[1]), X.dtype), np.empty(0, y.dtype)
+        return x_parts, y_parts, "array", np.empty((0, X.shape[1]), X.dtype), y_meta
     if isinstance(X, dd.DataFrame):
-        if not isinstance(y, dd.Series):
-            raise TypeError(
-                "with a dask DataFrame X, y must be a dask Series partitioned like X, got "
-                f"{type(y).__module__}.{type(y).__name__}."
-            )
-        if X.npartitions != y.npartitions:
-            raise ValueError(
-                f"X and y must be aligned: X has {X.npartitions} partitions and y has "
-                f"{y.npartitions}; build both from one collection (X = df[features], "
-                "y = df[label])."
-            )
-        # One collection of X's columns and y, cut into partitions once: read_parquet (and
-        # other sources) may fuse partitions differently for different column selections.
-        target = _free_name(_TARGET, set(map(str, X.columns)))
-        try:
-            combined = X.assign(**{target: y})
-        except Exception as error:  # noqa: BLE001 - dask's alignment errors vary by version
-            raise ValueError(
-                "X and y must be aligned: partitions of one collection (X = df[features], "
-                f"y = df[label]); dask could not align them ({type(error).__name__})."
-            ) from None
-        from dask import delayed
-
-        columns = list(X.columns)
-        parts = combined.to_delayed()
-        x_parts = [delayed(_select, pure=True)(part, columns) for part in parts]
-        y_parts = [delayed(_select, pure=True)(part, target) for part in parts]
-        return x_parts, y_parts, "frame", X._meta, y._meta
+        shared = _one_source(X, y, dd)
+        if shared is not None:  # one read of each partition gives both (sources may change)
+            x_parts, y_parts = shared
+        else:
+            x_parts = list(X.to_delayed())
+        return x_parts, y_parts, "frame", X._meta, y_meta
     raise TypeError(
         "X must be a dask.array.Array or a dask.dataframe.DataFrame (with y a dask array or "
-        f"Series like it), got {type(X).__module__}.{type(X).__name__} with "
+        f"Series), got {type(X).__module__}.{type(X).__name__} with "
         f"{type(y).__module__}.{type(y).__name__}; pass both as dask collections or both "
         "in memory."
+    )
+
+
+def _one_source(X, y, dd) -> tuple[list, list] | None:
+    """X's and y's partitions cut from one read of the frame both select from, if they do.
+
+    ``X = df[features]`` and ``y = df[label]`` are two selections of the same frame (a
+    filtered one included): each partition of that frame is then read once per pass and
+    split into X's columns and y's (the same rows, by position). Otherwise (or if dask's
+    expressions cannot tell) None: X and y are read as they are.
+    """
+    from dask import delayed
+
+    try:
+        from dask.dataframe.dask_expr._expr import Projection
+
+        x_expr, y_expr = X.expr, y.expr
+        if not (isinstance(x_expr, Projection) and isinstance(y_expr, Projection)):
+            return None
+        if x_expr.frame._name != y_expr.frame._name:
+            return None
+        columns, label = list(X.columns), y_expr.operand("columns")
+        if isinstance(label, list) or label != y.name:
+            return None
+        from dask.dataframe.dask_expr import new_collection
+
+        parent = new_collection(x_expr.frame)
+        parts = parent[list(dict.fromkeys([*columns, label]))].to_delayed()
+    except Exception:  # noqa: BLE001 - dask's expression internals vary by version
+        return None
+    return (
+        [delayed(_select, pure=True)(part, columns) for part in parts],
+        [delayed(_select, pure=True)(part, label) for part in parts],
     )
 
 
@@ -208,29 +226,77 @@ def _select(frame, columns):
     return frame[columns]
 
 
-def _summarize(x_part, y_part, classify: bool, y_numeric: bool) -> dict:
-    """What one partition tells the client: counts, check outcomes, its labels (a classifier)."""
+def _cut_rows(start: int, length: int, lengths: list, y_meta, *pieces):
+    """Rows ``[start, start + length)`` of the concatenated ``pieces`` (y's partitions).
+
+    Runs on a worker. Each piece is first checked against the length counted in the
+    first pass (a source that changed is refused, as in :func:`_assign`).
+    """
+    if [len(piece) for piece in pieces] != list(lengths):
+        raise SourceChangedError(_CHANGED)
+    if not pieces:
+        return np.asarray(y_meta)
+    values = np.concatenate([np.asarray(piece) for piece in pieces])
+    return values[start : start + length]
+
+
+def _recut(y_parts: list, y_lengths: list[int], x_lengths: list[int], y_meta) -> list:
+    """y's rows cut as X's partitions cut theirs (by the counted lengths): pairs by position."""
+    from dask import delayed
+
+    y_starts = np.concatenate([[0], np.cumsum(y_lengths)]).astype(int)
+    recut, start = [], 0
+    for length in x_lengths:
+        stop = start + length
+        # y's partitions that hold a row of [start, stop): those that start before stop and
+        # end after start (none for an empty partition of X).
+        keep = [
+            k
+            for k in range(len(y_parts))
+            if length and y_starts[k] < stop and y_starts[k + 1] > start and y_lengths[k]
+        ]
+        offset = int(start - y_starts[keep[0]]) if keep else 0
+        recut.append(
+            delayed(_cut_rows, pure=True)(
+                offset,
+                int(length),
+                [int(y_lengths[k]) for k in keep],
+                y_meta,
+                *[y_parts[k] for k in keep],
+            )
+        )
+        start = stop
+    return recut
+
+
+def _summarize_x(x_part) -> dict:
+    """What one partition of X tells the client: its number of rows, whether it passes."""
     from ._subsample import _SPARSE_FORMATS, _refuse_non_scalar_entries
 
-    summary: dict[str, Any] = {"n_x": int(x_part.shape[0]), "n_y": int(len(y_part))}
-    summary["x_ok"] = summary["y_ok"] = True
-    summary["labels"] = None
-    summary["target_error"] = None
-    if summary["n_x"]:
+    summary: dict[str, Any] = {"n": int(x_part.shape[0]), "ok": True}
+    if summary["n"]:
         try:
             checked = check_array(
                 x_part, accept_sparse=_SPARSE_FORMATS, dtype=None, ensure_all_finite=True
             )
             _refuse_non_scalar_entries(checked)
         except (TypeError, ValueError):
-            summary["x_ok"] = False
-    if summary["n_y"]:
+            summary["ok"] = False
+    return summary
+
+
+def _summarize_y(y_part, classify: bool, y_numeric: bool) -> dict:
+    """What one partition of y tells the client: its length, checks, its labels (a classifier)."""
+    summary: dict[str, Any] = {"n": int(len(y_part)), "ok": True}
+    summary["labels"] = None
+    summary["target_error"] = None
+    if summary["n"]:
         try:
             y = finite_target_column(np.asarray(y_part))
             if y_numeric and y.dtype.kind not in "biuf":
                 raise ValueError
         except (TypeError, ValueError):
-            summary["y_ok"] = False
+            summary["ok"] = False
         else:
             if classify:
                 try:
@@ -247,7 +313,9 @@ def dask_training_rows(
 ) -> DaskTrainingRows:
     """Check dask training rows where they live; set ``n_features_in_`` (and feature names).
 
-    One pass over the partitions (:func:`_summarize`); nothing but the summaries
+    One pass over the partitions (:func:`_summarize_x`, :func:`_summarize_y`); X and y
+    are then paired by position (:func:`_recut` when their partitionings differ), and
+    every later pass checks each partition's length on the worker. Nothing but the summaries
     reaches the client. Raises the errors of the in-memory checks (with messages
     that name no row and no partition).
     """
@@ -261,26 +329,29 @@ def dask_training_rows(
     x_parts, y_parts, kind, x_meta, y_meta = _as_parts(X, y, who)
     from dask import delayed
 
-    summaries = dask.compute(
-        *[
-            delayed(_summarize, pure=True)(xp, yp, classify, y_numeric)
-            for xp, yp in zip(x_parts, y_parts, strict=True)
-        ]
+    computed = dask.compute(
+        *[delayed(_summarize_x, pure=True)(xp) for xp in x_parts],
+        *[delayed(_summarize_y, pure=True)(yp, classify, y_numeric) for yp in y_parts],
     )
-    if any(s["n_x"] != s["n_y"] for s in summaries):
+    x_summaries, y_summaries = computed[: len(x_parts)], computed[len(x_parts) :]
+    lengths = [s["n"] for s in x_summaries]
+    y_lengths = [s["n"] for s in y_summaries]
+    if sum(lengths) != sum(y_lengths):
         raise ValueError(
-            "X and y are not aligned: some partition of X holds a different number of rows "
-            "than the same partition of y."
+            "X and y do not hold the same number of rows: fit pairs row i of X with row i of "
+            "y (counted over the partitions in order), as in memory. Nothing was fitted or "
+            "charged."
         )
-    lengths = [s["n_x"] for s in summaries]
     if sum(lengths) == 0:
         raise ValueError("X holds no rows: fit needs at least one training row.")
-    if not all(s["x_ok"] for s in summaries):
+    if y_lengths != lengths:  # other partitionings: y is cut by the row counts of X's
+        y_parts = _recut(y_parts, y_lengths, lengths, y_meta)
+    if not all(s["ok"] for s in x_summaries):
         raise ValueError(
             "X holds an entry that fit refuses (NaN, infinity, or a value that is neither a "
             "number nor a string); the same check as for rows in memory."
         )
-    if not all(s["y_ok"] for s in summaries):
+    if not all(s["ok"] for s in y_summaries):
         raise ValueError(
             "y holds NaN or infinity"
             + (", or a value that is not a number" if y_numeric else "")
@@ -288,11 +359,11 @@ def dask_training_rows(
         )
     labels = None
     if classify:
-        errors = [s["target_error"] for s in summaries if s["target_error"]]
+        errors = [s["target_error"] for s in y_summaries if s["target_error"]]
         if errors:
             raise ValueError(errors[0])
         labels = np.unique(
-            np.concatenate([s["labels"] for s in summaries if s["labels"] is not None])
+            np.concatenate([s["labels"] for s in y_summaries if s["labels"] is not None])
         )
     # The public schema: the number of columns and their names, from the metadata only.
     validate_data(estimator, x_meta, reset=True, skip_check_array=True)
@@ -334,10 +405,15 @@ def _assign(x_part, y_part, offset: int, length: int, key, n_samples: int, kind,
 def _fit_block(block, estimator, seeds: dict, classes, kind: str, target: str, fallback):
     """Fit one teacher on its block (on a worker); the pickled teacher, or None if it failed.
 
-    The block arrives ordered by permuted position (the shuffle's sort), as in
-    memory. Whatever happens inside (any exception, even a ``BaseException``, or
-    a teacher that cannot be pickled) gives None, which the client turns into
-    the fallback teacher.
+    ``estimator`` is the template's :class:`~skprivpred._isolation.UserCode` (one
+    cloudpickle payload, made in the client): the fit goes through the one
+    boundary (:func:`~skprivpred._teachers._fit_batch`, hence
+    :func:`~skprivpred._isolation.call_user_code`), with a copy of its own, its
+    block handed as an object of its own, and its fallback. The block arrives
+    ordered by permuted position (the shuffle's sort), as in memory. Whatever
+    happens inside (any exception, even a ``BaseException``, or a teacher that
+    cannot be pickled) gives None, which the client turns into the fallback
+    teacher.
     """
     try:
         X_part = block.drop(columns=[target])
@@ -390,6 +466,9 @@ def fit_dask_teachers(
     n = rows.n_samples
     permutation = KeyedPermutation.from_rng(n, rng)
     seeds = teacher_seeds(estimator, n_teachers, rng)
+    # The template pickled once, here, before any row is moved (one that cannot be pickled
+    # is refused now); every worker task unpickles a copy of its own (the boundary).
+    code = teacher_code(estimator)
     taken = set(map(str, rows.x_meta.columns)) if rows.kind == "frame" else set()
     target = _free_name(_TARGET, taken)
     position = _free_name(_POSITION, taken | {target})
@@ -412,7 +491,7 @@ def fit_dask_teachers(
             dask.compute(
                 *[
                     delayed(_fit_block, pure=False)(
-                        block, estimator, seeds[j], classes, rows.kind, target, fallback
+                        block, code, seeds[j], classes, rows.kind, target, fallback
                     )
                     for j, block in enumerate(blocks)
                 ]
@@ -420,7 +499,7 @@ def fit_dask_teachers(
         )
     else:
         payloads = _fit_on_cluster(
-            client, blocks, estimator, seeds, classes, rows.kind, target, fallback
+            client, blocks, code, seeds, classes, rows.kind, target, fallback
         )
     teachers = []
     for payload in payloads:

@@ -38,16 +38,21 @@ from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
-from ._base import known_label_index
+from ._base import known_label_index, one_label_index
 from ._folding import FoldedLinear, fold_pipeline
 from ._isolation import (
+    RAISE,
     ProcessState,
+    UserCode,
+    call_user_code,
+    call_user_code_by_row,
     freeze_rows,
     handed_rows,
     holds_warnings_lock,
     library_numerics,
     teacher_call,
     teacher_run,
+    user_code,
 )
 from ._permutation import KeyedPermutation
 from ._trees import StackedTrees, is_stackable
@@ -172,30 +177,26 @@ def realign(data):
     return data
 
 
-def own_block(X_part):
-    """A teacher's training block as its own copy, with dtypes read from the block alone.
+def _fit_copy(teacher, X_part, y_part, seeds: dict):
+    """Fit one teacher (a copy of its own, from the boundary) on its own copy of its block.
 
-    Arrays and sparse matrices cut by :func:`take_rows` are already new
-    objects; a DataFrame is deep-copied (a copy-on-write shallow copy shares
-    the buffer that scikit-learn may write through) and its dtypes are
-    re-inferred from its own rows (``DataFrame.infer_objects``): a column that
-    is ``object`` in the whole training set only because of rows of another
-    block becomes numeric again, so no dtype depends on rows outside the block.
+    The block is handed by the boundary as an object of its own; a DataFrame's
+    dtypes are re-inferred from its own rows (``DataFrame.infer_objects``): a
+    column that is ``object`` in the whole training set only because of rows of
+    another block becomes numeric again, so no dtype depends on rows outside
+    the block.
     """
-    if hasattr(X_part, "iloc"):
-        return X_part.copy(deep=True).infer_objects()
-    return realign(X_part)
+    if seeds:
+        teacher.set_params(**seeds)
+    X_part = X_part.infer_objects() if hasattr(X_part, "iloc") else realign(X_part)
+    return teacher.fit(X_part, realign(y_part))
 
 
-def _fit_one(estimator, X_part, y_part, y_index_part, fallback: ConstantTeacher | None = None):
-    if y_index_part is not None and np.unique(y_index_part).size == 1:
-        return ConstantTeacher(y_index_part[0])
-    if fallback is None:
-        return estimator.fit(own_block(X_part), realign(y_part))
-    try:
-        return estimator.fit(own_block(X_part), realign(y_part))
-    except Exception:  # noqa: BLE001 - whether a fit fails depends on the block's rows
-        return fallback
+def _fitted(output):
+    """The output of a teacher's ``fit``: a fitted object (``None`` is a failure)."""
+    if output is None:
+        raise ValueError("fit returned None")
+    return output
 
 
 def _seed_keys(estimator) -> list[str]:
@@ -207,26 +208,54 @@ def _seed_keys(estimator) -> list[str]:
     ]
 
 
-def _fit_batch(estimator, jobs: list, fallback=None) -> list:
-    """Fit one clone of ``estimator`` per job (one joblib task for many teachers).
+def teacher_code(estimator) -> UserCode:
+    """An unfitted clone of ``estimator``, pickled once: every teacher is a copy of its own.
 
-    Each job is ``(seeds, X_part, y_part, y_index_part)``; ``seeds`` set the
-    clone's unset ``random_state`` parameters. Every fit validates its
-    parameters and data (no fit's configuration depends on whether another
-    block fitted), runs inside :func:`~skprivpred._isolation.teacher_call`
-    (its warnings captured here, in the joblib worker; numpy's error state,
-    scikit-learn's configuration and the global random states restored after
-    it) and trains on its own copy of its block (:func:`own_block`).
+    Raises ``InvalidParameterError`` if it cannot be pickled (see
+    :func:`~skprivpred._isolation.user_code`): call it before any charge.
     """
-    teachers = []
-    with teacher_run() as state:  # the lock held for the task; what every fit starts from
-        for seeds, X_part, y_part, y_index_part in jobs:
-            with teacher_call(state):
-                teacher = clone(estimator)
-                if seeds:
-                    teacher.set_params(**seeds)
-                fitted = _fit_one(teacher, X_part, y_part, y_index_part, fallback)
-            teachers.append(fitted)
+    if isinstance(estimator, UserCode):
+        return estimator
+    return user_code(clone(estimator), "estimator")
+
+
+def _fit_batch(estimator, jobs: list, fallback=None) -> list:
+    """Fit one teacher per job (one joblib task for many teachers), through the boundary.
+
+    ``estimator`` is the template, or its :class:`~skprivpred._isolation.UserCode`
+    (:func:`teacher_code`). Each job is ``(seeds, X_part, y_part,
+    y_index_part)``. A block with a single label gets a :class:`ConstantTeacher`
+    (no user code runs). Every other block is one protected unit of
+    :func:`~skprivpred._isolation.call_user_code`: a copy of the template of
+    its own (unpickled from one payload: no closure, attribute or cache is
+    shared between teachers), its ``seeds`` set on its unset ``random_state``
+    parameters, fitted on its block handed as an object of its own
+    (:func:`_fit_copy`), with its warnings captured, under a fixed
+    floating-point state, scikit-learn's configuration and the global random
+    states restored after it. Every fit validates its parameters and data (no
+    fit's configuration depends on whether another block fitted). A fit that
+    raises (or returns None) gives ``fallback`` (``None``: the exception is
+    raised).
+    """
+    code = teacher_code(estimator)
+    teachers: list = [None] * len(jobs)
+    units, where = [], []
+    for k, (seeds, X_part, y_part, y_index_part) in enumerate(jobs):
+        if y_index_part is not None and np.unique(y_index_part).size == 1:
+            teachers[k] = ConstantTeacher(y_index_part[0])
+        else:
+            units.append((X_part, y_part, seeds))
+            where.append(k)
+    fitted = call_user_code(
+        code,
+        units,
+        _fit_copy,
+        _fitted,
+        RAISE if fallback is None else fallback,
+        name="estimator",
+    )
+    for k, teacher in zip(where, fitted):
+        teachers[k] = teacher
     return teachers
 
 
@@ -266,6 +295,11 @@ def fit_teachers(
     estimator's behaviour (the caller of ``predict`` when a phase change fits
     teachers inside it, a service that refits).
 
+    Every fit goes through the one boundary (:func:`_fit_batch`): the
+    template is pickled once here (:func:`teacher_code`; one that cannot be
+    pickled is refused with an ``InvalidParameterError`` before any block is
+    read) and each teacher is a copy of its own, fitted on its block alone.
+
     The fits are grouped into about ``FIT_TASKS_PER_JOB`` joblib tasks per
     effective job (:func:`_fit_batch`), consecutive blocks together; the
     grouping depends only on the number of teachers and of jobs. Called from
@@ -278,6 +312,7 @@ def fit_teachers(
     if holds_warnings_lock():  # (a fit inside a captured section: joblib threads would wait)
         n_jobs = 1
     seeds = teacher_seeds(estimator, len(parts), rng)
+    code = teacher_code(estimator)  # one payload, before any block is read
     per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
 
     def jobs(start: int) -> list:
@@ -292,8 +327,7 @@ def fit_teachers(
         ]
 
     batches = Parallel(n_jobs=n_jobs)(
-        delayed(_fit_batch)(estimator, jobs(start), fallback)
-        for start in range(0, len(parts), per_task)
+        delayed(_fit_batch)(code, jobs(start), fallback) for start in range(0, len(parts), per_task)
     )
     return [teacher for batch in batches for teacher in batch]
 
@@ -525,6 +559,87 @@ def teacher_values(teacher, X, fallback: float, state: ProcessState | None = Non
         return values, np.isfinite(values)
 
     return isolated_rows(teacher, "predict", X, convert, fallback, float, state)
+
+
+def protected_votes(teachers: list, X, classes: np.ndarray) -> np.ndarray:
+    """Votes of teachers answering through their own ``predict`` on PROTECTED rows.
+
+    Shape (n_teachers, n_rows), indices in ``classes``. The rows are protected
+    (training rows, such as the validation part of a private search), so every
+    teacher answers each row alone, through the one boundary
+    (:func:`~skprivpred._isolation.call_user_code_by_row`): a copy of the
+    fitted teacher of its own per row (pickled once), the row a one-row object
+    of its own, the process-wide state restored after it; identical rows share
+    one evaluation. A row on which a teacher raises or gives a label outside
+    ``classes`` gets :data:`FALLBACK_LABEL_INDEX`. Constant teachers vote their
+    label without any call.
+    """
+    out = np.empty((len(teachers), X.shape[0]), dtype=np.intp)
+    asked = []
+    for k, teacher in enumerate(teachers):
+        if isinstance(teacher, ConstantTeacher):
+            out[k] = teacher.label_index
+        else:
+            asked.append(k)
+    if asked:
+        out[asked] = call_user_code_by_row(
+            [teachers[k] for k in asked],
+            X,
+            lambda t, Z: t.predict(Z),
+            one_label_index(classes),
+            FALLBACK_LABEL_INDEX,
+            names=["estimator"] * len(asked),
+            dtype=np.intp,
+        )
+    return out
+
+
+def protected_proba_sum(teachers: list, X, classes: np.ndarray) -> np.ndarray:
+    """Sum over teachers of ``predict_proba`` on PROTECTED rows, in the columns of ``classes``.
+
+    As :func:`teacher_proba` for each teacher (clipped, normalised, the
+    uniform distribution where a teacher fails or its labels are unusable),
+    but row by row through the one boundary, as in :func:`protected_votes`.
+    """
+    n_classes = len(classes)
+    uniform = np.full(n_classes, 1.0 / n_classes)
+    total = np.zeros((X.shape[0], n_classes))
+    for teacher in teachers:
+        if isinstance(teacher, ConstantTeacher):
+            total[:, teacher.label_index] += 1.0
+            continue
+        with teacher_call():  # its labels are read in isolation too
+            try:
+                labels = np.asarray(teacher.classes_).reshape(-1)
+                columns, known = known_label_index(classes, labels)
+                distinct = np.unique(columns).size == columns.size
+                usable = columns.size > 0 and known.all() and distinct
+            except Exception:  # noqa: BLE001 - a custom teacher's labels may not compare at all
+                usable = False
+        if not usable:
+            total += uniform
+            continue
+
+        def check(proba, columns=columns) -> np.ndarray:
+            proba = np.asarray(proba, dtype=float)
+            if proba.shape != (1, columns.size) or not np.isfinite(proba).all():
+                raise ValueError("not one finite row of probabilities")
+            proba = np.clip(proba[0], 0.0, 1.0)
+            total_mass = proba.sum()
+            row = np.zeros(n_classes)
+            row[columns] = proba / total_mass if total_mass > 0 else 1.0 / columns.size
+            return row
+
+        total += call_user_code_by_row(
+            [teacher],
+            X,
+            lambda t, Z: t.predict_proba(Z),
+            check,
+            uniform,
+            names=["estimator"],
+            dtype=float,
+        )[0]
+    return total
 
 
 def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray | None]:
@@ -952,7 +1067,7 @@ class TeacherEnsemble:
             out[np.ix_(np.flatnonzero(answered), ids)] = fitted[:, ids]
         return out
 
-    def vote_counts(self, X, n_jobs: int | None = None) -> np.ndarray:
+    def vote_counts(self, X, n_jobs: int | None = None, *, protected: bool = False) -> np.ndarray:
         """Votes per label, shape (n_rows, n_classes).
 
         Equivalent to counting :meth:`votes` per label, without building the
@@ -964,11 +1079,18 @@ class TeacherEnsemble:
         process, or in parallel through joblib when ``n_jobs`` (and the active
         joblib backend) give more than one job. A teacher that cannot answer a
         row votes :data:`FALLBACK_LABEL_INDEX`.
+
+        With ``protected=True`` the rows are protected (training rows: the
+        validation part of a private search): the votes the library computes
+        itself (stacked linear scores, stacked tree descents, constant
+        teachers) are row-wise by construction and stay batched, and every
+        other teacher answers each row alone through the one boundary
+        (:func:`protected_votes`).
         """
         with library_numerics():
-            return self._vote_counts(X, n_jobs)
+            return self._vote_counts(X, n_jobs, protected)
 
-    def _vote_counts(self, X, n_jobs: int | None) -> np.ndarray:
+    def _vote_counts(self, X, n_jobs: int | None, protected: bool = False) -> np.ndarray:
         n_rows = X.shape[0]
         counts = np.zeros((n_rows, len(self.classes)), dtype=np.int64)
         for _, label in self._constant:
@@ -979,12 +1101,14 @@ class TeacherEnsemble:
         if X is None:
             return counts
         fitted = counts if answered is None else np.zeros((X.shape[0], len(self.classes)), np.int64)
-        self._add_fitted_votes(fitted, X, n_jobs)
+        self._add_fitted_votes(fitted, X, n_jobs, protected)
         if answered is not None:
             counts[answered] += fitted
         return counts
 
-    def _add_fitted_votes(self, counts: np.ndarray, X, n_jobs: int | None) -> None:
+    def _add_fitted_votes(
+        self, counts: np.ndarray, X, n_jobs: int | None, protected: bool = False
+    ) -> None:
         """Add the votes of the teachers that are not constant on the rows ``X``."""
         n_rows = X.shape[0]
         if self._stack is not None:
@@ -997,7 +1121,11 @@ class TeacherEnsemble:
         X_trees, other = self._tree_rows(X)
         if self._trees is not None and X_trees is not None:
             counts += self._trees.vote_counts(X_trees)
-        if other:
+        if other and protected:
+            votes = protected_votes([teacher for _, teacher in other], X, self.classes)
+            for k in range(counts.shape[1]):
+                counts[:, k] += np.count_nonzero(votes == k, axis=0)
+        elif other:
             self._add_other_votes(counts, X, n_jobs, other)
 
     def _add_other_votes(self, counts: np.ndarray, X, n_jobs: int | None, other: list) -> None:

@@ -270,7 +270,14 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
         training data are seen. ``sklearn.base.clone`` returns unfitted copies of
         estimators in a list, so wrap fitted members in
         :class:`sklearn.frozen.FrozenEstimator` when the estimator will be cloned
-        (``GridSearchCV``, ``cross_val_score``).
+        (``GridSearchCV``, ``cross_val_score``). On the training rows a
+        member labels **one row at a time** (a one-row 2-D object of its own,
+        through a copy of the member of its own for every row, made by
+        pickling it once with ``cloudpickle``; identical rows are labelled
+        once), with the process-wide state restored after it; a row on which it
+        raises or does not return one label of ``classes`` (shape ``(1,)``)
+        counts as a mistake. A member that cannot be pickled is refused
+        before anything is charged.
     epsilon : float, default=1.0
         Privacy parameter of the released hypothesis, > 0.
     grid : array-like or list of array-like, default=None
@@ -445,7 +452,10 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
     def _scored_problem(self, X, y, listed: HypothesisList | None):
         """Validate the data and count mistakes; sets n_features_in_ (call in an atomic block).
 
-        Returns the family, the label set and the mistake counts (secret).
+        Returns the family, the label set and the mistake counts (secret). A
+        list's members count their mistakes row by row through the one
+        boundary (:meth:`HypothesisList.mistakes`); the named families count
+        them with the library's own vectorised code.
         """
         X, y = self._validate_X(X, reset=True, y=y)
         y = finite_target_column(y)
@@ -652,7 +662,12 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         and returns one label per row. ``sklearn.base.clone`` returns unfitted
         copies of estimators in a list: wrap fitted experts in
         :class:`sklearn.frozen.FrozenEstimator` when the estimator will be
-        cloned (``GridSearchCV``, ``cross_val_score``, the audit).
+        cloned (``GridSearchCV``, ``cross_val_score``, the audit). On the
+        training stream an expert labels **one row at a time**, as the
+        members of ``ExponentialMechanismClassifier``'s list do (a copy of its
+        own per row, the row an object of its own, identical rows labelled
+        once); a row on which it fails earns it no reward. Queries to
+        ``predict`` are public and go to each expert as one batch.
     epsilon : float, default=1.0
         Epsilon of the released sequence of choices, > 0.
     delta : float, default=0.0
@@ -803,7 +818,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
             X, y = self._validate_stream(X, y, reset=True)
             n_rounds = self.n_rounds if self.n_rounds is not None else y.shape[0]
             run = self._resolve_run(y, self.classes, n_rounds, experts)
-            rewards = self._rewards(run["experts"], X, y)
+            rewards = self._rewards(run["experts"], X, y, run["classes"])
             self._start_run(run)
             self._run_rounds(rewards)
         return self
@@ -851,13 +866,13 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
                 run = self._resolve_run(
                     y, _agreed_classes(self.classes, classes), self.n_rounds, experts
                 )
-                rewards = self._rewards(run["experts"], X, y)
+                rewards = self._rewards(run["experts"], X, y, run["classes"])
                 self._start_run(run)
             else:
                 _agreed_classes(self.classes_, classes)
                 resolve_classes(self.classes_, y, type(self).__name__)
                 self._check_round_budget(self.chosen_experts_.shape[0], y.shape[0], self.n_rounds_)
-                rewards = self._rewards(self._experts, X, y)
+                rewards = self._rewards(self._experts, X, y, self.classes_)
             self._run_rounds(rewards)
         return self
 
@@ -891,10 +906,15 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         }
 
     @staticmethod
-    def _rewards(experts: HypothesisList, X, y: np.ndarray) -> np.ndarray:
-        """Reward matrix of shape (n_rows, n_experts): 1 where the expert is right. Secret."""
-        predictions = experts.predictions(X, y.shape[0])
-        return (predictions == y).T.astype(np.int64)
+    def _rewards(experts: HypothesisList, X, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Reward matrix of shape (n_rows, n_experts): 1 where the expert is right. Secret.
+
+        The stream's rows are protected: each expert labels each row alone,
+        through the one boundary (:meth:`HypothesisList.correct`: a copy of its
+        own per row, the row an object of its own, identical rows evaluated
+        once); a row on which an expert fails earns it no reward.
+        """
+        return experts.correct(X, y, classes).T.astype(np.int64)
 
     def _start_run(self, run: dict) -> None:
         """Start the streams, charge the run and start its state (call after all checks)."""
@@ -1070,5 +1090,5 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         X, y = probe._validate_stream(X, y, reset=True)
         n_rounds = self.n_rounds if self.n_rounds is not None else y.shape[0]
         run = probe._resolve_run(y, self.classes, n_rounds, experts)
-        rewards = probe._rewards(run["experts"], X, y)
+        rewards = probe._rewards(run["experts"], X, y, run["classes"])
         return self._round_law(rewards, np.zeros(rewards.shape[1]), run["rate"])

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import math
-import pickle
 from numbers import Real
 from typing import Any
 
@@ -45,7 +44,7 @@ from ._base import PrivatePredictorMixin, resolve_classes
 from ._dask import import_dask_for, is_dask_collection, map_row_blocks, reduce_partitions
 from ._dry_run import check_numeric_rows
 from ._hopeless import BestCase, statistic_best_case, warn_if_hopeless
-from ._isolation import teacher_call
+from ._isolation import UserCode, call_user_code, freeze_rows
 from ._semisupervised import (
     check_classes_exclude_marker,
     check_labelled_classes,
@@ -229,35 +228,46 @@ def _copy_payloads(basis, transformers: list) -> list[bytes]:
     return payloads
 
 
+def _transformed_value(width: int):
+    """A check of a transformer's output for one value: one finite row of ``width`` values."""
+
+    def check(block) -> np.ndarray:
+        block = np.asarray(block.toarray() if sparse.issparse(block) else block)
+        block = np.array(block, dtype=np.float64)  # a copy, always
+        if block.shape != (1, width) or not np.all(np.isfinite(block)):
+            raise ValueError("not one finite row of the basis width")
+        return block[0]
+
+    return check
+
+
 def _isolated_block(payload: bytes, values: np.ndarray, width: int) -> np.ndarray:
     """A user transformer's block for labelled rows: each value through its own copy.
 
-    The block of a labelled row depends on that row's value alone, by construction:
-    each distinct value (by its bits: ``0.0`` and ``-0.0`` are different inputs) is
-    transformed as a ``(1, 1)`` array by a copy of the fitted transformer of its own
-    (unpickled from ``payload``), inside
-    :func:`~skprivpred._isolation.teacher_call` (warnings captured and dropped,
-    floating-point conditions ignored, numpy's and Python's global random states and
-    scikit-learn's configuration restored afterwards); rows of the same value share
-    that one result. Whatever the copy does on a value (raises, warns, returns
-    non-finite values or not one row of ``width`` values, the ``width`` of its output
-    on the public rows), that value's block is the fixed public zero block.
+    Through the one boundary (:func:`~skprivpred._isolation.call_user_code`):
+    the block of a labelled row depends on that row's value alone, by
+    construction. Each distinct value (by its bits: ``0.0`` and ``-0.0`` are
+    different inputs) is one protected unit, transformed as a frozen ``(1, 1)``
+    array by a copy of the fitted transformer of its own (unpickled from
+    ``payload``), with warnings captured and dropped, floating-point
+    conditions ignored, numpy's and Python's global random states and
+    scikit-learn's configuration restored afterwards; rows of the same value
+    share that one result. Whatever the copy does on a value (raises, warns,
+    returns non-finite values or not one row of ``width`` values, the ``width``
+    of its output on the public rows), that value's block is the fixed public
+    zero block.
     """
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
     distinct, inverse = np.unique(bits, return_inverse=True)
+    units = [(freeze_rows(np.full((1, 1), value)),) for value in distinct.view(np.float64)]
+    code = UserCode(payload, "basis")
+    blocks = call_user_code(
+        code, units, lambda t, Z: t.transform(Z), _transformed_value(width), None, name="basis"
+    )
     out = np.zeros((distinct.size, width))
-    for k, value in enumerate(distinct.view(np.float64)):
-        # teacher_call takes its snapshot once it holds the teachers' lock: no other
-        # thread's teacher or basis runs between it and this value's restore.
-        with teacher_call():
-            try:
-                block = pickle.loads(payload).transform(np.full((1, 1), value))
-                block = np.asarray(block.toarray() if sparse.issparse(block) else block)
-                block = np.array(block, dtype=np.float64)  # a copy, always
-                if block.shape == (1, width) and np.all(np.isfinite(block)):
-                    out[k] = block[0]
-            except Exception:  # noqa: BLE001, S110 - any failure: the zero block
-                pass
+    for k, block in enumerate(blocks):
+        if block is not None:
+            out[k] = block
     return out[inverse.reshape(-1)]
 
 
@@ -403,9 +413,9 @@ def _count_partition(X_part, y_part, regression: bool, classes) -> dict:
     labelled = _labels(y[~public])
     if classes is not None:
         try:
-            out["n_outside"] = int((~np.isin(labelled, classes)).sum())
+            out["outside"] = bool((~np.isin(labelled, classes)).any())
         except TypeError:
-            out["n_outside"] = int(labelled.size)
+            out["outside"] = bool(labelled.size)
     found = np.unique(labelled) if labelled.size else labelled
     out["labels"] = found if found.size <= _MAX_LABELS else None
     return out
@@ -518,11 +528,10 @@ class _DaskRows:
         labels = np.unique(np.concatenate([c["labels"] for c in counts]))
         check_classification_targets(labels)
         check_labelled_classes(labels, owner.classes)
-        outside = sum(c.get("n_outside", 0) for c in counts)
-        if outside:
+        if any(c.get("outside", False) for c in counts):  # whether, never how many
             raise ValueError(
-                f"y contains {outside} row(s) with labels outside `classes`; every "
-                "training label must belong to the public label set."
+                "y contains labels outside `classes`; every training label must belong to the "
+                "public label set."
             )
         self.classes = resolve_classes(owner.classes, labels, name)
         check_classes_exclude_marker(self.classes)

@@ -191,3 +191,18 @@ def test_binary_only_estimators_say_so_and_name_the_multiclass_estimators(index)
     assert "SubsampleAggregateClassifier" in message and "SufficientStatisticClassifier" in message
     assert found in message
     assert "binary-only" in message or "hypotheses=" in message
+
+
+@pytest.mark.parametrize("n_outside", [1, 7])
+def test_labels_outside_classes_give_one_constant_message_without_a_count(n_outside):
+    # The refusal depends on the rows only through whether; never how many (issue 49, item 4).
+    from skprivpred._base import resolve_classes
+
+    y = np.zeros(20, dtype=int)
+    y[:n_outside] = 5
+    with pytest.raises(ValueError) as error:
+        resolve_classes([0, 1], y, "Estimator")
+    assert str(error.value) == (
+        "y contains labels outside `classes`; every training label must belong to the "
+        "public label set."
+    )

@@ -333,3 +333,133 @@ def test_a_parquet_source_fits_like_its_rows_in_memory(client, tmp_path):
     remote = make().fit(rows[columns], rows["label"])
     local = make().fit(frame[columns], y)
     _assert_same(local, remote, pd.DataFrame(X_query, columns=columns))
+
+
+# -- issue 49 item 3: X and y paired by position, as in memory ----------------------------------
+def _frame(X, y):
+    columns = [f"f{i}" for i in range(X.shape[1])]
+    return pd.DataFrame(X, columns=columns), pd.Series(y, name="label"), columns
+
+
+PAIRINGS = ["two sources", "filtered", "unnamed", "partitionings", "unknown chunks"]
+
+
+def _pairings(X, y):
+    """(name, dask X, dask y, in-memory X, in-memory y) for each of :data:`PAIRINGS`."""
+    frame, label, columns = _frame(X, y)
+    # Two collections from two sources: unknown divisions, each with its own index.
+    two_x = dd.from_pandas(frame, npartitions=4).clear_divisions()
+    reindexed = label.set_axis(np.arange(len(y))[::-1])  # y's file numbers its rows otherwise
+    two_y = dd.from_pandas(reindexed, npartitions=4, sort=False)
+    # A filtered frame: the surviving rows, in their order, with a gappy index.
+    whole = dd.from_pandas(frame.assign(label=y), npartitions=5)
+    kept = whole[whole["f1"] > -0.5]
+    mask = frame["f1"].to_numpy() > -0.5
+    # An unnamed Series, from a source of its own (unknown divisions).
+    unnamed = dd.from_pandas(pd.Series(y, name=None), npartitions=3).clear_divisions()
+    # Different partitionings: X in 3 partitions, y in 7; and arrays of unknown chunks.
+    keep = X[:, 1] > -0.5
+    Xa = da.from_array(X, chunks=(300, -1))[da.from_array(keep, 300)]  # unknown row chunks
+    ya = da.from_array(y, chunks=170)[da.from_array(keep, 170)]
+    return [
+        ("two sources", two_x, two_y, frame, y),
+        ("filtered", kept[columns], kept["label"], frame[mask], y[mask]),
+        ("unnamed", dd.from_pandas(frame, npartitions=3).clear_divisions(), unnamed, frame, y),
+        ("partitionings", dd.from_pandas(frame, npartitions=3), dd.from_pandas(label, 7), frame, y),
+        ("unknown chunks", Xa, ya, X[keep], y[keep]),
+    ]
+
+
+@pytest.mark.parametrize("pairing", PAIRINGS)
+def test_a_seeded_dask_fit_pairs_x_and_y_by_position_as_in_memory(client, pairing):
+    X, y, X_query = _data(n=1200, seed=7)
+    query = pd.DataFrame(X_query, columns=[f"f{i}" for i in range(X.shape[1])])
+    for name, Xd, yd, X_mem, y_mem in _pairings(X, y):
+        if name != pairing:
+            continue
+        remote = ESTIMATORS["aggregate"]().fit(Xd, yd)
+        local = ESTIMATORS["aggregate"]().fit(X_mem, y_mem)
+        rows = X_query if name == "unknown chunks" else query
+        # Same teachers: the same rows, paired and ordered alike.
+        assert_array_equal(remote._vote_counts(rows), local._vote_counts(rows), err_msg=name)
+        _assert_same(local, remote, rows)
+
+
+def test_x_and_y_of_different_lengths_are_refused_before_any_fit(client, tmp_path):
+    X, y, _ = _data(n=300)
+    frame, label, _ = _frame(X, y)
+    marker = tmp_path / "fits"
+    clf = SubsampleAggregateClassifier(
+        _FitRecorder(str(marker)), n_teachers=4, classes=[0, 1], random_state=SEED
+    )
+    Xd = dd.from_pandas(frame, npartitions=3).clear_divisions()
+    yd = dd.from_pandas(label.iloc[:-1], npartitions=3).clear_divisions()
+    with pytest.raises(ValueError, match="same number of rows") as error:
+        clf.fit(Xd, yd)
+    assert not any(ch.isdigit() for ch in str(error.value))  # no count in the message
+    assert not marker.exists() and not hasattr(clf, "n_teachers_")
+
+
+class _LabelEchoes(ClassifierMixin, BaseEstimator):
+    """Predicts, for a query, the label of the training row with the same id (column 0)."""
+
+    def fit(self, X, y):
+        X = np.asarray(X)
+        self.labels_ = dict(zip(X[:, 0].astype(int).tolist(), np.asarray(y).tolist()))
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X):
+        return np.array([self.labels_.get(int(v), 0) for v in np.asarray(X)[:, 0]])
+
+
+@pytest.mark.parametrize("y_partitions", [4, 7], ids=["two sources", "other partitionings"])
+def test_seeded_neighbours_on_dask_change_no_other_rows_teacher(client, y_partitions):
+    # One row replaced in place (same seed): every other row keeps its teacher, as in memory.
+    # (With the old pairing by index, 662 of the other 1199 rows changed teacher.)
+    n = 1200
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.arange(n, dtype=float), rng.normal(size=(n, 3))])
+    y = rng.integers(0, 2, n)
+    X_prime, y_prime = X.copy(), y.copy()
+    X_prime[600, 1:] = 99.0
+    y_prime[600] = 1 - y[600]
+
+    def owners(X, y):
+        frame, label, _ = _frame(X, y)
+        Xd = dd.from_pandas(frame, npartitions=4).clear_divisions()
+        yd = dd.from_pandas(label, npartitions=y_partitions).clear_divisions()
+        clf = SubsampleAggregateClassifier(
+            _RecordsItsRows(), n_teachers=40, classes=[0, 1], random_state=SEED
+        ).fit(Xd, yd)
+        owner = np.empty(n, dtype=int)
+        for j, teacher in enumerate(t for _, t in clf._ensemble._other):
+            owner[teacher.seen_.astype(int)] = j
+        return owner
+
+    first, second = owners(X, y), owners(X_prime, y_prime)
+    others = np.arange(n) != 600
+    assert np.count_nonzero(first[others] != second[others]) == 0
+
+
+class _CountsItsUnits(ClassifierMixin, BaseEstimator):
+    """A canary: records how many protected units the boundary says it was handed."""
+
+    def fit(self, X, y):
+        from skprivpred._isolation import protected_units_in_call
+
+        self.units_ = protected_units_in_call()
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def test_each_dask_teacher_fit_runs_through_the_boundary_on_one_block(client):
+    X, y, _ = _data(n=300)
+    clf = SubsampleAggregateClassifier(
+        _CountsItsUnits(), n_teachers=5, classes=[0, 1], random_state=SEED
+    ).fit(*_dask_array(X, y, chunk=100))
+    fitted = [t for _, t in clf._ensemble._other]
+    assert len(fitted) == 5 and [t.units_ for t in fitted] == [1] * 5

@@ -937,8 +937,9 @@ class _DomainCheckedAtTheBoundary(PrivateEverlastingClassifier):
 class _StrictLabels(FiniteHypothesisClass):
     """BROKEN ON PURPOSE: a callable's label outside {0, 1} raises (before the fix)."""
 
-    def labels_on(self, points):
-        labels = np.vstack([np.asarray(h(points)).ravel() for h in self.hypotheses])
+    def _raw_labels(self, points, members=None):
+        chosen = self.hypotheses if members is None else [self.hypotheses[k] for k in members]
+        labels = np.vstack([np.asarray(h(points)).ravel() for h in chosen])
         if not np.isin(labels, (0, 1)).all():
             raise ValueError("every hypothesis must return one label in {0, 1} per row.")
         return labels.astype(np.int8)

@@ -457,3 +457,24 @@ def test_a_column_with_a_point_mass_gets_knots_above_it():
     np.testing.assert_allclose(knots[1:], np.quantile(above, np.linspace(0, 1, 5)))
     assert knots[0] == 0.0
     assert fitted.score(X, y) > 0.95
+
+
+@pytest.mark.parametrize("n_outside", [1, 7])
+def test_labels_outside_classes_on_dask_give_the_in_memory_constant_message(n_outside):
+    # On dask the partitions say whether they hold such a label, never how many rows do;
+    # the message is the one of the in-memory fit, with no count (issue 49, item 4).
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = rng.integers(0, 2, 60)
+    y[40:] = -1  # public rows (the features are built from them)
+    y[:n_outside] = 5
+    messages = []
+    with dask.config.set(scheduler="sync"):
+        for X_in, y_in in [(X, y), (da.from_array(X, chunks=(20, 2)), da.from_array(y, 20))]:
+            with pytest.raises(ValueError, match="outside `classes`") as error:
+                SSC(classes=[0, 1], random_state=0).fit(X_in, y_in)
+            messages.append(str(error.value))
+    assert messages[0] == messages[1]
+    assert not any(ch.isdigit() for ch in messages[1])

@@ -377,8 +377,8 @@ def _training_rows(clf_seed, n_rows, validation_size):
 
 
 class _Recording(DPV):
-    def _train(self, X, y, lam, params, rng):
-        out = super()._train(X, y, lam, params, rng)
+    def _train(self, X, y, lam, params, rng, *solved):
+        out = super()._train(X, y, lam, params, rng, *solved)
         self.__dict__.setdefault("_calls", []).append((lam, out[0].copy()))
         return out
 
@@ -946,3 +946,73 @@ def test_histogram_release_audit_passes_and_flags_sensitivity_one(monkeypatch):
             assert stats.binomtest(h, n_trials, prob).pvalue > P_FALSE_ALARM / 4
         bound = _histogram_release_bound(hits, n_trials)
         assert bound > 1.0 if broken else bound <= 1.0
+
+
+# == issue 49, item 4: nothing after the charge raises because of the rows =====================
+@pytest.mark.parametrize("mechanism", ["objective", "output"])
+def test_a_tol_double_precision_cannot_certify_is_refused_before_the_charge(binary_data, mechanism):
+    # tol=1e-16 used to charge, then raise ConvergenceError inside the release (objective).
+    X, y = binary_data
+    accountant = PrivacyAccountant(10.0)
+    clf = DPV(
+        lam_grid=(0.01, 0.1),
+        mechanism=mechanism,
+        classes=[0, 1],
+        tol=1e-16,
+        accountant=accountant,
+        random_state=0,
+    )
+    with pytest.raises(InvalidParameterError, match="tol=1e-16 is below") as error:
+        clf.fit(X, y)
+    assert "Nothing was charged" in str(error.value)
+    assert accountant.epsilon_spent == 0.0
+    assert not hasattr(clf, "coef_")
+
+
+def test_output_perturbation_solves_its_minimisers_before_the_charge(binary_data, monkeypatch):
+    from skprivpred import ConvergenceError
+    from skprivpred.model_selection import _validated
+
+    def never_certified(*args, **kwargs):
+        raise ConvergenceError("not certified")
+
+    monkeypatch.setattr(_validated, "_certified_logistic", never_certified)
+    X, y = binary_data
+    accountant = PrivacyAccountant(10.0)
+    clf = DPV(mechanism="output", classes=[0, 1], accountant=accountant, random_state=0)
+    with pytest.raises(ConvergenceError):
+        clf.fit(X, y)
+    assert accountant.epsilon_spent == 0.0  # raised before the charge, nothing spent
+
+
+def test_objective_perturbation_never_raises_after_the_charge(binary_data, monkeypatch):
+    # A certificate out of reach (tol=1e-30, the public floor switched off to get there)
+    # used to raise ConvergenceError after the charge; the release now completes.
+    from skprivpred.model_selection import _validated
+
+    monkeypatch.setattr(_validated, "check_reachable_tol", lambda *a: None, raising=False)
+    X, y = binary_data
+    accountant = PrivacyAccountant(10.0)
+    params = dict(lam_grid=(0.01, 0.1), classes=[0, 1], random_state=0, fit_intercept=False)
+    clf = DPV(tol=1e-30, accountant=accountant, **params).fit(X, y)
+    assert accountant.epsilon_spent == pytest.approx(1.0)
+    reference = DPV(tol=1e-12, **params).fit(X, y)  # the same draws, a reachable tol
+    assert clf.best_index_ == reference.best_index_
+    np.testing.assert_allclose(clf.coef_, reference.coef_, atol=clf.coef_grid_)
+
+
+def test_output_noise_is_calibrated_to_the_sensitivity_plus_twice_the_solver_tol(binary_data):
+    X, y = binary_data
+    U = _unit_rows(X)
+    signs = np.where(y == 1, 1.0, -1.0)
+    R = sample_unit_laplace_vector(3, np.random.default_rng(1))
+    lam, eps, tol = 0.3, 0.5, 1e-3
+    solved = np.array([0.5, -0.25, 0.125])
+    w, _, _ = _fit_with_noise(U, signs, lam, eps, "output", R, tol, solved=solved)
+    np.testing.assert_allclose(w - solved, (2 / (lam * len(y)) + 2 * tol) / eps * R, rtol=1e-12)
+    clf = DPV(mechanism="output", lam_grid=(lam,), classes=[0, 1], tol=tol, random_state=0)
+    clf.fit(X, y)
+    assert clf.privacy_guarantee_.details["coefficient_sensitivity"] == pytest.approx(
+        2 / (lam * clf.n_train_) + 2 * tol
+    )
+    assert clf.privacy_guarantee_.details["solver_accuracy"] == tol

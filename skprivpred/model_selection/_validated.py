@@ -52,7 +52,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._base import PrivatePredictorMixin, resolve_binary_classes
 from .._hopeless import BestCase, warn_if_hopeless
-from .._optim import _augmented_rows, _certified_logistic
+from .._optim import _augmented_rows, _certified_logistic, reachable_logistic_tol
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from ..exceptions import InvalidParameterError
@@ -162,20 +162,59 @@ def objective_perturbation_budget(
     return epsilon / 2.0, max(extra, 0.0)
 
 
-def _fit_with_noise(X, y, lam, epsilon, mechanism, R, tol=1e-9, max_iter=1000):
+def output_perturbation_sensitivity(n_samples: int, lam: float, tol: float) -> float:
+    """L2 sensitivity ``2 / (n lam) + 2 tol`` of the solved (noiseless) minimiser.
+
+    Two neighbouring training sets move the exact minimiser by at most ``2 / (n
+    lam)`` (Chaudhuri, Monteleoni & Sarwate 2011, Corollary 8); the solver returns
+    a point within ``tol`` of it on each side, hence ``+ 2 tol`` (as the stable ERM
+    adds ``2 tol`` in :func:`~skprivpred.linear.erm_sensitivity`).
+    """
+    return 2.0 / (lam * n_samples) + 2.0 * tol
+
+
+def _fit_with_noise(
+    X, y, lam, epsilon, mechanism, R, tol=1e-9, max_iter=1000, *, solved=None, strict=True
+):
     """The deterministic trainer ``F(T, lam, epsilon, R)`` (Chaudhuri & Vinterbo 2013, Sec. 3).
 
     ``X`` has rows in the unit ball, ``y`` in {-1, +1}, ``R`` a draw of
     :func:`~skprivpred.mechanisms.sample_unit_laplace_vector`. Returns
-    ``(w, epsilon_p, extra_reg)``.
+    ``(w, epsilon_p, extra_reg)``. ``solved``: for output perturbation, the
+    noiseless minimiser already certified (solved before the charge, so that
+    nothing inside the release depends on whether the rows let it converge);
+    ``strict=False``: the objective-perturbation solve never raises (see
+    :func:`~skprivpred._optim._certified_logistic`).
     """
     n = X.shape[0]
     if mechanism == "output":
-        w = _certified_logistic(X, y, lam, np.zeros(X.shape[1]), tol, max_iter)
-        return w + (2.0 / (lam * epsilon * n)) * R, epsilon, 0.0
+        w = (
+            _certified_logistic(X, y, lam, np.zeros(X.shape[1]), tol, max_iter)
+            if solved is None
+            else solved
+        )
+        scale = output_perturbation_sensitivity(n, lam, tol) / epsilon
+        return w + scale * R, epsilon, 0.0
     epsilon_p, extra = objective_perturbation_budget(epsilon, n, lam)
-    w = _certified_logistic(X, y, lam + extra, (2.0 / epsilon_p) * R, tol, max_iter)
+    w = _certified_logistic(X, y, lam + extra, (2.0 / epsilon_p) * R, tol, max_iter, strict=strict)
     return w, epsilon_p, extra
+
+
+def check_reachable_tol(tol: float, n_samples: int, n_features: int, lam_grid) -> None:
+    """Refuse, before any charge, a ``tol`` the solver cannot certify for public n, d, lam.
+
+    See :func:`~skprivpred._optim.reachable_logistic_tol` (the smallest ``lam`` of
+    the grid is the hardest). The refusal depends on public quantities only.
+    """
+    floor = reachable_logistic_tol(n_samples, n_features, float(np.min(lam_grid)))
+    if tol < floor:
+        raise InvalidParameterError(
+            f"tol={tol!r} is below what double precision can certify for n_train={n_samples}, "
+            f"n_features={n_features} (intercept column included) and the smallest lam="
+            f"{float(np.min(lam_grid))!r}: the solver's certificate ||grad|| / lam <= tol needs "
+            f"tol >= {floor:.3g}. Pass a larger tol (it adds 2 tol to the sensitivities) or a "
+            "larger lam. Nothing was charged."
+        )
 
 
 def coefficient_noise_scale(
@@ -465,12 +504,22 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
       ``Delta = 1 / (4 n (exp(epsilon_train / 4) - 1)) - lam`` is added and
       ``epsilon_p = epsilon_train / 2`` (Chaudhuri, Monteleoni & Sarwate 2011,
       Algorithm 2; the paper's printed version is not ``epsilon_train``-DP).
-    - ``mechanism="output"``: the exact minimiser plus a vector of norm
-      ``Gamma(d, 2 / (lam epsilon_train n))`` and uniform direction.
+    - ``mechanism="output"``: the solved minimiser plus a vector of norm
+      ``Gamma(d, (2 / (lam n) + 2 tol) / epsilon_train)`` and uniform direction.
 
     The privacy proofs assume the exact minimiser; the solver certifies a
-    distance of at most ``tol`` to it (strong convexity), and ``2 tol`` is
-    added to the selection sensitivity.
+    distance of at most ``tol`` to it (strong convexity), so ``2 tol`` is
+    added to the selection sensitivity and, for output perturbation, to the
+    sensitivity ``2 / (lam n)`` of the minimiser the noise is calibrated to.
+    Whether a solve can fail is settled before the charge: a ``tol`` below
+    what double precision can certify for the public ``n``, ``d`` and smallest
+    ``lam`` (about ``2^-52 (d + log2 n + 2) 2 / lam``) is refused with
+    :class:`~skprivpred.InvalidParameterError`, and output perturbation's
+    noiseless minimisers are solved before the charge (a
+    :class:`~skprivpred.ConvergenceError` there spends nothing). Inside the
+    release nothing raises because of the rows: objective perturbation's solve
+    returns its best Newton iterate if rounding (for a noise draw far in the
+    tail) keeps the certificate out of reach.
 
     **Floating point.** The selected index is drawn from the exact law of the
     selection rule by inverse CDF, so no noisy score is ever formed. The
@@ -541,7 +590,10 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         The public label set, positive label second. ``None`` reads it from
         ``y`` and emits a :class:`~skprivpred.PrivacyWarning`.
     tol : float, default=1e-9
-        Certified distance of each solution to the exact minimiser.
+        Certified distance of each solution to the exact minimiser (``2 tol``
+        is added to the sensitivities). A ``tol`` that double precision cannot
+        certify for the public ``n``, ``d`` and ``lam`` is refused before any
+        charge.
     max_iter : int, default=1000
         L-BFGS iterations per fit (Newton steps polish the result).
     accountant : PrivacyAccountant, default=None
@@ -776,17 +828,29 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             )
             beta = max(beta1 / n + 2.0 * params["tol"], beta2 / m)
             XT, yT, XV, yV = X[train], signs[train], X[valid], signs[valid]
+            # Whether a solve can fail is settled before the charge: a tol that public n, d
+            # and lam cannot reach is refused; output perturbation's noiseless minimisers are
+            # solved (and certified, or ConvergenceError) now; inside the release nothing
+            # raises because of the rows (objective perturbation's solve is not strict).
+            check_reachable_tol(params["tol"], n, d, lam_grid)
+            solved = None
+            if self.mechanism == "output":
+                zero = np.zeros(d)
+                solved = [
+                    _certified_logistic(XT, yT, lam, zero, params["tol"], self.max_iter)
+                    for lam in lam_grid
+                ]
 
             def release(release_rng):
                 """Train every candidate, select one, retrain it: the one release of fit."""
                 select_rng, final_rng, *candidate_rngs = release_rng.spawn(lam_grid.size + 2)
                 scores = np.empty(lam_grid.size)
                 for i, lam in enumerate(lam_grid):
-                    w = self._train(XT, yT, lam, params, candidate_rngs[i])[0]
+                    w = self._train(XT, yT, lam, params, candidate_rngs[i], solved, i)[0]
                     scores[i] = validation_score(w, XV, yV, params["score"])
                 index = self._select(scores, params["epsilon_select"], beta, select_rng)
                 del scores  # never stored
-                return index, self._train(XT, yT, lam_grid[index], params, final_rng)
+                return index, self._train(XT, yT, lam_grid[index], params, final_rng, solved, index)
 
             index, (w, epsilon_p, extra) = self._release_model(
                 params["epsilon"], release, delta=params["delta"]
@@ -830,16 +894,39 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                     "selection_sensitivity": beta,
                     "beta1": beta1,
                     "beta2": beta2,
+                    "solver_accuracy": params["tol"],
+                    **(
+                        {
+                            "coefficient_sensitivity": output_perturbation_sensitivity(
+                                n, float(lam_grid[index]), params["tol"]
+                            )
+                        }
+                        if self.mechanism == "output"
+                        else {}
+                    ),
                 },
             )
             self._best_case = record
         return self
 
-    def _train(self, X, y, lam, params, rng):
-        """One private training run ``F(T, lam, epsilon_train, R)``, ``R`` drawn from ``rng``."""
+    def _train(self, X, y, lam, params, rng, solved=None, index=None):
+        """One private training run ``F(T, lam, epsilon_train, R)``, ``R`` drawn from ``rng``.
+
+        Inside the release: never raises because of the rows (output perturbation
+        takes ``solved[index]``, solved before the charge).
+        """
         R = sample_unit_laplace_vector(X.shape[1], rng)
         return _fit_with_noise(
-            X, y, lam, params["epsilon_train"], self.mechanism, R, params["tol"], self.max_iter
+            X,
+            y,
+            lam,
+            params["epsilon_train"],
+            self.mechanism,
+            R,
+            params["tol"],
+            self.max_iter,
+            solved=None if solved is None else solved[index],
+            strict=False,
         )
 
     def _select(self, scores, epsilon_select, sensitivity, rng) -> int:
