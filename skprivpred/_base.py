@@ -119,17 +119,39 @@ def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:
     return values
 
 
+#: What a binary-only estimator's refusal of more labels names instead (one wording).
+MULTICLASS_ALTERNATIVES = (
+    "For several classes use SubsampleAggregateClassifier (any scikit-learn classifier as "
+    "teacher, preprocessing inside it, no public ranges needed), SubsampleAverageClassifier, "
+    "SufficientStatisticClassifier (with unlabelled public rows) or "
+    "ExponentialMechanismClassifier (with a list of hypotheses)."
+)
+
+
+def binary_only_message(estimator_name: str, found: str, hint: str = "") -> str:
+    """The refusal of a binary-only estimator: what it got, and the estimators that take more.
+
+    ``found`` says what was given (``"got 10 classes"``); the message starts with
+    the words scikit-learn's estimator checks expect of a binary-only classifier.
+    """
+    return (
+        f"Only binary classification is supported: {estimator_name} is binary-only and needs "
+        f"exactly two labels, {found}."
+        + (f" {hint}" if hint else "")
+        + " "
+        + MULTICLASS_ALTERNATIVES
+    )
+
+
 def resolve_binary_classes(classes, y, estimator_name: str, hint: str = "") -> np.ndarray:
     """:func:`resolve_classes` for a binary estimator: exactly two labels, else ``ValueError``.
 
-    ``hint`` is appended to the message (what to do instead, for this estimator).
+    ``hint`` is appended to the message (what to do instead, for this estimator); the
+    message names the estimators that take several classes.
     """
     classes = resolve_classes(classes, y, estimator_name)
     if classes.size != 2:
-        raise ValueError(
-            f"Only binary classification is supported: {estimator_name} needs exactly two "
-            f"labels, got {classes.size} classes." + (f" {hint}" if hint else "")
-        )
+        raise ValueError(binary_only_message(estimator_name, f"got {classes.size} classes", hint))
     return classes
 
 

@@ -173,7 +173,9 @@ def warn_unlabelled_at_fit(name: str, n_unlabelled: int, n_rows: int, *, regress
     """Say, once per process and call site, how many rows ``fit`` took as public rows.
 
     The count is public (which rows are public is); the warning lets a label
-    convention mistaken for the marker (a class ``-1``) be seen.
+    convention mistaken for the marker (a class ``-1``) be seen. The counts stay
+    out of the once-per-site key: the five fits of a 5-fold cross-validation
+    show one warning (with the first fold's counts), not five.
     """
     if regression:
         marker, remedy = "y NaN", "If some of them are labelled, give them their targets."
@@ -189,6 +191,8 @@ def warn_unlabelled_at_fit(name: str, n_unlabelled: int, n_rows: int, *, regress
         f"by the privacy guarantee, which covers the {n_rows - n_unlabelled} labelled rows "
         f"only. {remedy} Filter this warning (UnlabelledRowsWarning) once you have checked it.",
         UnlabelledRowsWarning,
+        # Once per call site: the counts differ between folds of a cross-validation.
+        key=f"{name}.fit unlabelled rows",
     )
 
 
@@ -207,4 +211,5 @@ def warn_ignored_at_score(name: str, n_ignored: int, n_rows: int, *, regression:
             else " If -1 is one of your classes, remap the labels so that no class is -1."
         ),
         UnlabelledRowsWarning,
+        key=f"{name}.score ignored rows",  # once per call site, whatever the counts
     )

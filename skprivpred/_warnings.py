@@ -6,9 +6,10 @@ warning filters (each ``warnings.catch_warnings`` block, such as the one every
 teacher fits in, :mod:`skprivpred._isolation`) invalidates those registries,
 so the same warning came back on every call from the same line. This module
 keeps its own registry of what it has shown in this process, keyed by
-``(category, message, filename, line)``, and points each warning at the
-user's line: the first frame outside skprivpred, scikit-learn and joblib (a
-``cross_val_score``, a ``Pipeline.fit`` or a ``fit`` call in the user's code).
+``(category, message, filename, line)`` (or a count-free ``key`` in place of
+the message), and points each warning at the user's line: the first frame
+outside skprivpred, scikit-learn and joblib (a ``cross_val_score``, a
+``Pipeline.fit`` or a ``fit`` call in the user's code).
 
 In a joblib worker process no user frame is on the stack (the call came
 through a pickle); there the warning points at the line recorded when
@@ -154,7 +155,13 @@ def clone_site() -> tuple[str, int] | None:
     return None if site is None else (site[0], site[1])
 
 
-def warn_user(message: str, category: type[Warning] = UserWarning, *, site: Site | None = None):
+def warn_user(
+    message: str,
+    category: type[Warning] = UserWarning,
+    *,
+    site: Site | None = None,
+    key: str | None = None,
+):
     """Show ``message`` at the user's line, once per process and call site.
 
     Parameters
@@ -167,6 +174,11 @@ def warn_user(message: str, category: type[Warning] = UserWarning, *, site: Site
     site : tuple, default=None
         ``(filename, lineno, module, module_globals)`` to point at; by default
         the user's line (:func:`caller_site`).
+    key : str, default=None
+        What identifies the warning in the once-per-site registry, in place of
+        ``message``: a message that carries counts (which differ between the
+        folds of a cross-validation) gives a count-free key, so that it shows
+        once per call site, with the first call's counts.
     """
     if site is None:
         site = user_site(sys._getframe(1))
@@ -175,11 +187,11 @@ def warn_user(message: str, category: type[Warning] = UserWarning, *, site: Site
         module = os.path.splitext(os.path.basename(filename))[0]
     action = _action(message, category, module, lineno)
     if action in ("default", "module", "once"):
-        key = (category, message, filename, lineno)
+        shown = (category, message if key is None else key, filename, lineno)
         with _SHOWN_LOCK:
-            if key in _SHOWN:
+            if shown in _SHOWN:
                 return
-            _SHOWN.add(key)
+            _SHOWN.add(shown)
     registry = module_globals.setdefault("__warningregistry__", {}) if module_globals else None
     warnings.warn_explicit(
         message,

@@ -9,9 +9,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._available import available_if_explained
+from ._hopeless import soft_majority_best_case, warn_if_hopeless
 from ._isolation import handed_rows
 from ._subsample import SubsampleMixin
 from ._teachers import (
@@ -327,6 +328,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         with self._unchanged_on_error():
             X, y, classes, n_samples = self._classifier_training_data(X, y)
             n_teachers = self._n_teachers_rule(budget, n_samples, len(classes))
+            record = soft_majority_best_case(
+                budget["epsilon_per_query"], n_teachers, len(classes), n_samples=n_samples
+            )
+            warn_if_hopeless(type(self).__name__, record)
             teachers = self._fit_teachers(
                 estimator,
                 X,
@@ -339,6 +344,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             self._ensemble = TeacherEnsemble(teachers, classes)
             self.classes_ = classes
             self._set_budget(budget, n_samples)
+            self._best_case = record
         return self
 
     def n_teachers_for(self, n_samples: int, n_classes: int) -> int:
@@ -647,7 +653,21 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     def _student_has_proba(self):
         return getattr(self, "mode_", None) == "student" and hasattr(self._student, "predict_proba")
 
-    @available_if(_student_has_proba)
+    def _why_no_proba(self) -> str:
+        if getattr(self, "mode_", None) == "student":
+            return (
+                f"the student ({type(self._student).__name__}) answers now, and it has no "
+                "predict_proba; give a student that has one."
+            )
+        return (
+            "the teachers' answer is one noisy label per row, and the exact probability of "
+            "that label would disclose the teachers' vote count (a secret). "
+            "SubsampleAverageClassifier releases private probabilities (predict_proba, "
+            "decision_function: noisy teacher averages, charged per row); a student "
+            "(student=..., fit_student) gives free probabilities here once it answers."
+        )
+
+    @available_if_explained(_student_has_proba, _why_no_proba)
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities of the student (student mode only; free).
 
@@ -667,6 +687,19 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         if is_dask_collection(X):
             return self._answer_dask(X, "predict_proba")
         return _student_proba(self._student, self.classes_, self._validate_queries(X))
+
+    @available_if_explained(
+        lambda self: False,
+        lambda self: (
+            "its only release is one noisy label per row; a real-valued score would disclose "
+            "the teachers' vote count (a secret). SubsampleAverageClassifier releases private "
+            "scores (decision_function) and probabilities (predict_proba)."
+        ),
+        on_class=False,
+    )
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
+        """Never available: raises an ``AttributeError`` that says why (``hasattr`` is False)."""
+        raise AssertionError("unreachable: the descriptor refuses every access")  # pragma: no cover
 
     # -- non-private diagnostics (tests and audits only) ------------------------------
     def _vote_counts(self, X) -> np.ndarray:

@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import check_noise_delta
 from ._dask_teachers import is_dask_input
+from ._hopeless import BEST_CASE_THRESHOLD, BestCase, smallest_epsilon, warn_if_hopeless
 from ._isolation import freeze_rows, library_numerics, teacher_run
 from ._subsample import SubsampleMixin
 from ._teachers import (
@@ -362,6 +363,10 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             self._set_noise(
                 epsilon, delta, sensitivity=(1.0 if len(classes) == 2 else 2.0) / n_teachers
             )
+            self._best_case = _average_best_case(
+                self.noise, self.prediction_rule, epsilon, delta, n_teachers, len(classes)
+            )
+            warn_if_hopeless(type(self).__name__, self._best_case)
         return self
 
     def n_teachers_for(self, n_samples: int, n_classes: int) -> int:
@@ -564,6 +569,73 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         if len(self.classes_) != 2:
             raise ValueError("the exact predict law is available for two labels only.")
         return self._label_law(self._raw_score(X))
+
+
+def _unanimous_proba(noise: str, rule: str, epsilon: float, delta: float, r: int, k: int) -> float:
+    """``P(answer = the teachers' label)`` when all ``r`` teachers vote for it (public).
+
+    Two labels: the closed form of :meth:`SubsampleAverageClassifier._label_law`
+    at the average ``(0, 1)``. ``K > 2`` labels (Laplace noise of scale
+    ``2 / (r epsilon)`` on each average): the ``"threshold"`` rule by quadrature,
+    ``P = E[F(1 + L)^(K - 1)]`` with ``L`` the winner's noise and ``F`` the
+    Laplace CDF (the release's public grid ignored); the ``"sample"`` rule by
+    4,000 draws of a fixed seed (public: no row is read), ``E[project(e + L)]``.
+    """
+    if k == 2:
+        sensitivity = 1.0 / r
+        if noise == "laplace":
+            b = laplace_scale(sensitivity, epsilon)
+            if rule == "sample":
+                return float(laplace_clip_bernoulli_proba(1.0, b))
+            return float(laplace_positive_proba(0.5, b))
+        b = gaussian_sigma(sensitivity, epsilon, delta, method="analytic")
+        if rule == "sample":
+            return float(gaussian_clip_bernoulli_proba(1.0, b))
+        return float(norm.sf(-0.5, scale=b))
+    b = laplace_scale(2.0 / r, epsilon)
+    if rule == "threshold":  # E[F(1 + L)^(K - 1)] on a fine grid of the winner's noise L
+        t = np.linspace(-40.0 * b - 1.0, 40.0 * b, 40001)
+        pdf = np.exp(-np.abs(t) / b) / (2.0 * b)
+        u = 1.0 + t
+        cdf = np.where(
+            u < 0.0,
+            0.5 * np.exp(np.minimum(u, 0.0) / b),
+            1.0 - 0.5 * np.exp(-np.maximum(u, 0.0) / b),
+        )
+        value = float(np.sum(pdf * cdf ** (k - 1)) * (t[1] - t[0]))
+        return min(max(value, 0.0), 1.0)
+    draws = np.random.default_rng(0).laplace(scale=b, size=(4000, k))
+    draws[:, 0] += 1.0
+    return float(project_to_simplex(draws)[:, 0].mean())
+
+
+def _average_best_case(
+    noise: str, rule: str, epsilon: float, delta: float, r: int, k: int
+) -> BestCase:
+    """The best case of noisy teacher averages: unanimous teachers (public quantities only)."""
+    value = _unanimous_proba(noise, rule, epsilon, delta, r, k)
+    need = None
+    if value < BEST_CASE_THRESHOLD:  # the remedy is only stated (and searched) when it warns
+        need = smallest_epsilon(
+            lambda e: _unanimous_proba(noise, rule, e, delta, r, k) >= BEST_CASE_THRESHOLD,
+            epsilon,
+        )
+    if value >= BEST_CASE_THRESHOLD:
+        remedy = "nothing: the best case is above the threshold"
+    elif need is None:
+        remedy = "a much larger epsilon, or many more teachers"
+    else:  # the noise scale falls like 1 / (r epsilon)
+        remedy = (
+            f"epsilon of at least {need:.3g} with {r} teachers, or at least "
+            f"{math.ceil(r * need / epsilon)} teachers at epsilon = {epsilon:.4g}"
+        )
+    return BestCase(
+        value=value,
+        meaning="the probability that an answer is the teachers' label when they are unanimous",
+        public=f"epsilon = {epsilon:.4g} per answered row, {r} teachers, {k} classes, "
+        f"noise={noise!r}, prediction_rule={rule!r}",
+        remedy=remedy,
+    )
 
 
 def default_tree_depth(n_samples: int, n_teachers: int) -> int:

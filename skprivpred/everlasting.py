@@ -47,6 +47,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
+    binary_only_message,
     finite_target_column,
     keep_frame,
     process_identity,
@@ -1298,8 +1299,11 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             # Checked before the label set is read from y (which warns), with the words
             # scikit-learn's estimator checks expect of a binary-only classifier.
             raise ValueError(
-                f"Only binary classification is supported: {type(self).__name__} got more "
-                "than two classes in y. Pass two public labels as `classes`."
+                binary_only_message(
+                    type(self).__name__,
+                    "but y holds more than two classes",
+                    "Pass two public labels as `classes`.",
+                )
             )
         classes = resolve_binary_classes(self.classes, y, type(self).__name__)
         return classes, np.searchsorted(classes, y)

@@ -12,6 +12,7 @@ __all__ = [
     "BudgetExhaustedError",
     "ConvergenceError",
     "ForkedStateError",
+    "HopelessSettingWarning",
     "HorizonExhaustedError",
     "InsufficientSampleError",
     "InvalidParameterError",
@@ -30,6 +31,21 @@ class PrivacyWarning(UserWarning):
     Raised for example when a public parameter (the label set, a norm bound)
     is inferred from the training data because it was not given: the inferred
     value is itself information about the data.
+    """
+
+
+class HopelessSettingWarning(UserWarning):
+    """Warns at ``fit`` that the public setting leaves the answers mostly noise, on any data.
+
+    Emitted when an estimator's best-case figure
+    (:func:`skprivpred._hopeless.best_case`: for example the probability that an
+    answer is the teachers' vote when they are unanimous) is below
+    ``BEST_CASE_THRESHOLD`` (0.9). The figure is computed from public quantities
+    only (``epsilon``, ``delta``, the numbers of rows, columns, classes and
+    teachers, the basis size), so the warning reads no row and fires
+    identically on neighbouring data sets. Its message says what to change
+    (more epsilon, more rows, fewer columns, more or fewer teachers), with
+    figures. Shown once per process and call site.
     """
 
 

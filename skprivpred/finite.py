@@ -32,6 +32,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
+    MULTICLASS_ALTERNATIVES,
     PrivatePredictorMixin,
     QueryStream,
     finite_target_column,
@@ -446,7 +447,7 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
             raise ValueError(
                 f"Only binary classification is supported by hypotheses={self.hypotheses!r}: the "
                 f"label set has {classes.shape[0]} labels. Pass a list of hypotheses for more "
-                "labels."
+                f"labels. {MULTICLASS_ALTERNATIVES}"
             )
         if family.n_hypotheses > self.max_hypotheses:
             raise ValueError(self._too_many(family.n_hypotheses))

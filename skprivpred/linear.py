@@ -45,7 +45,7 @@ from ._base import (
     check_noise_delta,
     resolve_binary_classes,
 )
-from ._hopeless import warn_if_noise_dominates
+from ._hopeless import BEST_CASE_THRESHOLD, BestCase, warn_if_hopeless, warn_if_noise_dominates
 from ._optim import (
     _augmented_rows,
     _averaged_psgd,
@@ -703,11 +703,17 @@ class _PrivateLinearModel(PrivatePredictorMixin):
             # number of columns, the parameters), before any row is used.
             plan = self._plan_fit(bounds, targets.shape[0])
             release = _score_release(bounds, plan.per_unit_norm)
-            _warn_if_noise_dominates(type(self).__name__, bounds, plan, release)
+            if isinstance(self, ClassifierMixin):
+                record = _linear_best_case(bounds, plan, release)
+                warn_if_hopeless(type(self).__name__, record)
+            else:
+                record = None
+                _warn_if_noise_dominates(type(self).__name__, bounds, plan, release)
             features, _ = _augmented_rows(X, bounds.feature_norm_bound, bounds.intercept_scaling)
             fit_rng = self._start_streams()
             coef = plan.solve(features, targets, fit_rng)
             self._set_fitted(bounds, plan, release, coef)
+            self._best_case = record
         return self
 
     def _set_fitted(
@@ -787,6 +793,38 @@ def _score_release(bounds: _Bounds, per_unit_norm: float) -> _ScoreRelease:
         per_unit_norm=per_unit_norm,
         reference_sensitivity=per_unit_norm * bounds.norm_bound,
         gaussian_unit_sigma=unit_sigma,
+    )
+
+
+def _linear_best_case(bounds: _Bounds, plan: _FitPlan, release: _ScoreRelease) -> BestCase | None:
+    """A linear classifier's best case: the law of the label at the largest reachable score.
+
+    At a query of norm ``q`` no model with ``||w|| <= R`` scores above ``R q``
+    and the noise scale is ``noise_scale_ * q / X``: the probability that the
+    answer keeps the sign of a score ``R q`` is the same at every ``q``, and
+    reads no row. ``None`` when no radius bounds the model.
+    """
+    if plan.model_radius is None:
+        return None
+    X = bounds.norm_bound
+    reach = plan.model_radius * X
+    sensitivity = release.reference_sensitivity
+    noise = release.noise_scale(sensitivity)
+    value = float(release.label_law(np.array([reach]), np.array([sensitivity]))[0, 1])
+    if release.noise == "laplace":  # 1 - exp(-reach / b) / 2 >= T
+        allowed = reach / math.log(1.0 / (2.0 * (1.0 - BEST_CASE_THRESHOLD)))
+    else:  # Phi(reach / sigma) >= T
+        allowed = reach / float(norm.ppf(BEST_CASE_THRESHOLD))
+    return BestCase(
+        value=value,
+        meaning="the probability that an answer is the noiseless model's label on a row at "
+        "the largest score any model within the radius reaches",
+        public=f"epsilon = {bounds.epsilon:.4g} per answered row, the number of training rows, "
+        f"feature_norm_bound, radius {plan.model_radius:.4g}, lam or eta: at a query of norm "
+        f"{X:.4g} the noise scale is {noise:.4g} and no model scores above {reach:.4g}",
+        remedy=f"the noise scale must fall to {allowed:.4g} (by a factor "
+        f"{noise / allowed:.3g}): raise epsilon, train on more rows, or change radius, lam "
+        "or eta",
     )
 
 

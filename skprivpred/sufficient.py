@@ -44,6 +44,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import PrivatePredictorMixin, resolve_classes
 from ._dask import import_dask_for, is_dask_collection, map_row_blocks, reduce_partitions
 from ._dry_run import check_numeric_rows
+from ._hopeless import BestCase, statistic_best_case, warn_if_hopeless
 from ._isolation import teacher_call
 from ._semisupervised import (
     check_classes_exclude_marker,
@@ -908,6 +909,37 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         statistic, plan, _, _ = probe._prepare(X, y, probe._check_fit_arguments({}))
         return statistic, plan
 
+    def _warn_if_hopeless(self, plan: dict, size: int, n_basis_features: int) -> BestCase:
+        """The best case of the one release (public quantities only); warns when it is poor.
+
+        ``S`` is the largest norm the statistic can have when the ``K`` classes are
+        equally frequent (two halves of the rows at the two ends of ``y_bounds``, for
+        regression): every labelled row at norm ``B``, each class along a direction
+        of its own. With ``phi >= 0`` that is ``n B sqrt(K - 1) / K`` for ``K > 2``
+        classes, ``n B / (2 sqrt 2)`` for two (one block), and ``n (hi - lo) B / (2
+        sqrt 2)`` for regression. ``N = sigma sqrt(size)``, the noise's expected norm.
+        Called before the release is drawn.
+        """
+        if isinstance(self, RegressorMixin) or self.classes_.size == 2:
+            row_norm = plan["sensitivity"] / (2.0 * math.sqrt(2.0))
+        else:
+            k = self.classes_.size
+            row_norm = self.norm_bound_ * math.sqrt(k - 1) / k
+        delta = float(self.delta)
+        record = statistic_best_case(
+            n_labelled=self.n_labelled_,
+            row_norm=row_norm,
+            sigma=plan["sigma"],
+            size=size,
+            epsilon=float(self.epsilon),
+            delta=delta,
+            rho=plan["rho"],
+            n_basis_features=n_basis_features,
+            rho_of=lambda e: rho_cap(e, delta),
+        )
+        warn_if_hopeless(type(self).__name__, record)
+        return record
+
     def _lam(self, sigma: float, d: int, divisor: float) -> float:
         return float(sigma * math.sqrt(d) / divisor) if self.lam is None else float(self.lam)
 
@@ -1123,6 +1155,7 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
             checked = self._begin_fit(fit_params)
             statistic, plan, phi_public, _ = self._prepare(X, y, checked)
             k = self.classes_.size
+            record = self._warn_if_hopeless(plan, statistic.size, phi_public.shape[1])
             released = self._release_statistic(statistic, plan)
             self._released_statistic = released
             n_labelled, d = self.n_labelled_, phi_public.shape[1]
@@ -1141,6 +1174,7 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
                 t[:, 0] = _clip_counts(t[:, 0], total, n_labelled)
                 self._coef = _multinomial_weights(phi_public, t, c, lam)
             self._set_guarantee(plan, d, lam, {"n_classes": int(k)})
+            self._best_case = record
         return self
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
@@ -1421,6 +1455,7 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
         with self._unchanged_on_error():
             checked = self._begin_fit(fit_params)
             statistic, plan, phi_public, (_, lo, hi) = self._prepare(X, y, checked)
+            record = self._warn_if_hopeless(plan, statistic.size, phi_public.shape[1])
             released = self._release_statistic(statistic, plan)
             self._released_statistic = released
             d = phi_public.shape[1]
@@ -1432,6 +1467,7 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
             self._coef = np.linalg.lstsq(gram, released, rcond=None)[0]
             self._y_centre, self._y_range = 0.5 * (lo + hi), (lo, hi)
             self._set_guarantee(plan, d, lam, {"y_bounds": (lo, hi)})
+            self._best_case = record
         return self
 
     def predict(self, X: MatrixLike) -> np.ndarray:

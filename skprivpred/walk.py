@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
+    binary_only_message,
     finite_target_column,
     resolve_classes,
 )
@@ -474,9 +475,11 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
         """Cross-parameter rules; returns the clamp bound (given, or from ``alpha``)."""
         if self.classes is not None and np.unique(np.asarray(self.classes)).size > 2:
             raise InvalidParameterError(
-                "Only binary classification is supported, but `classes` holds "
-                f"{np.unique(np.asarray(self.classes)).size} labels; pass exactly two labels "
-                "in `classes`."
+                binary_only_message(
+                    type(self).__name__,
+                    f"but `classes` holds {np.unique(np.asarray(self.classes)).size} labels",
+                    "Pass exactly two labels in `classes`.",
+                )
             )
         if self.clamp_bound is not None:
             return int(self.clamp_bound)
@@ -517,8 +520,9 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
             y_type = type_of_target(y, input_name="y", raise_unknown=True)
             if y_type != "binary":
                 raise ValueError(
-                    "Only binary classification is supported. The type of the target is "
-                    f"{y_type!r}; {type(self).__name__} needs two labels."
+                    binary_only_message(
+                        type(self).__name__, f"but the type of the target is {y_type!r}"
+                    )
                 )
 
     def _compute_walk(self, x: np.ndarray, y_index: np.ndarray, clamp_bound: int):

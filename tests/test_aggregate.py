@@ -384,6 +384,38 @@ def test_pandas_pipeline_teachers_and_feature_names():
         clf.predict(frame[["job", "age"]])
 
 
+def test_missing_predict_proba_and_decision_function_say_why_and_name_the_alternative(
+    binary_data,
+):
+    X, y = binary_data
+    clf = SubsampleAggregateClassifier(classes=[0, 1], random_state=0).fit(X, y)
+    assert not hasattr(clf, "predict_proba") and not hasattr(clf, "decision_function")
+    with pytest.raises(AttributeError, match="has no attribute 'predict_proba': ") as proba:
+        clf.predict_proba(X[:2])
+    with pytest.raises(AttributeError, match="has no attribute 'decision_function': ") as score:
+        clf.decision_function(X[:2])
+    for error in (proba, score):
+        assert "disclose the teachers' vote count" in str(error.value)
+        assert "SubsampleAverageClassifier releases private" in str(error.value)
+    # A student that has no probabilities: the reason names it.
+    from sklearn.svm import LinearSVC
+
+    student = SubsampleAggregateClassifier(classes=[0, 1], random_state=0, student=LinearSVC()).fit(
+        X, y
+    )
+    student.predict(X[:50])
+    student.fit_student()
+    with pytest.raises(AttributeError, match=r"the student \(LinearSVC\) answers now"):
+        student.predict_proba(X[:2])
+    # With a student that has them, the method is there (and free).
+    with_proba = SubsampleAggregateClassifier(
+        classes=[0, 1], random_state=0, student=LogisticRegression()
+    ).fit(X, y)
+    with_proba.predict(X[:50])
+    assert with_proba.fit_student().predict_proba(X[:3]).shape == (3, 2)
+    assert SubsampleAggregateClassifier.predict_proba.__doc__.startswith("Class probabilities")
+
+
 def test_default_n_teachers_and_no_predict_proba(binary_data):
     X, y = binary_data
     clf = SubsampleAggregateClassifier(classes=[0, 1], random_state=0).fit(X, y)

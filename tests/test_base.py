@@ -146,3 +146,48 @@ def test_score_that_spends_nothing_neither_warns_nor_uses_up_the_warning(score_w
         assert _spending_warnings(caught) == []
         queried.score(X, y)
         assert len(_spending_warnings(caught)) == 1
+
+
+# -- binary-only estimators name the ones that take several classes (issue 51, item 4) ----------
+def _binary_only_cases():
+    from sklearn.linear_model import LogisticRegression
+
+    import skprivpred as sp
+
+    return [
+        (sp.StableERMClassifier, {"classes": [0, 1, 2]}, "labels"),
+        (sp.AveragedPSGDClassifier, {"classes": [0, 1, 2]}, "labels"),
+        (sp.DPValidatedLogisticRegression, {"classes": [0, 1, 2]}, "labels"),
+        (sp.GenericBBLClassifier, {"classes": [0, 1, 2]}, "labels"),
+        (sp.PrivateHalfspacePPMClassifier, {"classes": [0, 1, 2]}, "labels"),
+        (sp.ExpProjectedWalkClassifier, {"classes": [0, 1, 2]}, "labels"),
+        (sp.ExponentialMechanismClassifier, {"classes": [0, 1, 2]}, "labels"),
+        (
+            lambda **kw: sp.PrivateEverlastingClassifier(LogisticRegression(), **kw),
+            {},  # classes=None: refused before the label set is read from y
+            "more than two classes",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_binary_only_estimators_say_so_and_name_the_multiclass_estimators(index):
+    from sklearn.datasets import make_classification
+
+    from skprivpred._base import MULTICLASS_ALTERNATIVES
+
+    make, params, found = _binary_only_cases()[index]
+    X, y = make_classification(
+        n_samples=300, n_features=4, n_informative=3, n_redundant=0, n_classes=3, random_state=0
+    )
+    if make.__name__ in ("ExpProjectedWalkClassifier",):
+        X = X[:, :1]
+    if make.__name__ == "ExponentialMechanismClassifier":
+        X = (X > 0).astype(int)
+    with pytest.raises(ValueError, match="Only binary classification is supported") as error:
+        make(**params).fit(X, y)
+    message = str(error.value)
+    assert MULTICLASS_ALTERNATIVES in message
+    assert "SubsampleAggregateClassifier" in message and "SufficientStatisticClassifier" in message
+    assert found in message
+    assert "binary-only" in message or "hypotheses=" in message

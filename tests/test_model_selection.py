@@ -268,9 +268,12 @@ class IndexAudit:
     validation: float
     epsilon: float
     marked: bool = False
+    answer_epsilon: float = 1.0  # the candidates' per-answer epsilon (not the selection's)
 
     def search(self, cls=PrivateGridSearchCV, **params):
-        template = SubsampleAggregateClassifier(ZeroIfAnyZero(), classes=[0, 1])
+        template = SubsampleAggregateClassifier(
+            ZeroIfAnyZero(), classes=[0, 1], epsilon=self.answer_epsilon
+        )
         search = cls(
             template,
             self.grid,
@@ -375,8 +378,13 @@ ONE_OVER_M = IndexAudit(
     validation=0.05,
     epsilon=1.0,
 )
-#: Fragile candidates with r = 2 and r = 6: one sensitivity per candidate.
-PER_CANDIDATE = replace(ONE_OVER_M, grid={"n_teachers": [2, 6], "estimator__fragile": [True]})
+#: Fragile candidates with r = 2 and r = 6: one sensitivity per candidate. Their scores
+#: differ by the public offsets 1 - b of their noisy votes (b = expit(epsilon r / 2)); at an
+#: answer epsilon of 20 those are below 1e-4, so the pair stays the one of mean teacher
+#: accuracy that these audits were calibrated on (at 1, r = 6 would win almost always).
+PER_CANDIDATE = replace(
+    ONE_OVER_M, grid={"n_teachers": [2, 6], "estimator__fragile": [True]}, answer_epsilon=20.0
+)
 
 
 def test_black_box_audit_passes_near_the_worst_case_and_would_catch_twice_epsilon():
@@ -605,3 +613,38 @@ def test_classes_none_reads_the_label_set_with_a_privacy_warning():
     assert search.estimator.classes is None  # the template is left unchanged
     np.testing.assert_array_equal(search.classes_, [0, 1])
     np.testing.assert_array_equal(search.best_estimator_.classes, [0, 1])
+
+
+# -- the score counts the answers' noise (issue 51, item 3) -------------------------------------
+def test_noise_aware_score_no_longer_favours_the_fewest_teachers():
+    """Mean teacher accuracy prefers 2 teachers of many rows; their vote is too noisy."""
+    from skprivpred._hopeless import soft_majority_best_case
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.8, size=600) > 0).astype(int)
+    search = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(LogisticRegression(), classes=[0, 1]),
+        {"n_teachers": [2, 23]},
+    )
+    scores, _, _ = scores_and_split(search, X, y, seed=0)
+    penalty = np.array([1.0 - soft_majority_best_case(1.0, r, 2).value for r in (2, 23)])
+    teacher_accuracy = scores + penalty  # the old score, q
+    assert teacher_accuracy[0] > teacher_accuracy[1]  # q favours the fewest teachers
+    assert scores[0] < scores[1]  # the noise-aware score does not
+    assert penalty[0] == pytest.approx(1.0 - 1.0 / (1.0 + math.exp(-1.0)))  # b = expit(1)
+
+
+def test_noise_aware_score_is_the_vote_accuracy_of_unanimous_right_teachers():
+    """Teachers right on every validation row: the score is exactly P(answer = label)."""
+    from skprivpred.model_selection._search import noisy_vote_score
+
+    X, y = all_ones(60)
+    for r, k in ((3, 2), (4, 5)):
+        fitted = SubsampleAggregateClassifier(
+            ZeroIfAnyZero(fragile=False), n_teachers=r, classes=list(range(k)), epsilon=0.7
+        ).fit(X, y % k if k == 2 else np.ones(60, dtype=int))
+        counts = np.zeros(k)
+        counts[1] = r  # ZeroIfAnyZero(fragile=False) votes 1, the true label
+        exact = float(fitted._answer_law(counts[None, :])[0, 1])
+        assert noisy_vote_score(fitted, 1.0) == pytest.approx(exact)

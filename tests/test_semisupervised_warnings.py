@@ -86,3 +86,23 @@ def test_classes_none_names_the_marker():
     X, y = _minus_one_as_a_class()
     with pytest.raises(ValueError, match="-1 is not a class: it marks unlabelled public rows"):
         SufficientStatisticClassifier().fit(X, y)
+
+
+def test_five_fold_cross_validation_shows_each_warning_once_under_default_filters(monkeypatch):
+    """Per-fold counts differ; they stay out of the once-per-site key (issue 51, item 4)."""
+    from sklearn.model_selection import KFold, cross_val_score
+
+    monkeypatch.setattr(_warnings, "_SHOWN", set())  # this process has shown nothing yet
+    X, y = _minus_one_as_a_class()
+    clf = SufficientStatisticClassifier(classes=[0, 1], random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()  # Python's default filters: a UserWarning shows once per site
+        warnings.simplefilter("default")
+        scores = cross_val_score(clf, X, y, cv=KFold(5))
+    assert scores.shape == (5,)
+    unlabelled = [w for w in caught if issubclass(w.category, UnlabelledRowsWarning)]
+    kinds = [str(w.message).split(".")[1][:5] for w in unlabelled]
+    assert kinds == ["fit t", "score"]  # one of each, not one per fold
+    assert all(w.filename == __file__ for w in unlabelled)  # the cross_val_score line
+    # The first fold's counts are shown: a fit took the marked rows of 4/5 of the data.
+    assert f"of {len(y) * 4 // 5} rows (y == -1)" in str(unlabelled[0].message)

@@ -12,8 +12,14 @@ from scipy.special import expit, logsumexp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
-from skprivpred import InvalidParameterError, PrivacyAccountant, PrivacyGuarantee
+from skprivpred import (
+    HopelessSettingWarning,
+    InvalidParameterError,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+)
 from skprivpred._base import spawn_streams
+from skprivpred._hopeless import BEST_CASE_THRESHOLD, best_case
 from skprivpred.audit import clopper_pearson
 from skprivpred.mechanisms import (
     discrete_laplace_noise,
@@ -162,20 +168,41 @@ def test_hopeless_parameters_warn_at_fit_from_public_quantities_only(binary_data
 
     X, y = binary_data
     hopeless = dict(epsilon=0.01, lam_grid=(1e-5, 1e-4), classes=[0, 1], random_state=0)
-    with pytest.warns(UserWarning, match="noise at least as large as any score") as record:
-        DPV(**hopeless).fit(X, y)
-    (warning,) = [w for w in record if "noise at least" in str(w.message)]
+    with pytest.warns(HopelessSettingWarning, match="cannot answer well") as record:
+        first = DPV(**hopeless).fit(X, y)
+    (warning,) = [w for w in record if issubclass(w.category, HopelessSettingWarning)]
     assert warning.filename == __file__  # points at the caller's fit
-    # Decided before any row is read: the same with other rows of the same shape ...
-    with pytest.warns(UserWarning, match="noise at least as large as any score"):
-        DPV(**hopeless).fit(np.zeros_like(X), np.arange(X.shape[0]) % 2)
+    assert "keep the sign of a row of norm 1" in str(warning.message)
+    assert best_case(first) < BEST_CASE_THRESHOLD
+    # Decided before any row is read: the same text with other rows of the same shape ...
+    with pytest.warns(HopelessSettingWarning) as again:
+        second = DPV(**hopeless).fit(np.zeros_like(X), np.arange(X.shape[0]) % 2)
+    assert [str(w.message) for w in again if issubclass(w.category, HopelessSettingWarning)] == [
+        str(warning.message)
+    ]
+    assert best_case(second) == best_case(first)
     # ... and silent at the defaults on this data (900 rows, epsilon 1).
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", "DPValidatedLogisticRegression will", UserWarning)
-        DPV(classes=[0, 1], random_state=0).fit(X, y)
+        warnings.filterwarnings("error", category=HopelessSettingWarning)
+        fitted = DPV(classes=[0, 1], random_state=0).fit(X, y)
+    assert best_case(fitted) >= BEST_CASE_THRESHOLD
     # A handful of rows at a small epsilon is hopeless even at the automatic grid.
-    with pytest.warns(UserWarning, match=r"n = 18 training rows, d = 4 coefficients"):
+    with pytest.warns(HopelessSettingWarning, match=r"n = 18 training rows, d = 4 coefficients"):
         DPV(epsilon=0.1, classes=[0, 1], random_state=0).fit(X[:20], y[:20])
+
+
+def test_best_case_is_the_sign_law_of_gamma_norm_noise_of_uniform_direction():
+    """The figure's quadrature agrees with draws of the noise (a fixed seed, 200,000 draws)."""
+    from skprivpred.model_selection._validated import _sign_kept_proba
+
+    rng = np.random.default_rng(0)
+    for d, reach, scale in [(1, 0.5, 0.4), (2, 1.0, 0.3), (5, 1.0, 0.3), (40, 2.0, 0.2)]:
+        norms = rng.gamma(d, scale, size=200_000)
+        direction = rng.normal(size=(200_000, d))
+        first = direction[:, 0] / np.linalg.norm(direction, axis=1)
+        drawn = np.mean(reach + norms * first > 0)
+        five_sd = 5.0 * np.sqrt(drawn * (1.0 - drawn) / norms.size)  # binomial: fails 1 in 1.7e6
+        assert _sign_kept_proba(reach, scale, d) == pytest.approx(drawn, abs=five_sd + 1e-6)
 
 
 def test_budget_does_not_depend_on_grid_size(binary_data):

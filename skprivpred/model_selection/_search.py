@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._base import PrivatePredictorMixin, keep_frame, resolve_classes
 from .._dask import refuse_dask_collection
+from .._hopeless import best_case
 from .._isolation import captured_warnings
 from .._teachers import take_rows
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -45,12 +46,38 @@ FORBIDDEN_KEYS = frozenset(
 )
 
 
+def noisy_vote_score(estimator, teacher_accuracy: float) -> float:
+    """The score of a candidate: its teachers' accuracy, less what its answers' noise costs.
+
+    ``teacher_accuracy`` is ``q``, the mean teacher accuracy on the validation
+    part; ``b`` is the probability that the candidate's noisy vote answers the
+    label of unanimous teachers (its public best case,
+    :func:`skprivpred._hopeless.best_case`). The score ``q - (1 - b)`` is the
+    expected accuracy of the noisy vote when the teachers are unanimous and
+    right on every row, and below it by ``(1 - q)(1 - b + w)`` (``w = (1 - b) /
+    (K - 1)``) when they are unanimous and right on a share ``q`` of the rows:
+    the teachers' accuracy less what the noise loses even in the best case.
+    Mean teacher accuracy alone ignores the answers' noise and so favours the
+    fewest teachers (each has the most rows); ``1 - b`` grows exactly when the
+    teachers are too few for ``epsilon``. Rows on which the teachers split lose
+    more to the noise than this counts. ``b`` is public (``epsilon``, the number
+    of teachers, the number of classes), so the score moves exactly as ``q``
+    does: the sensitivity ``max(1 / r, 1 / m)`` is unchanged. NOT PRIVATE: the
+    score never leaves ``fit``.
+    """
+    best = best_case(estimator)
+    if best is None:  # every candidate of the search has one; keep q if not
+        return teacher_accuracy
+    return float(teacher_accuracy - (1.0 - best))
+
+
 def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teachers) -> float:
-    """Mean teacher accuracy on the validation part (NOT PRIVATE: never leaves ``fit``).
+    """Noise-aware teacher accuracy on the validation part (NOT PRIVATE: never leaves ``fit``).
 
     A teacher's share of the true label is its vote (0 or 1) or, for
     ``SubsampleAverageClassifier(base_output="proba")``, its probability: in
-    [0, 1] either way, so one teacher moves the score by at most ``1 / r``.
+    [0, 1] either way, so one teacher moves the mean by at most ``1 / r``;
+    :func:`noisy_vote_score` subtracts a public constant.
     """
     with captured_warnings():
         # A teacher's warning (a convergence warning, say) depends on its rows.
@@ -58,7 +85,9 @@ def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teache
         means = estimator._teacher_means(X_valid)
     if estimator.n_teachers_ != n_teachers:
         raise RuntimeError("a candidate did not use the public number of teachers.")
-    return float(np.mean(means[np.arange(valid_index.size), valid_index]))
+    return noisy_vote_score(
+        estimator, float(np.mean(means[np.arange(valid_index.size), valid_index]))
+    )
 
 
 class PrivateGridSearchCV(
@@ -76,19 +105,30 @@ class PrivateGridSearchCV(
     stream, never from the data) into a training part ``T`` and a validation
     part ``V`` of ``m = ceil(validation_size * n)`` rows. Every candidate
     ``theta`` of the grid is fitted on ``T`` (its partition and teacher seeds
-    also from the fit stream) and scored by its **mean teacher accuracy** on
-    ``V``: ``q_theta = mean over V of (votes for the true label) / r_theta``
-    (for :class:`~skprivpred.SubsampleAverageClassifier` with
-    ``base_output="proba"``, the teachers' mean probability of the true label).
+    also from the fit stream) and scored by its **mean teacher accuracy less
+    what its answers' noise costs** on ``V``: ``s_theta = q_theta - (1 -
+    b_theta)``. The mean teacher accuracy is ``q_theta = mean over V of (votes
+    for the true label) / r_theta`` (for
+    :class:`~skprivpred.SubsampleAverageClassifier` with ``base_output="proba"``,
+    the teachers' mean probability of the true label); ``b_theta`` is the
+    probability that the candidate's noisy vote answers the label of unanimous
+    teachers (its public best case, :func:`skprivpred._hopeless.best_case`), so
+    ``s_theta`` is the expected accuracy of the noisy vote when the teachers are
+    unanimous and right on every row. Mean teacher accuracy alone ignores the
+    answers' noise and so always favours the fewest teachers (each has the most
+    rows); ``1 - b_theta`` grows when the teachers are too few for ``epsilon``.
+    The extra loss on rows where the teachers split is not counted (it would
+    raise the score's sensitivity to about ``epsilon / 4``).
     With the split, partitions and seeds fixed, one training row changes one
     teacher, hence moves ``q_theta`` by at most ``1 / r_theta``; one validation
-    row moves it by at most ``1 / m``. The number of teachers ``r_theta`` is a
+    row moves it by at most ``1 / m``; ``b_theta`` is public, so ``s_theta``
+    moves exactly as ``q_theta``. The number of teachers ``r_theta`` is a
     public function of the parameters and ``n`` (the estimator's
     ``n_teachers_for``), so the
     sensitivity of each score, ``beta_theta = max(1 / r_theta, 1 / m)``, is
     public, and so is their maximum ``beta = max(1 / min_theta r_theta, 1 / m)``.
     The index is drawn by the exponential mechanism with weight
-    ``exp(selection_epsilon * q_theta / (beta_(1) + beta_(2)))``, where
+    ``exp(selection_epsilon * s_theta / (beta_(1) + beta_(2)))``, where
     ``beta_(1) + beta_(2)`` is the sum of the two largest sensitivities (``2 beta``
     when two candidates share the smallest ``r``; see
     :func:`~skprivpred.mechanisms.exponential_mechanism_proba` for the proof)
@@ -361,7 +401,7 @@ class PrivateGridSearchCV(
                 scope="the selected index (best_params_); the answers of best_estimator_ are "
                 "charged per row and add up with it",
                 theorem=f"Chaudhuri & Vinterbo (2013), Theorem 1, with {rule} over mean "
-                "teacher accuracy",
+                "teacher accuracy less the noise's best-case loss",
                 details={
                     "selection": self.selection,
                     "selection_sensitivity": beta,

@@ -51,7 +51,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._base import PrivatePredictorMixin, resolve_binary_classes
-from .._hopeless import warn_if_noise_dominates
+from .._hopeless import BestCase, warn_if_hopeless
 from .._optim import _augmented_rows, _certified_logistic
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
@@ -333,15 +333,41 @@ def _positive_grid(values, name: str, *, integer: bool = False) -> np.ndarray:
     return grid
 
 
-def _warn_if_hopeless(name, lam_grid, n_train, n_features, params, mechanism) -> None:
-    """Warn when every candidate's training noise swamps any score the model can reach.
+def _sign_kept_proba(reach: float, scale: float, d: int) -> float:
+    """``P(w . u + z . u > 0)`` at ``w . u = reach``; ``z``: uniform direction, Gamma(d, s) norm.
+
+    ``z . u = G U_1`` with ``U_1`` a coordinate of a uniform unit vector; ``|U_1|``
+    has density ``2 (1 - t^2)^((d - 3) / 2) / B(1/2, (d - 1) / 2)`` on ``(0, 1)``.
+    A public quantity (no row).
+    """
+    from scipy.integrate import quad
+    from scipy.special import beta as beta_function
+    from scipy.stats import gamma
+
+    if d == 1:
+        return 1.0 - 0.5 * float(gamma.sf(reach, 1, scale=scale))
+    constant = 2.0 / beta_function(0.5, 0.5 * (d - 1))
+
+    def integrand(t: float) -> float:
+        if t <= 0.0:
+            return 0.0
+        return (
+            constant * (1.0 - t * t) ** (0.5 * (d - 3)) * float(gamma.sf(reach / t, d, scale=scale))
+        )
+
+    tail, _ = quad(integrand, 0.0, 1.0, limit=200)
+    return float(min(max(1.0 - 0.5 * tail, 0.0), 1.0))
+
+
+def _validated_best_case(lam_grid, n_train, n_features, params, mechanism) -> BestCase:
+    """The best case of the released coefficients, at the best ``lam`` of the grid.
 
     For rows in the unit ball, a fit with regulariser ``lam`` has ``||w|| <= sqrt(2 log 2 /
     lam)`` (its objective at ``w`` is at most its value ``log 2`` at 0), so no score
-    ``w . x`` exceeds that. Its coefficients carry a noise vector of uniform direction and
-    norm ``Gamma(d, s)``, ``s = 2 / (epsilon_p n (lam + Delta))``, whose component along
-    any fixed unit row is about ``sqrt(d) s``. When that is at least the reach for every
-    ``lam`` of the grid, every candidate answers noise. Public quantities only.
+    ``w . x`` exceeds that reach. Its coefficients carry a noise vector of uniform direction
+    and norm ``Gamma(d, s)``, ``s = 2 / (epsilon_p n (lam + Delta))``. The figure is the
+    probability that a row of norm 1 at the reach keeps its sign under that noise, for the
+    ``lam`` that makes it largest. Public quantities only.
     """
     best = None
     for lam in np.asarray(lam_grid, dtype=float):
@@ -349,22 +375,21 @@ def _warn_if_hopeless(name, lam_grid, n_train, n_features, params, mechanism) ->
             epsilon_p, extra = params["epsilon_train"], 0.0
         else:
             epsilon_p, extra = objective_perturbation_budget(params["epsilon_train"], n_train, lam)
-        noise = math.sqrt(n_features) * coefficient_noise_scale(n_train, lam, epsilon_p, extra)
+        scale = coefficient_noise_scale(n_train, lam, epsilon_p, extra)
         reach = math.sqrt(2.0 * math.log(2.0) / (lam + extra))
-        if best is None or noise / reach < best[1] / best[2]:
-            best = (lam, noise, reach)
+        value = _sign_kept_proba(reach, scale, n_features)
+        if best is None or value > best[0]:
+            best = (value, lam, math.sqrt(n_features) * scale, reach)
     assert best is not None  # the grid is not empty
-    lam, noise, reach = best
-    warn_if_noise_dominates(
-        name,
-        noise=noise,
-        reach=reach,
-        what="release coefficients",
-        detail=f"even at the best lam of the grid, {lam:.4g}, the training noise moves the "
-        f"score of a row of norm 1 by about {noise:.4g}, while no model fitted with that lam "
-        f"scores above {reach:.4g} there (n = {n_train} training rows, d = {n_features} "
-        "coefficients).",
-        public="epsilon, epsilon_split, validation_size, the number of rows and columns, lam_grid",
+    value, lam, noise, reach = best
+    return BestCase(
+        value=value,
+        meaning="the probability that the released coefficients keep the sign of a row of "
+        "norm 1 at the largest score a model can reach",
+        public=f"epsilon_train = {params['epsilon_train']:.4g} (epsilon, epsilon_split), "
+        f"n = {n_train} training rows, d = {n_features} coefficients, lam_grid; at the best "
+        f"lam, {lam:.4g}, the noise moves such a row's score by about {noise:.4g} and no "
+        f"model scores above {reach:.4g}",
         remedy="raise epsilon or epsilon_split, train on more rows or fewer columns, or use "
         'larger values in lam_grid (lam_grid="auto" adapts to n, d and epsilon)',
     )
@@ -737,7 +762,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             lam_grid = params["lam_grid"]
             if lam_grid is None:  # "auto": from public n, d and epsilon_train only
                 lam_grid = auto_lam_grid(n, d, params["epsilon_train"], self.mechanism)
-            _warn_if_hopeless(type(self).__name__, lam_grid, n, d, params, self.mechanism)
+            record = _validated_best_case(lam_grid, n, d, params, self.mechanism)
+            warn_if_hopeless(type(self).__name__, record)
             beta1, beta2, _ = logistic_stability_constants(
                 lam_grid,
                 n,
@@ -806,6 +832,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                     "beta2": beta2,
                 },
             )
+            self._best_case = record
         return self
 
     def _train(self, X, y, lam, params, rng):

@@ -73,10 +73,43 @@ def _random_state(value: Any) -> str:
     return f"seeded (a {type(value).__name__}, for the fit only)"
 
 
+#: Numeric sequences longer than this are summarised (a scaler's per-column constants).
+_LONG = 8
+
+
+def _numbers(value: Any) -> np.ndarray | None:
+    """``value`` as a 1-D float array when it is a sequence of real numbers, else ``None``."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1 or value.dtype.kind not in "biuf":
+            return None
+        return value.astype(float)
+    if isinstance(value, list | tuple) and all(
+        isinstance(v, Real | np.number) and not isinstance(v, bool) for v in value
+    ):
+        return np.asarray(value, dtype=float)
+    return None
+
+
+def _compact(numbers: np.ndarray) -> str:
+    """``30 values from 0.0009 to 2220 (17.55, 24.5, ..., 0.1313)``: a long constant in a line."""
+    head = ", ".join(f"{v:.4g}" for v in numbers[:2])
+    return (
+        f"{numbers.size} values from {numbers.min():.4g} to {numbers.max():.4g} "
+        f"({head}, ..., {numbers[-1]:.4g})"
+    )
+
+
 def _value(name: str, value: Any, depth: int = 0) -> str:
-    """A public parameter's value in words; seeds masked, accountants referred to the budget."""
+    """A public parameter's value in words; seeds masked, accountants referred to the budget.
+
+    A numeric sequence of more than eight values (a scaler's per-column centres,
+    scales or bounds) is shown by its length, range and ends, not value by value.
+    """
     if name == "random_state" or name.endswith("__random_state"):
         return _random_state(value)
+    numbers = _numbers(value)
+    if numbers is not None and numbers.size > _LONG and np.all(np.isfinite(numbers)):
+        return _compact(numbers)
     if isinstance(value, PrivacyAccountant):
         return "a PrivacyAccountant (see Budget)"
     if isinstance(value, BaseEstimator):
