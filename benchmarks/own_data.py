@@ -525,7 +525,7 @@ def _plot_teachers(results: list[dict], path: Path) -> None:
         secondary.set_xlabel("rows per teacher", fontsize=8)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
-    axes[0][0].legend(fontsize=8, loc="lower left")
+    axes[0][0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
