@@ -27,12 +27,10 @@ class _ExplainedDescriptor:
         fn: Callable,
         check: Callable[[Any], bool],
         reason: Callable[[Any], str],
-        on_class: bool,
     ) -> None:
         self.fn = fn
         self.check = check
         self.reason = reason
-        self.on_class = on_class
         self.attribute_name = fn.__name__
         update_wrapper(self, fn)  # type: ignore[arg-type]  # the docstring, for help() and docs
 
@@ -41,12 +39,7 @@ class _ExplainedDescriptor:
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
-            if self.on_class:
-                return self.fn  # the class documents the method
-            raise AttributeError(
-                f"type object {owner.__name__ if owner else '?'!r} has no attribute "
-                f"{self.attribute_name!r}"
-            )
+            return self.fn  # the class documents the method (and says when it is missing)
         if not self.check(obj):
             raise AttributeError(
                 f"This {type(obj).__name__!r} has no attribute {self.attribute_name!r}: "
@@ -56,7 +49,7 @@ class _ExplainedDescriptor:
 
 
 def available_if_explained(
-    check: Callable[[Any], bool], reason: Callable[[Any], str], *, on_class: bool = True
+    check: Callable[[Any], bool], reason: Callable[[Any], str]
 ) -> Callable[[Callable], _ExplainedDescriptor]:
     """Decorate a method that exists only when ``check(self)`` is true.
 
@@ -67,12 +60,12 @@ def available_if_explained(
     reason : callable
         ``reason(self) -> str``: why it is not, and what to use instead (appended to
         the :class:`AttributeError`).
-    on_class : bool, default=True
-        Whether the class itself has the attribute (for the documentation). ``False``
-        for a method that no instance ever has.
+
+    The class itself keeps the function (for the API reference and ``help``);
+    instances have it only when ``check`` is true.
     """
 
     def decorate(fn: Callable) -> _ExplainedDescriptor:
-        return _ExplainedDescriptor(fn, check, reason, on_class)
+        return _ExplainedDescriptor(fn, check, reason)
 
     return decorate

@@ -695,11 +695,28 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             "the teachers' vote count (a secret). SubsampleAverageClassifier releases private "
             "scores (decision_function) and probabilities (predict_proba)."
         ),
-        on_class=False,
     )
     def decision_function(self, X: MatrixLike) -> np.ndarray:
-        """Never available: raises an ``AttributeError`` that says why (``hasattr`` is False)."""
-        raise AssertionError("unreachable: the descriptor refuses every access")  # pragma: no cover
+        """Not offered: no instance has it (``hasattr`` is False).
+
+        Calling it raises an ``AttributeError`` that says why: the only release is
+        one noisy label per row, and a real-valued score would disclose the
+        teachers' vote count. :class:`~skprivpred.SubsampleAverageClassifier`
+        releases private scores and probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Query rows (never read).
+
+        Returns
+        -------
+        ndarray
+            Never returns.
+        """
+        raise AssertionError(
+            "unreachable: the descriptor refuses every instance"
+        )  # pragma: no cover
 
     # -- non-private diagnostics (tests and audits only) ------------------------------
     def _vote_counts(self, X) -> np.ndarray:
