@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import sys
+import warnings
 
 from sphinx.util import logging
 from threadpoolctl import threadpool_limits
@@ -72,6 +73,16 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # synchronisation overhead to them, and oversubscribes a shared machine (it
 # made the build several times slower). One thread for the whole build.
 threadpool_limits(1)
+# A warning an example emits is captured into its page. Python's default format starts
+# with the file's absolute path (the builder's machine, a virtual environment's
+# site-packages): show the category and the message only.
+
+
+def _format_warning(message, category, filename, lineno, line=None):
+    return f"{category.__name__}: {message}\n"
+
+
+warnings.formatwarning = _format_warning
 sphinx_gallery_conf = {
     "examples_dirs": os.path.join(os.path.dirname(DOCS_DIR), "examples"),
     "gallery_dirs": os.path.join(DOCS_DIR, "auto_examples"),
@@ -89,6 +100,10 @@ sphinx_gallery_conf = {
 # -- HTML -------------------------------------------------------------------------
 html_theme = "alabaster"
 html_title = f"skprivpred {release}"
+# custom.css wraps long lines of code and of the examples' output instead of
+# letting them run off the page.
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
     "description": "scikit-learn estimators whose predictions are differentially private",
     "fixed_sidebar": True,

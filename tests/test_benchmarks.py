@@ -400,3 +400,34 @@ def test_cluster_data_verdicts_judge_memory_growth_and_accuracy():
     assert not verdicts["client_below_1_gb"]
     assert not verdicts["client_below_a_tenth_of_the_data"]
     assert cluster_data.data_bytes(10**8) == 8.8e9
+
+
+# -- own_data.py: the data sets' public scales and checksums -----------------------------------
+
+
+def test_own_data_reads_the_published_ranges_and_checks_the_bundled_files(monkeypatch):
+    import own_data
+    from public_ranges import published_ranges
+    from sklearn.datasets import load_breast_cancer, load_wine
+
+    from skprivpred.datasets._fetch import ChecksumError
+
+    descr = load_breast_cancer().DESCR
+    assert own_data._descr_ranges(descr.split("Min")[1], 30) == published_ranges(descr)
+    lower, upper = own_data._descr_ranges(load_wine().DESCR.split("Min")[1], 13)
+    assert (lower[0], upper[0], lower[-1], upper[-1]) == (11.0, 14.8, 278.0, 1680.0)
+    X = load_wine().data
+    # In column order (the description rounds: 14.83 is printed 14.8; clipping costs no privacy).
+    width = np.array(upper) - np.array(lower)
+    assert np.all(np.abs(X.min(axis=0) - lower) <= 0.05 * width)
+    assert np.all(np.abs(X.max(axis=0) - upper) <= 0.05 * width)
+    assert own_data._check_bundled("wine_data.csv") == own_data.SHA256["wine_data.csv"]
+    monkeypatch.setitem(own_data.SHA256, "wine_data.csv", "0" * 64)
+    with pytest.raises(ChecksumError, match="not the file this benchmark was measured on"):
+        own_data._check_bundled("wine_data.csv")
+    # Every binary-only estimator is marked so, and only those run on several classes.
+    assert {k for k, spec in own_data.ESTIMATORS.items() if spec.binary_only} == {
+        "erm",
+        "psgd",
+        "dpv-lr",
+    }
