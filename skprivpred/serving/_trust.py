@@ -69,6 +69,8 @@ SKPRIVPRED_STATE_TYPES = (
     "skprivpred._folding.FoldedLinear",
     "skprivpred._folding._Affine",
     "skprivpred.linear._ScoreRelease",
+    # A setting's best-case figure: a float and three strings, from public quantities.
+    "skprivpred._hopeless.BestCase",
     "skprivpred.preprocessing.PublicOneHotEncoder",
     "skprivpred.preprocessing.PublicScaler",
     "skprivpred.hypotheses.ConjunctionClass",
