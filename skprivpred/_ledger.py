@@ -83,6 +83,7 @@ __all__ = [
     "redact",
     "reopen_ledger",
     "sqlite_path",
+    "without_password",
 ]
 
 SCHEMA_VERSION = "1"
@@ -1071,6 +1072,45 @@ def _redact_url(address: str) -> str:
             if equals and unquote_plus(key).strip().lower() in _SECRET_PARAMETERS:
                 pieces[i] = key + "=" + _HIDDEN
         query = "?" + "&".join(pieces)
+    return start + user_info + location + query
+
+
+#: The connection parameters that hold a password (``passfile`` only says where one is).
+_PASSWORD_PARAMETERS = frozenset({"password", "sslpassword"})
+
+
+def without_password(address: str) -> str:
+    """``address`` with every password removed (not hidden): what may be written to a file.
+
+    Removes the password of the user information (``user:PW@`` becomes
+    ``user@``) and the ``password`` and ``sslpassword`` parameters of a URL's
+    query; a file's path is returned as it is. Whoever opens the address then
+    supplies the password the way libpq finds one: the file named by
+    ``PGPASSFILE`` (or ``passfile=`` in the address), else ``~/.pgpass``, else
+    the ``PGPASSWORD`` environment variable.
+
+    Parameters
+    ----------
+    address : str
+        A ledger's canonical address (``sqlite:///...`` or ``postgresql://...``).
+
+    Returns
+    -------
+    str
+    """
+    if not _URL.match(address) or address.startswith("sqlite:"):
+        return address
+    start, user_info, location, query = _split_url(address)
+    if user_info:
+        user_info = user_info[:-1].split(":", 1)[0]
+        user_info = user_info + "@" if user_info else ""
+    if query:
+        kept = [
+            piece
+            for piece in query[1:].split("&")
+            if unquote_plus(piece.partition("=")[0]).strip().lower() not in _PASSWORD_PARAMETERS
+        ]
+        query = "?" + "&".join(kept) if kept else ""
     return start + user_info + location + query
 
 

@@ -52,6 +52,7 @@ from ._ledger import (
     open_ledger_url,
     redact,
     reopen_ledger,
+    without_password,
 )
 from .exceptions import (
     BudgetExhaustedError,
@@ -563,6 +564,29 @@ _RECORDING: contextvars.ContextVar[tuple[tuple[tuple[str, str, str], ChargeRecor
 )
 
 
+#: Set while an accountant is written to a file (a model file): its address loses its password.
+_FOR_A_FILE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "skprivpred_for_a_file", default=False
+)
+
+
+@contextlib.contextmanager
+def ledger_addresses_without_passwords() -> Iterator[None]:
+    """Within the block, accountants serialise their ledger's address without its password.
+
+    For files that outlive the process (a model file): a password written there
+    would be read by whoever reads the file. A process that loads such a copy
+    supplies the password the way libpq finds one (``PGPASSFILE``,
+    ``~/.pgpass``, ``PGPASSWORD``). Pickles made outside the block (joblib
+    workers of this process) keep the full address.
+    """
+    token = _FOR_A_FILE.set(True)
+    try:
+        yield
+    finally:
+        _FOR_A_FILE.reset(token)
+
+
 class PrivacyAccountant:
     """A privacy budget that query calls charge before they answer, kept in a ledger.
 
@@ -819,7 +843,8 @@ class PrivacyAccountant:
         state = self.__dict__.copy()
         state["_horizons_seen"] = dict(self._horizons_seen)
         if self._ledger.persistent:
-            state["_ledger"] = self._ledger.url
+            url = self._ledger.url
+            state["_ledger"] = without_password(url) if _FOR_A_FILE.get() else url
         else:  # this process's memory: only a copy unpickled in this very process reattaches
             ledger = cast(Any, self._ledger)
             state["_ledger"] = ("memory", ledger.key, ledger.pid)
