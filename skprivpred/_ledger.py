@@ -32,10 +32,12 @@ older copy (a restored backup, which rolls spending back) and raises.
 
 Files are created by this user only: a new SQLite file with ``O_EXCL`` and mode
 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode), and the
-default ledger's directory is refused unless it is a real directory owned by
-this user with mode 0700. A SQLite ledger that another local user controls (the
-file, its directory or one above it, or a symbolic link in its place) is refused
-before SQLite opens it (:func:`~skprivpred._private_dirs.foreign_control`).
+default ledger's directory is used only if it is a real directory owned by this
+user with mode 0700 (a name another user took first is left alone for a fresh
+directory of this user's: :func:`default_ledger_path`). A SQLite ledger that
+another local user controls (the file, its directory or one above it, or a
+symbolic link in its place) is refused before SQLite opens it
+(:func:`~skprivpred._private_dirs.foreign_control`).
 Addresses are shown only through :func:`redact`, which hides every password.
 """
 
@@ -60,8 +62,7 @@ from urllib.parse import quote, unquote, unquote_plus
 
 from ._private_dirs import (
     foreign_control,
-    make_private_directory,
-    private_directory_problem,
+    own_temporary_directory,
     user_temporary_directory,
 )
 from .exceptions import LedgerError
@@ -1151,32 +1152,39 @@ if hasattr(os, "register_at_fork"):
 
 
 def default_ledger_path() -> str:
-    """A new file name in this user's private temporary directory (created if needed).
+    """A new file name in a private directory of this user's (created if needed).
 
-    The directory ``$TMPDIR/skprivpred-<uid>`` must be a real directory (not a
-    symbolic link) and, on POSIX systems, owned by this user with mode 0700
-    (:mod:`skprivpred._private_dirs`): anything else may have been prepared by
-    another local user, who could then copy or replace the budget's file, and
-    raises :class:`LedgerError`. On other systems the directory is inside the
-    user's own temporary directory (on Windows ``%LOCALAPPDATA%\\Temp``, which
-    the user's profile permissions protect).
+    The directory (:func:`~skprivpred._private_dirs.own_temporary_directory`)
+    is ``$XDG_RUNTIME_DIR/skprivpred`` when that is this user's runtime
+    directory, else ``$TMPDIR/skprivpred-<uid>``, provided it is a real
+    directory (not a symbolic link) owned by this user with mode 0700. A name
+    that another local user took first (their directory, a link, a directory
+    open to others) is left alone and never used: the ledger then goes to a new
+    directory with a random name that ``mkdtemp`` creates, which no one else can
+    take. On other systems the directory is inside the user's own temporary
+    directory (on Windows ``%LOCALAPPDATA%\\Temp``, which the user's profile
+    permissions protect).
+
+    Raises
+    ------
+    LedgerError
+        If the temporary directory itself lies in a directory that another
+        user controls, or no directory can be created.
     """
-    directory = user_temporary_directory()
     try:
-        make_private_directory(directory)
+        directory = own_temporary_directory()
+    except ValueError as exc:
+        raise LedgerError(
+            f"the default ledger's directory {exc}: another user may have prepared it to "
+            "read, copy or replace the budget's file, so it is not used. Pass "
+            "ledger='path/to/budget.db' in a directory of your own."
+        ) from None
     except OSError as exc:
         raise LedgerError(
-            f"the default ledger's directory {directory} cannot be created: {exc.strerror}. "
-            "Pass ledger='path/to/budget.db' to keep the budget elsewhere."
+            f"no directory for the default ledger can be created in "
+            f"{user_temporary_directory().parent}: {exc.strerror}. Pass "
+            "ledger='path/to/budget.db' to keep the budget elsewhere."
         ) from None
-    problem = private_directory_problem(directory)
-    if problem is not None:
-        raise LedgerError(
-            f"the default ledger's directory {directory} {problem}: another user may have "
-            "prepared it to read, copy or replace the budget's file, so it is not used. "
-            "Remove it if you do not know where it comes from, or pass "
-            "ledger='path/to/budget.db' in a directory of your own."
-        )
     return str(directory / f"budget-{uuid.uuid4().hex}.db")
 
 
