@@ -166,7 +166,7 @@ class Ledger:
 
     url: str
     persistent: bool
-    key: bytes | None = None  # the key of the journal's MAC (file and server ledgers)
+    mac_key: bytes | None = None  # the key of the journal's MAC (file and server ledgers)
 
     def verify(self, name: str, budget_id: str) -> None:
         """Check the budget's whole journal; raise :class:`LedgerError` if it was edited."""
@@ -558,7 +558,7 @@ class _SQLLedger(Ledger):
     with its newest journal row, by index (:meth:`_check_head`): a mismatch
     raises :class:`LedgerError` and charges nothing. :meth:`verify` checks the
     whole journal (each row's sums follow from the previous row's and its
-    charge). With a key (``key``), every row also carries an HMAC-SHA256 chained
+    charge). With a key (``mac_key``), every row also carries an HMAC-SHA256 chained
     to the budget's previous row: rewriting rows consistently needs the key.
     """
 
@@ -570,7 +570,7 @@ class _SQLLedger(Ledger):
     def __init__(self, url: str, timeout: float, key: bytes | None = None) -> None:
         self.url = url
         self.timeout = timeout
-        self.key = key
+        self.mac_key = key
         self._local = threading.local()
 
     # connections: one per thread and process, never shared or pickled
@@ -826,7 +826,7 @@ class _SQLLedger(Ledger):
         cursor.execute(
             self._sql(
                 f"SELECT {_ROW_SELECT} FROM skprivpred_charge WHERE name = ? "
-                f"ORDER BY id DESC LIMIT {2 if self.key is not None else 1}"
+                f"ORDER BY id DESC LIMIT {2 if self.mac_key is not None else 1}"
             ),
             (name,),
         )
@@ -854,7 +854,7 @@ class _SQLLedger(Ledger):
         self._check_mac(name, budget_id, newest, head[1] if len(head) > 1 else None)
 
     def _check_mac(self, name: str, budget_id: str, row: _Row, previous: _Row | None) -> None:
-        if self.key is None:
+        if self.mac_key is None:
             if row.mac is not None:
                 raise LedgerError(
                     f"the budget {name!r} in the ledger {redact(self.url)} is signed with a "
@@ -868,7 +868,9 @@ class _SQLLedger(Ledger):
                 "a journal row carries no MAC, but this accountant has a ledger key (a budget "
                 "created without a key, or migrated from schema version 1, takes none)",
             )
-        expected = _mac(self.key, budget_id, None if previous is None else previous.mac, row.fields)
+        expected = _mac(
+            self.mac_key, budget_id, None if previous is None else previous.mac, row.fields
+        )
         if not hmac.compare_digest(expected, row.mac):
             raise self._edited(name, f"the MAC of journal row #{row.id} does not match its key")
 
@@ -940,7 +942,9 @@ class _SQLLedger(Ledger):
                     stored = self._horizon(cursor, step.name, step.horizon[0])
                     self._check_horizon_head(cursor, step.name, step.horizon[0], stored)
                 entry = _horizon_entry(stored, step.horizon)
-                state = LedgerState(before, guarantee, entry[0], Mark(newest.id, newest.get("time")))
+                state = LedgerState(
+                    before, guarantee, entry[0], Mark(newest.id, newest.get("time"))
+                )
                 decided.append((stored, entry, newest, step.decide(state)))
             marks = []
             for step, (stored, entry, newest, (totals, row)) in zip(steps, decided):
@@ -1041,8 +1045,8 @@ class _SQLLedger(Ledger):
             )
         )
         mac = None
-        if sign and self.key is not None:
-            mac = _mac(self.key, budget_id, None if previous is None else previous.mac, fields)
+        if sign and self.mac_key is not None:
+            mac = _mac(self.mac_key, budget_id, None if previous is None else previous.mac, fields)
         cursor.execute(self._sql(_ROW_INSERT + self._returning_id), (*fields, mac))
         return Mark(self._inserted_id(cursor), when)
 
@@ -1127,10 +1131,10 @@ class _SQLLedger(Ledger):
                         name, f"journal row #{row.id} counts a horizon it does not follow"
                     )
                 counts[key] = answered
-            if self.key is not None or row.mac is not None:
+            if self.mac_key is not None or row.mac is not None:
                 self._check_mac(name, budget_id, row, previous if before is not None else None)
             before = previous = row
-        self._check_head(name, budget_id, totals, guarantee, rows[-1:][::-1])
+        self._check_head(name, budget_id, totals, guarantee, rows[::-1][:2])
         cursor.execute(
             self._sql("SELECT key, answered FROM skprivpred_horizon WHERE name = ?"), (name,)
         )
@@ -1733,9 +1737,7 @@ def sqlite_path(url: str) -> str | None:
     return url[len("sqlite:///") :] if url.startswith("sqlite:///") else None
 
 
-def reopen_ledger(
-    url: str, timeout: float, key_file: str | os.PathLike | None = None
-) -> Ledger:
+def reopen_ledger(url: str, timeout: float, key_file: str | os.PathLike | None = None) -> Ledger:
     """The persistent ledger at ``url`` (one object per address, key and process).
 
     With ``key_file``, the journal rows it writes carry a MAC with the key in

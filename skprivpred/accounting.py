@@ -753,6 +753,7 @@ class PrivacyAccountant:
     # and the largest count seen of each horizon: a ledger behind them was rolled back.
     _seen: Mark | None = None
     _verified: bool = False
+    ledger_key_file: str | None
     _horizons_seen: dict[str, int]
     _ledger: Ledger
     _temporary: bool
