@@ -333,6 +333,34 @@ class _DetachedMemoryLedger(Ledger):
     create = state = transact = journal = verify = _refuse
 
 
+class _UnusableLedger(Ledger):
+    """A copy's ledger that could not be reopened (its key file): every use raises why."""
+
+    persistent = True
+
+    def __init__(self, url: str, error: LedgerError) -> None:
+        self.url, self.error = url, error
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise LedgerError(str(self.error))
+
+    create = state = transact = journal = verify = _refuse
+
+
+def reopen_ledger_later(
+    url: str, timeout: float, key_file: str | os.PathLike | None = None
+) -> Ledger:
+    """:func:`reopen_ledger`, or a ledger whose every use raises its :class:`LedgerError`.
+
+    For a copy being unpickled (a model file being loaded): the error is
+    raised at the copy's first use, with its own message, not while loading.
+    """
+    try:
+        return reopen_ledger(url, timeout, key_file)
+    except LedgerError as exc:
+        return _UnusableLedger(url, exc)
+
+
 def memory_ledger(key: str, pid: int) -> Ledger:
     """The in-memory ledger ``key`` of this process, or a detached one that refuses every use."""
     ledger = _MEMORY.get(key)

@@ -52,6 +52,7 @@ from ._ledger import (
     open_ledger_url,
     redact,
     reopen_ledger,
+    reopen_ledger_later,
     without_password,
 )
 from .exceptions import (
@@ -906,7 +907,7 @@ class PrivacyAccountant:
             # path the copy carries: the key may live elsewhere on the machine that loads it.
             key_file = _key_file_from_environment() or state.get("ledger_key_file")
             state["ledger_key_file"] = key_file
-            state["_ledger"] = reopen_ledger(state["_ledger"], state["timeout"], key_file)
+            state["_ledger"] = reopen_ledger_later(state["_ledger"], state["timeout"], key_file)
         state.setdefault("_horizons_seen", {})
         state.setdefault("ledger_key_file", None)
         state["_verified"] = False  # the whole journal is checked before the copy's first use
@@ -918,6 +919,22 @@ class PrivacyAccountant:
         seen = self._seen
         if mark is not None and (seen is None or mark.id > seen.id):
             self._seen = mark
+
+    def check_ledger(self) -> None:
+        """Check the budget's whole journal now (see Notes); raise if the ledger was edited.
+
+        Every journal row's sums must follow from the previous row's and its
+        charge, the stored sums and horizons must equal those of the newest rows,
+        and, with a ledger key, every row's MAC must match. A service calls it
+        before it starts answering.
+
+        Raises
+        ------
+        LedgerError
+            If the ledger cannot be used, or fails the check.
+        """
+        self._ledger.verify(self.name, self._budget_id)
+        self._verified = True
 
     def _check_journal(self) -> None:
         """Check the whole journal once, before a copy's first use (create() checked it)."""

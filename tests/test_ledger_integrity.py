@@ -353,3 +353,57 @@ def test_an_edited_version_1_ledger_is_not_migrated(ledger_url):
     with closing(connect(ledger_url)) as conn:  # left as it was: version 1
         meta = execute(conn, "SELECT value FROM skprivpred_meta WHERE key = 'schema'").fetchone()
         assert meta == ("1",)
+
+
+# -- through the real service --------------------------------------------------------------------
+def test_the_service_refuses_an_edited_ledger_and_charges_nothing(tmp_path, start):
+    pytest.importorskip("uvicorn")
+    from test_serving import _assert_one_line_refusal, _run_command, fitted_model
+
+    model, acc = fitted_model(tmp_path, cap_rows=10)
+    ledger = acc.ledger_url[len("sqlite:///") :]
+    service = start(model)
+    status, _ = service.request("POST", "/predict", {"rows": [[0.1, 0.2, 0.3]] * 8})
+    assert status == 200 and acc.queries_answered == 8
+    with closing(connect(ledger)) as conn:
+        execute(conn, "UPDATE skprivpred_budget SET rows = 0, eps_sum = 0")
+    rows = journal_length(ledger)
+    status, body = service.request("POST", "/predict", {"rows": [[0.1, 0.2, 0.3]] * 5})
+    assert status == 503 and "nothing was charged" in body["error"]
+    assert journal_length(ledger) == rows
+    done = _run_command(str(model))  # a restarted service does not start
+    _assert_one_line_refusal(done, "'test'", "fails its check", "stored sums differ")
+    assert journal_length(ledger) == rows
+
+
+def test_the_service_charges_a_keyed_ledger_with_its_key_file(tmp_path, start):
+    pytest.importorskip("uvicorn")
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from test_serving import _assert_one_line_refusal, _run_command
+
+    from skprivpred import SubsampleAggregateClassifier
+    from skprivpred.serving import save_model
+
+    key = key_file(tmp_path)
+    ledger = str(tmp_path / "budget.db")
+    acc = PrivacyAccountant(epsilon=0.1, ledger=ledger, name="b", ledger_key_file=key)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    clf = SubsampleAggregateClassifier(
+        LogisticRegression(), epsilon=0.01, n_teachers=8, classes=[0, 1], accountant=acc
+    ).fit(X, (X[:, 0] > 0).astype(int))
+    model = tmp_path / "model.skops"
+    save_model(clf, model)
+    assert open(key, "rb").read() not in model.read_bytes()
+    moved = tmp_path / "elsewhere.key"
+    os.replace(key, moved)  # on the serving machine the key lives elsewhere
+    done = _run_command(str(model))
+    _assert_one_line_refusal(done, "ledger key file", "cannot be read")
+    service = start(model, "--ledger-key-file", str(moved))
+    status, _ = service.request("POST", "/predict", {"rows": [[0.1, 0.2, 0.3]] * 8})
+    assert status == 200 and acc.queries_answered == 8
+    rewrite_consistently(ledger, 0.0001)  # 8 rows now "cost" 0.0008: the MAC says no
+    rows = journal_length(ledger)
+    status, _ = service.request("POST", "/predict", {"rows": [[0.1, 0.2, 0.3]] * 2})
+    assert status == 503 and journal_length(ledger) == rows
