@@ -545,6 +545,16 @@ def _row(values: Sequence[Any]) -> _Row:
     return _Row(int(values[0]), values[1], _typed(values[2:]))
 
 
+#: What the check of each charge reads of the newest row without a key: its id, MAC, time
+#: and sums (the MAC of a keyed ledger covers every field, so then the whole row is read).
+_HEAD_SELECT = "id, mac, time, " + ", ".join(name for name, _ in _ROW_FIELDS[10:])
+_NO_CHARGE = (None,) * 9  # the fields between the time and the sums, not read
+
+
+def _head_row(values: Sequence[Any]) -> _Row:
+    return _Row(values[0], values[1], (values[2], *_NO_CHARGE, *values[3:]))
+
+
 def _mac(key: bytes, budget_id: str, previous: str | None, fields: tuple) -> str:
     """HMAC-SHA256 of a journal row, chained to the MAC of the budget's previous row."""
     parts = [budget_id, previous or ""]
@@ -759,9 +769,10 @@ class _SQLLedger(Ledger):
         """
         for column, kind in _V2_COLUMNS:
             cursor.execute(f"ALTER TABLE skprivpred_charge ADD COLUMN {column} {kind}")
+        # Partial: a charge outside any horizon (most of them) updates no second index.
         cursor.execute(
             "CREATE INDEX IF NOT EXISTS skprivpred_charge_horizon "
-            "ON skprivpred_charge (name, hkey, id)"
+            "ON skprivpred_charge (name, hkey, id) WHERE hkey IS NOT NULL"
         )
         self._refuse_older_clients(cursor)
         cursor.execute(f"SELECT name, budget_id, {_SUMS} FROM skprivpred_budget ORDER BY name")
@@ -851,10 +862,20 @@ class _SQLLedger(Ledger):
 
     def _head(self, cursor, name: str) -> list[_Row]:
         """The budget's newest journal row (and, with a key, the one before it)."""
+        if self.mac_key is None:
+            cursor.execute(
+                self._sql(
+                    f"SELECT {_HEAD_SELECT} FROM skprivpred_charge WHERE name = ? "
+                    "ORDER BY id DESC LIMIT 1"
+                ),
+                (name,),
+            )
+            found = cursor.fetchone()
+            return [] if found is None else [_head_row(found)]
         cursor.execute(
             self._sql(
                 f"SELECT {_ROW_SELECT} FROM skprivpred_charge WHERE name = ? "
-                f"ORDER BY id DESC LIMIT {2 if self.mac_key is not None else 1}"
+                "ORDER BY id DESC LIMIT 2"
             ),
             (name,),
         )
@@ -1056,24 +1077,23 @@ class _SQLLedger(Ledger):
         when = time.time()
         if charge is None:
             charge = Charge(0, 0.0, 0.0, None, None)
-        fields = _typed(
-            (
-                when,
-                name,
-                charge.source,
-                charge.rows,
-                charge.epsilon,
-                charge.delta,
-                charge.rho,
-                kind,
-                None if horizon is None else horizon[0],
-                None if horizon is None else horizon[1],
-                *totals,
-                *(guarantee if guarantee is not None else (None, None)),
-            )
+        fields = (
+            when,
+            name,
+            charge.source,
+            charge.rows,
+            charge.epsilon,
+            charge.delta,
+            charge.rho,
+            kind,
+            None if horizon is None else horizon[0],
+            None if horizon is None else horizon[1],
+            *totals,
+            *(guarantee if guarantee is not None else (None, None)),
         )
         mac = None
         if sign and self.mac_key is not None:
+            fields = _typed(fields)  # the MAC covers the values as they are read back
             mac = _mac(self.mac_key, budget_id, None if previous is None else previous.mac, fields)
         cursor.execute(self._sql(_ROW_INSERT + self._returning_id), (*fields, mac))
         return Mark(self._inserted_id(cursor), when)
