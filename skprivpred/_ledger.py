@@ -6,7 +6,10 @@ A ledger stores, for each named budget,
 - the running sums that the composition theorems need (:class:`Totals`),
   updated in the same transaction as
 - the *journal*: one row per charge (time, source estimator, rows, per-row
-  epsilon, delta and rho);
+  epsilon, delta and rho), and one per step of a horizon, each carrying the
+  budget's sums (and the horizon's count) after it, and with a ledger key a
+  MAC chained to the budget's previous row (schema version 2; see
+  :class:`_SQLLedger` for the checks that make an edited ledger fail);
 - the *horizons*: for each fitted estimator with a public query horizon, the
   number of rows answered so far.
 
