@@ -6,7 +6,10 @@ A ledger stores, for each named budget,
 - the running sums that the composition theorems need (:class:`Totals`),
   updated in the same transaction as
 - the *journal*: one row per charge (time, source estimator, rows, per-row
-  epsilon, delta and rho);
+  epsilon, delta and rho), and one per step of a horizon, each carrying the
+  budget's sums (and the horizon's count) after it, and with a ledger key a
+  MAC chained to the budget's previous row (schema version 2; see
+  :class:`_SQLLedger` for the checks that make an edited ledger fail);
 - the *horizons*: for each fitted estimator with a public query horizon, the
   number of rows answered so far.
 
@@ -32,10 +35,12 @@ older copy (a restored backup, which rolls spending back) and raises.
 
 Files are created by this user only: a new SQLite file with ``O_EXCL`` and mode
 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode), and the
-default ledger's directory is refused unless it is a real directory owned by
-this user with mode 0700. A SQLite ledger that another local user controls (the
-file, its directory or one above it, or a symbolic link in its place) is refused
-before SQLite opens it (:func:`~skprivpred._private_dirs.foreign_control`).
+default ledger's directory is used only if it is a real directory owned by this
+user with mode 0700 (a name another user took first is left alone for a fresh
+directory of this user's: :func:`default_ledger_path`). A SQLite ledger that
+another local user controls (the file, its directory or one above it, or a
+symbolic link in its place) is refused before SQLite opens it
+(:func:`~skprivpred._private_dirs.foreign_control`).
 Addresses are shown only through :func:`redact`, which hides every password.
 """
 
@@ -43,6 +48,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
+import hmac
 import json
 import math
 import os
@@ -60,8 +67,7 @@ from urllib.parse import quote, unquote, unquote_plus
 
 from ._private_dirs import (
     foreign_control,
-    make_private_directory,
-    private_directory_problem,
+    own_temporary_directory,
     user_temporary_directory,
 )
 from .exceptions import LedgerError
@@ -83,9 +89,10 @@ __all__ = [
     "redact",
     "reopen_ledger",
     "sqlite_path",
+    "without_password",
 ]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 
 class Totals(NamedTuple):
@@ -162,6 +169,10 @@ class Ledger:
 
     url: str
     persistent: bool
+    mac_key: bytes | None = None  # the key of the journal's MAC (file and server ledgers)
+
+    def verify(self, name: str, budget_id: str) -> None:
+        """Check the budget's whole journal; raise :class:`LedgerError` if it was edited."""
 
     def create(self, name: str, config: dict) -> tuple[str, Mark | None]:
         """Create the budget ``name`` or attach to it; return its ``budget_id`` and newest row."""
@@ -193,7 +204,7 @@ class Ledger:
 
 def _rolled_back(url: str, name: str, seen: Mark) -> LedgerError:
     return LedgerError(
-        f"the ledger {redact(url)} no longer holds charge #{seen.id} of the budget {name!r}, "
+        f"the ledger {redact(url)} no longer holds journal row #{seen.id} of the budget {name!r}, "
         "which this accountant has seen: the ledger was replaced by an older copy of itself "
         "(a restored backup), which rolls spending back. Nothing was charged. A ledger is "
         "never restored from a backup: the budget's true spending includes every charge "
@@ -322,7 +333,35 @@ class _DetachedMemoryLedger(Ledger):
             "joblib.parallel_config(backend='threading'))."
         )
 
-    create = state = transact = journal = _refuse
+    create = state = transact = journal = verify = _refuse
+
+
+class _UnusableLedger(Ledger):
+    """A copy's ledger that could not be reopened (its key file): every use raises why."""
+
+    persistent = True
+
+    def __init__(self, url: str, error: LedgerError) -> None:
+        self.url, self.error = url, error
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise LedgerError(str(self.error))
+
+    create = state = transact = journal = verify = _refuse
+
+
+def reopen_ledger_later(
+    url: str, timeout: float, key_file: str | os.PathLike | None = None
+) -> Ledger:
+    """:func:`reopen_ledger`, or a ledger whose every use raises its :class:`LedgerError`.
+
+    For a copy being unpickled (a model file being loaded): the error is
+    raised at the copy's first use, with its own message, not while loading.
+    """
+    try:
+        return reopen_ledger(url, timeout, key_file)
+    except LedgerError as exc:
+        return _UnusableLedger(url, exc)
 
 
 def memory_ledger(key: str, pid: int) -> Ledger:
@@ -381,6 +420,8 @@ def _describe(config: dict) -> str:
 
 
 # -- SQL ledgers ------------------------------------------------------------------------------
+#: Schema version 1: the journal holds the charges only. Version 2 (below) adds to each
+#: journal row the running sums after it, horizon rows and an optional MAC chain.
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS skprivpred_budget (
         name TEXT PRIMARY KEY,
@@ -418,6 +459,131 @@ _TABLES = (
 )
 _SUMS = "rows, eps_sum, delta_sum, rho_sum, ledger_eps, ledger_delta, row_epsilon, row_delta"
 
+#: Columns that schema version 2 adds to the journal: what the row is (``kind``: ``open``
+#: when the budget is created, ``charge``, ``horizon`` for a horizon's steps of a release
+#: already charged, ``migrate`` when a version 1 ledger was migrated), the horizon it
+#: counts and that horizon's count after it, the budget's sums after it, and its MAC.
+_V2_COLUMNS = (
+    ("kind", "TEXT"),
+    ("hkey", "TEXT"),
+    ("answered", "BIGINT"),
+    ("t_rows", "BIGINT"),
+    ("t_eps", "DOUBLE PRECISION"),
+    ("t_delta", "DOUBLE PRECISION"),
+    ("t_rho", "DOUBLE PRECISION"),
+    ("t_ledger_eps", "DOUBLE PRECISION"),
+    ("t_ledger_delta", "DOUBLE PRECISION"),
+    ("t_row_epsilon", "DOUBLE PRECISION"),
+    ("t_row_delta", "DOUBLE PRECISION"),
+    ("mac", "TEXT"),
+)
+#: A journal row as the MAC covers it (and as it is read back), with each field's type.
+_ROW_FIELDS = (
+    ("time", float),
+    ("name", str),
+    ("estimator", str),
+    ("rows", int),
+    ("epsilon", float),
+    ("delta", float),
+    ("rho", float),
+    ("kind", str),
+    ("hkey", str),
+    ("answered", int),
+    ("t_rows", int),
+    ("t_eps", float),
+    ("t_delta", float),
+    ("t_rho", float),
+    ("t_ledger_eps", float),
+    ("t_ledger_delta", float),
+    ("t_row_epsilon", float),
+    ("t_row_delta", float),
+)
+_ROW_SELECT = "id, mac, " + ", ".join(name for name, _ in _ROW_FIELDS)
+_ROW_INSERT = (
+    "INSERT INTO skprivpred_charge ("
+    + ", ".join(name for name, _ in _ROW_FIELDS)
+    + ", mac) VALUES ("
+    + ", ".join("?" for _ in _ROW_FIELDS)
+    + ", ?)"
+)
+_OLDER_CLIENT = (
+    "this ledger has skprivpred ledger schema 2: a client of an older skprivpred cannot "
+    "charge it (upgrade it); nothing was charged"
+)
+
+
+class _Row(NamedTuple):
+    """One journal row as stored (schema 2)."""
+
+    id: int
+    mac: str | None
+    fields: tuple  # in the order of _ROW_FIELDS
+
+    def get(self, name: str) -> Any:
+        return self.fields[_FIELD_INDEX[name]]
+
+    @property
+    def totals(self) -> Totals | None:
+        if self.get("t_rows") is None:
+            return None
+        return Totals(*self.fields[_FIELD_INDEX["t_rows"] : _FIELD_INDEX["t_row_epsilon"]])
+
+    @property
+    def guarantee(self) -> tuple[float, float] | None:
+        eps, delta = self.get("t_row_epsilon"), self.get("t_row_delta")
+        return None if eps is None else (eps, delta)
+
+
+_FIELD_INDEX = {name: i for i, (name, _) in enumerate(_ROW_FIELDS)}
+
+
+def _typed(values: Sequence[Any]) -> tuple:
+    """A journal row's fields with the Python types of :data:`_ROW_FIELDS` (None kept)."""
+    return tuple(
+        None if value is None else kind(value) for (_, kind), value in zip(_ROW_FIELDS, values)
+    )
+
+
+def _row(values: Sequence[Any]) -> _Row:
+    return _Row(int(values[0]), values[1], _typed(values[2:]))
+
+
+#: What the check of each charge reads of the newest row without a key: its id, MAC, time
+#: and sums (the MAC of a keyed ledger covers every field, so then the whole row is read).
+_HEAD_SELECT = "id, mac, time, " + ", ".join(name for name, _ in _ROW_FIELDS[10:])
+_NO_CHARGE = (None,) * 9  # the fields between the time and the sums, not read
+
+
+def _head_row(values: Sequence[Any]) -> _Row:
+    return _Row(values[0], values[1], (values[2], *_NO_CHARGE, *values[3:]))
+
+
+def _mac(key: bytes, budget_id: str, previous: str | None, fields: tuple) -> str:
+    """HMAC-SHA256 of a journal row, chained to the MAC of the budget's previous row."""
+    parts = [budget_id, previous or ""]
+    for (_, kind), value in zip(_ROW_FIELDS, fields):
+        parts.append("-" if value is None else repr(value) if kind is float else str(value))
+    return hmac.new(key, "\x1e".join(parts).encode(), hashlib.sha256).hexdigest()
+
+
+def _read_key(path: str | os.PathLike) -> bytes:
+    """The ledger key in ``path``: a file of this user's, mode 0600, of at least 16 bytes."""
+    name = os.fspath(path)
+    problem = foreign_control(name, "the ledger key file", secret=True)
+    if problem is not None:
+        raise LedgerError(f"{problem}. Whoever reads the key can rewrite the ledger unnoticed.")
+    try:
+        with open(name, "rb") as handle:
+            key = handle.read().strip()
+    except OSError as exc:
+        raise LedgerError(f"the ledger key file {name} cannot be read: {exc.strerror}.") from None
+    if len(key) < 16:
+        raise LedgerError(
+            f"the ledger key file {name} holds {len(key)} bytes; a ledger key needs at least "
+            "16 (for example `head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE`)."
+        )
+    return key
+
 
 class _SQLLedger(Ledger):
     """What the SQLite and PostgreSQL ledgers share: schema, queries, per-thread connections.
@@ -425,6 +591,16 @@ class _SQLLedger(Ledger):
     Subclasses open connections, start a write transaction that locks the
     budget (:meth:`_begin_write`) and translate driver errors into
     :class:`LedgerError`.
+
+    **Tamper evidence** (schema version 2). Every journal row carries the
+    budget's sums after it (and, for a horizon, its count after it); a budget
+    has a journal row from its creation on. Every read and every charge
+    compares the budget row with its newest journal row, and a horizon's count
+    with its newest journal row, by index (:meth:`_check_head`): a mismatch
+    raises :class:`LedgerError` and charges nothing. :meth:`verify` checks the
+    whole journal (each row's sums follow from the previous row's and its
+    charge). With a key (``mac_key``), every row also carries an HMAC-SHA256 chained
+    to the budget's previous row: rewriting rows consistently needs the key.
     """
 
     persistent = True
@@ -432,9 +608,10 @@ class _SQLLedger(Ledger):
     _serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
     _lock_suffix = ""  # appended to the budget SELECT of a write transaction
 
-    def __init__(self, url: str, timeout: float) -> None:
+    def __init__(self, url: str, timeout: float, key: bytes | None = None) -> None:
         self.url = url
         self.timeout = timeout
+        self.mac_key = key
         self._local = threading.local()
 
     # connections: one per thread and process, never shared or pickled
@@ -477,6 +654,10 @@ class _SQLLedger(Ledger):
 
     def _has_schema(self, cursor) -> bool:
         """Whether the ledger's tables exist (the meta table is created last)."""
+        raise NotImplementedError
+
+    def _refuse_older_clients(self, cursor) -> None:
+        """Make an insert without the sums of schema 2 (an older client's charge) fail."""
         raise NotImplementedError
 
     def _error(self, exc: Exception) -> LedgerError:
@@ -534,7 +715,7 @@ class _SQLLedger(Ledger):
         """Whether ``exc`` says another writer holds the ledger (retry, do not fail)."""
         return False
 
-    # the operations
+    # the schema
     def create(self, name: str, config: dict) -> tuple[str, Mark | None]:
         def body(cursor):
             self._serialise_schema(cursor)
@@ -549,31 +730,98 @@ class _SQLLedger(Ledger):
                     ),
                     (name, budget_id, json.dumps(config, sort_keys=True), time.time()),
                 )
-                return budget_id, None
+                # The budget's first journal row: a budget never has none.
+                return budget_id, self._append(cursor, name, budget_id, None, "open", ZERO, None)
             stored = {"budget_id": row[0], "config": json.loads(row[1])}
-            return _same_config(stored, name, config, self.url), self._newest(cursor, name)
+            budget_id = _same_config(stored, name, config, self.url)
+            self._verify(cursor, name, budget_id, row)
+            return budget_id, self._newest(cursor, name)
 
         return self._run(body, write=True, create=True)
 
     def _create_schema(self, cursor) -> None:
-        # DDL only on a new ledger: on PostgreSQL, CREATE INDEX would lock the journal
-        # against concurrent charges.
+        # DDL only on a new ledger, or once to migrate one: on PostgreSQL, CREATE INDEX
+        # would lock the journal against concurrent charges.
         if not self._has_schema(cursor):
             for statement in _TABLES:
                 cursor.execute(statement.format(serial=self._serial))
+            cursor.execute(
+                self._sql("INSERT INTO skprivpred_meta (key, value) VALUES ('schema', '1')")
+            )
         cursor.execute(self._sql("SELECT value FROM skprivpred_meta WHERE key = 'schema'"))
         row = cursor.fetchone()
+        version = "1" if row is None else row[0]
         if row is None:
             cursor.execute(
-                self._sql("INSERT INTO skprivpred_meta (key, value) VALUES ('schema', ?)"),
-                (SCHEMA_VERSION,),
+                self._sql("INSERT INTO skprivpred_meta (key, value) VALUES ('schema', '1')")
             )
-        elif row[0] != SCHEMA_VERSION:
+        if version == "1":
+            self._migrate_from_1(cursor)
+        elif version != SCHEMA_VERSION:
             raise LedgerError(
-                f"the ledger {redact(self.url)} has schema version {row[0]!r}; this "
-                f"skprivpred reads version {SCHEMA_VERSION!r}."
+                f"the ledger {redact(self.url)} has schema version {version!r}; this "
+                f"skprivpred reads version {SCHEMA_VERSION!r} (upgrade skprivpred)."
             )
 
+    def _migrate_from_1(self, cursor) -> None:
+        """Schema 1 to 2: add the journal's new columns; give each budget its first sums row.
+
+        Each budget's sums must equal the sums of its journal (as :meth:`consistent`
+        checked in version 1); the ``migrate`` row then carries them, and one row per
+        horizon carries its count, so that what version 1 spent is kept.
+        """
+        for column, kind in _V2_COLUMNS:
+            cursor.execute(f"ALTER TABLE skprivpred_charge ADD COLUMN {column} {kind}")
+        # Partial: a charge outside any horizon (most of them) updates no second index.
+        cursor.execute(
+            "CREATE INDEX IF NOT EXISTS skprivpred_charge_horizon "
+            "ON skprivpred_charge (name, hkey, id) WHERE hkey IS NOT NULL"
+        )
+        self._refuse_older_clients(cursor)
+        cursor.execute(f"SELECT name, budget_id, {_SUMS} FROM skprivpred_budget ORDER BY name")
+        budgets = cursor.fetchall()
+        for name, budget_id, *sums in budgets:
+            totals = Totals(int(sums[0]), *(float(v) for v in sums[1:6]))
+            guarantee = None if sums[6] is None else (float(sums[6]), float(sums[7]))
+            cursor.execute(
+                self._sql(
+                    "SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(rows * epsilon), 0), "
+                    "COALESCE(SUM(rows * delta), 0) FROM skprivpred_charge WHERE name = ?"
+                ),
+                (name,),
+            )
+            rows, eps, delta = cursor.fetchone()
+            if not _close_sums(int(rows), float(eps), float(delta), totals):
+                raise LedgerError(
+                    f"the ledger {redact(self.url)} is not migrated to schema version "
+                    f"{SCHEMA_VERSION}: the sums of the budget {name!r} differ from its "
+                    "journal (the ledger was edited). Nothing was changed or charged."
+                )
+            self._append(cursor, name, budget_id, None, "migrate", totals, guarantee, sign=False)
+            cursor.execute(
+                self._sql(
+                    "SELECT key, answered FROM skprivpred_horizon WHERE name = ? ORDER BY key"
+                ),
+                (name,),
+            )
+            for key, answered in cursor.fetchall():
+                self._append(
+                    cursor,
+                    name,
+                    budget_id,
+                    None,
+                    "migrate",
+                    totals,
+                    guarantee,
+                    horizon=(key, int(answered)),
+                    sign=False,
+                )
+        cursor.execute(
+            self._sql("UPDATE skprivpred_meta SET value = ? WHERE key = 'schema'"),
+            (SCHEMA_VERSION,),
+        )
+
+    # reading and checking
     def _select_budget(self, cursor, name: str, *, lock: bool):
         suffix = self._lock_suffix if lock else ""
         cursor.execute(
@@ -584,6 +832,7 @@ class _SQLLedger(Ledger):
         return cursor.fetchone()
 
     def _checked_budget(self, cursor, name: str, budget_id: str, *, lock: bool, seen=None):
+        """The budget's sums, per-row guarantee and newest journal row, all checked."""
         row = self._select_budget(cursor, name, lock=lock)
         if row is None:
             raise LedgerError(
@@ -599,7 +848,12 @@ class _SQLLedger(Ledger):
                 "accountant never starts again from zero; create a new accountant for the new "
                 "budget."
             )
-        if seen is not None:
+        totals = Totals(int(row[2]), *(float(v) for v in row[3:8]))
+        guarantee = None if row[8] is None else (float(row[8]), float(row[9]))
+        head = self._head(cursor, name)
+        self._check_head(name, budget_id, totals, guarantee, head)
+        newest = head[0]
+        if seen is not None and (seen.id != newest.id or not _same_time(newest, seen.time)):
             cursor.execute(
                 self._sql("SELECT time FROM skprivpred_charge WHERE id = ? AND name = ?"),
                 (seen.id, name),
@@ -607,9 +861,84 @@ class _SQLLedger(Ledger):
             found = cursor.fetchone()
             if found is None or not math.isclose(float(found[0]), seen.time, abs_tol=1e-6):
                 raise _rolled_back(self.url, name, seen)
-        totals = Totals(int(row[2]), *(float(v) for v in row[3:8]))
-        guarantee = None if row[8] is None else (float(row[8]), float(row[9]))
-        return totals, guarantee
+        return totals, guarantee, newest
+
+    def _head(self, cursor, name: str) -> list[_Row]:
+        """The budget's newest journal row (and, with a key, the one before it)."""
+        if self.mac_key is None:
+            cursor.execute(
+                self._sql(
+                    f"SELECT {_HEAD_SELECT} FROM skprivpred_charge WHERE name = ? "
+                    "ORDER BY id DESC LIMIT 1"
+                ),
+                (name,),
+            )
+            found = cursor.fetchone()
+            return [] if found is None else [_head_row(found)]
+        cursor.execute(
+            self._sql(
+                f"SELECT {_ROW_SELECT} FROM skprivpred_charge WHERE name = ? "
+                "ORDER BY id DESC LIMIT 2"
+            ),
+            (name,),
+        )
+        return [_row(values) for values in cursor.fetchall()]
+
+    def _edited(self, name: str, what: str) -> LedgerError:
+        return LedgerError(
+            f"the budget {name!r} in the ledger {redact(self.url)} fails its check: {what}. "
+            "The ledger was edited (or written by a client that does not keep its journal); "
+            "its spending cannot be trusted, so nothing was charged. Find out who changed "
+            "it; a budget is never reset: a new budget must account for what this one spent."
+        )
+
+    def _check_head(self, name, budget_id, totals, guarantee, head: list[_Row]) -> None:
+        """O(1): the budget row equals the sums its newest journal row carries (and its MAC)."""
+        if not head:
+            raise self._edited(name, "it has no journal row (every budget has one)")
+        newest = head[0]
+        if newest.totals is None:
+            raise self._edited(name, "its newest journal row carries no sums")
+        if newest.totals != totals or newest.guarantee != guarantee:
+            raise self._edited(
+                name, "its stored sums differ from those its newest journal row carries"
+            )
+        self._check_mac(name, budget_id, newest, head[1] if len(head) > 1 else None)
+
+    def _check_mac(self, name: str, budget_id: str, row: _Row, previous: _Row | None) -> None:
+        if self.mac_key is None:
+            if row.mac is not None:
+                raise LedgerError(
+                    f"the budget {name!r} in the ledger {redact(self.url)} is signed with a "
+                    "ledger key: open it with its key (ledger_key_file=..., or "
+                    "--ledger-key-file for the service). Nothing was charged."
+                )
+            return
+        if row.mac is None:
+            raise self._edited(
+                name,
+                "a journal row carries no MAC, but this accountant has a ledger key (a budget "
+                "created without a key, or migrated from schema version 1, takes none)",
+            )
+        expected = _mac(
+            self.mac_key, budget_id, None if previous is None else previous.mac, row.fields
+        )
+        if not hmac.compare_digest(expected, row.mac):
+            raise self._edited(name, f"the MAC of journal row #{row.id} does not match its key")
+
+    def _check_horizon_head(self, cursor, name: str, key: str, stored) -> None:
+        """O(1): a horizon's count equals the count its newest journal row carries."""
+        cursor.execute(
+            self._sql(
+                "SELECT answered FROM skprivpred_charge WHERE name = ? AND hkey = ? "
+                "ORDER BY id DESC LIMIT 1"
+            ),
+            (name, key),
+        )
+        found = cursor.fetchone()
+        recorded = None if found is None else int(found[0])
+        if recorded != (None if stored is None else stored[0]):
+            raise self._edited(name, "a horizon's count differs from the count its journal holds")
 
     def _newest(self, cursor, name: str) -> Mark | None:
         """The budget's newest journal row."""
@@ -634,13 +963,18 @@ class _SQLLedger(Ledger):
 
     def state(self, name, budget_id, horizon_key=None, seen=None) -> LedgerState:
         def body(cursor):
-            totals, guarantee = self._checked_budget(cursor, name, budget_id, lock=False, seen=seen)
+            totals, guarantee, newest = self._checked_budget(
+                cursor, name, budget_id, lock=False, seen=seen
+            )
             stored = None if horizon_key is None else self._horizon(cursor, name, horizon_key)
+            if horizon_key is not None:
+                self._check_horizon_head(cursor, name, horizon_key, stored)
             answered = 0 if stored is None else stored[0]
-            return LedgerState(totals, guarantee, answered, self._newest(cursor, name))
+            return LedgerState(totals, guarantee, answered, Mark(newest.id, newest.get("time")))
 
         return self._run(body, write=False)
 
+    # writing
     def transact(self, steps: Sequence[Step]) -> list[Mark | None]:
         _distinct(steps)
 
@@ -654,22 +988,49 @@ class _SQLLedger(Ledger):
                 )
             decided = []
             for step in steps:  # every decision first: a refusal writes nothing
-                before, guarantee = read[step.name]
+                before, guarantee, newest = read[step.name]
                 stored = None
                 if step.horizon is not None:
                     stored = self._horizon(cursor, step.name, step.horizon[0])
+                    self._check_horizon_head(cursor, step.name, step.horizon[0], stored)
                 entry = _horizon_entry(stored, step.horizon)
-                # A step that writes no journal row leaves the newest row as it is.
-                newest = None if step.record else self._newest(cursor, step.name)
-                state = LedgerState(before, guarantee, entry[0], newest)
+                state = LedgerState(
+                    before, guarantee, entry[0], Mark(newest.id, newest.get("time"))
+                )
                 decided.append((stored, entry, newest, step.decide(state)))
             marks = []
             for step, (stored, entry, newest, (totals, row)) in zip(steps, decided):
-                if step.record:
-                    newest = self._record(cursor, step.name, totals, row, step.charge)
+                mark = Mark(newest.id, newest.get("time"))
+                horizon = None
                 if step.horizon is not None:
+                    horizon = (step.horizon[0], entry[0] + step.charge.rows)
                     self._advance(cursor, step, stored, entry)
-                marks.append(newest)
+                if step.record:
+                    self._store_sums(cursor, step.name, totals, row)
+                    mark = self._append(
+                        cursor,
+                        step.name,
+                        step.budget_id,
+                        newest,
+                        "charge",
+                        totals,
+                        row,
+                        charge=step.charge,
+                        horizon=horizon,
+                    )
+                elif horizon is not None:  # a horizon's steps: the sums stay as they are
+                    mark = self._append(
+                        cursor,
+                        step.name,
+                        step.budget_id,
+                        newest,
+                        "horizon",
+                        read[step.name][0],
+                        read[step.name][1],
+                        charge=step.charge._replace(epsilon=0.0, delta=0.0, rho=None),
+                        horizon=horizon,
+                    )
+                marks.append(mark)
             return marks
 
         return self._run(body, write=True)
@@ -691,8 +1052,7 @@ class _SQLLedger(Ledger):
                 (entry[0] + step.charge.rows, step.name, step.horizon[0]),
             )
 
-    def _record(self, cursor, name: str, totals: Totals, row, charge: Charge) -> Mark:
-        """Store the new sums and the journal row of a charge; return that row's mark."""
+    def _store_sums(self, cursor, name: str, totals: Totals, row) -> None:
         cursor.execute(
             self._sql(
                 "UPDATE skprivpred_budget SET rows = ?, eps_sum = ?, delta_sum = ?, "
@@ -701,14 +1061,44 @@ class _SQLLedger(Ledger):
             ),
             (*totals, *(row if row is not None else (None, None)), name),
         )
+
+    def _append(
+        self,
+        cursor,
+        name: str,
+        budget_id: str,
+        previous: _Row | None,
+        kind: str,
+        totals: Totals,
+        guarantee,
+        *,
+        charge: Charge | None = None,
+        horizon: tuple[str, int] | None = None,
+        sign: bool = True,
+    ) -> Mark:
+        """Add a journal row carrying the sums (and horizon count) after it; return its mark."""
         when = time.time()
-        cursor.execute(
-            self._sql(
-                "INSERT INTO skprivpred_charge (time, name, estimator, rows, epsilon, delta, "
-                "rho) VALUES (?, ?, ?, ?, ?, ?, ?)" + self._returning_id
-            ),
-            (when, name, charge.source, charge.rows, *charge[1:4]),
+        if charge is None:
+            charge = Charge(0, 0.0, 0.0, None, None)
+        fields = (
+            when,
+            name,
+            charge.source,
+            charge.rows,
+            charge.epsilon,
+            charge.delta,
+            charge.rho,
+            kind,
+            None if horizon is None else horizon[0],
+            None if horizon is None else horizon[1],
+            *totals,
+            *(guarantee if guarantee is not None else (None, None)),
         )
+        mac = None
+        if sign and self.mac_key is not None:
+            fields = _typed(fields)  # the MAC covers the values as they are read back
+            mac = _mac(self.mac_key, budget_id, None if previous is None else previous.mac, fields)
+        cursor.execute(self._sql(_ROW_INSERT + self._returning_id), (*fields, mac))
         return Mark(self._inserted_id(cursor), when)
 
     _returning_id = ""
@@ -722,7 +1112,8 @@ class _SQLLedger(Ledger):
             cursor.execute(
                 self._sql(
                     "SELECT time, name, estimator, rows, epsilon, delta, rho "
-                    "FROM skprivpred_charge WHERE name = ? ORDER BY id"
+                    "FROM skprivpred_charge WHERE name = ? AND (kind IS NULL OR kind = 'charge') "
+                    "ORDER BY id"
                 ),
                 (name,),
             )
@@ -734,20 +1125,128 @@ class _SQLLedger(Ledger):
             for r in rows
         ]
 
+    # the full check
+    def verify(self, name: str, budget_id: str) -> None:
+        """Check the budget's whole journal; raise :class:`LedgerError` if it was edited."""
+
+        def body(cursor):
+            row = self._select_budget(cursor, name, lock=False)
+            if row is None or row[0] != budget_id:
+                self._checked_budget(cursor, name, budget_id, lock=False)  # raises, naming why
+            self._verify(cursor, name, budget_id, row)
+
+        self._run(body, write=False)
+
     def consistent(self, name: str, budget_id: str) -> bool:
-        """Whether the stored sums equal the sums of the journal (up to rounding)."""
-        entries = self.journal(name, budget_id)
-        totals, _ = self._run(
-            lambda cursor: self._checked_budget(cursor, name, budget_id, lock=False), write=False
+        """Whether the budget and its whole journal pass :meth:`verify`."""
+        try:
+            self.verify(name, budget_id)
+        except LedgerError:
+            return False
+        return True
+
+    def _verify(self, cursor, name: str, budget_id: str, budget_row) -> None:
+        """Walk the budget's journal: each row's sums follow from the previous row's."""
+        totals = Totals(int(budget_row[2]), *(float(v) for v in budget_row[3:8]))
+        guarantee = None if budget_row[8] is None else (float(budget_row[8]), float(budget_row[9]))
+        cursor.execute(
+            self._sql(f"SELECT {_ROW_SELECT} FROM skprivpred_charge WHERE name = ? ORDER BY id"),
+            (name,),
         )
-        rows = sum(entry["rows"] for entry in entries)
-        eps = sum(entry["rows"] * entry["epsilon"] for entry in entries)
-        delta = sum(entry["rows"] * entry["delta"] for entry in entries)
-        return (
-            rows == totals.rows
-            and math.isclose(eps, totals.epsilon, rel_tol=1e-9, abs_tol=1e-12)
-            and math.isclose(delta, totals.delta, rel_tol=1e-9, abs_tol=1e-15)
+        rows = [_row(values) for values in cursor.fetchall()]
+        sums = [0, 0.0, 0.0]  # rows, epsilon and delta of the charges so far
+        before: _Row | None = None  # the previous row that carries sums
+        previous: _Row | None = None
+        counts: dict[str, int] = {}
+        for row in rows:
+            kind = row.get("kind") or "charge"
+            if kind == "charge":
+                sums[0] += row.get("rows")
+                sums[1] += row.get("rows") * row.get("epsilon")
+                sums[2] += row.get("rows") * row.get("delta")
+            after = row.totals
+            if after is None:  # a row of schema version 1, before the migration
+                if before is not None or kind != "charge":
+                    raise self._edited(name, f"journal row #{row.id} carries no sums")
+                previous = row
+                continue
+            problem = _step_problem(kind, row, before, after, sums)
+            if problem is not None:
+                raise self._edited(name, f"journal row #{row.id} {problem}")
+            key = row.get("hkey")
+            if key is not None:
+                answered = row.get("answered")
+                increment = row.get("rows") if kind != "migrate" else answered
+                if answered != counts.get(key, 0) + increment:
+                    raise self._edited(
+                        name, f"journal row #{row.id} counts a horizon it does not follow"
+                    )
+                counts[key] = answered
+            if self.mac_key is not None or row.mac is not None:
+                self._check_mac(name, budget_id, row, previous if before is not None else None)
+            before = previous = row
+        self._check_head(name, budget_id, totals, guarantee, rows[::-1][:2])
+        cursor.execute(
+            self._sql("SELECT key, answered FROM skprivpred_horizon WHERE name = ?"), (name,)
         )
+        stored = {key: int(answered) for key, answered in cursor.fetchall()}
+        if stored != counts:
+            raise self._edited(name, "its horizons' counts differ from those its journal holds")
+
+
+def _close_sums(rows: int, eps: float, delta: float, totals: Totals) -> bool:
+    return (
+        rows == totals.rows
+        and math.isclose(eps, totals.epsilon, rel_tol=1e-9, abs_tol=1e-12)
+        and math.isclose(delta, totals.delta, rel_tol=1e-9, abs_tol=1e-15)
+    )
+
+
+def _same_time(row: _Row, when: float) -> bool:
+    return math.isclose(row.get("time"), when, abs_tol=1e-6)
+
+
+def _step_problem(kind: str, row: _Row, before: _Row | None, after: Totals, sums) -> str | None:
+    """Why a journal row's sums do not follow from the previous row's, or None."""
+    if not _close_sums(sums[0], sums[1], sums[2], after):
+        return "carries sums that differ from the sums of the journal up to it"
+    if kind in ("open", "migrate") and before is None:
+        if kind == "open" and after != ZERO:
+            return "opens the budget with sums that are not zero"
+        return None
+    if before is None:
+        return "is the first of its budget but does not open it"
+    last = before.totals
+    assert last is not None
+    if kind in ("horizon", "migrate", "open"):
+        if kind == "open" or after != last or row.guarantee != before.guarantee:
+            return "changes the sums without charging anything"
+        return None
+    if kind != "charge":
+        return f"is of an unknown kind {kind!r}"
+    n, eps, delta, rho = row.get("rows"), row.get("epsilon"), row.get("delta"), row.get("rho")
+    expected = (last.rows + n, last.epsilon + n * eps, last.delta + n * delta)
+    if (after.rows, after.epsilon, after.delta) != expected:
+        return "carries sums that do not add its charge to the previous row's"
+    zcdp_pure = (after.rho, after.ledger_epsilon, after.ledger_delta) == (
+        last.rho + n * (rho if rho is not None else 0.0),
+        last.ledger_epsilon,
+        last.ledger_delta,
+    )
+    approximate = (after.ledger_epsilon, after.ledger_delta) == (
+        last.ledger_epsilon + n * eps,
+        last.ledger_delta + n * delta,
+    ) and after.rho == last.rho
+    zcdp_stated = (
+        rho is None
+        and (after.ledger_epsilon, after.ledger_delta) == (last.ledger_epsilon, last.ledger_delta)
+        and after.rho >= last.rho
+    )
+    if not (zcdp_pure if delta == 0 else approximate or zcdp_stated):
+        return "carries zCDP sums that do not follow from its charge"
+    if before.guarantee is not None and row.guarantee != before.guarantee:
+        return "changes the per-row guarantee of advanced composition"
+    return None
 
 
 def _identity(info: os.stat_result) -> tuple[int, ...]:
@@ -757,8 +1256,8 @@ def _identity(info: os.stat_result) -> tuple[int, ...]:
 class _SQLiteLedger(_SQLLedger):
     """A SQLite file in WAL mode with ``synchronous=FULL``; writers take ``BEGIN IMMEDIATE``."""
 
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("sqlite:///" + path, timeout)
+    def __init__(self, path: str, timeout: float, key: bytes | None = None) -> None:
+        super().__init__("sqlite:///" + path, timeout, key)
         self.path = path
         self._writers: tuple[int, threading.Lock] | None = None
 
@@ -788,6 +1287,12 @@ class _SQLiteLedger(_SQLLedger):
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'skprivpred_meta'"
         )
         return cursor.fetchone() is not None
+
+    def _refuse_older_clients(self, cursor) -> None:
+        cursor.execute(
+            "CREATE TRIGGER IF NOT EXISTS skprivpred_schema_2 BEFORE INSERT ON skprivpred_charge "
+            f"WHEN NEW.t_rows IS NULL BEGIN SELECT RAISE(ABORT, '{_OLDER_CLIENT}'); END"
+        )
 
     def _file_identity(self) -> tuple[int, ...] | None:
         """Which file the path names, its owner and its mode (a link is not followed)."""
@@ -944,8 +1449,8 @@ class _PostgresLedger(_SQLLedger):
     _serial = "BIGSERIAL PRIMARY KEY"
     _lock_suffix = " FOR UPDATE"
 
-    def __init__(self, url: str, timeout: float) -> None:
-        super().__init__(url, timeout)
+    def __init__(self, url: str, timeout: float, key: bytes | None = None) -> None:
+        super().__init__(url, timeout, key)
         try:
             import psycopg
         except ImportError:
@@ -980,6 +1485,17 @@ class _PostgresLedger(_SQLLedger):
     def _has_schema(self, cursor) -> bool:
         cursor.execute("SELECT to_regclass('skprivpred_meta') IS NOT NULL")
         return bool(cursor.fetchone()[0])
+
+    def _refuse_older_clients(self, cursor) -> None:
+        cursor.execute(
+            "CREATE OR REPLACE FUNCTION skprivpred_schema_2() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN IF NEW.t_rows IS NULL THEN RAISE EXCEPTION "
+            f"'{_OLDER_CLIENT}'; END IF; RETURN NEW; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER skprivpred_schema_2 BEFORE INSERT ON skprivpred_charge "
+            "FOR EACH ROW EXECUTE FUNCTION skprivpred_schema_2()"
+        )
 
     def _driver_errors(self):
         return (self._psycopg.Error,)
@@ -1074,6 +1590,45 @@ def _redact_url(address: str) -> str:
     return start + user_info + location + query
 
 
+#: The connection parameters that hold a password (``passfile`` only says where one is).
+_PASSWORD_PARAMETERS = frozenset({"password", "sslpassword"})
+
+
+def without_password(address: str) -> str:
+    """``address`` with every password removed (not hidden): what may be written to a file.
+
+    Removes the password of the user information (``user:PW@`` becomes
+    ``user@``) and the ``password`` and ``sslpassword`` parameters of a URL's
+    query; a file's path is returned as it is. Whoever opens the address then
+    supplies the password the way libpq finds one: the file named by
+    ``PGPASSFILE`` (or ``passfile=`` in the address), else ``~/.pgpass``, else
+    the ``PGPASSWORD`` environment variable.
+
+    Parameters
+    ----------
+    address : str
+        A ledger's canonical address (``sqlite:///...`` or ``postgresql://...``).
+
+    Returns
+    -------
+    str
+    """
+    if not _URL.match(address) or address.startswith("sqlite:"):
+        return address
+    start, user_info, location, query = _split_url(address)
+    if user_info:
+        user_info = user_info[:-1].split(":", 1)[0]
+        user_info = user_info + "@" if user_info else ""
+    if query:
+        kept = [
+            piece
+            for piece in query[1:].split("&")
+            if unquote_plus(piece.partition("=")[0]).strip().lower() not in _PASSWORD_PARAMETERS
+        ]
+        query = "?" + "&".join(kept) if kept else ""
+    return start + user_info + location + query
+
+
 def _secrets(address: str) -> set[str]:
     """The passwords (and password files) that ``address`` holds, raw and decoded."""
     found = []
@@ -1111,32 +1666,39 @@ if hasattr(os, "register_at_fork"):
 
 
 def default_ledger_path() -> str:
-    """A new file name in this user's private temporary directory (created if needed).
+    """A new file name in a private directory of this user's (created if needed).
 
-    The directory ``$TMPDIR/skprivpred-<uid>`` must be a real directory (not a
-    symbolic link) and, on POSIX systems, owned by this user with mode 0700
-    (:mod:`skprivpred._private_dirs`): anything else may have been prepared by
-    another local user, who could then copy or replace the budget's file, and
-    raises :class:`LedgerError`. On other systems the directory is inside the
-    user's own temporary directory (on Windows ``%LOCALAPPDATA%\\Temp``, which
-    the user's profile permissions protect).
+    The directory (:func:`~skprivpred._private_dirs.own_temporary_directory`)
+    is ``$XDG_RUNTIME_DIR/skprivpred`` when that is this user's runtime
+    directory, else ``$TMPDIR/skprivpred-<uid>``, provided it is a real
+    directory (not a symbolic link) owned by this user with mode 0700. A name
+    that another local user took first (their directory, a link, a directory
+    open to others) is left alone and never used: the ledger then goes to a new
+    directory with a random name that ``mkdtemp`` creates, which no one else can
+    take. On other systems the directory is inside the user's own temporary
+    directory (on Windows ``%LOCALAPPDATA%\\Temp``, which the user's profile
+    permissions protect).
+
+    Raises
+    ------
+    LedgerError
+        If the temporary directory itself lies in a directory that another
+        user controls, or no directory can be created.
     """
-    directory = user_temporary_directory()
     try:
-        make_private_directory(directory)
+        directory = own_temporary_directory()
+    except ValueError as exc:
+        raise LedgerError(
+            f"the default ledger's directory {exc}: another user may have prepared it to "
+            "read, copy or replace the budget's file, so it is not used. Pass "
+            "ledger='path/to/budget.db' in a directory of your own."
+        ) from None
     except OSError as exc:
         raise LedgerError(
-            f"the default ledger's directory {directory} cannot be created: {exc.strerror}. "
-            "Pass ledger='path/to/budget.db' to keep the budget elsewhere."
+            f"no directory for the default ledger can be created in "
+            f"{user_temporary_directory().parent}: {exc.strerror}. Pass "
+            "ledger='path/to/budget.db' to keep the budget elsewhere."
         ) from None
-    problem = private_directory_problem(directory)
-    if problem is not None:
-        raise LedgerError(
-            f"the default ledger's directory {directory} {problem}: another user may have "
-            "prepared it to read, copy or replace the budget's file, so it is not used. "
-            "Remove it if you do not know where it comes from, or pass "
-            "ledger='path/to/budget.db' in a directory of your own."
-        )
     return str(directory / f"budget-{uuid.uuid4().hex}.db")
 
 
@@ -1162,7 +1724,9 @@ def _close_connections() -> None:
         ledger._drop_connection()
 
 
-def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
+def open_ledger(
+    ledger: Any, timeout: float, key_file: str | os.PathLike | None = None
+) -> tuple[Ledger, bool]:
     """The ledger at ``ledger``, and whether it is a new default (temporary) ledger.
 
     Parameters
@@ -1175,6 +1739,8 @@ def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
         ledger.
     timeout : float
         Seconds to wait for a lock (and for a server connection).
+    key_file : str or os.PathLike, default=None
+        A file holding the key of the journal's MAC (file and server ledgers).
 
     Returns
     -------
@@ -1182,12 +1748,17 @@ def open_ledger(ledger: Any, timeout: float) -> tuple[Ledger, bool]:
     temporary : bool
     """
     if isinstance(ledger, str) and ledger == ":memory:":
+        if key_file is not None:
+            raise ValueError(
+                "ledger_key_file signs a file or server ledger's journal; a ':memory:' "
+                "ledger has none to sign: pass ledger_key_file=None."
+            )
         return _MemoryLedger(), False
     if isinstance(ledger, Ledger):
         return ledger, False
     temporary = ledger is None
     url = "sqlite:///" + default_ledger_path() if temporary else open_ledger_url(ledger)
-    return reopen_ledger(url, timeout), temporary
+    return reopen_ledger(url, timeout, key_file), temporary
 
 
 def open_ledger_url(ledger: Any) -> str:
@@ -1217,17 +1788,24 @@ def sqlite_path(url: str) -> str | None:
     return url[len("sqlite:///") :] if url.startswith("sqlite:///") else None
 
 
-def reopen_ledger(url: str, timeout: float) -> Ledger:
-    """The persistent ledger at ``url`` (one object per address and process)."""
+def reopen_ledger(url: str, timeout: float, key_file: str | os.PathLike | None = None) -> Ledger:
+    """The persistent ledger at ``url`` (one object per address, key and process).
+
+    With ``key_file``, the journal rows it writes carry a MAC with the key in
+    that file, and every row it reads must carry a valid one
+    (:func:`_read_key`: a file of this user's, mode 0600).
+    """
+    secret = None if key_file is None else _read_key(key_file)
+    fingerprint = "" if secret is None else hashlib.sha256(secret).hexdigest()[:16]
     with _OPEN_LOCK:
-        key = f"{url}#{timeout!r}"
+        key = f"{url}#{timeout!r}#{fingerprint}"
         ledger = _OPEN.get(key)
         if ledger is None:
             path = sqlite_path(url)
             if path is not None:
-                ledger = _SQLiteLedger(path, timeout)
+                ledger = _SQLiteLedger(path, timeout, secret)
             else:
-                ledger = _PostgresLedger(url, timeout)
+                ledger = _PostgresLedger(url, timeout, secret)
             _OPEN[key] = ledger
         return ledger
 

@@ -24,14 +24,17 @@ protect the rest.
 
 from __future__ import annotations
 
+import atexit
 import os
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 __all__ = [
     "foreign_control",
     "make_private_directory",
+    "own_temporary_directory",
     "private_directory_problem",
     "user_temporary_directory",
 ]
@@ -42,6 +45,78 @@ def user_temporary_directory() -> Path:
     getuid = getattr(os, "getuid", None)
     user = str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
     return Path(tempfile.gettempdir()) / f"skprivpred-{user}"
+
+
+#: The fresh directories this process created because every fixed name was taken, by pid.
+_FRESH: dict[tuple[int, Path], Path] = {}
+_FRESH_LOCK = threading.Lock()
+
+
+def own_temporary_directory() -> Path:
+    """A private directory of this user's for the library's temporary files (the default ledger).
+
+    The first of these that is, or can be made, a real directory owned by this
+    user with mode 0700 (:func:`private_directory_problem`):
+
+    1. ``$XDG_RUNTIME_DIR/skprivpred``, if ``XDG_RUNTIME_DIR`` names this user's
+       private runtime directory (a local ``tmpfs`` where SQLite's WAL works; it
+       is often unset for services);
+    2. ``$TMPDIR/skprivpred-<uid>``;
+    3. a new directory ``$TMPDIR/skprivpred-<uid>-XXXXXXXX`` with a random name,
+       created by ``mkdtemp`` (atomically, mode 0700, never one that existed),
+       one per process and removed when that process exits if it is empty.
+
+    Another local user can create the fixed name of step 2 first (a directory of
+    theirs, or one open to everyone): it is then left alone, never used, and the
+    fresh directory of step 3 is used instead, which no one else can take. The
+    home directory is not used: it may be read-only, or on NFS, where SQLite's
+    WAL mode fails.
+
+    Raises
+    ------
+    ValueError
+        If the temporary directory itself lies in a directory another user
+        controls (``$TMPDIR`` owned by another user): the sentence names it.
+    OSError
+        If the fresh directory cannot be created.
+    """
+    candidates = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        try:
+            if private_directory_problem(runtime) is None:
+                candidates.append(Path(runtime) / "skprivpred")
+        except OSError:
+            pass  # a runtime directory that does not exist (any more)
+    candidates.append(user_temporary_directory())
+    for directory in candidates:
+        try:
+            make_private_directory(directory)
+            if private_directory_problem(directory) is None:
+                return directory
+        except OSError:
+            continue  # taken by a file of another user's, or no permission: the next one
+    with _FRESH_LOCK:
+        key = (os.getpid(), candidates[-1])
+        fresh = _FRESH.get(key)
+        if fresh is None or not os.path.isdir(fresh):
+            fresh = Path(tempfile.mkdtemp(prefix=candidates[-1].name + "-"))
+            _FRESH[key] = fresh
+    problem = private_directory_problem(fresh)
+    if problem is not None:
+        raise ValueError(f"{fresh} {problem}")
+    return fresh
+
+
+@atexit.register
+def _remove_fresh_directory() -> None:
+    """At exit of the process that created it, remove its fresh directory if it is empty."""
+    for (pid, _), fresh in list(_FRESH.items()):
+        if pid == os.getpid():
+            try:
+                os.rmdir(fresh)
+            except OSError:
+                pass
 
 
 def make_private_directory(directory: str | os.PathLike) -> None:

@@ -52,6 +52,8 @@ from ._ledger import (
     open_ledger_url,
     redact,
     reopen_ledger,
+    reopen_ledger_later,
+    without_password,
 )
 from .exceptions import (
     BudgetExhaustedError,
@@ -563,6 +565,38 @@ _RECORDING: contextvars.ContextVar[tuple[tuple[tuple[str, str, str], ChargeRecor
 )
 
 
+#: Names the ledger key file of accountants given none (the service's --ledger-key-file).
+LEDGER_KEY_FILE_VARIABLE = "SKPRIVPRED_LEDGER_KEY_FILE"
+
+
+def _key_file_from_environment() -> str | None:
+    value = os.environ.get(LEDGER_KEY_FILE_VARIABLE)
+    return os.path.abspath(value) if value else None
+
+
+#: Set while an accountant is written to a file (a model file): its address loses its password.
+_FOR_A_FILE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "skprivpred_for_a_file", default=False
+)
+
+
+@contextlib.contextmanager
+def ledger_addresses_without_passwords() -> Iterator[None]:
+    """Within the block, accountants serialise their ledger's address without its password.
+
+    For files that outlive the process (a model file): a password written there
+    would be read by whoever reads the file. A process that loads such a copy
+    supplies the password the way libpq finds one (``PGPASSFILE``,
+    ``~/.pgpass``, ``PGPASSWORD``). Pickles made outside the block (joblib
+    workers of this process) keep the full address.
+    """
+    token = _FOR_A_FILE.set(True)
+    try:
+        yield
+    finally:
+        _FOR_A_FILE.reset(token)
+
+
 class PrivacyAccountant:
     """A privacy budget that query calls charge before they answer, kept in a ledger.
 
@@ -654,6 +688,18 @@ class PrivacyAccountant:
     timeout : float, default=10.0
         Seconds a charge waits for a ledger that another writer holds locked
         (or for a server connection) before raising :class:`LedgerError`.
+    ledger_key_file : str or os.PathLike, default=None
+        A file holding a secret key (at least 16 bytes, owned by this user,
+        mode 0600; kept outside the database): every journal row of the budget
+        then carries an HMAC-SHA256 chained to the previous row, so that
+        someone who can rewrite every row of the database, but has not the key,
+        cannot rewrite the spending consistently. Fixed when the budget is
+        created: a budget created with a key is charged only with that key, one
+        created without a key (or migrated from an older ledger) takes none.
+        ``None``: the file named by the ``SKPRIVPRED_LEDGER_KEY_FILE``
+        environment variable, if it is set (the service's
+        ``--ledger-key-file``), else no key. Only the file's path is kept (in
+        pickles and model files), never the key. Not with ``":memory:"``.
 
     Attributes
     ----------
@@ -671,6 +717,11 @@ class PrivacyAccountant:
     -----
     A charge is checked and recorded in one transaction of the ledger, so
     concurrent calls from threads, processes and machines can never overspend.
+    The ledger is tamper-evident: each journal row carries the sums after it;
+    every charge and every read compares the budget's stored sums with its
+    newest journal row, and an accountant checks the whole journal once before
+    its first use (when it is created, or first used after unpickling). An
+    edited ledger raises :class:`LedgerError` and nothing is charged.
     The accountant remembers the newest charge of its budget that it has seen
     (and a pickled copy carries it): a ledger that no longer holds it was
     replaced by an older copy, which would roll spending back, and every
@@ -696,11 +747,14 @@ class PrivacyAccountant:
         "n_queries": [_COUNT, None],
         "name": [str, None],
         "timeout": [_POSITIVE],
+        "ledger_key_file": [str, os.PathLike, None],
     }
 
     # The newest journal row of this budget seen by this object (and its pickled copies),
     # and the largest count seen of each horizon: a ledger behind them was rolled back.
     _seen: Mark | None = None
+    _verified: bool = False
+    ledger_key_file: str | None
     _horizons_seen: dict[str, int]
     _ledger: Ledger
     _temporary: bool
@@ -716,6 +770,7 @@ class PrivacyAccountant:
         ledger: str | os.PathLike | PrivacyAccountant | None = None,
         name: str | None = None,
         timeout: float = 10.0,
+        ledger_key_file: str | os.PathLike | None = None,
     ) -> None:
         validate_parameter_constraints(
             self._parameter_constraints,
@@ -727,6 +782,7 @@ class PrivacyAccountant:
                 "n_queries": n_queries,
                 "name": name,
                 "timeout": timeout,
+                "ledger_key_file": ledger_key_file,
             },
             type(self).__name__,
         )
@@ -754,10 +810,23 @@ class PrivacyAccountant:
         self.timeout = float(timeout)
         self._horizons_seen = {}
         if isinstance(ledger, PrivacyAccountant):
+            if ledger_key_file is not None:
+                raise InvalidParameterError(
+                    "ledger_key_file cannot be given with ledger=<a PrivacyAccountant>: the "
+                    "budget is kept in that accountant's ledger, with its key."
+                )
+            self.ledger_key_file = ledger.ledger_key_file
             self._ledger, self._temporary = ledger._ledger, ledger._temporary
         else:
-            self._ledger, self._temporary = open_ledger(ledger, self.timeout)
+            if ledger_key_file is None and not (isinstance(ledger, str) and ledger == ":memory:"):
+                ledger_key_file = _key_file_from_environment()
+            self.ledger_key_file = (
+                None if ledger_key_file is None else os.path.abspath(os.fspath(ledger_key_file))
+            )
+            self._ledger, self._temporary = open_ledger(ledger, self.timeout, self.ledger_key_file)
+        # create() checks the whole journal of an existing budget (LedgerError if edited).
         self._budget_id, self._seen = self._ledger.create(self.name, self._terms())
+        self._verified = True
         if self._temporary:
             mark_temporary(self._ledger)
 
@@ -802,8 +871,9 @@ class PrivacyAccountant:
         if isinstance(ledger, str) and ledger == ":memory:":
             raise ValueError("relocate needs a file or server ledger, got ':memory:'.")
         url = open_ledger_url(ledger)
-        moved = reopen_ledger(url, self.timeout)
-        # Raises LedgerError if it is not this budget, or an older copy of it.
+        moved = reopen_ledger(url, self.timeout, self.ledger_key_file)
+        # Raises LedgerError if it is not this budget, an older copy of it, or edited.
+        moved.verify(self.name, self._budget_id)
         state = moved.state(self.name, self._budget_id, seen=self._seen)
         self._ledger, self._temporary = moved, False
         self._saw(state.mark)
@@ -819,7 +889,8 @@ class PrivacyAccountant:
         state = self.__dict__.copy()
         state["_horizons_seen"] = dict(self._horizons_seen)
         if self._ledger.persistent:
-            state["_ledger"] = self._ledger.url
+            url = self._ledger.url
+            state["_ledger"] = without_password(url) if _FOR_A_FILE.get() else url
         else:  # this process's memory: only a copy unpickled in this very process reattaches
             ledger = cast(Any, self._ledger)
             state["_ledger"] = ("memory", ledger.key, ledger.pid)
@@ -832,8 +903,14 @@ class PrivacyAccountant:
         if isinstance(state["_ledger"], tuple):
             state["_ledger"] = memory_ledger(*state["_ledger"][1:])
         else:
-            state["_ledger"] = reopen_ledger(state["_ledger"], state["timeout"])
+            # The environment's key file (the service's --ledger-key-file) wins over the
+            # path the copy carries: the key may live elsewhere on the machine that loads it.
+            key_file = _key_file_from_environment() or state.get("ledger_key_file")
+            state["ledger_key_file"] = key_file
+            state["_ledger"] = reopen_ledger_later(state["_ledger"], state["timeout"], key_file)
         state.setdefault("_horizons_seen", {})
+        state.setdefault("ledger_key_file", None)
+        state["_verified"] = False  # the whole journal is checked before the copy's first use
         self.__dict__.update(state)
 
     # -- what this object has seen of its budget -----------------------------------
@@ -843,8 +920,31 @@ class PrivacyAccountant:
         if mark is not None and (seen is None or mark.id > seen.id):
             self._seen = mark
 
+    def check_ledger(self) -> None:
+        """Check the budget's whole journal now (see Notes); raise if the ledger was edited.
+
+        Every journal row's sums must follow from the previous row's and its
+        charge, the stored sums and horizons must equal those of the newest rows,
+        and, with a ledger key, every row's MAC must match. A service calls it
+        before it starts answering.
+
+        Raises
+        ------
+        LedgerError
+            If the ledger cannot be used, or fails the check.
+        """
+        self._ledger.verify(self.name, self._budget_id)
+        self._verified = True
+
+    def _check_journal(self) -> None:
+        """Check the whole journal once, before a copy's first use (create() checked it)."""
+        if not self._verified:
+            self._ledger.verify(self.name, self._budget_id)
+            self._verified = True
+
     def _state(self, horizon_key: str | None = None) -> LedgerState:
         """The budget as stored, refusing a ledger older than what this object has seen."""
+        self._check_journal()
         state = self._ledger.state(self.name, self._budget_id, horizon_key, seen=self._seen)
         self._saw(state.mark)
         if horizon_key is not None:
@@ -1196,6 +1296,8 @@ class PrivacyAccountant:
                     record.epsilon_spent, record.delta_spent = spent
 
     def _commit(self, budgets: list[PrivacyAccountant], steps: list[Step]) -> list[Mark | None]:
+        for budget in budgets:
+            budget._check_journal()
         marks = self._ledger.transact(steps)
         for budget, mark in zip(budgets, marks):
             budget._saw(mark)
@@ -1417,6 +1519,7 @@ class PrivacyAccountant:
             ``epsilon``, ``delta`` and ``rho`` (per row; ``rho`` is given for
             pure charges only). A DataFrame if pandas is installed.
         """
+        self._check_journal()
         records = self._ledger.journal(self.name, self._budget_id, seen=self._seen)
         try:
             import pandas as pd

@@ -478,6 +478,7 @@ def shared_tmp(monkeypatch, tmp_path_factory):
     root = tempfile.mkdtemp(prefix="skprivpred-shared-", dir="/tmp")
     os.chmod(root, 0o1777)
     monkeypatch.setattr(tempfile, "tempdir", root)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # else the default ledger goes there
     yield Path(root)
     shutil.rmtree(root, ignore_errors=True)
 
@@ -497,31 +498,72 @@ def as_another_user(*command: str) -> None:
     )
 
 
+def _in_a_fresh_directory(acc: PrivacyAccountant, shared: Path) -> Path:
+    """The default ledger's directory: new, this user's, 0700, named after the fixed name."""
+    path = Path(acc.ledger_url[len("sqlite:///") :])
+    directory = path.parent
+    assert directory.parent == shared and directory != private_directory(shared)
+    assert directory.name.startswith(private_directory(shared).name + "-")
+    info = directory.lstat()
+    assert info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
+    return directory
+
+
 @pytest.mark.parametrize("mode", ["0777", "0700"])
-def test_a_default_directory_prepared_by_another_user_is_refused(shared_tmp, mode):
-    # Another local user creates the directory first (as the red team did, with 0777).
+def test_a_default_directory_prepared_by_another_user_is_left_alone(shared_tmp, mode):
+    # Another local user creates the directory first (as the red team did, with 0777): it
+    # used to make every accountant with the default ledger refuse.
     as_another_user("mkdir", "-m", mode, str(private_directory(shared_tmp)))
     assert os.stat(private_directory(shared_tmp)).st_uid == 65534
-    with pytest.raises(LedgerError, match=r"is owned by uid 65534, not by this user.*not used"):
-        PrivacyAccountant(epsilon=10.0)
-    assert os.listdir(private_directory(shared_tmp)) == []  # no budget file was created there
+    acc = PrivacyAccountant(epsilon=10.0)
+    acc.charge(8, 1.0)
+    _in_a_fresh_directory(acc, shared_tmp)
+    assert os.listdir(private_directory(shared_tmp)) == []  # nothing was created in theirs
+    copy_ = pickle.loads(pickle.dumps(acc))  # a copy charges the same budget
+    with pytest.raises(BudgetExhaustedError):
+        copy_.charge(3, 1.0)
+    assert acc.queries_answered == 8
 
 
-def test_a_default_directory_that_is_a_link_or_open_to_others_is_refused(shared_tmp):
+def test_a_default_directory_chowned_to_another_uid_or_open_is_left_alone(shared_tmp):
+    if os.geteuid() != 0:
+        pytest.skip("handing a directory to another uid needs root")
+    directory = private_directory(shared_tmp)
+    directory.mkdir(mode=0o700)
+    os.chown(directory, 65534, 65534)
+    first = PrivacyAccountant(epsilon=10.0)
+    fresh = _in_a_fresh_directory(first, shared_tmp)
+    second = PrivacyAccountant(epsilon=10.0)  # one fresh directory per process
+    assert _in_a_fresh_directory(second, shared_tmp) == fresh
+    assert first.ledger_url != second.ledger_url and os.listdir(directory) == []
+    os.chown(directory, 0, 0)
+    os.chmod(directory, 0o777)  # this user's, but open to others: left alone too
+    _in_a_fresh_directory(PrivacyAccountant(epsilon=10.0), shared_tmp)
+    assert os.listdir(directory) == []
+
+
+def test_a_default_directory_that_is_a_link_is_left_alone_and_a_private_one_used(shared_tmp):
     directory = private_directory(shared_tmp)
     elsewhere = shared_tmp / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     directory.symlink_to(elsewhere)
-    with pytest.raises(LedgerError, match="is a symbolic link"):
-        PrivacyAccountant(epsilon=10.0)
+    _in_a_fresh_directory(PrivacyAccountant(epsilon=10.0), shared_tmp)
+    assert os.listdir(elsewhere) == []
     directory.unlink()
-    directory.mkdir()
-    os.chmod(directory, 0o777)
-    with pytest.raises(LedgerError, match="has mode 0777, not 0700"):
-        PrivacyAccountant(epsilon=10.0)
-    assert os.listdir(directory) == [] and os.listdir(elsewhere) == []
-    os.chmod(directory, 0o700)  # once it is private, it is used
+    directory.mkdir(mode=0o700)  # once it is private, it is used
     assert PrivacyAccountant(epsilon=10.0).ledger_url.startswith(f"sqlite:///{directory}/")
+
+
+def test_the_default_ledger_prefers_a_private_runtime_directory(shared_tmp, monkeypatch):
+    runtime = shared_tmp / "run-user"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    acc = PrivacyAccountant(epsilon=10.0)
+    assert acc.ledger_url == f"sqlite:///{runtime}/skprivpred/{Path(acc.ledger_url).name}"
+    os.chmod(runtime, 0o755)  # not a private runtime directory: not used
+    assert PrivacyAccountant(epsilon=10.0).ledger_url.startswith(
+        f"sqlite:///{private_directory(shared_tmp)}/"
+    )
 
 
 def file_mode(path) -> int:
@@ -610,7 +652,7 @@ def test_a_ledger_restored_from_a_backup_is_refused(ledger_url, tmp_path):
     else:
         sqlite_restore(backup, Path(ledger_url))
     # The running accountant refuses: before the fix it read 0.0 spent and charged 10 more.
-    with pytest.raises(LedgerError, match="no longer holds charge #.*older copy") as e:
+    with pytest.raises(LedgerError, match="no longer holds journal row #.*older copy") as e:
         acc.charge(1, 1.0)
     assert "never restored from a backup" in str(e.value)
     for read in (acc.spent, lambda: acc.queries_answered, acc.history):
@@ -645,9 +687,9 @@ def test_a_restored_ledger_cannot_roll_a_horizon_back(tmp_path):
     horizon = ("rounds-of-one-run", 10)
     acc.advance_horizon(2, horizon)
     backup = sqlite_backup(path)
-    acc.advance_horizon(7, horizon)  # steps only: no journal row
+    acc.advance_horizon(7, horizon)  # steps only: a journal row of the horizon's
     sqlite_restore(backup, path)
-    with pytest.raises(LedgerError, match="counts 2 rows answered in a horizon where this"):
+    with pytest.raises(LedgerError, match="no longer holds journal row #.*older copy"):
         acc.advance_horizon(1, horizon)
     with pytest.raises(LedgerError, match="older copy"):
         acc.horizon_answered("rounds-of-one-run")

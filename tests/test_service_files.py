@@ -401,6 +401,7 @@ def test_the_default_directory_in_a_folder_another_user_owns_is_refused(
 ):
     _as_another_user("mkdir", "-m", "755", str(shared / "their-tmp"))
     monkeypatch.setattr(tempfile, "tempdir", str(shared / "their-tmp"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     with pytest.raises(LedgerError, match=rf"lies in {shared}/their-tmp \(owner uid {OTHER}"):
         PrivacyAccountant(epsilon=1.0)
     # The private directory was created (by this user, 0700) but holds no budget.

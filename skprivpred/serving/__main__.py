@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         "--ledger",
         help="the model's budget under another address (a mounted file, a server URL)",
     )
+    parser.add_argument(
+        "--ledger-key-file",
+        help="a file holding the key of the ledger journal's MAC (owned by this user, mode "
+        "0600, kept outside the database); default: the path the model file names, if any",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on")
     parser.add_argument(
@@ -168,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     from ._model import budget_of, load_model
 
     model_path = os.path.abspath(args.model)
+    if args.ledger_key_file:
+        from ..accounting import LEDGER_KEY_FILE_VARIABLE
+
+        # Read by every accountant loaded here and in the workers (they inherit it).
+        os.environ[LEDGER_KEY_FILE_VARIABLE] = os.path.abspath(args.ledger_key_file)
     temporary_metrics = None
     try:
         # Loading the model does not import prometheus_client, which reads the metrics
@@ -214,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             unknown_categories=args.unknown_categories,
         )
         budget = budget_of(model)
+        budget.check_ledger()  # an edited ledger (or a missing key) stops the command here
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
         print(f"skprivpred.serving: {_one_line(exc)}", file=sys.stderr)
         _remove(temporary_metrics)

@@ -19,8 +19,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._private_dirs import foreign_control
-from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from ._trust import check_svms, check_trees, default_trusted_types, process_local
+from ..accounting import (
+    GuaranteeUnit,
+    PrivacyAccountant,
+    PrivacyGuarantee,
+    ledger_addresses_without_passwords,
+)
+from ._trust import _objects, check_svms, check_trees, default_trusted_types, process_local
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "releases_at_fit", "save_model"]
 
@@ -122,6 +127,13 @@ def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
     :func:`load_model` refuses such a file). The accountant is saved by
     address, so every process that loads the file charges the same ledger.
 
+    No password is ever written to the file: a PostgreSQL ledger's address is
+    saved without the password of its user information and without its
+    ``password`` and ``sslpassword`` parameters. The process that loads the
+    file supplies the password the way libpq finds one: the password file
+    named by ``PGPASSFILE`` (or by ``passfile=`` in the address), else
+    ``~/.pgpass`` (mode 0600), else the ``PGPASSWORD`` environment variable.
+
     Parameters
     ----------
     estimator : estimator
@@ -131,7 +143,11 @@ def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
         file deleted when the process that created it exits. Not an
         everlasting predictor (:class:`~skprivpred.PrivateEverlastingClassifier`,
         :class:`~skprivpred.GenericBBLClassifier`), whose phase state lives in
-        the process that fitted it.
+        the process that fitted it. Not a
+        :class:`~skprivpred.SubsampleAggregateClassifier` with
+        ``on_exhausted="student"`` whose student is not fitted yet: call
+        ``fit_student(X_public)`` first (the pairs it would learn from at the
+        horizon live in the process that answered them).
     path : str or os.PathLike
         Where to write (conventionally ``model.skops``).
 
@@ -170,16 +186,20 @@ def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
     local = process_local(estimator)
     if local is not None:
         raise ValueError(_process_local_message(local))
+    pending = pending_student(estimator)
+    if pending is not None:
+        raise ValueError(_pending_student_message(pending))
     sio = _skops_io()
     try:
-        data = sio.dumps(
-            {
-                "format": _FORMAT,
-                "version": _VERSION,
-                "versions": _saving_versions(),
-                "estimator": estimator,
-            }
-        )
+        with ledger_addresses_without_passwords():
+            data = sio.dumps(
+                {
+                    "format": _FORMAT,
+                    "version": _VERSION,
+                    "versions": _saving_versions(),
+                    "estimator": estimator,
+                }
+            )
     except TypeError as exc:  # skops's UnsupportedTypeException says which type
         raise TypeError(f"save_model cannot write this estimator: {exc}") from None
     extra = sorted(set(sio.get_untrusted_types(data=data)) - set(default_trusted_types()))
@@ -192,6 +212,37 @@ def save_model(estimator: BaseEstimator, path: str | os.PathLike) -> None:
             stacklevel=2,
         )
     _write_private(os.fspath(path), data)
+
+
+def pending_student(model: Any) -> Any:
+    """The first part of ``model`` that would hand off to a student not fitted yet, or None.
+
+    A :class:`~skprivpred.SubsampleAggregateClassifier` with
+    ``on_exhausted="student"`` fits its student, at the horizon, on the
+    (query, answer) pairs it released: those live in the Python process that
+    answered them, while the horizon is counted in the ledger. Loaded by several
+    workers, or again after a restart, each copy would hold only its own pairs
+    (or none, and refuse every request once the ledger's horizon is spent).
+    """
+    for obj in _objects(model):
+        if (
+            getattr(obj, "on_exhausted", None) == "student"
+            and getattr(obj, "mode_", "student") != "student"
+        ):
+            return obj
+    return None
+
+
+def _pending_student_message(part: Any) -> str:
+    return (
+        f"{type(part).__name__} with on_exhausted='student' cannot be saved for a service "
+        "before its student is fitted: the student learns from the (query, answer) pairs "
+        "released by the process that answered them, which other workers and a restarted "
+        "service do not have, while the spent horizon stays in the ledger. Fit the student "
+        "first, on public rows (estimator.fit_student(X_public): charged like any query, "
+        "within the horizon), then save the model: every worker then answers from that "
+        "one student, free."
+    )
 
 
 def _process_local_message(part: Any) -> str:
@@ -254,8 +305,9 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
     ValueError
         If the file is not a model written by :func:`save_model` (a pickle, a
         file of another kind, a damaged archive), holds an untrusted type, a
-        malformed decision tree, inconsistent libsvm arrays or an everlasting
-        predictor, or could have been read or written by another user. The message is one line.
+        malformed decision tree, inconsistent libsvm arrays, an everlasting
+        predictor or a student hand-off whose student is not fitted, or could
+        have been read or written by another user. The message is one line.
     """
     name = os.fspath(path)
     # O_NONBLOCK: a FIFO in the file's place must not block the command.
@@ -304,6 +356,9 @@ def load_model(path: str | os.PathLike, *, trusted: Iterable[str | type] | None 
     local = process_local(estimator)
     if local is not None:
         raise ValueError(f"{name!r} is refused: {_process_local_message(local)}")
+    pending = pending_student(estimator)
+    if pending is not None:
+        raise ValueError(f"{name!r} is refused: {_pending_student_message(pending)}")
     _check_versions(name, payload.get("versions"))
     return estimator
 
