@@ -44,15 +44,19 @@ lets depend on its own whole block), the boundary:
 - gives the code a **copy of its own**: the code is pickled once per boundary
   call with ``cloudpickle`` (:func:`user_code`; closures and lambdas by value,
   so a closure cell, a default argument or an attribute written by one unit is
-  never seen by another), and unpickled for every unit. Code that cannot be
-  pickled is refused with an :class:`~skprivpred.exceptions.InvalidParameterError`
-  before anything is read or charged;
-- hands the unit as **an object of its own** (:func:`freeze_rows`, then
-  :func:`handed_rows` at every call): writing into it, or into its metadata,
+  never seen by another), and unpickled for every unit (only code objects and
+  modules, immutable or shared by reference anyway, are not rebuilt). Code that
+  cannot be pickled is refused with an
+  :class:`~skprivpred.exceptions.InvalidParameterError` before anything is read
+  or charged;
+- hands the unit as **an object of its own** (rows: :func:`freeze_rows`, then
+  :func:`handed_rows` at every call; a teacher's training block: a writeable
+  copy of its own at every fit): writing into it, or into its metadata,
   changes neither the caller's rows nor what the next code or unit sees;
-- runs the code under :func:`teacher_call` (warnings captured and dropped, every
-  floating-point condition ignored, numpy's error state, scikit-learn's
-  configuration and numpy's and Python's global random states restored);
+- runs the code as :func:`teacher_call` does (the teachers' lock held for the
+  run, warnings captured and dropped, every floating-point condition ignored;
+  the warning filters, numpy's error state, scikit-learn's configuration and
+  numpy's and Python's global random states set back after every unit);
 - **validates the output** (the caller's ``check``: allowed set, shape,
   finiteness) inside the same guard, and gives the unit a **fixed public
   fallback** whenever the code raises (any ``Exception``) or its output fails
@@ -572,10 +576,11 @@ def call_user_code(
     one ``cloudpickle`` payload made here, once: :func:`user_code`) is called
     as ``call(copy, *handed)``, where ``handed`` holds
     :func:`handed_rows` of each part of the unit (an object of its own: a
-    fresh view of a frozen array, a copy of anything else), inside
+    fresh view of a frozen array, a copy of anything else), guarded as by
     :func:`teacher_call`: warnings captured and dropped, every floating-point
-    condition ignored, numpy's error state, scikit-learn's configuration and
-    numpy's and Python's global random states restored after the unit.
+    condition ignored, and the warning filters, numpy's error state,
+    scikit-learn's configuration and numpy's and Python's global random states
+    set back after the unit (:class:`_RunState`).
     ``check(output)`` converts and validates the output (allowed set, shape,
     finiteness) inside the same guard and returns the unit's value. If the
     call or the check raises any ``Exception``, the unit's value is
