@@ -641,7 +641,7 @@ def _row_units(X) -> tuple[list[tuple], np.ndarray]:
     matrix.
     """
     if hasattr(X, "iloc"):
-        keys = [pickle.dumps(row) for row in X.itertuples(index=False, name=None)]
+        keys = [_row_key(row, i) for i, row in enumerate(X.itertuples(index=False, name=None))]
         distinct, inverse = _first_of(keys)
         units = []
         for i in distinct:
@@ -663,12 +663,12 @@ def _row_units(X) -> tuple[list[tuple], np.ndarray]:
         X = X[:, None]
     if X.dtype == object:
         immutable = all(isinstance(v, _IMMUTABLE) for v in X.flat)
-        keys = [pickle.dumps(X[i : i + 1]) for i in range(X.shape[0])]
+        keys = [_row_key(X[i : i + 1], i) for i in range(X.shape[0])]
         distinct, inverse = _first_of(keys)
         units = []
         for i in distinct:
             row = X[int(i) : int(i) + 1]
-            units.append((row.copy() if immutable else _DeepCopied(row),))
+            units.append((row.copy() if immutable else _deep_or_shallow(row),))
         return units, inverse
     frozen = freeze_rows(np.ascontiguousarray(X))
     if frozen.shape[0] == 0:
@@ -691,11 +691,31 @@ class _DeepCopied:
         return copy.deepcopy(self.value)
 
 
+def _deep_or_shallow(row: np.ndarray) -> Any:
+    """A one-row object array's unit: deep-copied at every call, or a copy if it cannot be."""
+    try:
+        return _DeepCopied(row)
+    except Exception:  # noqa: BLE001 - values that cannot be deep-copied: a copy of the row
+        return row.copy()
+
+
 def _hand(part: Any) -> Any:
     """What user code is handed of one part of a unit, at one call: an object of its own."""
     if isinstance(part, _DeepCopied):
         return part.handed()
     return handed_rows(part)
+
+
+def _row_key(row: Any, i: int) -> bytes:
+    """The bytes two rows share exactly when they are the same values (pickled).
+
+    A row whose values cannot be pickled gets a key of its own (it is evaluated
+    alone): never an exception, whose presence would depend on the rows.
+    """
+    try:
+        return pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - any failure: no sharing for this row
+        return b"\x00" + i.to_bytes(8, "little")  # a pickle never starts with a zero byte
 
 
 def _first_of(keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
