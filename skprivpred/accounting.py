@@ -62,6 +62,7 @@ from .exceptions import (
     LedgerError,
 )
 from .utils._param_validation import (
+    Data,
     Interval,
     Options,
     StrOptions,
@@ -747,7 +748,7 @@ class PrivacyAccountant:
         "n_queries": [_COUNT, None],
         "name": [str, None],
         "timeout": [_POSITIVE],
-        "ledger_key_file": [str, os.PathLike, None],
+        "ledger_key_file": [str, Data(os.PathLike), None],
     }
 
     # The newest journal row of this budget seen by this object (and its pickled copies),
