@@ -137,7 +137,12 @@ async def send(
         "path": path,
         "raw_path": path.encode(),
         "query_string": b"",
-        "headers": [(b"content-length", str(len(body)).encode()), *headers],
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-length", str(len(body)).encode()),
+            *([(b"content-type", b"application/json")] if method == "POST" else []),
+            *headers,
+        ],
         "http_version": "1.1",
         "scheme": "http",
         "server": ("127.0.0.1", 80),
