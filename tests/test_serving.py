@@ -1077,7 +1077,17 @@ def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, serv
     assert "RowsRequest" not in schemas
     assert schemas["RecordsRequest"]["properties"]["records"]["maxItems"] == 15
     predict = document["paths"]["/predict"]["post"]
-    assert set(predict["responses"]) == {"200", "400", "401", "413", "415", "422", "429", "500", "503"}
+    assert set(predict["responses"]) == {
+        "200",
+        "400",
+        "401",
+        "413",
+        "415",
+        "422",
+        "429",
+        "500",
+        "503",
+    }
     for endpoint in ("/budget", "/guarantee", "/card", "/metrics", "/health", "/openapi.json"):
         assert "get" in document["paths"][endpoint], endpoint
 
