@@ -208,8 +208,8 @@ def test_one_rule_for_the_key_headers(tmp_path, start):
         ([named, ("Authorization", "Bearer")], 401),  # a bare Bearer
         ([named, ("Authorization", "Bearer ")], 401),
         ([named, ("Authorization", "Digest username=alpha")], 401),
-        ([named, ("Authorization", "Bearer wrong-key-0123456789")], 400),  # two that disagree
-        ([named, ("Authorization", f"Bearer {KEY_B}")], 400),  # two valid keys that disagree
+        ([named, ("Authorization", "Bearer wrong-key-0123456789")], 401),  # two that disagree
+        ([named, ("Authorization", f"Bearer {KEY_B}")], 401),  # two valid keys that disagree
         ([named, named], 400),  # a repeated key header
         ([("Authorization", f"Bearer {KEY_A}"), ("Authorization", f"Bearer {KEY_A}")], 400),
         ([("Authorization", f"Basic {KEY_A}")], 401),

@@ -223,9 +223,9 @@ class _Service:
         """The key a request presents: ``X-API-Key: KEY`` or ``Authorization: Bearer KEY``.
 
         One rule, whatever the key: a header given twice (400), an
-        ``Authorization`` of any other scheme or a ``Bearer`` with no key (401),
-        or both headers with different keys (400) are refused, never passed
-        over for the other header.
+        ``Authorization`` of any other scheme, a ``Bearer`` with no key, or both
+        headers with different keys (401) are refused, never passed over for
+        the other header.
         """
         named = request.headers.getlist("x-api-key")
         authorization = request.headers.getlist("authorization")
@@ -252,7 +252,7 @@ class _Service:
             and not hmac.compare_digest(key.encode(), bearer.encode())
         ):
             raise _Refused(
-                400, "X-API-Key and Authorization: Bearer hold different keys; send one key."
+                401, "X-API-Key and Authorization: Bearer hold different keys; send one key."
             )
         return bearer if bearer is not None else key
 

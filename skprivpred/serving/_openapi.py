@@ -168,16 +168,17 @@ def openapi_document(
         "client": {"type": "string", "description": "Set when the client's quota binds."},
     }
     unauthorised = _error(
-        "No API key, an unknown one, or an Authorization header of another scheme than "
-        "Bearer (or a Bearer with no key). Nothing was charged."
+        "No API key, an unknown one, an Authorization header of another scheme than "
+        "Bearer (or a Bearer with no key), or X-API-Key and Authorization: Bearer with "
+        "different keys. Nothing was charged."
     )
     secured: dict[str, dict] = {}
     # Every route: a Host header that is not one of the service's names (--allowed-hosts)
-    # gets Starlette's plain-text 400; a key sent twice, or two keys that disagree, a JSON one.
+    # gets Starlette's plain-text 400; a key header sent twice, a JSON one.
     bad_request = _error(
         "A Host header that is not one of the service's names (--allowed-hosts; a "
         "text/plain body), or, where a key is needed, an X-API-Key or Authorization header "
-        "sent twice, or both sent with different keys. Nothing was charged."
+        "sent twice. Nothing was charged."
     )
     bad_request["content"]["text/plain"] = {"schema": {"type": "string"}}
 
