@@ -116,8 +116,14 @@ def test_a_foreign_host_or_a_body_not_declared_json_is_refused_uncharged(tmp_pat
 
 def test_allowed_hosts_replace_the_default_and_a_public_host_needs_them(tmp_path, start):
     model, acc = fitted_model(tmp_path, cap_rows=100)
-    # Binding anything but loopback without naming the hosts stops the command at once.
-    for host in ("0.0.0.0", "::", "192.0.2.7"):
+    from skprivpred.serving._app import is_loopback
+
+    # Binding anything but loopback without naming the hosts stops the command at once
+    # (tried with documentation addresses, TEST-NET, which no interface here has: even a
+    # command that did not refuse could not listen on them).
+    assert not any(map(is_loopback, ("0.0.0.0", "::", "192.0.2.7", "[2001:db8::1]", "example")))
+    assert all(map(is_loopback, ("127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost")))
+    for host in ("192.0.2.7", "203.0.113.9", "2001:db8::1"):
         done = _run_command(str(model), "--host", host)
         assert done.returncode == 2 and "--allowed-hosts" in done.stderr, done.stderr
         assert "DNS rebinding" in done.stderr
