@@ -212,10 +212,12 @@ def test_wheel_contents(artifacts):
 # Pins that follow another package's floor rather than a line of pyproject.toml.
 _COMPANIONS = {"distributed": "dask", "psycopg-binary": "psycopg"}
 _RUNTIME_EXTRAS = ("pandas", "dask", "serve", "postgres")
+#: Test tools pinned at their floor too (a test uses their Python API).
+_PINNED_TEST_TOOLS = ("schemathesis",)
 
 
 def _declared_floors():
-    """{name: floor} of the core dependencies and the runtime extras in pyproject.toml."""
+    """{name: floor} of the core dependencies, the runtime extras and the pinned test tools."""
     from packaging.requirements import Requirement
 
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -230,11 +232,18 @@ def _declared_floors():
             requirement = Requirement(spec)
             (floor,) = [s.version for s in requirement.specifier if s.operator == ">="]
             floors[requirement.name.replace("_", "-").lower()] = floor
+    test = re.search(r"^test = \[(.*?)^\]", text, re.S | re.M)
+    assert test, "no test extra in pyproject.toml"
+    for spec in re.findall(r'^\s*"([^"]+)"', test.group(1), re.M):
+        requirement = Requirement(spec)
+        if requirement.name in _PINNED_TEST_TOOLS:
+            (floor,) = [s.version for s in requirement.specifier if s.operator == ">="]
+            floors[requirement.name] = floor
     return floors
 
 
 def test_floors_file_pins_the_declared_floors():
-    """ci/floors.txt pins each runtime dependency at the floor pyproject.toml declares."""
+    """ci/floors.txt pins each runtime dependency (and schemathesis) at its declared floor."""
     from packaging.version import Version
 
     pins = {}

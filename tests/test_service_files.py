@@ -209,9 +209,12 @@ def test_no_password_shows_in_the_card_the_repr_messages_or_the_log(tmp_path, po
     model = tmp_path / "model.skops"
     save_model(clf, model)
     os.chmod(model, 0o600)
+    done = _run_command(str(model), "--ledger", "postgresql://u@127.0.0.1:1/x?sslmode=disable")
+    _assert_one_line_refusal(done, "postgresql://u@127.0.0.1:1/x?sslmode=disable")
+    # A password on the command line is refused before anything connects (issue 50), and
+    # the refusal does not repeat it.
     done = _run_command(str(model), "--ledger", "postgresql://:SECRET@127.0.0.1:1/x?user=u")
-    _assert_one_line_refusal(done, "postgresql://:***@127.0.0.1:1/x?user=u")
-    assert _hidden(done.stderr)
+    assert done.returncode == 2 and "PGPASSFILE" in done.stderr and _hidden(done.stderr)
 
 
 def test_a_postgres_ledger_does_not_make_unrelated_objects_part_of_the_model(

@@ -124,6 +124,8 @@ class Service:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
             data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+            if data is not None:  # the service reads only a body declared as JSON
+                headers = {"Content-Type": "application/json", **(headers or {})}
             conn.request(method, path, body=data, headers=headers or {})
             response = conn.getresponse()
             return response.status, response.getheader("content-type"), response.read()
@@ -197,7 +199,12 @@ def one_row_load(service: Service, n_requests: int, n_clients: int, stop_after=N
             try:
                 if conn is None:
                     conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
-                conn.request("POST", "/predict", body=b'{"rows": [[0.1, -0.2, 0.3]]}')
+                conn.request(
+                    "POST",
+                    "/predict",
+                    body=b'{"rows": [[0.1, -0.2, 0.3]]}',
+                    headers={"Content-Type": "application/json"},
+                )
                 response = conn.getresponse()
                 response.read()
                 key = {200: "answered", 429: "refused"}.get(response.status, "other")
@@ -293,7 +300,7 @@ def test_bad_requests_get_their_status_and_charge_nothing(tmp_path, service_fact
         (auth, {"rows": []}, None, 422),
         (auth, {"rows": [[0.0, 0.0, 0.0]], "extra": 1}, None, 422),
         (auth, [1, 2, 3], None, 422),
-        (auth, {"rows": [[0.0, 0.0, 0.0]] * 6}, None, 413),  # more rows than allowed
+        (auth, {"rows": [[0.0, 0.0, 0.0]] * 6}, None, 422),  # over maxItems: invalid data (not 413)
         (auth, None, b'{"rows": [' + b"[0.0, 0.0, 0.0]," * 400 + b"[0,0,0]]}", 413),  # body
     ]
     journal = len(acc.history())
@@ -1070,7 +1077,17 @@ def test_openapi_document_is_valid_and_describes_the_real_answers(tmp_path, serv
     assert "RowsRequest" not in schemas
     assert schemas["RecordsRequest"]["properties"]["records"]["maxItems"] == 15
     predict = document["paths"]["/predict"]["post"]
-    assert set(predict["responses"]) == {"200", "401", "413", "422", "429", "500", "503"}
+    assert set(predict["responses"]) == {
+        "200",
+        "400",
+        "401",
+        "413",
+        "415",
+        "422",
+        "429",
+        "500",
+        "503",
+    }
     for endpoint in ("/budget", "/guarantee", "/card", "/metrics", "/health", "/openapi.json"):
         assert "get" in document["paths"][endpoint], endpoint
 

@@ -41,7 +41,9 @@ def test_sigterm_removes_the_metrics_directory_and_the_timing_warning_shows_once
     service = service_factory(
         path, "--no-timing-defence", workers=workers, env={"TMPDIR": str(temporary)}
     )
-    metrics = temporary / f"skprivpred-{os.getuid()}" / f"metrics-{service.proc.pid}"
+    # The default directory: a fresh mkdtemp in the temporary directory, mode 0700.
+    (metrics,) = temporary.glob("skprivpred-metrics-*")
+    assert metrics.stat().st_uid == os.getuid() and (metrics.stat().st_mode & 0o777) == 0o700
     assert service.request("POST", "/predict", {"rows": [[0.0, 1.0, 2.0]]})[0] == 200
     assert metrics.is_dir() and any(metrics.glob("counter_*.db"))  # the default directory
     service.proc.send_signal(signal.SIGTERM)

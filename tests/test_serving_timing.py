@@ -137,7 +137,16 @@ async def send(
         "path": path,
         "raw_path": path.encode(),
         "query_string": b"",
-        "headers": [(b"content-length", str(len(body)).encode()), *headers],
+        "headers": [
+            *([] if any(n == b"host" for n, _ in headers) else [(b"host", b"127.0.0.1")]),
+            (b"content-length", str(len(body)).encode()),
+            *(
+                [(b"content-type", b"application/json")]
+                if method == "POST" and not any(n == b"content-type" for n, _ in headers)
+                else []
+            ),
+            *headers,
+        ],
         "http_version": "1.1",
         "scheme": "http",
         "server": ("127.0.0.1", 80),
@@ -363,6 +372,14 @@ def test_every_route_and_status_leaves_on_the_schedule_each_route_on_its_own_lev
         ("POST", "/predict", b"{not json", key, 422),
         ("GET", "/no-such-route", b"", key, 404),
         ("GET", "/predict", b"", key, 405),
+        # What a web page can send: a rebound Host, a body not declared JSON, not UTF-8.
+        ("POST", "/predict", rows(1), [*key, (b"host", b"rebind.attacker.example")], 400),
+        ("GET", "/health", b"", [(b"host", b"rebind.attacker.example")], 400),
+        ("POST", "/predict", rows(1), [*key, (b"content-type", b"text/plain")], 415),
+        ("POST", "/predict", rows(1).decode().encode("utf-16"), key, 422),
+        ("POST", "/predict", json.dumps({"rows": [["1", 0, 0]]}).encode(), key, 422),
+        ("POST", "/predict", rows(1), [*key, (b"authorization", b"Basic eDp5")], 401),
+        ("POST", "/predict", rows(1), [*key, *key], 400),
     ]
     for method, path, body, headers, expected in cases:
         origin = fake.now

@@ -43,7 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("model", help="file written by skprivpred.serving.save_model")
     parser.add_argument(
         "--ledger",
-        help="the model's budget under another address (a mounted file, a server URL)",
+        help="the model's budget under another address (a mounted file, a server URL); a "
+        "URL holding a password is refused (every local user can read a command line): use "
+        "a libpq passfile (PGPASSFILE, ~/.pgpass), PGPASSWORD, or --ledger-file",
+    )
+    parser.add_argument(
+        "--ledger-file",
+        metavar="FILE",
+        help="a file holding the ledger's address on its first line (a server URL may hold "
+        "its password there): owned by this user and readable by no one else (chmod 600)",
     )
     parser.add_argument(
         "--ledger-key-file",
@@ -51,6 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         "0600, kept outside the database); default: the path the model file names, if any",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--allowed-hosts",
+        action="append",
+        metavar="HOST[,HOST...]",
+        help="the names a request's Host header may give, comma-separated or repeated "
+        "('*.example.com' for every subdomain); any other Host gets 400 (against DNS "
+        "rebinding); required with a --host other than loopback (default: the --host "
+        "address and the loopback names)",
+    )
     parser.add_argument("--port", type=int, default=8000, help="port to listen on")
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes (all charge the one ledger)"
@@ -155,6 +172,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1 or args.max_rows < 1 or args.max_body_bytes < 1:
         parser.error("--workers, --max-rows and --max-body-bytes must be at least 1")
+    from ._app import LOOPBACK_HOSTS, _allowed_hosts, is_loopback
+
+    if args.allowed_hosts is None:
+        if not is_loopback(args.host):
+            parser.error(
+                f"--host {args.host} is not a loopback address: name the hosts that clients "
+                "reach the service by with --allowed-hosts (a request with any other Host "
+                "header is refused, so that a web page cannot reach it by DNS rebinding)"
+            )
+        bound = args.host.strip().lower()
+        allowed = list(dict.fromkeys([bound, *LOOPBACK_HOSTS]))
+    else:
+        allowed = [h for value in args.allowed_hosts for h in value.split(",") if h.strip()]
+    try:
+        allowed = _allowed_hosts(allowed)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.ledger is not None and args.ledger_file is not None:
+        parser.error("give the ledger by --ledger or by --ledger-file, not both")
+    if args.ledger is not None:
+        problem = password_in_address(args.ledger)
+        if problem is not None:
+            parser.error(problem)
     timing: dict | None = None
     if args.timing_defence:
         timing = {
@@ -184,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         # directory when it is first imported (here, or in each worker, which inherits the
         # environment): the directory is set before anything imports it.
         model = load_model(model_path, trusted=args.trust or None)
+        if args.ledger_file is not None:
+            args.ledger = read_ledger_file(args.ledger_file)
         ledger_url = open_ledger_url(args.ledger) if args.ledger else budget_of(model).ledger_url
         requested = args.metrics_dir or os.environ.get(MULTIPROCESS_ENVIRONMENT_VARIABLE)
         if requested is None:
@@ -208,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         "metrics_public": args.metrics_public,
         "timing": timing,
         "unknown_categories": args.unknown_categories,
+        # The workers find these settings in their environment, which (unlike the command
+        # line) only this user can read: a password from --ledger-file stays private.
+        "allowed_hosts": allowed,
     }
     # Check everything once here, so that a bad model, ledger or key file stops the
     # command with a clear message instead of failing in every worker.
@@ -222,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             metrics_public=config["metrics_public"],
             timing_defence=timing is not None,
             unknown_categories=args.unknown_categories,
+            allowed_hosts=allowed,
         )
         budget = budget_of(model)
         budget.check_ledger()  # an edited ledger (or a missing key) stops the command here
@@ -248,6 +294,75 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         _remove(temporary_metrics)
     return 0
+
+
+#: The ways libpq reads a password that keep it off the command line.
+_PASSWORD_WAYS = (
+    "a libpq password file (~/.pgpass, or the file that PGPASSFILE names, mode 0600), the "
+    "PGPASSWORD environment variable, or --ledger-file FILE (a file of your own, mode 0600, "
+    "holding the URL)"
+)
+
+
+def password_in_address(address: str) -> str | None:
+    """Why ``address`` may not be given on the command line (it holds a password), or None.
+
+    A password in a URL's user information (``postgresql://user:PW@host``)
+    or in its ``password`` or ``sslpassword`` parameter (any case,
+    percent-encoded or not) would be readable by every local user in
+    ``/proc/PID/cmdline`` for as long as the service runs.
+    """
+    from urllib.parse import parse_qsl, unquote
+
+    if "://" not in address:
+        return None
+    scheme, _, rest = address.partition("://")
+    authority, _, after = rest.partition("/")
+    authority, _, query_in_authority = authority.partition("?")
+    query = after.partition("?")[2] if not query_in_authority else query_in_authority
+    userinfo = authority.rpartition("@")[0] if "@" in authority else ""
+    where = None
+    if ":" in userinfo:
+        where = "its user information (user:password@)"
+    else:
+        names = {unquote(name).strip().lower() for name, _ in parse_qsl(query, True)}
+        found = sorted(names & {"password", "sslpassword"})
+        if found:
+            where = f"its {found[0]}= parameter"
+    if where is None:
+        return None
+    return (
+        f"--ledger holds a password, in {where}: every local user can read a command line "
+        f"(/proc/PID/cmdline) for as long as the service runs, so it is refused. Give the "
+        f"password by {_PASSWORD_WAYS}, and the URL without it."
+    )
+
+
+def read_ledger_file(path: str) -> str:
+    """The ledger address on the first non-blank line of ``path``, a file only this user controls.
+
+    Raises
+    ------
+    ValueError
+        If another local user could read or change the file (it may hold a
+        password), or it holds no address.
+    """
+    from .._private_dirs import foreign_control
+
+    with open(path, encoding="utf-8") as handle:
+        problem = foreign_control(
+            path, "the ledger file", info=os.fstat(handle.fileno()), secret=True, allow_link=True
+        )
+        if problem is not None:
+            raise ValueError(
+                f"--ledger-file: {problem}. It may hold the ledger's password: make it yours "
+                "and readable by you only (chmod 600)."
+            )
+        lines = [line.strip() for line in handle.read().splitlines()]
+    address = next((line for line in lines if line and not line.startswith("#")), None)
+    if address is None:
+        raise ValueError(f"--ledger-file: {path} holds no ledger address.")
+    return address
 
 
 def _one_line(exc: BaseException) -> str:

@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hmac
 import json
 import logging
 import math
 import os
 import time
+from collections.abc import Sequence
 from numbers import Real
 from typing import Any
 
 import numpy as np
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..accounting import PrivacyAccountant
 from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
 from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
-from ._columns import UNKNOWN_CATEGORIES, categorical_columns, first_refused
+from ._columns import UNKNOWN_CATEGORIES, _typed_columns, categorical_columns, first_refused
 from ._compute import Computation, ComputationFailed
 from ._cost import PathCost
 from ._metrics import BudgetCollector, ServiceMetrics
@@ -29,7 +34,13 @@ from ._model import budget_of, final_step, load_model, per_row_guarantee, releas
 from ._release import ReleasedResponses, asked_rows
 from ._schedule import ReleaseSchedule
 
-__all__ = ["CONFIG_ENVIRONMENT_VARIABLE", "app_from_environment", "create_app"]
+__all__ = [
+    "CONFIG_ENVIRONMENT_VARIABLE",
+    "LOOPBACK_HOSTS",
+    "app_from_environment",
+    "create_app",
+    "is_loopback",
+]
 
 #: Environment variable through which the command hands its settings to each worker.
 CONFIG_ENVIRONMENT_VARIABLE = "SKPRIVPRED_SERVING_CONFIG"
@@ -43,6 +54,25 @@ class _Refused(Exception):
     def __init__(self, status: int, error: str, **details: Any) -> None:
         super().__init__(error)
         self.status, self.body = status, {"error": error, **details}
+
+
+def _is_json(content_types: list[str]) -> bool:
+    """Whether a request's ``Content-Type`` headers declare UTF-8 JSON, once.
+
+    ``application/json``, with no parameter but ``charset=utf-8`` (any case);
+    ``text/plain``, a form or a missing or repeated header are not (they are
+    what a web page may send to another origin without a preflight).
+    """
+    if len(content_types) != 1:
+        return False
+    media, *parameters = (part.strip().lower() for part in content_types[0].split(";"))
+    if media != "application/json":
+        return False
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip() != "charset" or value.strip().strip('"') not in ("utf-8", "utf8"):
+            return False
+    return True
 
 
 def _reject_constant(token: str):
@@ -144,6 +174,9 @@ class _Service:
         self.unknown_categories = unknown_categories
         # The categorical columns whose public schema a query must keep to (refused if not).
         self.categorical = categorical_columns(estimator) if unknown_categories == "refuse" else []
+        # The columns whose public schema is a number (a string there is refused).
+        typed = _typed_columns(estimator) or {}
+        self.numeric_columns = frozenset(n for n, kind in typed.items() if kind == "number")
         self.schedule = schedule
         self.computation = computation
         # The schedule's public model parameter: the number of teachers (1 for one model).
@@ -187,11 +220,45 @@ class _Service:
     # -- requests --------------------------------------------------------------------------
     @staticmethod
     def presented_key(request: Request) -> str | None:
-        header = request.headers.get("authorization", "")
-        presented = header[7:].strip() if header.lower().startswith("bearer ") else None
-        return presented or request.headers.get("x-api-key")
+        """The key a request presents: ``X-API-Key: KEY`` or ``Authorization: Bearer KEY``.
+
+        One rule, whatever the key: a header given twice (400), an
+        ``Authorization`` of any other scheme, a ``Bearer`` with no key, or both
+        headers with different keys (401) are refused, never passed over for
+        the other header.
+        """
+        named = request.headers.getlist("x-api-key")
+        authorization = request.headers.getlist("authorization")
+        if len(named) > 1 or len(authorization) > 1:
+            raise _Refused(
+                400, "the X-API-Key or Authorization header is repeated; send each at most once."
+            )
+        bearer = None
+        if authorization:
+            scheme, _, token = authorization[0].strip().partition(" ")
+            if scheme.lower() != "bearer":
+                raise _Refused(
+                    401,
+                    "an Authorization header must use the Bearer scheme "
+                    "('Authorization: Bearer KEY'); no other scheme is accepted.",
+                )
+            bearer = token.strip()
+            if not bearer:
+                raise _Refused(401, "'Authorization: Bearer' needs a key after it.")
+        key = named[0] if named else None
+        if (
+            key is not None
+            and bearer is not None
+            and not hmac.compare_digest(key.encode(), bearer.encode())
+        ):
+            raise _Refused(
+                401, "X-API-Key and Authorization: Bearer hold different keys; send one key."
+            )
+        return bearer if bearer is not None else key
 
     def client(self, request: Request) -> str | None:
+        if not self.clients.required:
+            return None
         try:
             return self.clients.identify(self.presented_key(request))
         except UnknownKey:
@@ -246,8 +313,21 @@ class _Service:
             )
         return self._openapi
 
-    async def body(self, request: Request) -> tuple[dict, bool]:
-        """The JSON object of the body, and whether it may hold ``true`` or ``false``."""
+    async def body(self, request: Request) -> dict:
+        """The JSON object of the body: UTF-8 JSON, declared ``application/json`` (else refused).
+
+        The media type is checked before the body is read (415 for any other,
+        which is what a web page's cross-origin ``fetch`` can send without a
+        preflight), and the bytes are decoded strictly as UTF-8 before
+        anything reads them (422 otherwise: ``json.loads`` alone would also
+        take UTF-16 and UTF-32).
+        """
+        if not _is_json(request.headers.getlist("content-type")):
+            raise _Refused(
+                415,
+                "the body must be sent as 'Content-Type: application/json' "
+                "(charset=utf-8 is accepted, no other).",
+            )
         too_large = f"the body is larger than the limit of {self.max_body_bytes} bytes."
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -258,10 +338,13 @@ class _Service:
             if size > self.max_body_bytes:
                 raise _Refused(413, too_large)
             chunks.append(chunk)
-        raw = b"".join(chunks)
+        try:
+            text = b"".join(chunks).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Refused(422, "the body is not UTF-8 text.") from None
         try:
             payload = json.loads(
-                raw,
+                text,
                 parse_constant=_reject_constant,
                 parse_int=_parse_int,
                 object_pairs_hook=_unique_keys,
@@ -270,14 +353,14 @@ class _Service:
             raise
         except RecursionError:
             raise _Refused(422, "the body is nested too deeply.") from None
-        except (ValueError, UnicodeDecodeError):
+        except ValueError:
             raise _Refused(422, "the body is not valid JSON.") from None
         if not isinstance(payload, dict):
             raise _Refused(422, 'the body must be a JSON object: {"rows": [...]}.')
-        return payload, b"true" in raw or b"false" in raw
+        return payload
 
-    def queries(self, payload: dict, booleans: bool = True):
-        """The query rows of a request body; ``booleans``: whether it may hold true/false."""
+    def queries(self, payload: dict):
+        """The query rows of a request body (a NumPy array, or a DataFrame of records)."""
         kinds = [k for k in ("rows", "records") if k in payload]
         if len(kinds) != 1 or set(payload) - {"rows", "records"}:
             raise _Refused(422, 'the body must hold exactly one of "rows" and "records".')
@@ -285,18 +368,29 @@ class _Service:
         if not isinstance(items, list) or not items:
             raise _Refused(422, f'"{kinds[0]}" must be a non-empty list.')
         if len(items) > self.max_rows:
-            raise _Refused(413, f"{len(items)} rows asked; a request may ask {self.max_rows}.")
-        return self._rows(items, booleans) if kinds[0] == "rows" else self._records(items)
+            # Invalid data under the documented maximum (maxItems), as every other bad
+            # query: 422. (413 is for a body over its byte limit, refused unread.)
+            raise _Refused(
+                422,
+                f"{len(items)} rows asked; a request may ask at most {self.max_rows}.",
+                asked_rows=len(items),
+                max_rows=self.max_rows,
+            )
+        return self._rows(items) if kinds[0] == "rows" else self._records(items)
 
-    def _rows(self, rows: list, booleans: bool):
+    def _rows(self, rows: list):
         width = self.n_features
         for i, row in enumerate(rows):
             if not isinstance(row, list) or (width is not None and len(row) != width):
                 raise _Refused(422, f"row {i} must be a list of {width} numbers (the features).")
-        if booleans and any(isinstance(v, bool) for row in rows for v in row):
-            raise _Refused(422, "every value must be a number, not true or false.")
+            for value in row:
+                # Exactly what the JSON parser makes of a number: no bool (an int
+                # subclass), no string ("1"), no list; a row never holds text.
+                if type(value) is not float and type(value) is not int:
+                    what = "true or false" if isinstance(value, bool) else "anything else"
+                    raise _Refused(422, f"row {i}: every value must be a JSON number, not {what}.")
         try:
-            X = np.array(rows, dtype=float)  # a string or a nested list fails here
+            X = np.array(rows, dtype=float)
         except (ValueError, TypeError, OverflowError):
             raise _Refused(422, "every value must be a number.") from None
         if X.ndim != 2 or not np.all(np.isfinite(X)):
@@ -329,6 +423,13 @@ class _Service:
             for column, value in record.items():
                 if isinstance(value, bool) or not isinstance(value, Real | str):
                     raise _Refused(422, f"record {i}, {column!r}: a number or a string is needed.")
+                if isinstance(value, str) and column in self.numeric_columns:
+                    raise _Refused(
+                        422,
+                        f"record {i}, {column!r}: the model's public schema makes this column "
+                        "a number; a string (even of digits) is refused.",
+                        column=column,
+                    )
                 if isinstance(value, Real) and not math.isfinite(value):
                     raise _Refused(422, "every value must be a finite number.")
         frame = pd.DataFrame.from_records(records, columns=self.feature_names)
@@ -366,17 +467,13 @@ class _Service:
             with linked, self.budget.recording() as charged, own as client_charged:
                 predictions = self.estimator.predict(X)
         except BudgetExhaustedError as exc:
-            if quota is not None and exc.budget == quota.name:
-                assert self.row_cost is not None  # check_quotas refused to start otherwise
-                remaining = quota.remaining_queries(*self.row_cost)
-                raise _Refused(
-                    429,
-                    _refusal_message("this client's quota", "is spent", remaining, n_rows),
-                    client=client,
-                    asked_rows=n_rows,
-                    remaining_rows=remaining,
-                ) from None
-            raise self._exhausted(n_rows, horizon=isinstance(exc, HorizonExhaustedError)) from None
+            raise self._exhausted(
+                n_rows,
+                horizon=isinstance(exc, HorizonExhaustedError),
+                quota=quota,
+                client=client,
+                by_quota=quota is not None and exc.budget == quota.name,
+            ) from None
         except (ValueError, TypeError):
             # The estimator validates before it charges. Its message is not passed on: a
             # teacher's error (an unknown category, say) could describe its training rows.
@@ -409,13 +506,53 @@ class _Service:
             raise LedgerError("the ledger is unavailable (in the computation's process)")
         raise ComputationFailed(outcome[1])
 
-    def _exhausted(self, n_rows: int, horizon: bool = False) -> _Refused:
-        remaining = self.remaining_rows()
-        if horizon:
-            message = _refusal_message("the query horizon", "is reached", remaining, n_rows)
-        else:
-            message = _refusal_message("the privacy budget", "is spent", remaining, n_rows)
-        return _Refused(429, message, asked_rows=n_rows, remaining_rows=remaining)
+    def _exhausted(
+        self,
+        n_rows: int,
+        horizon: bool = False,
+        quota: PrivacyAccountant | None = None,
+        client: str | None = None,
+        by_quota: bool = False,
+    ) -> _Refused:
+        """The 429 of a refused charge: the binding limit, and rows a retry can have.
+
+        Every limit that applies is read (the global budget, the query horizon,
+        the client's quota): ``remaining_rows`` is the smallest, so that a
+        retry asking that many rows is not refused again by another limit,
+        and the message names the limit that gives it. ``horizon`` and
+        ``by_quota`` say which limit refused the charge (named on a tie).
+        """
+        limits: list[tuple[str, str, int]] = []
+        if self.row_cost is not None:
+            budget_left = self.budget.remaining_queries(*self.row_cost)
+            limits.append(("the privacy budget", "is spent", budget_left))
+        horizon_left = getattr(final_step(self.estimator), "queries_remaining_", None)
+        if horizon_left is not None:
+            limits.append(("the query horizon", "is reached", int(horizon_left)))
+        if quota is not None and self.row_cost is not None:
+            quota_left = quota.remaining_queries(*self.row_cost)
+            limits.append(("this client's quota", "is spent", quota_left))
+        refusing = (
+            "this client's quota"
+            if by_quota
+            else "the query horizon"
+            if horizon
+            else "the privacy budget"
+        )
+        if not limits:
+            return _Refused(
+                429,
+                _refusal_message(refusing, "is spent", None, n_rows),
+                asked_rows=n_rows,
+                remaining_rows=None,
+            )
+        # The smallest limit binds; on a tie, the one that refused the charge is named.
+        what, used_up, remaining = min(limits, key=lambda limit: (limit[2], limit[0] != refusing))
+        details: dict[str, Any] = {"asked_rows": n_rows, "remaining_rows": remaining}
+        if what == "this client's quota":
+            details["client"] = client
+        details["binding_limit"] = _LIMIT_NAMES[what]
+        return _Refused(429, _refusal_message(what, used_up, remaining, n_rows), **details)
 
     def remaining_rows(self) -> int | None:
         remaining = []
@@ -474,6 +611,7 @@ def create_app(
     timing_defence: bool | ReleaseSchedule = True,
     unknown_categories: str = "refuse",
     isolate_computation: bool = True,
+    allowed_hosts: Sequence[str] | None = None,
 ):
     """The ASGI application that serves private answers of ``estimator``.
 
@@ -494,7 +632,7 @@ def create_app(
     quota_epsilon : float, default=None
         Per-client share of the global budget (needs keys).
     max_rows : int, default=1000
-        Most rows one request may ask (HTTP 413 beyond).
+        Most rows one request may ask (HTTP 422 beyond, as any invalid query).
     max_body_bytes : int, default=1000000
         Largest request body (HTTP 413 beyond).
     metrics_public : bool, default=False
@@ -526,6 +664,13 @@ def create_app(
         naming the column and the values it allows, before anything is
         charged. ``"encode-as-none"``: answer it, the value encoded as none of
         the categories (as the encoder does), for a model that needs that.
+    allowed_hosts : sequence of str, default=None
+        The names a request's ``Host`` header may give (Starlette's
+        ``TrustedHostMiddleware``; ``*.example.com`` for every subdomain):
+        any other is refused with HTTP 400 before anything is read or
+        charged, so that a web page whose name was rebound to this address
+        (DNS rebinding) cannot spend the budget. ``None``: the loopback names
+        (:data:`LOOPBACK_HOSTS`). ``"*"`` (every host) is refused.
 
     Returns
     -------
@@ -550,6 +695,7 @@ def create_app(
             f"unknown_categories (--unknown-categories) must be one of {list(UNKNOWN_CATEGORIES)}, "
             f"got {unknown_categories!r}."
         )
+    hosts = _allowed_hosts(allowed_hosts)
     budget = budget_of(estimator)
     if ledger is not None:
         budget.relocate(ledger)
@@ -582,8 +728,7 @@ def create_app(
     @guarded("predict")
     async def predict(request: Request) -> JSONResponse:
         client = service.client(request)
-        body = await service.body(request)
-        X = service.queries(*body)
+        X = service.queries(await service.body(request))
         n_rows = X.shape[0]
         asked_rows(request.scope, n_rows)  # the schedule's interval: a public size
         try:
@@ -655,6 +800,9 @@ def create_app(
             for path, (_, endpoint, method) in routes.items()
         ],
         lifespan=lifespan,
+        # Inside the release middleware: a refused host leaves on the schedule too. No
+        # CORS middleware: no response carries an Access-Control-* header.
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)],
     )
     if schedule is None:
         return application
@@ -673,6 +821,46 @@ def create_app(
     )
 
 
+#: The names of this machine's loopback interface: the default of ``allowed_hosts``.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address to listen on) is this machine's loopback."""
+    import ipaddress
+
+    name = host.strip().strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _allowed_hosts(hosts: Sequence[str] | str | None) -> list[str]:
+    """The ``Host`` names a request may give (checked; ``None``: the loopback names)."""
+    if hosts is None:
+        return list(LOOPBACK_HOSTS)
+    if isinstance(hosts, str):
+        hosts = [hosts]
+    names = [str(h).strip().lower() for h in hosts]
+    for name in names:
+        if not name or name == "*" or "*" in name[1:] or (name[0] == "*" and name[:2] != "*."):
+            raise ValueError(
+                f"allowed_hosts (--allowed-hosts) must name hosts ('api.example.com', "
+                f"'10.0.0.5', or '*.example.com' for every subdomain), got {name!r}: a "
+                "service that answers every Host can be spent by any web page (DNS rebinding)."
+            )
+        if ":" in name and not name.startswith("[") and name.count(":") == 1:
+            raise ValueError(
+                f"allowed_hosts (--allowed-hosts) holds names without a port, got {name!r}."
+            )
+    if not names:
+        raise ValueError("allowed_hosts (--allowed-hosts) must name at least one host.")
+    return names
+
+
 def _warn_timing_defence_off() -> None:
     """Log, once per service, that response times can tell training sets apart.
 
@@ -685,6 +873,14 @@ def _warn_timing_defence_off() -> None:
             "the timing defence is off (--no-timing-defence): the time a response takes can "
             "tell neighbouring training sets apart"
         )
+
+
+#: The ``binding_limit`` of a 429 body, for each limit a charge can meet.
+_LIMIT_NAMES = {
+    "the privacy budget": "budget",
+    "the query horizon": "horizon",
+    "this client's quota": "quota",
+}
 
 
 def _client_figures(quota, spent: float) -> dict:
@@ -736,6 +932,7 @@ def app_from_environment() -> Starlette:
         metrics_public=config.get("metrics_public", False),
         timing_defence=_schedule_from(config.get("timing", {})),
         unknown_categories=config.get("unknown_categories", "refuse"),
+        allowed_hosts=config.get("allowed_hosts"),
     )
 
 

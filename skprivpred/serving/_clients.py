@@ -25,30 +25,52 @@ class KeyFileRefused(ValueError):
 
 
 def parse_keys(text: str, source: str) -> dict[str, str]:
-    """``name:key`` pairs, one per line or separated by commas (``#`` starts a comment).
+    """``name:key`` pairs, one per line or separated by commas.
 
-    A line ``admin:name:key`` gives the client ``admin:name``, an administrator.
+    A line whose first character other than blanks is ``#`` is a comment;
+    a ``#`` anywhere else is part of the entry, so that a key holding one is
+    refused (as is a key holding whitespace), naming its line, instead of
+    being cut short at it. A line ``admin:name:key`` gives the client
+    ``admin:name``, an administrator.
+
+    Raises
+    ------
+    ValueError
+        For a malformed entry, a key shorter than 16 characters or holding
+        ``#`` or whitespace, a client with two keys, or no key at all; the
+        message names the source and the line, never a key.
     """
     keys: dict[str, str] = {}
-    for raw in text.replace(",", "\n").splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw.strip().startswith("#"):
             continue
-        name, sep, key = line.partition(":")
-        if name.strip() == "admin":  # 'admin:NAME:KEY': client 'admin:NAME' has the admin role
-            name, sep, key = key.partition(":")
-            name = f"admin:{name.strip()}" if name.strip() else ""
-        name, key = name.strip(), key.strip()
-        if not sep or not name or not key:
-            raise ValueError(
-                f"{source}: each API key is written 'name:key' (or 'admin:name:key' for an "
-                "administrator), got a malformed entry."
-            )
-        if len(key) < 16:
-            raise ValueError(f"{source}: the key of client {name!r} is shorter than 16 characters.")
-        if name in keys:
-            raise ValueError(f"{source}: client {name!r} has two keys.")
-        keys[name] = key
+        where = f"{source}, line {number}"
+        for entry in raw.split(","):
+            line = entry.strip()
+            if not line:
+                continue
+            name, sep, key = line.partition(":")
+            if name.strip() == "admin":  # 'admin:NAME:KEY': client 'admin:NAME' is an admin
+                name, sep, key = key.partition(":")
+                name = f"admin:{name.strip()}" if name.strip() else ""
+            name, key = name.strip(), key.strip()
+            if not sep or not name or not key:
+                raise ValueError(
+                    f"{where}: each API key is written 'name:key' (or 'admin:name:key' for an "
+                    "administrator), got a malformed entry."
+                )
+            if "#" in key or any(c.isspace() for c in key):
+                raise ValueError(
+                    f"{where}: the key of client {name!r} holds '#' or whitespace, which a key "
+                    "may not hold (a comment is a line of its own, starting with '#')."
+                )
+            if len(key) < 16:
+                raise ValueError(
+                    f"{where}: the key of client {name!r} is shorter than 16 characters."
+                )
+            if name in keys:
+                raise ValueError(f"{where}: client {name!r} has two keys.")
+            keys[name] = key
     if not keys:
         raise ValueError(f"{source}: no API key found.")
     return keys

@@ -21,7 +21,6 @@ from typing import Any
 from .._private_dirs import (
     make_private_directory,
     private_directory_problem,
-    user_temporary_directory,
 )
 from ..accounting import PrivacyAccountant, rho_cap
 
@@ -57,13 +56,16 @@ def _private_directory(path: str) -> str:
 
 
 def default_metrics_directory() -> str:
-    """A new directory for this service's metric files, in the user's private temporary one.
+    """A new directory for this service's metric files, that no other user could prepare.
 
-    ``$TMPDIR/skprivpred-<uid>/metrics-<pid>`` (the directory the default
-    ledgers use, with the same checks).
+    A fresh :func:`tempfile.mkdtemp` (``$TMPDIR/skprivpred-metrics-XXXXXXXX``,
+    created by this call with mode 0700): a random name that another local
+    user cannot take first, as they could a predictable one
+    (``$TMPDIR/skprivpred-<uid>``) to stop the service from starting.
     """
-    base = _private_directory(str(user_temporary_directory()))
-    return os.path.join(base, f"metrics-{os.getpid()}")
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="skprivpred-metrics-")
 
 
 #: The file that marks a metrics directory as this service's own (so a restart may clean it).

@@ -156,25 +156,52 @@ def openapi_document(
     guarantee = getattr(final, "privacy_guarantee_", None)
     refusal = {
         "asked_rows": {"type": "integer"},
-        "remaining_rows": {"type": ["integer", "null"]},
-        "client": {"type": "string", "description": "Set when the client's quota is spent."},
+        "remaining_rows": {
+            "type": ["integer", "null"],
+            "description": "The rows a retry can have now: the smallest of the limits that "
+            "apply (the budget, the query horizon, the client's quota).",
+        },
+        "binding_limit": {
+            "enum": ["budget", "horizon", "quota"],
+            "description": "The limit that gives remaining_rows.",
+        },
+        "client": {"type": "string", "description": "Set when the client's quota binds."},
     }
-    unauthorised = _error("No API key, or an unknown one.")
+    unauthorised = _error(
+        "No API key, an unknown one, an Authorization header of another scheme than "
+        "Bearer (or a Bearer with no key), or X-API-Key and Authorization: Bearer with "
+        "different keys. Nothing was charged."
+    )
     secured: dict[str, dict] = {}
+    # Every route: a Host header that is not one of the service's names (--allowed-hosts)
+    # gets Starlette's plain-text 400; a key header sent twice, a JSON one.
+    bad_request = _error(
+        "A Host header that is not one of the service's names (--allowed-hosts; a "
+        "text/plain body), or, where a key is needed, an X-API-Key or Authorization header "
+        "sent twice. Nothing was charged."
+    )
+    bad_request["content"]["text/plain"] = {"schema": {"type": "string"}}
 
     def responses(ok: dict, *codes: int, public: bool = False) -> dict:
-        table = {"200": ok}
+        table = {"200": ok, "400": bad_request}
         if keys_required and not public:
             table["401"] = unauthorised
         for code in codes:
             table[str(code)] = {
-                413: _error(f"More than {max_rows} rows, or a body over {max_body_bytes} bytes."),
+                413: _error(f"A body over {max_body_bytes} bytes (refused unread)."),
+                415: _error(
+                    "The body is not declared 'Content-Type: application/json' (with no "
+                    "parameter but charset=utf-8). Nothing was charged."
+                ),
                 422: _error(
-                    "The body is not a valid query (malformed or deeply nested JSON, wrong "
-                    "columns, a value that is not a finite number or allowed string, a "
-                    "category value outside the model's public schema, an integer outside "
+                    "The body is not a valid query (not UTF-8, malformed or deeply nested "
+                    f"JSON, more than {max_rows} rows, wrong columns, a value that is not a "
+                    "finite number or allowed string, a string where the schema says number, "
+                    "a category value outside the model's public schema, an integer outside "
                     "the 64-bit range). Nothing was charged.",
                     {
+                        "asked_rows": {"type": "integer"},
+                        "max_rows": {"type": "integer"},
                         "missing": {"type": "array", "items": {"type": "string"}},
                         "unexpected": {"type": "array", "items": {"type": "string"}},
                         "column": {
@@ -308,6 +335,7 @@ def openapi_document(
                     },
                 ),
                 413,
+                415,
                 422,
                 429,
                 500,

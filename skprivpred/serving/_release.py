@@ -6,7 +6,7 @@ as the answering process saw it), then runs the application with a ``send``
 that holds its messages; when the response is ready, it asks the schedule for
 its point (:meth:`~skprivpred.serving.ReleaseSchedule.plan`, on the route's
 own level) and sends the held messages then. Every route and every status goes
-through it: ``/predict``'s answers and refusals (401, 413, 422, 429, 503), the
+through it: ``/predict``'s answers and refusals (400, 401, 413, 415, 422, 429, 503), the
 other routes, an unknown path's 404. A response not ready at the point of the
 schedule's last level is replaced there by a fixed, public 503 (the charge, if
 any, stands).
