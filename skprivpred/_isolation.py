@@ -28,16 +28,66 @@ of its hands:
   every teacher runs under (:func:`teacher_run` for a run of teachers): a
   snapshot taken outside it could hold what another thread's teacher was
   changing at that moment.
+
+The one boundary
+----------------
+Every call of user code on *protected* rows goes through :func:`call_user_code`
+(and :func:`call_user_code_by_row`, which cuts a batch into rows and calls it),
+and nothing else in the library calls user code on such rows. Protected are the
+training rows, everywhere (and the queries and their answers of the everlasting
+predictors). User code is anything the user passes: estimators fitted on a
+teacher's block, hypotheses and experts, callables, ``basis=`` transformers,
+the members of a hypothesis class. Per *protected unit* (one row for labels,
+votes and features; one teacher's block for a fit or an ERM, which the proof
+lets depend on its own whole block), the boundary:
+
+- gives the code a **copy of its own**: the code is pickled once per boundary
+  call with ``cloudpickle`` (:func:`user_code`; closures and lambdas by value,
+  so a closure cell, a default argument or an attribute written by one unit is
+  never seen by another), and unpickled for every unit. Code that cannot be
+  pickled is refused with an :class:`~skprivpred.exceptions.InvalidParameterError`
+  before anything is read or charged;
+- hands the unit as **an object of its own** (:func:`freeze_rows`, then
+  :func:`handed_rows` at every call): writing into it, or into its metadata,
+  changes neither the caller's rows nor what the next code or unit sees;
+- runs the code under :func:`teacher_call` (warnings captured and dropped, every
+  floating-point condition ignored, numpy's error state, scikit-learn's
+  configuration and numpy's and Python's global random states restored);
+- **validates the output** (the caller's ``check``: allowed set, shape,
+  finiteness) inside the same guard, and gives the unit a **fixed public
+  fallback** whenever the code raises (any ``Exception``) or its output fails
+  the check. Whether a unit gets its fallback depends on that unit alone;
+- evaluates **identical rows once** (:func:`call_user_code_by_row`): rows equal
+  byte for byte (numeric arrays), or whose pickled values are equal (object
+  arrays, DataFrames, sparse rows), share one evaluation. Two rows that
+  differ in any bit (``0.0`` and ``-0.0``) are evaluated apart; each one-row
+  unit is the same object whichever occurrence it came from (a DataFrame row
+  is handed with the index ``[0]``).
+
+During the call :func:`protected_units_in_call` returns 1, and 0 outside.
+
+**Threat model.** The boundary isolates what a process can isolate: the code's
+own state (attributes, closure cells, default arguments, everything pickled
+with it), its input, and the process-wide states listed above. It cannot
+isolate state the code reaches *by reference* rather than by value: module
+globals of an importable module (cloudpickle pickles such functions and
+classes by reference), class attributes, files, sockets or other processes.
+User code that keeps state there can carry information from one unit to the
+next; the privacy guarantees assume that user code does not (state the
+library documents for every parameter that takes user code).
 """
 
 from __future__ import annotations
 
+import copy
 import ctypes
+import pickle
 import random
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import joblib
@@ -45,17 +95,30 @@ import numpy as np
 import sklearn
 from scipy import sparse
 
+from .exceptions import InvalidParameterError
+
+try:  # a dependency of joblib >= 1.6; vendored by older joblib
+    import cloudpickle  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover
+    from joblib.externals import cloudpickle
+
 __all__ = [
+    "RAISE",
     "WARNINGS_LOCK",
     "ProcessState",
+    "UserCode",
+    "call_user_code",
+    "call_user_code_by_row",
     "captured_warnings",
     "freeze_rows",
     "handed_rows",
     "holds_warnings_lock",
     "is_frozen",
     "library_numerics",
+    "protected_units_in_call",
     "teacher_call",
     "teacher_run",
+    "user_code",
 ]
 
 #: Held around every section of the library that changes the warning filters.
@@ -301,3 +364,321 @@ def handed_rows(X):
     if isinstance(X, np.ndarray):
         return X.copy()
     return X
+
+
+# -- the one boundary --------------------------------------------------------------------------
+
+# Per thread: how many protected units the user-code call running now was handed (0: none).
+_UNITS = threading.local()
+
+
+def protected_units_in_call() -> int:
+    """How many protected units the user code running now in this thread was handed.
+
+    0 when the current thread is not inside a user-code call of the boundary
+    (:func:`call_user_code`); otherwise 1, by construction: the boundary hands
+    every call exactly one protected unit (one row, or one teacher's block).
+    User code may call it to check that it runs inside the boundary.
+    """
+    return int(getattr(_UNITS, "count", 0))
+
+
+@dataclass(frozen=True)
+class UserCode:
+    """User code pickled once, from which each protected unit gets a copy of its own.
+
+    Made by :func:`user_code`. ``payload`` is the ``cloudpickle`` pickle of the
+    object; :meth:`copy` unpickles a new copy. It is plain bytes, so it can be
+    sent to a joblib or dask worker and used there.
+    """
+
+    payload: bytes
+    name: str
+
+    def copy(self) -> Any:
+        """A new copy of the code (its attributes, closure cells and defaults its own)."""
+        return pickle.loads(self.payload)  # noqa: S301 - the library's own pickle of user code
+
+
+def user_code(code: Any, name: str) -> UserCode:
+    """``code`` pickled once with ``cloudpickle``, for :func:`call_user_code`.
+
+    Parameters
+    ----------
+    code : object
+        The user's object (an estimator, a callable, a transformer), or a
+        :class:`UserCode` already (returned as it is).
+    name : str
+        The parameter it came from, for the error message (``"hypotheses[3]"``).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``code`` cannot be pickled. Nothing private is read to decide it:
+        call it before anything is charged.
+    """
+    if isinstance(code, UserCode):
+        return code
+    try:
+        payload = cloudpickle.dumps(code)
+    except Exception as exc:  # noqa: BLE001 - any failure to copy refuses the code
+        raise InvalidParameterError(
+            f"{name} ({type(code).__name__}) cannot be used: user code that meets training "
+            "rows runs as a copy of its own for each protected unit (one row, or one "
+            "teacher's block), made by pickling it once with cloudpickle, and pickling it "
+            f"failed ({type(exc).__name__}: {exc}). Pass a picklable object: no open "
+            "files, locks, sockets or generators among its attributes or closure."
+        ) from None
+    return UserCode(payload, name)
+
+
+class _Raise:
+    """The marker of :data:`RAISE`."""
+
+    def __repr__(self) -> str:
+        return "RAISE"
+
+
+#: ``fallback=RAISE``: a unit whose code raises re-raises (for callers whose failure is
+#: public, such as a direct call of ``fit_teachers`` without a fallback; no estimator
+#: of the library uses it on protected rows).
+RAISE: Any = _Raise()
+
+
+def _run_unit(
+    code: UserCode,
+    unit: tuple,
+    call: Callable[..., Any],
+    check: Callable[[Any], Any],
+    fallback: Any,
+    state: ProcessState,
+) -> Any:
+    """One unit through its own copy of ``code``, guarded (see :func:`call_user_code`).
+
+    What :func:`teacher_call` does for one call, inside the run's
+    :func:`teacher_run` (which holds the lock and took ``state``): the unit's
+    own warning filters (captured, dropped), every floating-point condition
+    ignored, and the process state set back to ``state`` afterwards.
+    """
+    previous = getattr(_UNITS, "count", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with np.errstate(all="ignore"):
+                _UNITS.count = 1
+                handed = tuple(_hand(part) for part in unit)
+                return check(call(code.copy(), *handed))
+        except Exception:
+            if fallback is RAISE:
+                raise
+            return fallback
+        finally:
+            _UNITS.count = previous
+            state.restore()
+
+
+def call_user_code(
+    code: Any,
+    units: Sequence[tuple],
+    call: Callable[..., Any],
+    check: Callable[[Any], Any],
+    fallback: Any,
+    *,
+    name: str,
+) -> list:
+    """The boundary: user code on protected units, one unit at a time, each in isolation.
+
+    For every unit of ``units``, a copy of ``code`` of its own (unpickled from
+    one ``cloudpickle`` payload made here, once: :func:`user_code`) is called
+    as ``call(copy, *handed)``, where ``handed`` holds
+    :func:`handed_rows` of each part of the unit (an object of its own: a
+    fresh view of a frozen array, a copy of anything else), inside
+    :func:`teacher_call`: warnings captured and dropped, every floating-point
+    condition ignored, numpy's error state, scikit-learn's configuration and
+    numpy's and Python's global random states restored after the unit.
+    ``check(output)`` converts and validates the output (allowed set, shape,
+    finiteness) inside the same guard and returns the unit's value. If the
+    call or the check raises any ``Exception``, the unit's value is
+    ``fallback``, a fixed public value (``fallback=RAISE`` re-raises instead).
+
+    The whole run holds the teachers' lock (:func:`teacher_run`), so every unit
+    starts from the same process state. :func:`protected_units_in_call` is 1
+    inside each call.
+
+    Parameters
+    ----------
+    code : object or UserCode
+        The user code (pickled here) or its :class:`UserCode`.
+    units : sequence of tuple
+        The protected units, each a tuple of the parts handed to ``call``
+        after the copy (``(row,)``, or ``(X_block, y_block)`` for a fit).
+        Parts should be frozen (:func:`freeze_rows`) where they are numeric
+        arrays, so that handing them costs a view.
+    call : callable
+        ``call(copy, *parts)``: the library's accessor (``lambda h, X: h(X)``,
+        ``lambda t, X: t.predict(X)``); a method lookup inside it is guarded too.
+    check : callable
+        ``check(output)`` -> the unit's value; raises for an unusable output.
+    fallback : object
+        The unit's value whenever the code or the check raises.
+    name : str
+        The parameter the code came from, for the error message of
+        :func:`user_code`.
+
+    Returns
+    -------
+    list
+        One value per unit, in order.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``code`` cannot be pickled (before any unit is run).
+    """
+    code = user_code(code, name)
+    with teacher_run() as state:
+        return [_run_unit(code, unit, call, check, fallback, state) for unit in units]
+
+
+# Python types whose values cannot be changed in place: an object array holding only these
+# is handed to user code as a shallow copy (a deep copy otherwise).
+_IMMUTABLE = (str, bytes, int, float, complex, bool, type(None), np.generic)
+
+
+def _row_units(X) -> tuple[list[tuple], np.ndarray]:
+    """The distinct one-row units of a batch, and the unit of each row.
+
+    Rows equal byte for byte (numeric arrays) or with equal pickled values
+    (object arrays, DataFrames, sparse rows) share one unit. Each unit is one
+    row, 2-D (shape ``(1, n_features)``): a view of the frozen batch, a one-row
+    object array, a one-row DataFrame with the index ``[0]``, or a one-row CSR
+    matrix.
+    """
+    if hasattr(X, "iloc"):
+        keys = [pickle.dumps(row) for row in X.itertuples(index=False, name=None)]
+        distinct, inverse = _first_of(keys)
+        units = []
+        for i in distinct:
+            units.append((X.iloc[[int(i)]].reset_index(drop=True),))
+        return units, inverse
+    if sparse.issparse(X):
+        X = sparse.csr_matrix(X, copy=True)
+        X.sort_indices()
+        keys = [
+            pickle.dumps(
+                (X.indices[X.indptr[i] : X.indptr[i + 1]], X.data[X.indptr[i] : X.indptr[i + 1]])
+            )
+            for i in range(X.shape[0])
+        ]
+        distinct, inverse = _first_of(keys)
+        return [(X[int(i) : int(i) + 1],) for i in distinct], inverse
+    X = np.asarray(X)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.dtype == object:
+        immutable = all(isinstance(v, _IMMUTABLE) for v in X.flat)
+        keys = [pickle.dumps(X[i : i + 1]) for i in range(X.shape[0])]
+        distinct, inverse = _first_of(keys)
+        units = []
+        for i in distinct:
+            row = X[int(i) : int(i) + 1]
+            units.append((row.copy() if immutable else _DeepCopied(row),))
+        return units, inverse
+    frozen = freeze_rows(np.ascontiguousarray(X))
+    if frozen.shape[0] == 0:
+        return [], np.zeros(0, dtype=np.intp)
+    width = frozen.dtype.itemsize * int(np.prod(frozen.shape[1:], dtype=np.int64))
+    keys_array = frozen.reshape(frozen.shape[0], -1).view(np.dtype((np.void, max(width, 1))))
+    if width == 0:
+        keys_array = np.zeros((frozen.shape[0], 1), dtype=np.uint8).view(np.dtype((np.void, 1)))
+    _, first, inverse = np.unique(keys_array.ravel(), return_index=True, return_inverse=True)
+    return [(frozen[int(i) : int(i) + 1],) for i in first], inverse.reshape(-1)
+
+
+class _DeepCopied:
+    """A part of a unit that holds mutable Python objects: deep-copied for every call."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = copy.deepcopy(value)
+
+    def handed(self) -> Any:
+        return copy.deepcopy(self.value)
+
+
+def _hand(part: Any) -> Any:
+    """What user code is handed of one part of a unit, at one call: an object of its own."""
+    if isinstance(part, _DeepCopied):
+        return part.handed()
+    return handed_rows(part)
+
+
+def _first_of(keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the first occurrence of each distinct key, and each key's distinct index."""
+    seen: dict[bytes, int] = {}
+    first: list[int] = []
+    inverse = np.empty(len(keys), dtype=np.intp)
+    for i, key in enumerate(keys):
+        k = seen.get(key)
+        if k is None:
+            k = seen[key] = len(first)
+            first.append(i)
+        inverse[i] = k
+    return np.asarray(first, dtype=np.intp), inverse
+
+
+def call_user_code_by_row(
+    codes: Sequence[Any],
+    X,
+    call: Callable[..., Any],
+    check: Callable[[Any], Any],
+    fallback: Any,
+    *,
+    names: Sequence[str],
+    dtype: Any,
+) -> np.ndarray:
+    """Each code on each row of ``X`` alone, through :func:`call_user_code`.
+
+    The batch is cut into one-row units once (2-D, shape ``(1, n_features)``;
+    a DataFrame row keeps its columns and dtypes and gets the index ``[0]``).
+    **Identical rows share one evaluation**: rows equal byte for byte (numeric
+    arrays), or whose pickled values are equal (object arrays, DataFrames,
+    sparse rows), are evaluated once per code, and every copy of the row gets
+    that value; a row's value therefore depends on that row alone. Each code
+    is pickled once (one payload per code) and copied for every distinct row.
+
+    Parameters
+    ----------
+    codes : sequence
+        The user codes (or their :class:`UserCode`).
+    X : ndarray, DataFrame or sparse matrix of shape (n_rows, n_features)
+        The protected rows.
+    call, check, fallback
+        As in :func:`call_user_code`; ``check`` returns a value of the shape of
+        ``fallback`` (converted to ``dtype`` inside the guard).
+    names : sequence of str
+        The parameter each code came from.
+    dtype : dtype
+        The dtype of the result.
+
+    Returns
+    -------
+    ndarray of shape (len(codes), n_rows, *np.shape(fallback))
+    """
+    payloads = [user_code(code, name) for code, name in zip(codes, names)]  # all, before any row
+    units, inverse = _row_units(X)
+    fill = np.asarray(fallback, dtype=dtype)
+
+    def checked(output):
+        value = np.asarray(check(output), dtype=dtype)
+        if value.shape != fill.shape:
+            raise ValueError(f"expected a value of shape {fill.shape}, got {value.shape}.")
+        return value
+
+    out = np.empty((len(payloads), len(inverse), *fill.shape), dtype=dtype)
+    for k, payload in enumerate(payloads):
+        values = call_user_code(payload, units, call, checked, fill, name=payload.name)
+        distinct = np.empty((len(units), *fill.shape), dtype=dtype)
+        for j, value in enumerate(values):
+            distinct[j] = value
+        out[k] = distinct[inverse] if len(units) else distinct[:0]
+    return out
