@@ -1113,8 +1113,9 @@ def labelboost_law(
 
     Parameters
     ----------
-    hypothesis_class : ThresholdClass, FiniteHypothesisClass or compatible
-        The class (with a ``candidates`` method).
+    hypothesis_class : ThresholdClass, FiniteHypothesisClass or a row-wise class
+        The class (a class of your own in the row-wise protocol of
+        :class:`~skprivpred.hypotheses.HypothesisClass`).
     labelled, unlabelled : ndarray
         Prepared points of Shat and Dhat.
     labels : ndarray of 0/1
@@ -1648,10 +1649,17 @@ class GenericBBLClassifier(_EverlastingStream):
 
     Parameters
     ----------
-    hypothesis_class : "thresholds", ThresholdClass or FiniteHypothesisClass, default="thresholds"
+    hypothesis_class : "thresholds", library class or row-wise class, default="thresholds"
         The concept class ``C``, with exact ERM and LabelBoost (see
-        :mod:`skprivpred.hypotheses`). ``"thresholds"`` is
-        ``ThresholdClass(direction="increasing")``.
+        :mod:`skprivpred.hypotheses`): a ``ThresholdClass`` or a
+        ``FiniteHypothesisClass``; ``"thresholds"`` is
+        ``ThresholdClass(direction="increasing")``. A class of your own is
+        accepted in the row-wise protocol only (the Notes of
+        :class:`~skprivpred.hypotheses.HypothesisClass`: ``n_hypotheses``,
+        ``erm_block`` called on one teacher's block, ``labels_at`` on one
+        point, each on a copy of its own through the library's boundary);
+        anything else, a subclass of a library class included, is refused
+        with :class:`~skprivpred.exceptions.InvalidParameterError`.
     epsilon : float, default=1.0
         Privacy parameter for every training row and query, in (0, 1] in paper mode.
     delta : float, default=1e-6
@@ -2230,9 +2238,13 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         cannot be enumerated (most scikit-learn learners). Needs
         ``aggregator="gaussian"``. Every query must be a point of the class
         (its ``prepare``, called before the query is charged). A class of
-        your own (with ``prepare`` and ``prior_candidates``) must not raise in
-        ``prior_candidates`` on points that its ``prepare`` returned: that
-        call runs at the phase boundary, on other people's queries.
+        your own is accepted in the row-wise protocol only (the Notes of
+        :class:`~skprivpred.hypotheses.HypothesisClass`: ``n_hypotheses``,
+        ``labels_at`` called on one point at a time, on a copy of its own
+        through the library's boundary, a failing point labelled 0 under
+        every hypothesis; its points are the validated float rows);
+        anything else, a subclass of a library class included, is refused
+        with :class:`~skprivpred.exceptions.InvalidParameterError`.
     aggregator : {"gaussian", "between_thresholds"}, default="gaussian"
         The per-query mechanism.
     top_budget : int, default=None
