@@ -81,13 +81,14 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import io
 import pickle
 import random
 import threading
+import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import joblib
@@ -227,7 +228,8 @@ class ProcessState:
         self.numpy: tuple = np.random.get_state(legacy=True)  # type: ignore[assignment]  # noqa: NPY002
         self.python = random.getstate()
         self.bit_generator = _get_bit_generator()
-        self._words = _state_words(self.bit_generator)
+        self._view = _state_view(self.bit_generator)  # the live words, read without a copy
+        self._words = None if self._view is None else bytes(self._view)
         self._fast = (
             self._words is not None
             and _set_bit_generator is not None
@@ -244,7 +246,7 @@ class ProcessState:
             np.random.set_state(self.numpy)  # noqa: NPY002
         elif self._fast:
             assert _set_bit_generator is not None  # (part of the fast condition)
-            if _state_words(self.bit_generator) != self._words:
+            if self._view != self._words:
                 np.random.set_state(self.numpy)  # noqa: NPY002
             else:  # same words: clear any cached Gaussian (numpy resets it with the generator)
                 _set_bit_generator(self.bit_generator)
@@ -261,12 +263,16 @@ _get_bit_generator = getattr(np.random, "get_bit_generator", lambda: None)
 _set_bit_generator = getattr(np.random, "set_bit_generator", None)
 
 
-def _state_words(bit_generator) -> bytes | None:
-    """The Mersenne Twister's key and position as bytes (None for another bit generator)."""
+def _state_view(bit_generator) -> memoryview | None:
+    """The Mersenne Twister's key and position, a live view (None for another bit generator).
+
+    The view reads the generator's memory as it is when compared: it stays
+    valid as long as the generator lives (the snapshot holds it).
+    """
     if type(bit_generator) is not np.random.MT19937:
         return None
     words = (ctypes.c_uint32 * 625).from_address(bit_generator.ctypes.state_address)
-    return bytes(words)
+    return memoryview(words).cast("B")
 
 
 @contextmanager
@@ -383,21 +389,65 @@ def protected_units_in_call() -> int:
     return int(getattr(_UNITS, "count", 0))
 
 
-@dataclass(frozen=True)
+class _SharingPickler(cloudpickle.Pickler):
+    """cloudpickle, with code objects and modules kept out of the pickle (shared by reference).
+
+    Both are shared by every copy anyway or cannot be changed: a code object is
+    immutable, and a module is what cloudpickle itself pickles by reference. Not
+    rebuilding them for every unit makes a copy several times cheaper.
+    """
+
+    def __init__(self, file: Any, shared: list) -> None:
+        super().__init__(file)
+        self.shared = shared
+
+    def persistent_id(self, obj: Any) -> int | None:
+        if isinstance(obj, (types.CodeType, types.ModuleType)):
+            self.shared.append(obj)
+            return len(self.shared) - 1
+        return None
+
+
+class _SharingUnpickler(pickle.Unpickler):
+    def __init__(self, file: Any, shared: list) -> None:
+        super().__init__(file)
+        self.shared = shared
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.shared[pid]
+
+
 class UserCode:
     """User code pickled once, from which each protected unit gets a copy of its own.
 
     Made by :func:`user_code`. ``payload`` is the ``cloudpickle`` pickle of the
-    object; :meth:`copy` unpickles a new copy. It is plain bytes, so it can be
-    sent to a joblib or dask worker and used there.
+    object (plain bytes: it can be sent to a joblib or dask worker and used
+    there); :meth:`copy` unpickles a new copy. In each process, the first copy
+    re-pickles the object once with its code objects and modules held apart
+    (immutable, or shared by reference anyway), so that every later copy
+    rebuilds only the object's own state: attributes, closure cells, defaults.
     """
 
-    payload: bytes
-    name: str
+    def __init__(self, payload: bytes, name: str) -> None:
+        self.payload = payload
+        self.name = name
+        self._local: tuple[bytes, list] | None = None
+
+    def __getstate__(self) -> dict:
+        return {"payload": self.payload, "name": self.name}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["payload"], state["name"])  # type: ignore[misc]
 
     def copy(self) -> Any:
         """A new copy of the code (its attributes, closure cells and defaults its own)."""
-        return pickle.loads(self.payload)  # noqa: S301 - the library's own pickle of user code
+        local = self._local
+        if local is None:
+            shared: list = []
+            buffer = io.BytesIO()
+            _SharingPickler(buffer, shared).dump(pickle.loads(self.payload))  # noqa: S301
+            local = self._local = (buffer.getvalue(), shared)
+        return _SharingUnpickler(io.BytesIO(local[0]), local[1]).load()
 
 
 def user_code(code: Any, name: str) -> UserCode:
@@ -445,36 +495,66 @@ class _Raise:
 RAISE: Any = _Raise()
 
 
+class _RunState:
+    """What every unit of one boundary run is set back to after it.
+
+    Taken inside the run's :func:`teacher_run` (the lock held, every warning
+    ignored) and its ``np.errstate(all="ignore")``: the warning filters (the
+    list object and its entries), ``warnings.showwarning`` and its
+    implementation, numpy's error state and the :class:`ProcessState`. What
+    ``warnings.catch_warnings`` and ``np.errstate`` around every unit would
+    restore, compared and set back only when a unit changed it (a unit costs
+    microseconds, and there is one per row).
+    """
+
+    def __init__(self, state: ProcessState) -> None:
+        self.state = state
+        self.filters = warnings.filters
+        self.entries = list(self.filters)
+        self.showwarning = warnings.showwarning
+        self.showwarnmsg_impl = warnings._showwarnmsg_impl  # type: ignore[attr-defined]
+        self.errors = np.geterr()
+
+    def restore(self) -> None:
+        if warnings.filters is not self.filters or warnings.filters != self.entries:
+            self.filters[:] = self.entries
+            warnings.filters = self.filters
+            warnings._filters_mutated()  # type: ignore[attr-defined]
+        if warnings.showwarning is not self.showwarning:
+            warnings.showwarning = self.showwarning
+        if warnings._showwarnmsg_impl is not self.showwarnmsg_impl:  # type: ignore[attr-defined]
+            warnings._showwarnmsg_impl = self.showwarnmsg_impl  # type: ignore[attr-defined]
+        if np.geterr() != self.errors:
+            np.seterr(**self.errors)
+        self.state.restore()
+
+
 def _run_unit(
     code: UserCode,
     unit: tuple,
     call: Callable[..., Any],
     check: Callable[[Any], Any],
     fallback: Any,
-    state: ProcessState,
+    run: _RunState,
 ) -> Any:
     """One unit through its own copy of ``code``, guarded (see :func:`call_user_code`).
 
     What :func:`teacher_call` does for one call, inside the run's
-    :func:`teacher_run` (which holds the lock and took ``state``): the unit's
-    own warning filters (captured, dropped), every floating-point condition
-    ignored, and the process state set back to ``state`` afterwards.
+    :func:`teacher_run` (which holds the lock, ignores every warning and took
+    ``run``): afterwards, the warning filters, numpy's error state and the
+    process state are set back to ``run`` (:meth:`_RunState.restore`).
     """
     previous = getattr(_UNITS, "count", 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            with np.errstate(all="ignore"):
-                _UNITS.count = 1
-                handed = tuple(_hand(part) for part in unit)
-                return check(call(code.copy(), *handed))
-        except Exception:
-            if fallback is RAISE:
-                raise
-            return fallback
-        finally:
-            _UNITS.count = previous
-            state.restore()
+    try:
+        _UNITS.count = 1
+        return check(call(code.copy(), *[_hand(part) for part in unit]))
+    except Exception:
+        if fallback is RAISE:
+            raise
+        return fallback
+    finally:
+        _UNITS.count = previous
+        run.restore()
 
 
 def call_user_code(
@@ -536,8 +616,9 @@ def call_user_code(
         If ``code`` cannot be pickled (before any unit is run).
     """
     code = user_code(code, name)
-    with teacher_run() as state:
-        return [_run_unit(code, unit, call, check, fallback, state) for unit in units]
+    with teacher_run() as state, np.errstate(all="ignore"):
+        run = _RunState(state)
+        return [_run_unit(code, unit, call, check, fallback, run) for unit in units]
 
 
 # Python types whose values cannot be changed in place: an object array holding only these

@@ -177,6 +177,22 @@ class SubsampleMixin(PrivatePredictorMixin):
         return teachers
 
     def _validate_queries(self, X):
+        rows = self._validate_protected_rows(X)
+        # Nothing inferred from the training rows (a column's dtype, its categories, its
+        # range) refuses a query: an entry a teacher cannot read is that teacher's fallback.
+        # But rows of a kind the base estimator cannot read at all (judged from the queries
+        # and public parameters only, by a dry run) are refused, before any charge.
+        self._check_teachers_can_read(rows)
+        return rows
+
+    def _validate_protected_rows(self, X):
+        """Rows in the form the teachers take, checked as queries are, without the dry run.
+
+        For rows that are protected (the validation part of a private search,
+        taken from training rows that ``fit`` has already validated): the dry
+        run fits the user's estimator on the rows it is given, so it never sees
+        protected rows.
+        """
         check_is_fitted(self, "n_teachers_")
         X_checked = validate_data(
             self,
@@ -187,13 +203,7 @@ class SubsampleMixin(PrivatePredictorMixin):
             ensure_all_finite=True,
         )
         _refuse_non_scalar_entries(X_checked)
-        # Nothing inferred from the training rows (a column's dtype, its categories, its
-        # range) refuses a query: an entry a teacher cannot read is that teacher's fallback.
-        # But rows of a kind the base estimator cannot read at all (judged from the queries
-        # and public parameters only, by a dry run) are refused, before any charge.
-        rows = keep_frame(X, X_checked)
-        self._check_teachers_can_read(rows)
-        return rows
+        return keep_frame(X, X_checked)
 
     def _check_teachers_can_read(self, X) -> None:
         """The dry run of :func:`skprivpred._dry_run.check_teachers_can_read` for these queries."""

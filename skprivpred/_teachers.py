@@ -41,8 +41,10 @@ from sklearn.utils.validation import check_array
 from ._base import known_label_index
 from ._folding import FoldedLinear, fold_pipeline
 from ._isolation import (
+    RAISE,
     ProcessState,
     UserCode,
+    call_user_code,
     call_user_code_by_row,
     freeze_rows,
     handed_rows,
@@ -176,30 +178,26 @@ def realign(data):
     return data
 
 
-def own_block(X_part):
-    """A teacher's training block as its own copy, with dtypes read from the block alone.
+def _fit_copy(teacher, X_part, y_part, seeds: dict):
+    """Fit one teacher (a copy of its own, from the boundary) on its own copy of its block.
 
-    Arrays and sparse matrices cut by :func:`take_rows` are already new
-    objects; a DataFrame is deep-copied (a copy-on-write shallow copy shares
-    the buffer that scikit-learn may write through) and its dtypes are
-    re-inferred from its own rows (``DataFrame.infer_objects``): a column that
-    is ``object`` in the whole training set only because of rows of another
-    block becomes numeric again, so no dtype depends on rows outside the block.
+    The block is handed by the boundary as an object of its own; a DataFrame's
+    dtypes are re-inferred from its own rows (``DataFrame.infer_objects``): a
+    column that is ``object`` in the whole training set only because of rows of
+    another block becomes numeric again, so no dtype depends on rows outside
+    the block.
     """
-    if hasattr(X_part, "iloc"):
-        return X_part.copy(deep=True).infer_objects()
-    return realign(X_part)
+    if seeds:
+        teacher.set_params(**seeds)
+    X_part = X_part.infer_objects() if hasattr(X_part, "iloc") else realign(X_part)
+    return teacher.fit(X_part, realign(y_part))
 
 
-def _fit_one(estimator, X_part, y_part, y_index_part, fallback: ConstantTeacher | None = None):
-    if y_index_part is not None and np.unique(y_index_part).size == 1:
-        return ConstantTeacher(y_index_part[0])
-    if fallback is None:
-        return estimator.fit(own_block(X_part), realign(y_part))
-    try:
-        return estimator.fit(own_block(X_part), realign(y_part))
-    except Exception:  # noqa: BLE001 - whether a fit fails depends on the block's rows
-        return fallback
+def _fitted(output):
+    """The output of a teacher's ``fit``: a fitted object (``None`` is a failure)."""
+    if output is None:
+        raise ValueError("fit returned None")
+    return output
 
 
 def _seed_keys(estimator) -> list[str]:
@@ -211,26 +209,54 @@ def _seed_keys(estimator) -> list[str]:
     ]
 
 
-def _fit_batch(estimator, jobs: list, fallback=None) -> list:
-    """Fit one clone of ``estimator`` per job (one joblib task for many teachers).
+def teacher_code(estimator) -> UserCode:
+    """An unfitted clone of ``estimator``, pickled once: every teacher is a copy of its own.
 
-    Each job is ``(seeds, X_part, y_part, y_index_part)``; ``seeds`` set the
-    clone's unset ``random_state`` parameters. Every fit validates its
-    parameters and data (no fit's configuration depends on whether another
-    block fitted), runs inside :func:`~skprivpred._isolation.teacher_call`
-    (its warnings captured here, in the joblib worker; numpy's error state,
-    scikit-learn's configuration and the global random states restored after
-    it) and trains on its own copy of its block (:func:`own_block`).
+    Raises ``InvalidParameterError`` if it cannot be pickled (see
+    :func:`~skprivpred._isolation.user_code`): call it before any charge.
     """
-    teachers = []
-    with teacher_run() as state:  # the lock held for the task; what every fit starts from
-        for seeds, X_part, y_part, y_index_part in jobs:
-            with teacher_call(state):
-                teacher = clone(estimator)
-                if seeds:
-                    teacher.set_params(**seeds)
-                fitted = _fit_one(teacher, X_part, y_part, y_index_part, fallback)
-            teachers.append(fitted)
+    if isinstance(estimator, UserCode):
+        return estimator
+    return user_code(clone(estimator), "estimator")
+
+
+def _fit_batch(estimator, jobs: list, fallback=None) -> list:
+    """Fit one teacher per job (one joblib task for many teachers), through the boundary.
+
+    ``estimator`` is the template, or its :class:`~skprivpred._isolation.UserCode`
+    (:func:`teacher_code`). Each job is ``(seeds, X_part, y_part,
+    y_index_part)``. A block with a single label gets a :class:`ConstantTeacher`
+    (no user code runs). Every other block is one protected unit of
+    :func:`~skprivpred._isolation.call_user_code`: a copy of the template of
+    its own (unpickled from one payload: no closure, attribute or cache is
+    shared between teachers), its ``seeds`` set on its unset ``random_state``
+    parameters, fitted on its block handed as an object of its own
+    (:func:`_fit_copy`), with its warnings captured, under a fixed
+    floating-point state, scikit-learn's configuration and the global random
+    states restored after it. Every fit validates its parameters and data (no
+    fit's configuration depends on whether another block fitted). A fit that
+    raises (or returns None) gives ``fallback`` (``None``: the exception is
+    raised).
+    """
+    code = teacher_code(estimator)
+    teachers: list = [None] * len(jobs)
+    units, where = [], []
+    for k, (seeds, X_part, y_part, y_index_part) in enumerate(jobs):
+        if y_index_part is not None and np.unique(y_index_part).size == 1:
+            teachers[k] = ConstantTeacher(y_index_part[0])
+        else:
+            units.append((X_part, y_part, seeds))
+            where.append(k)
+    fitted = call_user_code(
+        code,
+        units,
+        _fit_copy,
+        _fitted,
+        RAISE if fallback is None else fallback,
+        name="estimator",
+    )
+    for k, teacher in zip(where, fitted):
+        teachers[k] = teacher
     return teachers
 
 
@@ -270,6 +296,11 @@ def fit_teachers(
     estimator's behaviour (the caller of ``predict`` when a phase change fits
     teachers inside it, a service that refits).
 
+    Every fit goes through the one boundary (:func:`_fit_batch`): the
+    template is pickled once here (:func:`teacher_code`; one that cannot be
+    pickled is refused with an ``InvalidParameterError`` before any block is
+    read) and each teacher is a copy of its own, fitted on its block alone.
+
     The fits are grouped into about ``FIT_TASKS_PER_JOB`` joblib tasks per
     effective job (:func:`_fit_batch`), consecutive blocks together; the
     grouping depends only on the number of teachers and of jobs. Called from
@@ -282,6 +313,7 @@ def fit_teachers(
     if holds_warnings_lock():  # (a fit inside a captured section: joblib threads would wait)
         n_jobs = 1
     seeds = teacher_seeds(estimator, len(parts), rng)
+    code = teacher_code(estimator)  # one payload, before any block is read
     per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
 
     def jobs(start: int) -> list:
@@ -296,8 +328,7 @@ def fit_teachers(
         ]
 
     batches = Parallel(n_jobs=n_jobs)(
-        delayed(_fit_batch)(estimator, jobs(start), fallback)
-        for start in range(0, len(parts), per_task)
+        delayed(_fit_batch)(code, jobs(start), fallback) for start in range(0, len(parts), per_task)
     )
     return [teacher for batch in batches for teacher in batch]
 
@@ -531,6 +562,54 @@ def teacher_values(teacher, X, fallback: float, state: ProcessState | None = Non
     return isolated_rows(teacher, "predict", X, convert, fallback, float, state)
 
 
+def protected_proba_sum(teachers: list, X, classes: np.ndarray) -> np.ndarray:
+    """Sum over teachers of ``predict_proba`` on PROTECTED rows, in the columns of ``classes``.
+
+    As :func:`teacher_proba` for each teacher (clipped, normalised, the
+    uniform distribution where a teacher fails or its labels are unusable),
+    but row by row through the one boundary, as :func:`protected_votes` does.
+    """
+    n_classes = len(classes)
+    uniform = np.full(n_classes, 1.0 / n_classes)
+    total = np.zeros((X.shape[0], n_classes))
+    for teacher in teachers:
+        if isinstance(teacher, ConstantTeacher):
+            total[:, teacher.label_index] += 1.0
+            continue
+        with teacher_call():  # its labels are read in isolation too
+            try:
+                labels = np.asarray(teacher.classes_).reshape(-1)
+                columns, known = known_label_index(classes, labels)
+                distinct = np.unique(columns).size == columns.size
+                usable = columns.size > 0 and known.all() and distinct
+            except Exception:  # noqa: BLE001 - a custom teacher's labels may not compare at all
+                usable = False
+        if not usable:
+            total += uniform
+            continue
+
+        def check(proba, columns=columns) -> np.ndarray:
+            proba = np.asarray(proba, dtype=float)
+            if proba.shape != (1, columns.size) or not np.isfinite(proba).all():
+                raise ValueError("not one finite row of probabilities")
+            proba = np.clip(proba[0], 0.0, 1.0)
+            total_mass = proba.sum()
+            row = np.zeros(n_classes)
+            row[columns] = proba / total_mass if total_mass > 0 else 1.0 / columns.size
+            return row
+
+        total += call_user_code_by_row(
+            [teacher],
+            X,
+            lambda t, Z: t.predict_proba(Z),
+            check,
+            uniform,
+            names=["estimator"],
+            dtype=float,
+        )[0]
+    return total
+
+
 def transform_rows(transform: Callable[[Any], Any], X) -> tuple[Any, np.ndarray | None]:
     """``transform`` of the rows of ``X`` on which it succeeds, and which rows those are.
 
@@ -600,10 +679,11 @@ def _count_votes(
 
 # -- Teachers on protected rows -----------------------------------------------------------------
 #
-# The queries of the everlasting predictors are protected rows, as training rows are: the
-# answer to one query may not depend on another query of the same call. A teacher that votes
-# through its own ``predict`` is user code, which may compute anything from the batch it is
-# handed (a statistic of the batch, state kept from an earlier call). On protected rows, such a
+# Training rows (the validation part of a private search) and the queries of the everlasting
+# predictors are protected rows: the answer to one may not depend on another row of the same
+# call. A teacher that votes through its own ``predict`` is user code, which may compute
+# anything from the batch it is handed (a statistic of the batch, state kept from an earlier
+# call). On protected rows, such a
 # teacher is therefore asked through the library's one boundary
 # (:func:`~skprivpred._isolation.call_user_code_by_row`): each distinct row alone, as a
 # one-row batch, by a copy of the teacher of its own (unpickled from one payload per teacher,
@@ -650,7 +730,9 @@ def teacher_codes(teachers: list) -> list[UserCode | None]:
 
 
 def protected_votes(codes: list[UserCode | None], X, classes: np.ndarray) -> np.ndarray:
-    """Votes on protected rows, shape (n_rows, n_teachers), each row voted alone.
+    """Votes on protected rows (training rows; the everlasting predictors' queries).
+
+    Shape (n_rows, n_teachers), each row voted alone.
 
     Every teacher's vote on a row comes from a copy of its own, asked on that
     row alone through :func:`~skprivpred._isolation.call_user_code_by_row`
@@ -1067,10 +1149,16 @@ class TeacherEnsemble:
         and the other teachers vote through :meth:`_add_other_votes`: in this
         process, or in parallel through joblib when ``n_jobs`` (and the active
         joblib backend) give more than one job. A teacher that cannot answer a
-        row votes :data:`FALLBACK_LABEL_INDEX`. ``protected``: the rows are
-        protected (the everlasting predictors' queries), and every teacher
-        that votes through its own ``predict`` answers each row alone
-        (:func:`protected_votes`); the stacked votes are row-wise already.
+        row votes :data:`FALLBACK_LABEL_INDEX`.
+
+        With ``protected=True`` the rows are protected (training rows: the
+        validation part of a private search; the queries of the everlasting
+        predictors): the votes the library computes itself (stacked linear
+        scores, stacked tree descents, constant teachers) are row-wise by
+        construction and stay batched, and every other teacher answers each
+        row alone through the one boundary (:func:`protected_votes`, from one
+        :class:`~skprivpred._isolation.UserCode` per teacher made once per
+        ensemble), in this process or in blocks of rows through joblib.
         """
         with library_numerics():
             return self._vote_counts(X, n_jobs, protected)

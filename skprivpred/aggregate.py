@@ -681,6 +681,18 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         """
         return self._vote_counts(X) / self.n_teachers_
 
+    def _protected_teacher_means(self, X) -> np.ndarray:
+        """:meth:`_teacher_means` on PROTECTED rows (a private search's validation part).
+
+        NOT PRIVATE; never charges. No dry run; stacked linear and tree teachers
+        vote batched (row-wise by construction), every other teacher answers
+        each row alone through the one boundary
+        (:meth:`~skprivpred._teachers.TeacherEnsemble.vote_counts` with
+        ``protected=True``).
+        """
+        rows = self._validate_protected_rows(X)
+        return self._ensemble.vote_counts(rows, protected=True) / self.n_teachers_
+
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row. NOT PRIVATE: leaks the vote counts; never charges."""
         return self._answer_law(self._vote_counts(X))

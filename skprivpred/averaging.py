@@ -23,6 +23,7 @@ from ._teachers import (
     ConstantTeacher,
     TeacherEnsemble,
     fallback_value,
+    protected_proba_sum,
     teacher_proba,
     teacher_values,
 )
@@ -423,6 +424,20 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         selection needs.
         """
         return self._averages(self._validate_queries(X))
+
+    def _protected_teacher_means(self, X) -> np.ndarray:
+        """:meth:`_teacher_means` on PROTECTED rows (a private search's validation part).
+
+        NOT PRIVATE; never charges. No dry run; with ``base_output="label"``
+        stacked linear and tree teachers vote batched (row-wise by
+        construction) and every other teacher answers each row alone through
+        the one boundary; with ``"proba"`` every teacher answers each row alone
+        (:func:`~skprivpred._teachers.protected_proba_sum`).
+        """
+        rows = self._validate_protected_rows(X)
+        if self._base_output == "label":
+            return self._ensemble.vote_counts(rows, protected=True) / self.n_teachers_
+        return protected_proba_sum(self._teachers, rows, self.classes_) / self.n_teachers_
 
     def _release_averages(self, v: np.ndarray, rng) -> np.ndarray:
         """Noisy averages: column 1 for two labels, every column otherwise."""

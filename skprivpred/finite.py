@@ -435,7 +435,10 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
     def _scored_problem(self, X, y, listed: HypothesisList | None):
         """Validate the data and count mistakes; sets n_features_in_ (call in an atomic block).
 
-        Returns the family, the label set and the mistake counts (secret).
+        Returns the family, the label set and the mistake counts (secret). A
+        list's members count their mistakes row by row through the one
+        boundary (:meth:`HypothesisList.mistakes`); the named families count
+        them with the library's own vectorised code.
         """
         X, y = self._validate_X(X, reset=True, y=y)
         y = finite_target_column(y)
@@ -790,7 +793,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
             X, y = self._validate_stream(X, y, reset=True)
             n_rounds = self.n_rounds if self.n_rounds is not None else y.shape[0]
             run = self._resolve_run(y, self.classes, n_rounds, experts)
-            rewards = self._rewards(run["experts"], X, y)
+            rewards = self._rewards(run["experts"], X, y, run["classes"])
             self._start_run(run)
             self._run_rounds(rewards)
         return self
@@ -838,13 +841,13 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
                 run = self._resolve_run(
                     y, _agreed_classes(self.classes, classes), self.n_rounds, experts
                 )
-                rewards = self._rewards(run["experts"], X, y)
+                rewards = self._rewards(run["experts"], X, y, run["classes"])
                 self._start_run(run)
             else:
                 _agreed_classes(self.classes_, classes)
                 resolve_classes(self.classes_, y, type(self).__name__)
                 self._check_round_budget(self.chosen_experts_.shape[0], y.shape[0], self.n_rounds_)
-                rewards = self._rewards(self._experts, X, y)
+                rewards = self._rewards(self._experts, X, y, self.classes_)
             self._run_rounds(rewards)
         return self
 
@@ -878,10 +881,15 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         }
 
     @staticmethod
-    def _rewards(experts: HypothesisList, X, y: np.ndarray) -> np.ndarray:
-        """Reward matrix of shape (n_rows, n_experts): 1 where the expert is right. Secret."""
-        predictions = experts.predictions(X, y.shape[0])
-        return (predictions == y).T.astype(np.int64)
+    def _rewards(experts: HypothesisList, X, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Reward matrix of shape (n_rows, n_experts): 1 where the expert is right. Secret.
+
+        The stream's rows are protected: each expert labels each row alone,
+        through the one boundary (:meth:`HypothesisList.correct`: a copy of its
+        own per row, the row an object of its own, identical rows evaluated
+        once); a row on which an expert fails earns it no reward.
+        """
+        return experts.correct(X, y, classes).T.astype(np.int64)
 
     def _start_run(self, run: dict) -> None:
         """Start the streams, charge the run and start its state (call after all checks)."""
@@ -1057,5 +1065,5 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         X, y = probe._validate_stream(X, y, reset=True)
         n_rounds = self.n_rounds if self.n_rounds is not None else y.shape[0]
         run = probe._resolve_run(y, self.classes, n_rounds, experts)
-        rewards = probe._rewards(run["experts"], X, y)
+        rewards = probe._rewards(run["experts"], X, y, run["classes"])
         return self._round_law(rewards, np.zeros(rewards.shape[1]), run["rate"])

@@ -35,7 +35,9 @@ from scipy.spatial import ConvexHull
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._teachers import one_per_row, teacher_rows
+from ._base import known_label_index
+from ._isolation import call_user_code, call_user_code_by_row, freeze_rows
+from ._teachers import one_per_row
 from ._typing import MatrixLike
 from .exceptions import InvalidParameterError
 
@@ -569,7 +571,12 @@ class HypothesisList:
     def predictions(
         self, X: MatrixLike, n_rows: int, members: Sequence[int] | None = None
     ) -> np.ndarray:
-        """Labels of every member (or of ``members``) on ``X``, shape (n_members, n_rows)."""
+        """Labels of every member (or of ``members``) on PUBLIC rows, shape (n_members, n_rows).
+
+        For queries, which these learners do not protect: each member labels
+        the batch in one call, and an output of another shape raises. Training
+        rows go through :meth:`label_index` instead.
+        """
         chosen = range(len(self.functions)) if members is None else members
         rows = []
         for i in chosen:
@@ -584,16 +591,67 @@ class HypothesisList:
             rows.append(labels)
         return np.stack(rows)
 
+    def label_index(self, X: MatrixLike, classes: np.ndarray) -> np.ndarray:
+        """Each member's label on each protected row, as an index in ``classes``; -1: none.
+
+        The training rows are protected: every member labels each row alone,
+        through the one boundary
+        (:func:`~skprivpred._isolation.call_user_code_by_row`): its own copy of
+        the member for every row (pickled once with ``cloudpickle``; an
+        unpicklable member is refused with an ``InvalidParameterError`` before
+        any row is read), the row as a one-row object of its own (2-D, shape
+        ``(1, n_features)``; a DataFrame row with the index ``[0]``), warnings
+        captured and the process-wide state restored after each row. Identical
+        rows share one evaluation. A row on which the member raises, or does
+        not give one label of ``classes`` (shape ``(1,)`` or ``(1, 1)``), gets
+        ``-1``, which matches no label: **a failing row counts as a mistake**.
+
+        Returns
+        -------
+        ndarray of shape (n_members, n_rows) of intp
+        """
+
+        def check(output):
+            index, known = known_label_index(classes, one_per_row(output, 1))
+            if not known[0]:
+                raise ValueError("a label outside classes")
+            return index[0]
+
+        by_predict = [hasattr(function, "predict") for function in self.functions]
+        out = np.empty((len(self.functions), np.shape(X)[0]), dtype=np.intp)
+        for wanted in (True, False):  # the same accessor for a run of members
+            members = [i for i, p in enumerate(by_predict) if p is wanted]
+            if not members:
+                continue
+            out[members] = call_user_code_by_row(
+                [self.functions[i] for i in members],
+                X,
+                (lambda h, Z: h.predict(Z)) if wanted else (lambda h, Z: h(Z)),
+                check,
+                -1,
+                names=[f"{self.name}[{i}]" for i in members],
+                dtype=np.intp,
+            )
+        return out
+
+    def correct(self, X: MatrixLike, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Where each member gives the row's label, shape (n_members, n_rows) (NOT private).
+
+        Row by row through the boundary (:meth:`label_index`): a row on which a
+        member fails is a mistake of that member.
+        """
+        y_index, known = known_label_index(classes, np.asarray(y))
+        predicted = self.label_index(X, classes)
+        return (predicted == np.where(known, y_index, -2)[None, :]) & (predicted >= 0)
+
     def mistakes(self, X: MatrixLike, y: np.ndarray, classes: np.ndarray) -> np.ndarray:
-        """Mistakes of every member on ``(X, y)`` (NOT private: reads the rows)."""
-        n_rows = y.shape[0]
-        return np.array(
-            [
-                int(np.count_nonzero(self.predictions(X, n_rows, members=[i])[0] != y))
-                for i in range(self.n_hypotheses)
-            ],
-            dtype=np.int64,
-        )
+        """Mistakes of every member on ``(X, y)`` (NOT private: reads the rows).
+
+        Each member labels each row alone (:meth:`label_index`); a row on which
+        it fails counts as a mistake. One row changes each count by at most 1.
+        """
+        correct = self.correct(X, y, classes)
+        return (correct.shape[1] - np.count_nonzero(correct, axis=1)).astype(np.int64)
 
     def release(self, index: int, classes: np.ndarray) -> tuple[dict, Any]:
         """Public fitted attributes and a predictor for member ``index``."""
@@ -1347,21 +1405,65 @@ def _positive_labels(values: np.ndarray) -> np.ndarray:
     return np.zeros(values.shape[0], dtype=bool)
 
 
-def _callable_labels(hypothesis: Any, points: np.ndarray) -> np.ndarray:
-    """0/1 labels of a callable hypothesis on ``points``; 0 wherever it gives no 0/1 label.
+#: A callable hypothesis's label on a point where it gives no label 0 or 1 (it raises, or
+#: returns another shape or value): counted as a mistake of the hypothesis wherever
+#: mistakes are counted, and as the label 0 (``classes_[0]``) wherever labels are used.
+_FAILED = -1
 
-    A call that raises or returns another shape than one label per point is
-    retried on each half of the points, down to single points, as a teacher's
-    output is (:func:`~skprivpred._teachers.teacher_rows`), so that only the
-    points it fails on get the fallback 0 (the label of a point never depends
-    on which other points are evaluated with it, for a hypothesis that labels
-    each point on its own).
+
+def _one_binary_label(output) -> int:
+    """The 0/1 label in a hypothesis's output for one point; raises for anything else."""
+    value = one_per_row(output, 1)[0]
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (Real, np.number)) and value in (0, 1):
+        return int(value)
+    raise ValueError("not a label in {0, 1}")
+
+
+def _block_binary_labels(size: int) -> Any:
+    """A check of a hypothesis's output on a block of ``size`` points: 0, 1 or -1 per point."""
+
+    def check(output) -> np.ndarray:
+        values = one_per_row(output, size)
+        if values.dtype.kind not in "biuf":
+            values = np.array([v if isinstance(v, (Real, np.number)) else np.nan for v in values])
+        with np.errstate(invalid="ignore"):
+            labels = np.where(values == 1, 1, np.where(values == 0, 0, _FAILED))
+        return labels.astype(np.int8)
+
+    return check
+
+
+def _callable_labels(hypotheses: Sequence[Any], points: np.ndarray) -> np.ndarray:
+    """0/1 labels of callable hypotheses on protected points, ``-1`` where a call fails.
+
+    Through the one boundary, point by point
+    (:func:`~skprivpred._isolation.call_user_code_by_row`): each hypothesis
+    labels each point alone (a one-row 2-D array of its own, frozen), through a
+    copy of its own for every point (pickled once with ``cloudpickle``);
+    identical points share one evaluation. A point on which it raises or does
+    not return one label in {0, 1} (shape ``(1,)`` or ``(1, 1)``) gets
+    ``-1`` (:data:`_FAILED`), whatever the other points are.
+
+    Returns
+    -------
+    ndarray of shape (n_hypotheses, n_points) of int8
     """
+    return call_user_code_by_row(
+        list(hypotheses),
+        points,
+        lambda h, Z: h(Z),
+        _one_binary_label,
+        _FAILED,
+        names=[f"hypotheses[{k}]" for k in range(len(hypotheses))],
+        dtype=np.int8,
+    )
 
-    def convert(values, n_points: int):
-        return _positive_labels(one_per_row(values, n_points)), np.ones(n_points, dtype=bool)
 
-    return teacher_rows(hypothesis, points, convert, 0, np.int8)
+def _as_label(labels: np.ndarray) -> np.ndarray:
+    """Labels with a failure (:data:`_FAILED`) read as the fixed public label 0."""
+    return np.where(labels == _FAILED, 0, labels).astype(np.int8)
 
 
 class FiniteHypothesisClass:
@@ -1386,14 +1488,24 @@ class FiniteHypothesisClass:
     A prediction matrix is checked when it is given (every entry 0 or 1), and
     a query outside its domain is refused by :meth:`prepare`, which the
     everlasting predictors call on every query before anything is charged.
-    Callables cannot be checked in advance: wherever one does not give one
-    label in {0, 1} for a point (it raises, returns another shape, or returns
-    another value) its label there is 0, that is ``classes_[0]``, silently and
-    whatever the other points are (a failing batch is split until the failing
-    points are found). The points a class is evaluated on later include other
-    people's queries, so a failure must not reach the caller: it would tell
-    which points were asked. Check the callables on rows of the expected form
-    before deploying.
+    Callables meet protected rows (training rows, and the everlasting
+    predictors' queries), so every call goes through the one boundary of
+    :mod:`skprivpred._isolation`: a callable labels **one point at a time**
+    (a one-row 2-D array of its own, read-only), through a copy of its own for
+    every point (pickled once with ``cloudpickle``: a closure or attribute
+    written at one point is not seen at the next; an unpicklable callable is
+    refused with an ``InvalidParameterError``), with warnings captured and the
+    global random states, floating-point error state and scikit-learn's
+    configuration restored after it; identical points share one evaluation.
+    An ERM (:meth:`erm`) calls each callable once per teacher block, on that
+    block alone. Wherever a callable does not give one label in {0, 1} for a
+    point (it raises, returns another shape, or returns another value), the
+    point **counts as a mistake** of that hypothesis when mistakes are counted
+    (:meth:`erm`, :meth:`candidates`, :meth:`prior_candidates`) and its label
+    there is 0, that is ``classes_[0]``, where labels are used
+    (:meth:`labels_on`, :meth:`vote_fraction`, the relabelling), silently and
+    whatever the other points are. Check the callables on rows of the
+    expected form before deploying.
     """
 
     def __init__(
@@ -1465,19 +1577,44 @@ class FiniteHypothesisClass:
     def labels_on(self, points: np.ndarray) -> np.ndarray:
         """Labels of every hypothesis on the points, shape (K, n_points), int8; never raises.
 
-        A callable's label on a point where it does not give one label in
-        {0, 1} (it raises, returns another shape or another value) is 0, a
-        fixed public fallback (see the class's Notes).
+        A callable labels each point alone, through the one boundary (see the
+        class's Notes); its label on a point where it does not give one label
+        in {0, 1} (it raises, returns another shape or another value) is 0, a
+        fixed public fallback.
         """
         matrix = self._matrix()
         if matrix is not None:
             return matrix[:, points]
+        return _as_label(self._raw_labels(points))
+
+    def _raw_labels(self, points: np.ndarray, members: Sequence[int] | None = None) -> np.ndarray:
+        """Labels on the points with -1 where a callable fails (matrix: 0/1 only).
+
+        ``members``: only these hypotheses (rows in that order); all by default.
+        """
+        matrix = self._matrix()
+        if matrix is not None:
+            chosen = matrix if members is None else matrix[np.asarray(members, dtype=np.intp)]
+            return chosen[:, points]
+        callables = self._callables()
+        if members is not None:
+            callables = [callables[k] for k in members]
         n_points = len(points)
-        rows = [_callable_labels(h, points) for h in self._callables()]
-        return np.vstack(rows).astype(np.int8) if rows else np.zeros((0, n_points), np.int8)
+        if not callables:
+            return np.zeros((0, n_points), np.int8)
+        return _callable_labels(callables, points)
 
     def erm(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Multiplicity of each hypothesis among the blocks' ERM choices (lowest index on ties).
+
+        With callables, each hypothesis is called once per block, on that
+        block's points alone (one teacher's block is one protected unit: the
+        proof lets a teacher depend on its own whole block), through the one
+        boundary (:func:`~skprivpred._isolation.call_user_code`: a copy of its
+        own per block, the block an object of its own, the process-wide state
+        restored after it). A point whose label is not 0 or 1, or every point
+        of a block on which the call raises or returns another shape, counts
+        as a mistake. One changed point changes one block's choice at most.
 
         Parameters
         ----------
@@ -1492,37 +1629,67 @@ class FiniteHypothesisClass:
             How many teachers chose each hypothesis (the compact form).
         """
         n_blocks, size = labels.shape
-        flat = points.reshape((n_blocks * size,) + points.shape[2:])
-        predicted = self.labels_on(flat).reshape(-1, n_blocks, size)
+        matrix = self._matrix()
+        if matrix is not None:
+            flat = points.reshape((n_blocks * size,) + points.shape[2:])
+            predicted = matrix[:, flat].reshape(-1, n_blocks, size)
+        else:
+            callables = self._callables()
+            frozen = freeze_rows(np.asarray(points))
+            units = [(frozen[b],) for b in range(n_blocks)]
+            check = _block_binary_labels(size)
+            predicted = np.empty((len(callables), n_blocks, size), dtype=np.int8)
+            for k, hypothesis in enumerate(callables):
+                predicted[k] = call_user_code(
+                    hypothesis,
+                    units,
+                    lambda h, Z: h(Z),
+                    check,
+                    np.full(size, _FAILED, dtype=np.int8),
+                    name=f"hypotheses[{k}]",
+                )
         errors = (predicted != labels[None].astype(np.int8)).sum(axis=2)
         return np.bincount(np.argmin(errors, axis=0), minlength=predicted.shape[0])
 
     def vote_fraction(self, teachers: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Fraction of teachers voting 1 (weighted by multiplicity)."""
+        """Fraction of teachers voting 1 (weighted by multiplicity).
+
+        Only the hypotheses some teacher chose are evaluated; a callable labels
+        each point alone through the one boundary (:meth:`labels_on`), 0 where
+        it fails.
+        """
         chosen = np.flatnonzero(teachers)
         matrix = self._matrix()
         if matrix is not None:
             return (teachers[chosen] @ matrix[chosen][:, points]) / teachers.sum()
-        return (teachers[chosen] @ self.labels_on(points)[chosen]) / teachers.sum()
+        on_points = _as_label(self._raw_labels(points, members=chosen))
+        return (teachers[chosen] @ on_points) / teachers.sum()
 
     def candidates(
         self, labelled: np.ndarray, labels: np.ndarray, unlabelled: np.ndarray
     ) -> LabelBoostCandidates:
-        """The distinct dichotomies on the distinct points of Shat and Dhat, scored on Shat."""
+        """The distinct dichotomies on the distinct points of Shat and Dhat, scored on Shat.
+
+        A point where a callable fails counts as a mistake of its dichotomy on
+        every labelled copy of that point, and is relabelled 0.
+        """
         every = np.concatenate([labelled, unlabelled])
         points, rank = np.unique(every, axis=0, return_inverse=True)
         rank = rank.ravel()
         rank_labelled, rank_unlabelled = rank[: len(labelled)], rank[len(labelled) :]
-        on_points = self.labels_on(points)
-        packed = np.packbits(on_points.astype(np.uint8), axis=1)
+        on_points = self._raw_labels(points)
+        packed = np.concatenate(  # a failure is a third value: its own bit
+            [np.packbits(on_points == 1, axis=1), np.packbits(on_points == _FAILED, axis=1)],
+            axis=1,
+        )
         _, first = np.unique(packed, axis=0, return_index=True)
         dichotomies = on_points[np.sort(first)].astype(np.int64)
         ones = np.bincount(rank_labelled, weights=labels, minlength=len(points))
         zeros = np.bincount(rank_labelled, weights=1 - labels, minlength=len(points))
-        errors = ones.sum() - dichotomies @ ones + dichotomies @ zeros
+        errors = (dichotomies != 1) @ ones + (dichotomies != 0) @ zeros
 
         def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
-            row = dichotomies[k].astype(np.int8)
+            row = _as_label(dichotomies[k])
             return row[rank_labelled], row[rank_unlabelled]
 
         return LabelBoostCandidates(errors=np.rint(errors), labels_of=labels_of)
@@ -1532,7 +1699,9 @@ class FiniteHypothesisClass:
 
         The candidate set is the fixed class with the uniform prior
         (``log_prior = -ln K``), so the exponential mechanism over it does not
-        depend on which points are in the pool (McSherry & Talwar 2007).
+        depend on which points are in the pool (McSherry & Talwar 2007). A
+        callable labels each point alone through the one boundary; a point
+        where it fails counts as a mistake, and is relabelled 0.
 
         Parameters
         ----------
@@ -1547,13 +1716,13 @@ class FiniteHypothesisClass:
             One candidate per hypothesis; ``labels_of(k)`` returns hypothesis
             ``k``'s labels on the points twice.
         """
-        on_points = self.labels_on(points).astype(np.int64)
+        on_points = self._raw_labels(points).astype(np.int64)
         labels = np.asarray(labels, dtype=np.int64)
         errors = (on_points != labels[None, :]).sum(axis=1).astype(float)
         log_prior = np.full(on_points.shape[0], -math.log(on_points.shape[0]))
 
         def labels_of(k: int) -> tuple[np.ndarray, np.ndarray]:
-            row = on_points[k].astype(np.int8)
+            row = _as_label(on_points[k])
             return row, row
 
         return LabelBoostCandidates(errors=errors, labels_of=labels_of, log_prior=log_prior)

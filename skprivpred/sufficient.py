@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import math
-import pickle
 from numbers import Real
 from typing import Any
 
@@ -44,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import PrivatePredictorMixin, resolve_classes
 from ._dask import import_dask_for, is_dask_collection, map_row_blocks, reduce_partitions
 from ._dry_run import check_numeric_rows
-from ._isolation import teacher_call
+from ._isolation import UserCode, call_user_code, freeze_rows
 from ._semisupervised import (
     check_classes_exclude_marker,
     check_labelled_classes,
@@ -228,35 +227,46 @@ def _copy_payloads(basis, transformers: list) -> list[bytes]:
     return payloads
 
 
+def _transformed_value(width: int):
+    """A check of a transformer's output for one value: one finite row of ``width`` values."""
+
+    def check(block) -> np.ndarray:
+        block = np.asarray(block.toarray() if sparse.issparse(block) else block)
+        block = np.array(block, dtype=np.float64)  # a copy, always
+        if block.shape != (1, width) or not np.all(np.isfinite(block)):
+            raise ValueError("not one finite row of the basis width")
+        return block[0]
+
+    return check
+
+
 def _isolated_block(payload: bytes, values: np.ndarray, width: int) -> np.ndarray:
     """A user transformer's block for labelled rows: each value through its own copy.
 
-    The block of a labelled row depends on that row's value alone, by construction:
-    each distinct value (by its bits: ``0.0`` and ``-0.0`` are different inputs) is
-    transformed as a ``(1, 1)`` array by a copy of the fitted transformer of its own
-    (unpickled from ``payload``), inside
-    :func:`~skprivpred._isolation.teacher_call` (warnings captured and dropped,
-    floating-point conditions ignored, numpy's and Python's global random states and
-    scikit-learn's configuration restored afterwards); rows of the same value share
-    that one result. Whatever the copy does on a value (raises, warns, returns
-    non-finite values or not one row of ``width`` values, the ``width`` of its output
-    on the public rows), that value's block is the fixed public zero block.
+    Through the one boundary (:func:`~skprivpred._isolation.call_user_code`):
+    the block of a labelled row depends on that row's value alone, by
+    construction. Each distinct value (by its bits: ``0.0`` and ``-0.0`` are
+    different inputs) is one protected unit, transformed as a frozen ``(1, 1)``
+    array by a copy of the fitted transformer of its own (unpickled from
+    ``payload``), with warnings captured and dropped, floating-point
+    conditions ignored, numpy's and Python's global random states and
+    scikit-learn's configuration restored afterwards; rows of the same value
+    share that one result. Whatever the copy does on a value (raises, warns,
+    returns non-finite values or not one row of ``width`` values, the ``width``
+    of its output on the public rows), that value's block is the fixed public
+    zero block.
     """
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
     distinct, inverse = np.unique(bits, return_inverse=True)
+    units = [(freeze_rows(np.full((1, 1), value)),) for value in distinct.view(np.float64)]
+    code = UserCode(payload, "basis")
+    blocks = call_user_code(
+        code, units, lambda t, Z: t.transform(Z), _transformed_value(width), None, name="basis"
+    )
     out = np.zeros((distinct.size, width))
-    for k, value in enumerate(distinct.view(np.float64)):
-        # teacher_call takes its snapshot once it holds the teachers' lock: no other
-        # thread's teacher or basis runs between it and this value's restore.
-        with teacher_call():
-            try:
-                block = pickle.loads(payload).transform(np.full((1, 1), value))
-                block = np.asarray(block.toarray() if sparse.issparse(block) else block)
-                block = np.array(block, dtype=np.float64)  # a copy, always
-                if block.shape == (1, width) and np.all(np.isfinite(block)):
-                    out[k] = block[0]
-            except Exception:  # noqa: BLE001, S110 - any failure: the zero block
-                pass
+    for k, block in enumerate(blocks):
+        if block is not None:
+            out[k] = block
     return out[inverse.reshape(-1)]
 
 

@@ -8,6 +8,7 @@ bounds of the lecture notes, accounting, and bad input.
 import copy
 import math
 import pickle
+import threading
 from itertools import product
 
 import numpy as np
@@ -888,7 +889,7 @@ def test_regret_bound_of_the_notes_holds_on_average_over_seeds(model):
         X, y = _synthetic_rewards_stream(seed, n_rounds)
         clf = model(COLUMN_EXPERTS, epsilon=epsilon, classes=[0, 1], random_state=seed).fit(X, y)
         assert clf.learning_rate_ == pytest.approx(rate)
-        rewards = clf._rewards(HypothesisList(COLUMN_EXPERTS, "experts"), X, y)
+        rewards = clf._rewards(HypothesisList(COLUMN_EXPERTS, "experts"), X, y, np.array([0, 1]))
         collected = rewards[np.arange(n_rounds), clf.chosen_experts_].sum()
         bound = rewards.sum(axis=0).max() - rate * n_rounds - math.log(n_experts) / rate
         margins.append(collected - bound)
@@ -1004,6 +1005,16 @@ def test_frozen_experts_survive_clone_plain_ones_fail_clearly(stream):
 
 
 # -- bad input ---------------------------------------------------------------------------------
+class _LockedExpert:
+    """An expert holding a lock: it cannot be pickled, so it cannot be copied per row."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    def __call__(self, X):
+        return np.zeros(len(X), dtype=int)
+
+
 MW_BAD_PARAMS = [
     ({"epsilon": 0}, InvalidParameterError, "'epsilon' parameter"),
     ({"epsilon": "1"}, InvalidParameterError, "'epsilon' parameter"),
@@ -1019,7 +1030,8 @@ MW_BAD_PARAMS = [
     ({"experts": []}, InvalidParameterError, "at least one"),
     ({"experts": [first_positive, 3]}, InvalidParameterError, r"experts\[1\]"),
     ({"experts": [LogisticRegression()]}, InvalidParameterError, r"experts\[0\].*not fitted"),
-    ({"experts": [lambda X: np.zeros((len(X), 2))]}, ValueError, r"experts\[0\] must return"),
+    # an expert that cannot be copied for each row is refused before any charge
+    ({"experts": [_LockedExpert()]}, InvalidParameterError, r"experts\[0\].*cannot be used"),
     ({"accountant": 3}, InvalidParameterError, "'accountant' parameter"),
     ({"classes": [0]}, ValueError, "classes"),
     ({"classes": [0, 2]}, ValueError, "outside `classes`"),

@@ -51,11 +51,20 @@ def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teache
     A teacher's share of the true label is its vote (0 or 1) or, for
     ``SubsampleAverageClassifier(base_output="proba")``, its probability: in
     [0, 1] either way, so one teacher moves the score by at most ``1 / r``.
+
+    The validation rows are training rows, hence protected: the teachers that
+    answer through their own ``predict`` (or ``predict_proba``) answer each
+    validation row alone, through the one boundary of
+    :mod:`skprivpred._isolation` (a copy of the teacher of its own per row,
+    identical rows evaluated once), so that one validation row moves each
+    teacher's share on that row alone; stacked linear and tree teachers, whose
+    votes the library computes itself, are row-wise by construction and vote
+    batched. No dry run is made on them (``_protected_teacher_means``).
     """
     with captured_warnings():
         # A teacher's warning (a convergence warning, say) depends on its rows.
         estimator.fit(X_train, y_train)
-        means = estimator._teacher_means(X_valid)
+        means = estimator._protected_teacher_means(X_valid)
     if estimator.n_teachers_ != n_teachers:
         raise RuntimeError("a candidate did not use the public number of teachers.")
     return float(np.mean(means[np.arange(valid_index.size), valid_index]))
