@@ -28,9 +28,11 @@ verdict and its message, computed from the signature and public parameters
 only, are the same for every call with that signature. So the verdict is kept
 per fitted estimator and per signature, and costs two small fits per kind of
 query, not per call: a later call never gets a refusal, or an error text,
-computed from an earlier call's rows. The dry run runs as a teacher does
-(:func:`skprivpred._isolation.teacher_call`): its warnings are dropped and the
-process-wide state it changes is restored.
+computed from an earlier call's rows. The dry run goes through the library's
+one boundary (:func:`skprivpred._isolation.call_user_code`), as all user code
+that meets rows does: a copy of the estimator of its own, its warnings dropped,
+the process-wide state it changes restored, and a fixed public outcome (no
+refusal) should anything escape its error capture.
 
 :func:`check_numeric_rows` is the same message for the estimators that read
 numeric rows themselves (:class:`~skprivpred.SufficientStatisticClassifier`,
@@ -40,13 +42,14 @@ numeric rows themselves (:class:`~skprivpred.SufficientStatisticClassifier`,
 from __future__ import annotations
 
 import weakref
+from functools import partial
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import clone
 
-from ._isolation import teacher_call
+from ._isolation import call_user_code
 
 __all__ = ["check_numeric_rows", "check_teachers_can_read"]
 
@@ -191,16 +194,41 @@ def _numeric_version(X, columns: list[tuple[Any, str]]):
     return X if _non_numeric_columns(X) else X.astype(float)
 
 
-def _dry_run(estimator, X, y, method: str) -> BaseException | None:
-    """Fit a clone on ``(X, y)`` and ask it ``method`` at ``X``, as a teacher; the error if any."""
-    model = clone(estimator)
+def _attempt(model, X, y, method: str) -> str | None:
+    """Fit ``model`` on ``(X, y)`` and ask it ``method`` at ``X``: its error as text, if any."""
     try:
-        with teacher_call():
-            model.fit(X, y)
-            getattr(model, method)(X)
+        model.fit(X, y)
+        getattr(model, method)(X)
     except Exception as error:  # any failure of user code: that is what is tested
-        return error
+        return f"{type(error).__name__}: {' '.join(str(error).split())}"
     return None
+
+
+def _outcome(value: Any) -> str | None:
+    """The check of a dry run's outcome: None (it read the rows) or the text of its error."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError("a dry run's outcome is None or the text of its error.")
+    return value
+
+
+def _dry_run(estimator, X, y, method: str) -> str | None:
+    """A clone fitted on ``(X, y)`` and asked ``method`` at ``X``: the text of its error, if any.
+
+    The user's estimator runs through the library's one boundary
+    (:func:`~skprivpred._isolation.call_user_code`): a copy of its own, handed
+    rows of its own, its warnings captured and the process-wide state restored
+    after it. Its rows are public placeholders (:func:`_public_rows`); should
+    anything escape the error capture, the fixed public outcome is "it reads
+    such rows" (no refusal).
+    """
+    return call_user_code(
+        clone(estimator),
+        [(X, y)],
+        partial(_attempt, method=method),
+        _outcome,
+        None,
+        name="estimator",
+    )[0]
 
 
 def _describe(columns: list[tuple[Any, str]], frame: bool) -> str:
@@ -276,14 +304,13 @@ def _verdict(owner, estimator, X, columns, classes, y_bounds, method) -> str | N
     error = _dry_run(estimator, rows, y, method)
     if error is None or _dry_run(estimator, _numeric_version(rows, columns), y, method) is not None:
         return None  # readable, or failing for another reason than the kind of rows
-    reason = " ".join(str(error).split())
-    reason = reason if len(reason) <= 200 else reason[:197] + "..."
+    reason = error if len(error) <= 200 else error[:197] + "..."
     name = type(owner).__name__
     return (
         f"{name} cannot answer these rows: its base estimator {type(estimator).__name__} cannot "
         f"read {_describe(columns, hasattr(X, 'dtypes'))} at all. Fitted on a few placeholder "
         "rows of these queries' columns and dtypes (the text columns holding 'a', 'b', 'c') and "
-        f"the public labels, it raises {type(error).__name__}: {reason}; with "
+        f"the public labels, it raises {reason}; with "
         "those columns numeric, it does not. Every teacher would fail the same way and answer "
         "with its fallback, so nothing was answered and nothing was charged. " + _FIX
     )
