@@ -698,16 +698,26 @@ def _predict(teacher, rows):
 
 
 class _LabelOfOneRow:
-    """The check of a teacher's output on one row: its index in ``classes``, else it raises."""
+    """The check of a teacher's output on one row: its index in ``classes``, else it raises.
+
+    One dictionary lookup (the output must be one label, of shape ``(1,)`` or
+    ``(1, 1)``): a label equal to a label of ``classes`` (as ``==`` and
+    ``hash`` see it: ``1.0`` is the label ``1``) gets that label's index; any
+    other output, an unhashable one included, raises.
+    """
 
     def __init__(self, classes: np.ndarray) -> None:
-        self.classes = classes
+        self.index = {label: k for k, label in enumerate(np.asarray(classes).tolist())}
 
     def __call__(self, output) -> int:
-        index, known = known_label_index(self.classes, one_per_row(output, 1))
-        if not known[0]:
+        value = np.asarray(output)
+        if value.shape not in ((1,), (1, 1)):
+            raise ValueError("expected one label for one row.")
+        label = value.reshape(-1)[0]
+        k = self.index.get(label.item() if isinstance(label, np.generic) else label)
+        if k is None:
             raise ValueError("a label outside the public label set.")
-        return int(index[0])
+        return k
 
 
 def teacher_codes(teachers: list) -> list[UserCode | None]:

@@ -19,6 +19,7 @@ from scipy import sparse
 from scipy.stats import binomtest, cauchy, chisquare, norm
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
@@ -69,8 +70,30 @@ def _fit_quietly(estimator, X, y):
         return estimator.fit(X, y)
 
 
+def linear_threshold(threshold: float) -> LogisticRegression:
+    """``1[x >= threshold]`` as a fitted ``LogisticRegression`` (score ``x - t'``, ``t'`` the
+    float just below ``threshold``: ``x - t' > 0`` exactly when ``x >= threshold``).
+
+    The library votes such a teacher from its coefficients (row-wise by construction, one
+    stacked product), so streams of thousands of queries stay fast; a teacher answering
+    through its own ``predict`` answers each query row alone, through the boundary
+    (tests/test_everlasting_user_code.py).
+    """
+    model = LogisticRegression()
+    model.classes_ = np.array([0, 1])
+    model.coef_ = np.array([[1.0]])
+    model.intercept_ = np.array([-float(np.nextafter(threshold, -np.inf))])
+    model.n_features_in_ = 1
+    return model
+
+
 class MidpointThreshold(ClassifierMixin, BaseEstimator):
-    """A fast 1-D teacher: ERM threshold at the midpoint (the one-sided rule biases accuracy)."""
+    """A fast 1-D teacher: ERM threshold at the midpoint (the one-sided rule biases accuracy).
+
+    ``fit`` returns the fitted rule as an exact ``LogisticRegression``
+    (:func:`linear_threshold`), which the library votes from its coefficients; inside a
+    ``Pipeline`` (which keeps the step itself) the step answers through ``predict``.
+    """
 
     def fit(self, X, y):
         x, y = np.asarray(X)[:, 0], np.asarray(y)
@@ -80,7 +103,9 @@ class MidpointThreshold(ClassifierMixin, BaseEstimator):
             self.threshold_ = 0.5 * (negative.max() + positive.min())
         else:
             self.threshold_ = np.inf if negative.size else -np.inf
-        return self
+        if not np.isfinite(self.threshold_):  # (a block with one label gets no fit at all)
+            return self
+        return linear_threshold(self.threshold_)
 
     def predict(self, X):
         return (np.asarray(X)[:, 0] >= self.threshold_).astype(int)

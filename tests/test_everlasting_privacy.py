@@ -42,6 +42,7 @@ import pytest
 from _audit_power import law_power
 from scipy.stats import beta, binom, norm
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
 
 from skprivpred.accounting import zcdp_rho
 from skprivpred.audit import clopper_pearson
@@ -428,11 +429,22 @@ class _NoiseDividedBy20(PrivateEverlastingClassifier):
 
 
 class _SignTeacher(ClassifierMixin, BaseEstimator):
-    """A trivial teacher that keeps the games fast: it answers ``1[x > 0]``, whatever it saw."""
+    """A trivial teacher that keeps the games fast: it answers ``1[x > 0]``, whatever it saw.
+
+    ``fit`` returns that rule as an exact, fitted ``LogisticRegression`` (score ``x``), which
+    the library votes from its coefficients: row-wise by construction, one stacked product
+    for a whole game (a teacher answering through its own ``predict`` answers each query
+    row alone, through the boundary: tests/test_everlasting_user_code.py).
+    """
 
     def fit(self, X, y):
         self.classes_ = np.array([0, 1])
-        return self
+        model = LogisticRegression()
+        model.classes_ = np.array([0, 1])
+        model.coef_ = np.array([[1.0]])
+        model.intercept_ = np.array([0.0])
+        model.n_features_in_ = 1
+        return model
 
     def predict(self, X):
         return (np.asarray(X)[:, 0] > 0).astype(int)
