@@ -1181,7 +1181,6 @@ def relabel_through_class(
     ndarray of int
         The drawn hypothesis's labels (0/1) on the points.
     """
-    hypothesis_class = _resolve_hypothesis_class(hypothesis_class, "relabel_through_class")
     found = hypothesis_class.prior_candidates(points, np.asarray(labels, dtype=float))
     choice = int(sample_categorical(_relabel_proba(found, epsilon)[None, :], rng)[0])
     return found.labels_of(choice)[0].astype(np.intp)
@@ -1205,7 +1204,6 @@ def label_boost(
     labelled_labels, unlabelled_labels : ndarray of int8
         The drawn dichotomy's labels on Shat and on Dhat.
     """
-    hypothesis_class = _resolve_hypothesis_class(hypothesis_class, "label_boost")
     found = hypothesis_class.candidates(labelled, np.asarray(labels, dtype=float), unlabelled)
     choice = int(exponential_mechanism_sample(-found.errors, LABELBOOST_EPSILON, rng)[0])
     return found.labels_of(choice)

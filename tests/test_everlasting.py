@@ -70,9 +70,10 @@ def _fit_quietly(estimator, X, y):
         return estimator.fit(X, y)
 
 
-def linear_threshold(threshold: float) -> LogisticRegression:
-    """``1[x >= threshold]`` as a fitted ``LogisticRegression`` (score ``x - t'``, ``t'`` the
-    float just below ``threshold``: ``x - t' > 0`` exactly when ``x >= threshold``).
+def linear_threshold(threshold: float, n_features: int = 1) -> LogisticRegression:
+    """``1[x >= threshold]`` on the first feature as a fitted ``LogisticRegression`` (score
+    ``x - t'``, ``t'`` the float just below ``threshold``: ``x - t' > 0`` exactly when
+    ``x >= threshold``).
 
     The library votes such a teacher from its coefficients (row-wise by construction, one
     stacked product), so streams of thousands of queries stay fast; a teacher answering
@@ -81,9 +82,9 @@ def linear_threshold(threshold: float) -> LogisticRegression:
     """
     model = LogisticRegression()
     model.classes_ = np.array([0, 1])
-    model.coef_ = np.array([[1.0]])
+    model.coef_ = np.eye(1, n_features)
     model.intercept_ = np.array([-float(np.nextafter(threshold, -np.inf))])
-    model.n_features_in_ = 1
+    model.n_features_in_ = n_features
     return model
 
 
@@ -105,7 +106,7 @@ class MidpointThreshold(ClassifierMixin, BaseEstimator):
             self.threshold_ = np.inf if negative.size else -np.inf
         if not np.isfinite(self.threshold_):  # (a block with one label gets no fit at all)
             return self
-        return linear_threshold(self.threshold_)
+        return linear_threshold(self.threshold_, np.shape(X)[1])
 
     def predict(self, X):
         return (np.asarray(X)[:, 0] >= self.threshold_).astype(int)

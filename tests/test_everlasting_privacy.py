@@ -949,11 +949,19 @@ class _DomainCheckedAtTheBoundary(PrivateEverlastingClassifier):
 class _StrictLabels(FiniteHypothesisClass):
     """BROKEN ON PURPOSE: a callable's label outside {0, 1} raises (before the fix)."""
 
-    def labels_on(self, points):
-        labels = np.vstack([np.asarray(h(points)).ravel() for h in self.hypotheses])
-        if not np.isin(labels, (0, 1)).all():
+    def prior_candidates(self, points, labels):
+        on_points = np.vstack([np.asarray(h(points)).ravel() for h in self.hypotheses])
+        if not np.isin(on_points, (0, 1)).all():
             raise ValueError("every hypothesis must return one label in {0, 1} per row.")
-        return labels.astype(np.int8)
+        return super().prior_candidates(points, labels)
+
+
+class _TakesSubclasses(PrivateEverlastingClassifier):
+    """BROKEN ON PURPOSE: takes a subclass of a library hypothesis class as it is (the
+    predictor refuses one: its methods could compute anything from the pools)."""
+
+    def _resolved_class(self):
+        return self.hypothesis_class
 
 
 def _hidden_class_query_audit(make, hidden) -> GameAudit:
@@ -1015,7 +1023,7 @@ def test_a_hidden_query_without_a_binary_label_does_not_make_the_boundary_raise(
     assert not audit.refutes(EPSILON), audit
     strict = _StrictLabels(hypotheses=CALLABLE_THRESHOLDS)
     broken = _hidden_class_query_audit(
-        _practical(PrivateEverlastingClassifier, hypothesis_class=strict, **CLASS_GAME), hidden
+        _practical(_TakesSubclasses, hypothesis_class=strict, **CLASS_GAME), hidden
     )
     assert broken.counts[:, 0].tolist() == [N_GAMES, 0]
     assert broken.refutes(EPSILON), broken
