@@ -27,6 +27,7 @@ import secrets
 import threading
 import uuid
 import weakref
+from collections.abc import Callable
 from numbers import Integral
 from typing import Any
 
@@ -75,6 +76,32 @@ def known_label_index(classes: np.ndarray, labels) -> tuple[np.ndarray, np.ndarr
     if known.shape != index.shape:  # numpy could not compare them element by element
         known = np.zeros(index.shape, dtype=bool)
     return index, known
+
+
+def one_label_index(classes: np.ndarray) -> Callable[[Any], int]:
+    """A check of one label (one row's output): its index in ``classes``, or a ``ValueError``.
+
+    The output must hold exactly one label (shape ``(1,)`` or ``(1, 1)``); the
+    label is looked up by equality (``1``, ``1.0`` and ``True`` are the same
+    label, as numpy compares them in :func:`known_label_index`), in a table
+    built once: the check costs a dictionary lookup, for the one-row calls of
+    :mod:`skprivpred._isolation`'s boundary. Anything else raises.
+    """
+    table: dict = {}
+    for k, label in enumerate(np.asarray(classes).tolist()):
+        table.setdefault(label, k)
+
+    def check(output: Any) -> int:
+        values = np.asarray(output)
+        if values.size != 1 or values.ndim not in (1, 2) or values.shape[0] != 1:
+            raise ValueError(f"expected one label, got shape {values.shape}.")
+        value = values.reshape(-1)[0]
+        index = table.get(value.item() if isinstance(value, np.generic) else value)
+        if index is None:
+            raise ValueError("a label outside classes")
+        return index
+
+    return check
 
 
 def resolve_classes(classes, y, estimator_name: str) -> np.ndarray:

@@ -44,15 +44,19 @@ lets depend on its own whole block), the boundary:
 - gives the code a **copy of its own**: the code is pickled once per boundary
   call with ``cloudpickle`` (:func:`user_code`; closures and lambdas by value,
   so a closure cell, a default argument or an attribute written by one unit is
-  never seen by another), and unpickled for every unit. Code that cannot be
-  pickled is refused with an :class:`~skprivpred.exceptions.InvalidParameterError`
-  before anything is read or charged;
-- hands the unit as **an object of its own** (:func:`freeze_rows`, then
-  :func:`handed_rows` at every call): writing into it, or into its metadata,
+  never seen by another), and unpickled for every unit (only code objects and
+  modules, immutable or shared by reference anyway, are not rebuilt). Code that
+  cannot be pickled is refused with an
+  :class:`~skprivpred.exceptions.InvalidParameterError` before anything is read
+  or charged;
+- hands the unit as **an object of its own** (rows: :func:`freeze_rows`, then
+  :func:`handed_rows` at every call; a teacher's training block: a writeable
+  copy of its own at every fit): writing into it, or into its metadata,
   changes neither the caller's rows nor what the next code or unit sees;
-- runs the code under :func:`teacher_call` (warnings captured and dropped, every
-  floating-point condition ignored, numpy's error state, scikit-learn's
-  configuration and numpy's and Python's global random states restored);
+- runs the code as :func:`teacher_call` does (the teachers' lock held for the
+  run, warnings captured and dropped, every floating-point condition ignored;
+  the warning filters, numpy's error state, scikit-learn's configuration and
+  numpy's and Python's global random states set back after every unit);
 - **validates the output** (the caller's ``check``: allowed set, shape,
   finiteness) inside the same guard, and gives the unit a **fixed public
   fallback** whenever the code raises (any ``Exception``) or its output fails
@@ -509,7 +513,7 @@ class _RunState:
 
     def __init__(self, state: ProcessState) -> None:
         self.state = state
-        self.filters = warnings.filters
+        self.filters: Any = warnings.filters
         self.entries = list(self.filters)
         self.showwarning = warnings.showwarning
         self.showwarnmsg_impl = warnings._showwarnmsg_impl  # type: ignore[attr-defined]
@@ -572,10 +576,11 @@ def call_user_code(
     one ``cloudpickle`` payload made here, once: :func:`user_code`) is called
     as ``call(copy, *handed)``, where ``handed`` holds
     :func:`handed_rows` of each part of the unit (an object of its own: a
-    fresh view of a frozen array, a copy of anything else), inside
+    fresh view of a frozen array, a copy of anything else), guarded as by
     :func:`teacher_call`: warnings captured and dropped, every floating-point
-    condition ignored, numpy's error state, scikit-learn's configuration and
-    numpy's and Python's global random states restored after the unit.
+    condition ignored, and the warning filters, numpy's error state,
+    scikit-learn's configuration and numpy's and Python's global random states
+    set back after the unit (:class:`_RunState`).
     ``check(output)`` converts and validates the output (allowed set, shape,
     finiteness) inside the same guard and returns the unit's value. If the
     call or the check raises any ``Exception``, the unit's value is
@@ -636,7 +641,7 @@ def _row_units(X) -> tuple[list[tuple], np.ndarray]:
     matrix.
     """
     if hasattr(X, "iloc"):
-        keys = [pickle.dumps(row) for row in X.itertuples(index=False, name=None)]
+        keys = [_row_key(row, i) for i, row in enumerate(X.itertuples(index=False, name=None))]
         distinct, inverse = _first_of(keys)
         units = []
         for i in distinct:
@@ -658,12 +663,12 @@ def _row_units(X) -> tuple[list[tuple], np.ndarray]:
         X = X[:, None]
     if X.dtype == object:
         immutable = all(isinstance(v, _IMMUTABLE) for v in X.flat)
-        keys = [pickle.dumps(X[i : i + 1]) for i in range(X.shape[0])]
+        keys = [_row_key(X[i : i + 1], i) for i in range(X.shape[0])]
         distinct, inverse = _first_of(keys)
         units = []
         for i in distinct:
             row = X[int(i) : int(i) + 1]
-            units.append((row.copy() if immutable else _DeepCopied(row),))
+            units.append((row.copy() if immutable else _deep_or_shallow(row),))
         return units, inverse
     frozen = freeze_rows(np.ascontiguousarray(X))
     if frozen.shape[0] == 0:
@@ -686,11 +691,31 @@ class _DeepCopied:
         return copy.deepcopy(self.value)
 
 
+def _deep_or_shallow(row: np.ndarray) -> Any:
+    """A one-row object array's unit: deep-copied at every call, or a copy if it cannot be."""
+    try:
+        return _DeepCopied(row)
+    except Exception:  # noqa: BLE001 - values that cannot be deep-copied: a copy of the row
+        return row.copy()
+
+
 def _hand(part: Any) -> Any:
     """What user code is handed of one part of a unit, at one call: an object of its own."""
     if isinstance(part, _DeepCopied):
         return part.handed()
     return handed_rows(part)
+
+
+def _row_key(row: Any, i: int) -> bytes:
+    """The bytes two rows share exactly when they are the same values (pickled).
+
+    A row whose values cannot be pickled gets a key of its own (it is evaluated
+    alone): never an exception, whose presence would depend on the rows.
+    """
+    try:
+        return pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - any failure: no sharing for this row
+        return b"\x00" + i.to_bytes(8, "little")  # a pickle never starts with a zero byte
 
 
 def _first_of(keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:

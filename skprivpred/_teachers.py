@@ -38,7 +38,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
-from ._base import known_label_index
+from ._base import known_label_index, one_label_index
 from ._folding import FoldedLinear, fold_pipeline
 from ._isolation import (
     RAISE,
@@ -697,29 +697,6 @@ def _predict(teacher, rows):
     return teacher.predict(rows)
 
 
-class _LabelOfOneRow:
-    """The check of a teacher's output on one row: its index in ``classes``, else it raises.
-
-    One dictionary lookup (the output must be one label, of shape ``(1,)`` or
-    ``(1, 1)``): a label equal to a label of ``classes`` (as ``==`` and
-    ``hash`` see it: ``1.0`` is the label ``1``) gets that label's index; any
-    other output, an unhashable one included, raises.
-    """
-
-    def __init__(self, classes: np.ndarray) -> None:
-        self.index = {label: k for k, label in enumerate(np.asarray(classes).tolist())}
-
-    def __call__(self, output) -> int:
-        value = np.asarray(output)
-        if value.shape not in ((1,), (1, 1)):
-            raise ValueError("expected one label for one row.")
-        label = value.reshape(-1)[0]
-        k = self.index.get(label.item() if isinstance(label, np.generic) else label)
-        if k is None:
-            raise ValueError("a label outside the public label set.")
-        return k
-
-
 def teacher_codes(teachers: list) -> list[UserCode | None]:
     """One :class:`UserCode` per fitted teacher (its payload, made here once), or None.
 
@@ -758,7 +735,7 @@ def protected_votes(codes: list[UserCode | None], X, classes: np.ndarray) -> np.
             asked,
             X,
             _predict,
-            _LabelOfOneRow(classes),
+            one_label_index(classes),
             FALLBACK_LABEL_INDEX,
             names=[code.name for code in asked if code is not None],
             dtype=np.intp,

@@ -264,7 +264,14 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
         training data are seen. ``sklearn.base.clone`` returns unfitted copies of
         estimators in a list, so wrap fitted members in
         :class:`sklearn.frozen.FrozenEstimator` when the estimator will be cloned
-        (``GridSearchCV``, ``cross_val_score``).
+        (``GridSearchCV``, ``cross_val_score``). On the training rows a
+        member labels **one row at a time** (a one-row 2-D object of its own,
+        through a copy of the member of its own for every row, made by
+        pickling it once with ``cloudpickle``; identical rows are labelled
+        once), with the process-wide state restored after it; a row on which it
+        raises or does not return one label of ``classes`` (shape ``(1,)``)
+        counts as a mistake. A member that cannot be pickled is refused
+        before anything is charged.
     epsilon : float, default=1.0
         Privacy parameter of the released hypothesis, > 0.
     grid : array-like or list of array-like, default=None
@@ -645,7 +652,12 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         and returns one label per row. ``sklearn.base.clone`` returns unfitted
         copies of estimators in a list: wrap fitted experts in
         :class:`sklearn.frozen.FrozenEstimator` when the estimator will be
-        cloned (``GridSearchCV``, ``cross_val_score``, the audit).
+        cloned (``GridSearchCV``, ``cross_val_score``, the audit). On the
+        training stream an expert labels **one row at a time**, as the
+        members of ``ExponentialMechanismClassifier``'s list do (a copy of its
+        own per row, the row an object of its own, identical rows labelled
+        once); a row on which it fails earns it no reward. Queries to
+        ``predict`` are public and go to each expert as one batch.
     epsilon : float, default=1.0
         Epsilon of the released sequence of choices, > 0.
     delta : float, default=0.0

@@ -35,7 +35,7 @@ from scipy.spatial import ConvexHull
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import known_label_index
+from ._base import known_label_index, one_label_index
 from ._isolation import call_user_code, call_user_code_by_row, freeze_rows
 from ._teachers import one_per_row
 from ._typing import MatrixLike
@@ -506,7 +506,11 @@ class HypothesisList:
     :class:`~skprivpred.ExponentialMechanismClassifier` and the experts of
     :class:`~skprivpred.PrivateExpertsClassifier`. Each member is fitted (or
     written) before the private data are seen; a fitted classifier is used
-    through ``predict``, a callable as ``h(X) -> labels``.
+    through ``predict``, a callable as ``h(X) -> labels``. On training rows
+    (:meth:`mistakes`, :meth:`correct`, :meth:`label_index`) every member
+    labels each row alone, through the one boundary of
+    :mod:`skprivpred._isolation`; public rows (:meth:`predictions`) go to
+    each member as one batch.
 
     Parameters
     ----------
@@ -611,12 +615,7 @@ class HypothesisList:
         ndarray of shape (n_members, n_rows) of intp
         """
 
-        def check(output):
-            index, known = known_label_index(classes, one_per_row(output, 1))
-            if not known[0]:
-                raise ValueError("a label outside classes")
-            return index[0]
-
+        check = one_label_index(classes)
         by_predict = [hasattr(function, "predict") for function in self.functions]
         out = np.empty((len(self.functions), np.shape(X)[0]), dtype=np.intp)
         for wanted in (True, False):  # the same accessor for a run of members
@@ -1417,7 +1416,7 @@ def _one_binary_label(output) -> int:
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (Real, np.number)) and value in (0, 1):
-        return int(value)
+        return 1 if value == 1 else 0
     raise ValueError("not a label in {0, 1}")
 
 
@@ -1587,7 +1586,9 @@ class FiniteHypothesisClass:
             return matrix[:, points]
         return _as_label(self._raw_labels(points))
 
-    def _raw_labels(self, points: np.ndarray, members: Sequence[int] | None = None) -> np.ndarray:
+    def _raw_labels(
+        self, points: np.ndarray, members: Sequence[int] | np.ndarray | None = None
+    ) -> np.ndarray:
         """Labels on the points with -1 where a callable fails (matrix: 0/1 only).
 
         ``members``: only these hypotheses (rows in that order); all by default.

@@ -414,3 +414,29 @@ def test_the_candidate_score_moves_by_at_most_its_sensitivity_with_a_batch_teach
     assert np.max(np.abs(scores[0] - scores[1])) <= beta + 1e-12
     # the changed row moves its own vote only: 1 / m (every teacher, that one row)
     assert math.isclose(float(np.max(np.abs(scores[0] - scores[1]))), 1 / valid.size)
+
+
+def test_object_rows_holding_mutable_values_are_copied_for_every_call():
+    from skprivpred._isolation import call_user_code_by_row
+
+    shared = [0]
+    X = np.empty((3, 1), dtype=object)
+    X[0, 0], X[1, 0], X[2, 0] = shared, shared, threading.Lock()  # the last cannot be copied
+
+    def grows(Z):
+        value = Z[0, 0]
+        if isinstance(value, list):
+            value.append(1)  # a write into the caller's list, if it were handed
+            return [len(value)]
+        return [-5]
+
+    out = call_user_code_by_row(
+        [grows],
+        X,
+        lambda h, Z: h(Z),
+        lambda o: np.asarray(o).reshape(()),
+        -1,
+        names=["h"],
+        dtype=np.intp,
+    )
+    assert out.tolist() == [[2, 2, -5]] and shared == [0]
