@@ -9,22 +9,30 @@ rows, the estimator answers its fallback for every query, charged, and nobody
 is told.
 
 What is public is the estimator's configuration, the public label set (or
-output range) and the *queries*, the caller's own rows. So before a query call
-is charged, :func:`check_teachers_can_read` fits a clone of the base estimator
-on a small frame made of the queries' own rows (their columns and dtypes, the
-rows repeated to a fixed count), labelled by cycling through the public
+output range) and the *kind* of the queries: their columns, dtypes and, for
+object columns, the Python types of their entries (the queries' signature,
+checked like their shape and finiteness). So before a query call is charged,
+:func:`check_teachers_can_read` fits a clone of the base estimator on a small
+frame built from that signature alone: the queries' columns and dtypes, filled
+with placeholder values (the strings ``"a"``, ``"b"``, ``"c"`` in every text
+column, the numbers 0, 1, 2 elsewhere), labelled by cycling through the public
 ``classes`` (or a grid of the public ``y_bounds``), and asks it the way the
 teachers are asked. When that fails, and the same dry run on a numeric
-version of the frame (every text column, whose entries are all strings,
-replaced by numbers) succeeds, the base estimator cannot read such rows at
-all: the call is refused with a message that names the columns and the fix,
-and nothing is charged. The
-verdict depends on public information only; it is kept per fitted estimator
-and per signature of the queries (column names, dtypes and, for object
-columns, the Python types of their entries), so it costs two small fits per
-kind of query, not per call. The dry run runs as a teacher does
-(:func:`skprivpred._isolation.teacher_call`): its warnings are dropped and the
-process-wide state it changes is restored.
+version of the frame (every text column replaced by numbers) succeeds, the
+base estimator cannot read such rows at all: the call is refused with a
+message that names the columns and the fix, and nothing is charged.
+
+The dry run never sees a query's values: no user code meets a query row here
+(the queries of the everlasting predictors are protected rows), and the
+verdict and its message, computed from the signature and public parameters
+only, are the same for every call with that signature. So the verdict is kept
+per fitted estimator and per signature, and costs two small fits per kind of
+query, not per call: a later call never gets a refusal, or an error text,
+computed from an earlier call's rows. The dry run goes through the library's
+one boundary (:func:`skprivpred._isolation.call_user_code`), as all user code
+that meets rows does: a copy of the estimator of its own, its warnings dropped,
+the process-wide state it changes restored, and a fixed public outcome (no
+refusal) should anything escape its error capture.
 
 :func:`check_numeric_rows` is the same message for the estimators that read
 numeric rows themselves (:class:`~skprivpred.SufficientStatisticClassifier`,
@@ -34,13 +42,14 @@ numeric rows themselves (:class:`~skprivpred.SufficientStatisticClassifier`,
 from __future__ import annotations
 
 import weakref
+from functools import partial
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import clone
 
-from ._isolation import teacher_call
+from ._isolation import call_user_code
 
 __all__ = ["check_numeric_rows", "check_teachers_can_read"]
 
@@ -124,11 +133,51 @@ def _signature(X, columns: list[tuple[Any, str]]) -> tuple:
     return layout, tuple(str(c) for c, _ in columns), tuple(entry_types)
 
 
-def _repeated(X, n_rows: int):
-    index = np.arange(n_rows) % X.shape[0]
-    if hasattr(X, "iloc"):
-        return X.iloc[index].reset_index(drop=True)
-    return X[index].copy()
+#: The placeholder entries of a text column in the dry run's rows (public constants).
+_PUBLIC_TEXT = ("a", "b", "c")
+
+
+def _public_column(values: np.ndarray, dtype):
+    """``values`` as a pandas column of ``dtype`` where that conversion works, else as they are."""
+    import pandas as pd
+
+    column = pd.Series(values)
+    try:
+        return column.astype("category" if str(dtype) == "category" else dtype)
+    except (TypeError, ValueError):
+        return column
+
+
+def _public_rows(X, columns: list[tuple[Any, str]], n_rows: int):
+    """``n_rows`` rows of ``X``'s kind built from its signature alone, never from its values.
+
+    The same columns (labels, order) and dtypes as ``X``; each text column
+    (``columns``) holds the strings of :data:`_PUBLIC_TEXT` in turn, every other
+    column the numbers 0, 1, 2 in turn (in its dtype when it is numeric; a
+    column that is neither text nor numeric holds numbers in both dry runs, as
+    it always has).
+    """
+    codes = (np.arange(n_rows) % 3).astype(float)
+    text_values = np.array(_PUBLIC_TEXT, dtype=object)[np.arange(n_rows) % 3]
+    if hasattr(X, "dtypes"):
+        import pandas as pd
+
+        text = {str(c) for c, _ in columns}
+        parts = []
+        for column, dtype in X.dtypes.items():
+            if str(column) in text:
+                parts.append(_public_column(text_values, dtype))
+            elif _is_numeric_dtype(dtype):
+                parts.append(_public_column(codes, dtype))
+            else:
+                parts.append(pd.Series(codes))
+        frame = pd.concat(parts, axis=1, ignore_index=True)
+        return frame.set_axis(X.columns, axis=1)
+    rows = np.empty((n_rows, X.shape[1]), dtype=object)
+    rows[:] = codes[:, None]
+    for column, _ in columns:
+        rows[:, column] = text_values
+    return rows
 
 
 def _numeric_version(X, columns: list[tuple[Any, str]]):
@@ -145,16 +194,41 @@ def _numeric_version(X, columns: list[tuple[Any, str]]):
     return X if _non_numeric_columns(X) else X.astype(float)
 
 
-def _dry_run(estimator, X, y, method: str) -> BaseException | None:
-    """Fit a clone on ``(X, y)`` and ask it ``method`` at ``X``, as a teacher; the error if any."""
-    model = clone(estimator)
+def _attempt(model, X, y, method: str) -> str | None:
+    """Fit ``model`` on ``(X, y)`` and ask it ``method`` at ``X``: its error as text, if any."""
     try:
-        with teacher_call():
-            model.fit(X, y)
-            getattr(model, method)(X)
+        model.fit(X, y)
+        getattr(model, method)(X)
     except Exception as error:  # any failure of user code: that is what is tested
-        return error
+        return f"{type(error).__name__}: {' '.join(str(error).split())}"
     return None
+
+
+def _outcome(value: Any) -> str | None:
+    """The check of a dry run's outcome: None (it read the rows) or the text of its error."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError("a dry run's outcome is None or the text of its error.")
+    return value
+
+
+def _dry_run(estimator, X, y, method: str) -> str | None:
+    """A clone fitted on ``(X, y)`` and asked ``method`` at ``X``: the text of its error, if any.
+
+    The user's estimator runs through the library's one boundary
+    (:func:`~skprivpred._isolation.call_user_code`): a copy of its own, handed
+    rows of its own, its warnings captured and the process-wide state restored
+    after it. Its rows are public placeholders (:func:`_public_rows`); should
+    anything escape the error capture, the fixed public outcome is "it reads
+    such rows" (no refusal).
+    """
+    return call_user_code(
+        clone(estimator),
+        [(X, y)],
+        partial(_attempt, method=method),
+        _outcome,
+        None,
+        name="estimator",
+    )[0]
 
 
 def _describe(columns: list[tuple[Any, str]], frame: bool) -> str:
@@ -183,7 +257,9 @@ def check_teachers_can_read(
     estimator : estimator
         The base estimator (unfitted; cloned for the dry run).
     X : DataFrame or ndarray
-        The validated query rows (public: the caller's own).
+        The validated query rows. Only their signature is read (columns,
+        dtypes, which columns are text, the types of object entries); no
+        user code sees their values.
     classes : array-like, default=None
         The public label set (a classifier's teachers).
     y_bounds : tuple of float, default=None
@@ -195,8 +271,10 @@ def check_teachers_can_read(
     ------
     ValueError
         Naming the non-numeric columns, the dry run's error and the fix,
-        when the dry run fails on the queries' kind of rows and succeeds on a
-        numeric version of them. Nothing has been charged then.
+        when the dry run fails on placeholder rows of the queries' kind and
+        succeeds on a numeric version of them. Nothing has been charged then.
+        The refusal and its message depend on the signature and the public
+        parameters only: every call with that signature gets the same one.
     """
     if sparse.issparse(X) or X.shape[0] == 0:
         return
@@ -221,20 +299,18 @@ def _verdict(owner, estimator, X, columns, classes, y_bounds, method) -> str | N
         lo, hi = (0.0, 1.0) if y_bounds is None else y_bounds
         n_rows = _MIN_ROWS
         y = np.linspace(lo, hi, n_rows)
-    # Columns that mix numbers and strings hold numbers in both runs: only text is tested.
-    text = {str(c) for c, _ in columns}
-    mixed = [(c, d) for c, d in _non_numeric_columns(X) if str(c) not in text]
-    rows = _numeric_version(_repeated(X, n_rows), mixed) if mixed else _repeated(X, n_rows)
+    # Built from the signature only: the queries' values never reach the dry run.
+    rows = _public_rows(X, columns, n_rows)
     error = _dry_run(estimator, rows, y, method)
     if error is None or _dry_run(estimator, _numeric_version(rows, columns), y, method) is not None:
         return None  # readable, or failing for another reason than the kind of rows
-    reason = " ".join(str(error).split())
-    reason = reason if len(reason) <= 200 else reason[:197] + "..."
+    reason = error if len(error) <= 200 else error[:197] + "..."
     name = type(owner).__name__
     return (
         f"{name} cannot answer these rows: its base estimator {type(estimator).__name__} cannot "
-        f"read {_describe(columns, hasattr(X, 'dtypes'))} at all. Fitted on a few rows made of "
-        f"these queries and the public labels, it raises {type(error).__name__}: {reason}; with "
+        f"read {_describe(columns, hasattr(X, 'dtypes'))} at all. Fitted on a few placeholder "
+        "rows of these queries' columns and dtypes (the text columns holding 'a', 'b', 'c') and "
+        f"the public labels, it raises {reason}; with "
         "those columns numeric, it does not. Every teacher would fail the same way and answer "
         "with its fallback, so nothing was answered and nothing was charged. " + _FIX
     )

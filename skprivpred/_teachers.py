@@ -56,6 +56,7 @@ from ._isolation import (
 )
 from ._permutation import KeyedPermutation
 from ._trees import StackedTrees, is_stackable
+from .exceptions import InvalidParameterError
 from .preprocessing import is_public
 
 # Public scikit-learn classifiers whose ``predict`` is exactly
@@ -561,45 +562,12 @@ def teacher_values(teacher, X, fallback: float, state: ProcessState | None = Non
     return isolated_rows(teacher, "predict", X, convert, fallback, float, state)
 
 
-def protected_votes(teachers: list, X, classes: np.ndarray) -> np.ndarray:
-    """Votes of teachers answering through their own ``predict`` on PROTECTED rows.
-
-    Shape (n_teachers, n_rows), indices in ``classes``. The rows are protected
-    (training rows, such as the validation part of a private search), so every
-    teacher answers each row alone, through the one boundary
-    (:func:`~skprivpred._isolation.call_user_code_by_row`): a copy of the
-    fitted teacher of its own per row (pickled once), the row a one-row object
-    of its own, the process-wide state restored after it; identical rows share
-    one evaluation. A row on which a teacher raises or gives a label outside
-    ``classes`` gets :data:`FALLBACK_LABEL_INDEX`. Constant teachers vote their
-    label without any call.
-    """
-    out = np.empty((len(teachers), X.shape[0]), dtype=np.intp)
-    asked = []
-    for k, teacher in enumerate(teachers):
-        if isinstance(teacher, ConstantTeacher):
-            out[k] = teacher.label_index
-        else:
-            asked.append(k)
-    if asked:
-        out[asked] = call_user_code_by_row(
-            [teachers[k] for k in asked],
-            X,
-            lambda t, Z: t.predict(Z),
-            one_label_index(classes),
-            FALLBACK_LABEL_INDEX,
-            names=["estimator"] * len(asked),
-            dtype=np.intp,
-        )
-    return out
-
-
 def protected_proba_sum(teachers: list, X, classes: np.ndarray) -> np.ndarray:
     """Sum over teachers of ``predict_proba`` on PROTECTED rows, in the columns of ``classes``.
 
     As :func:`teacher_proba` for each teacher (clipped, normalised, the
     uniform distribution where a teacher fails or its labels are unusable),
-    but row by row through the one boundary, as in :func:`protected_votes`.
+    but row by row through the one boundary, as :func:`protected_votes` does.
     """
     n_classes = len(classes)
     uniform = np.full(n_classes, 1.0 / n_classes)
@@ -687,8 +655,19 @@ def finite_rows(X) -> np.ndarray:
     return np.isfinite(X).all(axis=1)
 
 
-def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
-    """Votes per label of ``teachers`` on the rows ``X_block`` (one joblib task)."""
+def _count_votes(
+    teachers: list, X_block, classes: np.ndarray, protected: bool = False
+) -> np.ndarray:
+    """Votes per label of ``teachers`` on the rows ``X_block`` (one joblib task).
+
+    With ``protected``, ``teachers`` holds each teacher's :class:`UserCode` (or
+    None) and every row is voted alone (:func:`protected_votes`).
+    """
+    if protected:
+        votes = protected_votes(teachers, X_block, classes)
+        return np.stack(
+            [np.count_nonzero(votes == k, axis=1) for k in range(len(classes))], axis=1
+        ).astype(np.int64)
     X_block = freeze_rows(realign(X_block))  # once per task, for all its teachers
     counts = np.zeros((X_block.shape[0], len(classes)), dtype=np.int64)
     rows = np.arange(X_block.shape[0])  # distinct, so fancy "+=" adds once per row
@@ -696,6 +675,72 @@ def _count_votes(teachers: list, X_block, classes: np.ndarray) -> np.ndarray:
         for teacher in teachers:
             counts[rows, teacher_votes(teacher, X_block, classes, state)] += 1
     return counts
+
+
+# -- Teachers on protected rows -----------------------------------------------------------------
+#
+# Training rows (the validation part of a private search) and the queries of the everlasting
+# predictors are protected rows: the answer to one may not depend on another row of the same
+# call. A teacher that votes through its own ``predict`` is user code, which may compute
+# anything from the batch it is handed (a statistic of the batch, state kept from an earlier
+# call). On protected rows, such a
+# teacher is therefore asked through the library's one boundary
+# (:func:`~skprivpred._isolation.call_user_code_by_row`): each distinct row alone, as a
+# one-row batch, by a copy of the teacher of its own (unpickled from one payload per teacher,
+# made once per ensemble), with a fixed public vote for whatever the copy does on the row.
+# Stacked linear and tree teachers are voted by the library from their coefficients and
+# trees, row-wise by construction, and keep their batched votes.
+
+
+def _predict(teacher, rows):
+    """How a teacher is asked on one protected row (inside the boundary's guard)."""
+    return teacher.predict(rows)
+
+
+def teacher_codes(teachers: list) -> list[UserCode | None]:
+    """One :class:`UserCode` per fitted teacher (its payload, made here once), or None.
+
+    Pickling a fitted teacher is a contact with it: it runs inside
+    :func:`~skprivpred._isolation.teacher_call`, and a teacher that cannot be
+    pickled (whether it can depends on the block it was fitted on) gets None:
+    it votes :data:`FALLBACK_LABEL_INDEX` on every protected row.
+    """
+    codes: list[UserCode | None] = []
+    with teacher_run() as state:
+        for j, teacher in teachers:
+            try:
+                with teacher_call(state):
+                    codes.append(user_code(teacher, f"estimator (teacher {j})"))
+            except InvalidParameterError:
+                codes.append(None)
+    return codes
+
+
+def protected_votes(codes: list[UserCode | None], X, classes: np.ndarray) -> np.ndarray:
+    """Votes on protected rows (training rows; the everlasting predictors' queries).
+
+    Shape (n_rows, n_teachers), each row voted alone.
+
+    Every teacher's vote on a row comes from a copy of its own, asked on that
+    row alone through :func:`~skprivpred._isolation.call_user_code_by_row`
+    (identical rows share one evaluation). A row on which the copy raises, or
+    gives a label outside ``classes``, and every row of a teacher whose code
+    is None, get :data:`FALLBACK_LABEL_INDEX`.
+    """
+    votes = np.full((X.shape[0], len(codes)), FALLBACK_LABEL_INDEX, dtype=np.intp)
+    live = [k for k, code in enumerate(codes) if code is not None]
+    if live and X.shape[0]:
+        asked = [codes[k] for k in live]
+        votes[:, live] = call_user_code_by_row(
+            asked,
+            X,
+            _predict,
+            one_label_index(classes),
+            FALLBACK_LABEL_INDEX,
+            names=[code.name for code in asked if code is not None],
+            dtype=np.intp,
+        ).T
+    return votes
 
 
 def _resolved_layout(step) -> Any:
@@ -1035,16 +1080,27 @@ class TeacherEnsemble:
             return X_trees, self._other
         return None, self._other + self._tree_teachers
 
-    def votes(self, X) -> np.ndarray:
+    def votes(self, X, *, protected: bool = False) -> np.ndarray:
         """Vote matrix of shape (n_rows, n_teachers): global label index per teacher.
 
         A teacher that cannot answer a row (see :func:`teacher_votes`) votes
-        :data:`FALLBACK_LABEL_INDEX` for it.
+        :data:`FALLBACK_LABEL_INDEX` for it. ``protected``: the rows are
+        protected (the everlasting predictors' queries), and every teacher
+        that votes through its own ``predict`` answers each row alone
+        (:func:`protected_votes`).
         """
         with library_numerics():
-            return self._votes(X)
+            return self._votes(X, protected)
 
-    def _votes(self, X) -> np.ndarray:
+    def _codes(self, other: list) -> list[UserCode | None]:
+        """The :class:`UserCode` of each teacher of ``other``, made once per ensemble."""
+        cache = self.__dict__.setdefault("_user_codes", {})
+        missing = [(j, teacher) for j, teacher in other if j not in cache]
+        for (j, _), code in zip(missing, teacher_codes(missing)):
+            cache[j] = code
+        return [cache[j] for j, _ in other]
+
+    def _votes(self, X, protected: bool = False) -> np.ndarray:
         out = np.full((X.shape[0], self.n_teachers), FALLBACK_LABEL_INDEX, dtype=np.intp)
         for j, label in self._constant:
             out[:, j] = label
@@ -1057,7 +1113,9 @@ class TeacherEnsemble:
         X_trees, other = self._tree_rows(X)
         if self._trees is not None and X_trees is not None:
             fitted[:, [j for j, _ in self._tree_teachers]] = self._trees.votes(X_trees)
-        if other:
+        if other and protected:
+            fitted[:, [j for j, _ in other]] = protected_votes(self._codes(other), X, self.classes)
+        elif other:
             X_frozen = freeze_rows(X)  # one read-only copy; each teacher is handed a view
             with teacher_run() as state:  # the lock held; what every teacher answers from
                 for j, teacher in other:
@@ -1081,11 +1139,13 @@ class TeacherEnsemble:
         row votes :data:`FALLBACK_LABEL_INDEX`.
 
         With ``protected=True`` the rows are protected (training rows: the
-        validation part of a private search): the votes the library computes
-        itself (stacked linear scores, stacked tree descents, constant
-        teachers) are row-wise by construction and stay batched, and every
-        other teacher answers each row alone through the one boundary
-        (:func:`protected_votes`).
+        validation part of a private search; the queries of the everlasting
+        predictors): the votes the library computes itself (stacked linear
+        scores, stacked tree descents, constant teachers) are row-wise by
+        construction and stay batched, and every other teacher answers each
+        row alone through the one boundary (:func:`protected_votes`, from one
+        :class:`~skprivpred._isolation.UserCode` per teacher made once per
+        ensemble), in this process or in blocks of rows through joblib.
         """
         with library_numerics():
             return self._vote_counts(X, n_jobs, protected)
@@ -1121,14 +1181,12 @@ class TeacherEnsemble:
         X_trees, other = self._tree_rows(X)
         if self._trees is not None and X_trees is not None:
             counts += self._trees.vote_counts(X_trees)
-        if other and protected:
-            votes = protected_votes([teacher for _, teacher in other], X, self.classes)
-            for k in range(counts.shape[1]):
-                counts[:, k] += np.count_nonzero(votes == k, axis=0)
-        elif other:
-            self._add_other_votes(counts, X, n_jobs, other)
+        if other:
+            self._add_other_votes(counts, X, n_jobs, other, protected)
 
-    def _add_other_votes(self, counts: np.ndarray, X, n_jobs: int | None, other: list) -> None:
+    def _add_other_votes(
+        self, counts: np.ndarray, X, n_jobs: int | None, other: list, protected: bool = False
+    ) -> None:
         """Add the votes of ``other`` (``(j, teacher)`` pairs), through joblib if ``n_jobs`` allows.
 
         A batch of at most ``VOTE_BLOCK_ROWS`` rows, or one effective job (the
@@ -1138,22 +1196,27 @@ class TeacherEnsemble:
         any joblib backend (loky, dask, ray) spreads it over its workers. The
         counts are exact integers, so they do not depend on the backend or on
         the cut; tasks are consumed in order as they finish, so memory is
-        bounded by the blocks in flight, never rows x teachers.
+        bounded by the blocks in flight, never rows x teachers. With
+        ``protected``, each block is voted row by row (:func:`protected_votes`),
+        from one :class:`UserCode` per teacher.
         """
-        teachers = [teacher for _, teacher in other]
+        teachers: list = [teacher for _, teacher in other]
+        if protected:
+            teachers = self._codes(other)
         if holds_warnings_lock():  # (asked inside a captured section: stay in this thread)
             n_jobs = 1
         X = freeze_rows(X)  # one read-only copy; each teacher is handed a view of its own
         n_rows = X.shape[0]
         block_rows = VOTE_BLOCK_ROWS
         if n_rows <= block_rows or effective_n_jobs(n_jobs) == 1:
-            counts += _count_votes(teachers, X, self.classes)
+            counts += _count_votes(teachers, X, self.classes, protected)
             return
         blocks = [
             slice(start, min(start + block_rows, n_rows)) for start in range(0, n_rows, block_rows)
         ]
         results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_count_votes)(teachers, take_rows(X, block), self.classes) for block in blocks
+            delayed(_count_votes)(teachers, take_rows(X, block), self.classes, protected)
+            for block in blocks
         )
         for block, block_counts in zip(blocks, results):
             counts[block] += block_counts

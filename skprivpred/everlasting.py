@@ -54,7 +54,13 @@ from ._base import (
     resolve_binary_classes,
 )
 from ._dry_run import check_teachers_can_read
-from ._isolation import handed_rows
+from ._isolation import (
+    call_user_code,
+    call_user_code_by_row,
+    freeze_rows,
+    handed_rows,
+    user_code,
+)
 from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ._warnings import warn_user
@@ -75,7 +81,12 @@ from .exceptions import (
     PrivacyParameterError,
     PrivacyWarning,
 )
-from .hypotheses import ThresholdClass
+from .hypotheses import (
+    FiniteHypothesisClass,
+    LabelBoostCandidates,
+    ThresholdClass,
+    _positive_labels,
+)
 from .mechanisms import (
     BT_BELOW,
     LOG_BASE,
@@ -891,15 +902,208 @@ def largest_top_budget(epsilon: float, delta: float, n_teachers: int, threshold_
     return low
 
 
-#: The members the everlasting predictors need of a hypothesis class, beyond the
-#: shared protocol: exact ERM per teacher block, vote fractions and LabelBoost's
-#: candidate dichotomies.
-_EVERLASTING_CLASS_METHODS = ["default_vc_dim", "prepare", "erm", "vote_fraction", "candidates"]
+#: The library's classes that the everlasting predictors take as they are (exact types: a
+#: subclass may compute anything from the pools its methods are handed).
+LIBRARY_CLASSES = (ThresholdClass, FiniteHypothesisClass)
+
+#: The methods of a user hypothesis class in the row-wise protocol (see the Notes of
+#: :class:`~skprivpred.hypotheses.HypothesisClass`): one teacher's block per ERM call,
+#: one point per label call.
+ROWWISE_CLASS_METHODS = ("erm_block", "labels_at")
+
+#: The declared constraint of ``hypothesis_class`` (both everlasting predictors).
+_HYPOTHESIS_CLASS_CONSTRAINTS: list = [
+    StrOptions({"thresholds"}),
+    *(UserCodeParam(cls, kind="hypothesis_class") for cls in LIBRARY_CLASSES),
+    UserCodeParam(HasMethods(ROWWISE_CLASS_METHODS), kind="hypothesis_class"),
+]
 
 
-def _resolve_hypothesis_class(hypothesis_class: Any) -> Any:
-    """``"thresholds"`` means ``ThresholdClass()``; class objects are used as given."""
-    return ThresholdClass() if isinstance(hypothesis_class, str) else hypothesis_class
+def _refuse_hypothesis_class(hypothesis_class: Any, owner: str, why: str) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"The 'hypothesis_class' parameter of {owner} must be 'thresholds', a ThresholdClass or "
+        "a FiniteHypothesisClass (exactly those classes, not subclasses), or a class of your own "
+        "in the row-wise protocol: an int n_hypotheses and the methods erm_block(points, labels) "
+        "(one teacher's block per call) and labels_at(point) (one point per call); see "
+        f"skprivpred.hypotheses.HypothesisClass. Got {hypothesis_class!r} (of type "
+        f"{type(hypothesis_class).__name__}) instead: {why}"
+    )
+
+
+def _resolve_hypothesis_class(hypothesis_class: Any, owner: str = "the predictor") -> Any:
+    """The class the predictor uses: ``"thresholds"`` is ``ThresholdClass()``.
+
+    The library's classes (exact types) are used as given; a class of the
+    row-wise protocol is wrapped in :class:`_RowwiseClass` (pickled once
+    here, before anything is read or charged); anything else is refused with
+    :class:`~skprivpred.exceptions.InvalidParameterError`.
+    """
+    if isinstance(hypothesis_class, str):
+        return ThresholdClass()
+    if isinstance(hypothesis_class, _RowwiseClass) or type(hypothesis_class) in LIBRARY_CLASSES:
+        return hypothesis_class
+    if all(callable(getattr(hypothesis_class, m, None)) for m in ROWWISE_CLASS_METHODS):
+        return _RowwiseClass(hypothesis_class, owner)
+    why = (
+        "a subclass of a library class may compute anything from the whole pools its methods "
+        "are handed"
+        if isinstance(hypothesis_class, LIBRARY_CLASSES)
+        else "its methods would be handed whole pools of protected rows"
+    )
+    raise _refuse_hypothesis_class(
+        hypothesis_class, owner, why + ", which a query or training row must not reach."
+    )
+
+
+class _CheckedIndex:
+    """The check of ``erm_block``'s output: an integer index in ``[0, n_hypotheses)``."""
+
+    def __init__(self, n_hypotheses: int) -> None:
+        self.n_hypotheses = n_hypotheses
+
+    def __call__(self, output: Any) -> int:
+        value = np.asarray(output)
+        if value.shape != () or value.dtype.kind not in "iu":
+            raise ValueError("erm_block returns one integer index.")
+        index = int(value)
+        if not 0 <= index < self.n_hypotheses:
+            raise ValueError("erm_block returned an index outside [0, n_hypotheses).")
+        return index
+
+
+class _CheckedLabels:
+    """The check of ``labels_at``'s output: ``n_hypotheses`` entries, 1 where an entry is 1."""
+
+    def __init__(self, n_hypotheses: int) -> None:
+        self.n_hypotheses = n_hypotheses
+
+    def __call__(self, output: Any) -> np.ndarray:
+        values = np.asarray(output)
+        if values.shape != (self.n_hypotheses,):
+            raise ValueError("labels_at returns one label per hypothesis.")
+        return _positive_labels(values).astype(np.int8)
+
+
+def _erm_block(hclass: Any, points: np.ndarray, labels: np.ndarray) -> Any:
+    return hclass.erm_block(points, labels)
+
+
+def _labels_at(hclass: Any, row: np.ndarray) -> Any:
+    return hclass.labels_at(row[0])
+
+
+class _RowwiseClass:
+    """A user hypothesis class in the row-wise protocol, asked only through the boundary.
+
+    Every call of the user's class meets one protected unit
+    (:func:`~skprivpred._isolation.call_user_code`): ``erm_block`` one
+    teacher's block, ``labels_at`` one point (identical points share one
+    call), each on a copy of the class of its own (one ``cloudpickle``
+    payload, made here), with a fixed public result whatever it does
+    (hypothesis 0; label 0 under every hypothesis). The votes, LabelBoost's
+    dichotomies and the relabelling's candidates are computed by the library
+    from the labels, through :class:`~skprivpred.hypotheses.FiniteHypothesisClass`
+    on a prediction matrix over the distinct points. The points are the
+    validated rows (float, finite, 2-D): the user's ``prepare`` is not called.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``n_hypotheses`` is not an integer >= 1, ``default_vc_dim()`` (when
+        present) not an integer >= 1, or the class cannot be pickled.
+    """
+
+    def __init__(self, hclass: Any, owner: str) -> None:
+        n_hypotheses = getattr(hclass, "n_hypotheses", None)
+        if isinstance(n_hypotheses, bool) or not isinstance(n_hypotheses, Integral | np.integer):
+            raise _refuse_hypothesis_class(hclass, owner, "n_hypotheses is not an integer.")
+        if n_hypotheses < 1:
+            raise _refuse_hypothesis_class(hclass, owner, "n_hypotheses is below 1.")
+        self.user_class = hclass
+        self.n_hypotheses = int(n_hypotheses)
+        bound = max(1, int(math.floor(math.log2(self.n_hypotheses))))
+        if callable(getattr(hclass, "default_vc_dim", None)):
+            bound = hclass.default_vc_dim()
+            if isinstance(bound, bool) or not isinstance(bound, Integral) or bound < 1:
+                raise _refuse_hypothesis_class(
+                    hclass, owner, "default_vc_dim() is not an integer >= 1."
+                )
+        self._vc_dim = int(bound)
+        self._code = user_code(hclass, "hypothesis_class")
+
+    def __repr__(self) -> str:
+        return repr(self.user_class)
+
+    def default_vc_dim(self) -> int:
+        """The class's public bound on its VC dimension (``max(1, floor(log2 K))`` by default)."""
+        return self._vc_dim
+
+    @staticmethod
+    def prepare(X: MatrixLike) -> np.ndarray:
+        """The validated rows: 2-D, float, finite (library code; no user code is called)."""
+        from sklearn.utils.validation import check_array
+
+        return check_array(X, dtype=np.float64, ensure_all_finite=True)
+
+    def labels_on(self, points: np.ndarray) -> np.ndarray:
+        """Labels of every hypothesis on the points, shape (K, n_points), int8; one point a call."""
+        zeros = np.zeros(self.n_hypotheses, dtype=np.int8)
+        labels = call_user_code_by_row(
+            [self._code],
+            np.asarray(points, dtype=np.float64).reshape(len(points), -1),
+            _labels_at,
+            _CheckedLabels(self.n_hypotheses),
+            zeros,
+            names=["hypothesis_class"],
+            dtype=np.int8,
+        )[0]
+        return labels.T
+
+    def _on_distinct(self, points: np.ndarray) -> tuple[FiniteHypothesisClass, np.ndarray]:
+        """A prediction-matrix class over the distinct points, and each point's index in it."""
+        distinct, index = np.unique(
+            np.asarray(points, dtype=np.float64).reshape(len(points), -1),
+            axis=0,
+            return_inverse=True,
+        )
+        return FiniteHypothesisClass(predictions=self.labels_on(distinct)), index.ravel()
+
+    def erm(self, points: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """How many blocks chose each hypothesis: one ``erm_block`` call per teacher block."""
+        units = [
+            (
+                freeze_rows(np.ascontiguousarray(block, dtype=np.float64).reshape(len(block), -1)),
+                freeze_rows(np.asarray(block_labels, dtype=np.intp)),
+            )
+            for block, block_labels in zip(points, labels)
+        ]
+        chosen = call_user_code(
+            self._code,
+            units,
+            _erm_block,
+            _CheckedIndex(self.n_hypotheses),
+            0,
+            name="hypothesis_class",
+        )
+        return np.bincount(np.asarray(chosen, dtype=np.intp), minlength=self.n_hypotheses)
+
+    def vote_fraction(self, teachers: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Fraction of teachers voting 1 (weighted by multiplicity)."""
+        chosen = np.flatnonzero(teachers)
+        return (teachers[chosen] @ self.labels_on(points)[chosen]) / teachers.sum()
+
+    def candidates(
+        self, labelled: np.ndarray, labels: np.ndarray, unlabelled: np.ndarray
+    ) -> LabelBoostCandidates:
+        """LabelBoost's distinct dichotomies on the distinct points, scored on the labelled ones."""
+        n_labelled = len(labelled)
+        finite, index = self._on_distinct(np.concatenate([labelled, unlabelled]))
+        return finite.candidates(index[:n_labelled], labels, index[n_labelled:])
+
+    def prior_candidates(self, points: np.ndarray, labels: np.ndarray) -> LabelBoostCandidates:
+        """Every hypothesis, equally weighted, with its labels on the points."""
+        finite, index = self._on_distinct(points)
+        return finite.prior_candidates(index, labels)
 
 
 def labelboost_law(
@@ -912,8 +1116,9 @@ def labelboost_law(
 
     Parameters
     ----------
-    hypothesis_class : ThresholdClass, FiniteHypothesisClass or compatible
-        The class (with a ``candidates`` method).
+    hypothesis_class : ThresholdClass, FiniteHypothesisClass or a row-wise class
+        The class (a class of your own in the row-wise protocol of
+        :class:`~skprivpred.hypotheses.HypothesisClass`).
     labelled, unlabelled : ndarray
         Prepared points of Shat and Dhat.
     labels : ndarray of 0/1
@@ -926,6 +1131,7 @@ def labelboost_law(
     proba : ndarray of shape (n_dichotomies,)
         ``exp(-errors / 2) / Z`` (exponential mechanism, epsilon 1, sensitivity 1).
     """
+    hypothesis_class = _resolve_hypothesis_class(hypothesis_class, "labelboost_law")
     found = hypothesis_class.candidates(labelled, np.asarray(labels, dtype=float), unlabelled)
     return found.errors, exponential_mechanism_proba(-found.errors, LABELBOOST_EPSILON)
 
@@ -942,6 +1148,7 @@ def relabel_law(
     proba : ndarray of shape (n_candidates,)
         ``prior * exp(-epsilon * errors / 2) / Z``.
     """
+    hypothesis_class = _resolve_hypothesis_class(hypothesis_class, "relabel_law")
     found = hypothesis_class.prior_candidates(points, np.asarray(labels, dtype=float))
     return found.errors, _relabel_proba(found, epsilon)
 
@@ -1446,10 +1653,17 @@ class GenericBBLClassifier(_EverlastingStream):
 
     Parameters
     ----------
-    hypothesis_class : "thresholds", ThresholdClass or FiniteHypothesisClass, default="thresholds"
+    hypothesis_class : "thresholds", library class or row-wise class, default="thresholds"
         The concept class ``C``, with exact ERM and LabelBoost (see
-        :mod:`skprivpred.hypotheses`). ``"thresholds"`` is
-        ``ThresholdClass(direction="increasing")``.
+        :mod:`skprivpred.hypotheses`): a ``ThresholdClass`` or a
+        ``FiniteHypothesisClass``; ``"thresholds"`` is
+        ``ThresholdClass(direction="increasing")``. A class of your own is
+        accepted in the row-wise protocol only (the Notes of
+        :class:`~skprivpred.hypotheses.HypothesisClass`: ``n_hypotheses``,
+        ``erm_block`` called on one teacher's block, ``labels_at`` on one
+        point, each on a copy of its own through the library's boundary);
+        anything else, a subclass of a library class included, is refused
+        with :class:`~skprivpred.exceptions.InvalidParameterError`.
     epsilon : float, default=1.0
         Privacy parameter for every training row and query, in (0, 1] in paper mode.
     delta : float, default=1e-6
@@ -1541,10 +1755,7 @@ class GenericBBLClassifier(_EverlastingStream):
     """
 
     _parameter_constraints: dict = {
-        "hypothesis_class": [
-            StrOptions({"thresholds"}),
-            UserCodeParam(HasMethods(_EVERLASTING_CLASS_METHODS), kind="hypothesis_class"),
-        ],
+        "hypothesis_class": _HYPOTHESIS_CLASS_CONSTRAINTS,
         "epsilon": [_POSITIVE],
         "delta": [_OPEN_UNIT],
         "alpha": [_OPEN_UNIT],
@@ -1612,7 +1823,7 @@ class GenericBBLClassifier(_EverlastingStream):
                 f"overrides {voiding} change the privacy proof's own constants (the sub-sampling "
                 "denominator m, the BT epsilon'); they are allowed only with mode='simulation'."
             )
-        hclass = _resolve_hypothesis_class(self.hypothesis_class)
+        hclass = _resolve_hypothesis_class(self.hypothesis_class, type(self).__name__)
         schedule = _GenericBBLSchedule(
             float(self.epsilon),
             float(self.delta),
@@ -2031,9 +2242,13 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         cannot be enumerated (most scikit-learn learners). Needs
         ``aggregator="gaussian"``. Every query must be a point of the class
         (its ``prepare``, called before the query is charged). A class of
-        your own (with ``prepare`` and ``prior_candidates``) must not raise in
-        ``prior_candidates`` on points that its ``prepare`` returned: that
-        call runs at the phase boundary, on other people's queries.
+        your own is accepted in the row-wise protocol only (the Notes of
+        :class:`~skprivpred.hypotheses.HypothesisClass`: ``n_hypotheses``,
+        ``labels_at`` called on one point at a time, on a copy of its own
+        through the library's boundary, a failing point labelled 0 under
+        every hypothesis; its points are the validated float rows);
+        anything else, a subclass of a library class included, is refused
+        with :class:`~skprivpred.exceptions.InvalidParameterError`.
     aggregator : {"gaussian", "between_thresholds"}, default="gaussian"
         The per-query mechanism.
     top_budget : int, default=None
@@ -2105,11 +2320,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         "n_teachers": [_POSITIVE_INT, None],
         "phase_length": [_POSITIVE_INT, None],
         "phase_growth": [Interval(Real, 1, None, closed="left")],
-        "hypothesis_class": [
-            StrOptions({"thresholds"}),
-            UserCodeParam(HasMethods(["prepare", "prior_candidates"]), kind="hypothesis_class"),
-            None,
-        ],
+        "hypothesis_class": [*_HYPOTHESIS_CLASS_CONSTRAINTS, None],
         "aggregator": [StrOptions({"gaussian", "between_thresholds"})],
         "top_budget": [_POSITIVE_INT, None],
         "threshold_gap": [_OPEN_UNIT],
@@ -2239,7 +2450,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         """The relabelling class (``"thresholds"`` is ``ThresholdClass()``), or None."""
         if self.hypothesis_class is None:
             return None
-        return _resolve_hypothesis_class(self.hypothesis_class)
+        return _resolve_hypothesis_class(self.hypothesis_class, type(self).__name__)
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Train phase 1's teachers on disjoint random blocks of the training set.
@@ -2518,7 +2729,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         return pd.DataFrame(dense, columns=form[1]).infer_objects()
 
     def _answer_block(self, X: _QueryBatch, rng: np.random.Generator) -> np.ndarray:
-        votes = self._state["ensemble"].vote_counts(X.rows)[:, 1]
+        votes = self._query_votes(X.rows)
         params = self._state["params"]
         if self._state["bt"] is not None:
             outcomes = self._state["bt"].answer(votes / params.n_teachers, rng)
@@ -2539,10 +2750,21 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             self._state["points"].append(X.points)
         self._state["answers"].append(answers)
 
+    def _query_votes(self, rows) -> np.ndarray:
+        """Teachers voting ``classes_[1]`` on each query row, each row alone (protected rows).
+
+        The queries are protected rows: a teacher that votes through its own
+        ``predict`` answers each row alone, through the library's boundary
+        (:meth:`~skprivpred._teachers.TeacherEnsemble.vote_counts` with
+        ``protected=True``); stacked linear and tree teachers keep their
+        batched votes, which are row-wise by construction.
+        """
+        return self._state["ensemble"].vote_counts(rows, protected=True)[:, 1]
+
     # -- non-private diagnostics (tests only) -------------------------------------------------
     def _vote_counts(self, X) -> np.ndarray:
         """Teachers voting ``classes_[1]`` per row. NOT PRIVATE: leaks the teachers."""
-        return self._state["ensemble"].vote_counts(self._prepare_queries(X).rows)[:, 1]
+        return self._query_votes(self._prepare_queries(X).rows)
 
     def _output_distribution(self, X) -> np.ndarray:
         """Exact answer law per row (Gaussian aggregator). NOT PRIVATE: leaks the votes."""

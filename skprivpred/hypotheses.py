@@ -88,6 +88,51 @@ class HypothesisClass(Protocol):
         The rows as the class evaluates them (validated, finite; for example
         one value per row for thresholds on the line, 0/1 rows for
         conjunctions). Raises ``ValueError`` for rows outside the domain.
+
+    Notes
+    -----
+    **A class of your own for the everlasting predictors: the row-wise
+    protocol.** The ``hypothesis_class`` of
+    :class:`~skprivpred.GenericBBLClassifier` and
+    :class:`~skprivpred.PrivateEverlastingClassifier` meets protected rows
+    (training rows, and the queries and their answers, which these predictors
+    protect too). The library's own classes (:class:`ThresholdClass` and
+    :class:`FiniteHypothesisClass`, exactly those classes: a subclass may
+    compute anything) are accepted as they are. A class of your own is
+    accepted only in this protocol, which the library's one boundary
+    (:func:`skprivpred._isolation.call_user_code`) can keep: every call sees
+    one protected unit, on a copy of the class of its own, and whatever the
+    call does gives a fixed public result.
+
+    ``n_hypotheses`` : int >= 1
+        The number ``K`` of hypotheses (public; read once, at ``fit``).
+    ``erm_block(points, labels) -> int``
+        Empirical risk minimisation on **one teacher's block**, called once
+        per block: ``points`` of shape (block size, n_features), float,
+        finite (the validated rows: the library prepares the points, the
+        class's ``prepare`` is not called), ``labels`` 0/1 of shape
+        (block size,). Returns the index in ``[0, K)`` of the chosen
+        hypothesis. A call that raises or returns anything else chooses
+        hypothesis 0.
+    ``labels_at(point) -> array of K labels``
+        The label (0/1) of every hypothesis on **one point** (shape
+        (n_features,)), called once per distinct point (identical points
+        share one call). A call that raises, or returns another shape,
+        labels the point 0 under every hypothesis; an entry other than 1
+        is label 0 (as a callable of :class:`FiniteHypothesisClass`).
+    ``default_vc_dim()`` : optional
+        A public bound on the VC dimension; without it, ``max(1,
+        floor(log2 K))``.
+
+    From these the library computes the teachers' votes, LabelBoost's
+    dichotomies and the relabelling's candidates itself (uniform prior
+    over the ``K`` hypotheses). The class is pickled once at ``fit`` (with
+    ``cloudpickle``) and every call runs on a copy of its own: state it
+    keeps in its attributes never reaches another call (module globals, class
+    attributes and files are outside what a process can isolate). A class
+    with methods that take whole pools (``erm`` on every block at once,
+    ``vote_fraction``, ``candidates``, ``prior_candidates``) is refused
+    with :class:`~skprivpred.exceptions.InvalidParameterError`.
     """
 
     @property

@@ -19,6 +19,7 @@ from scipy import sparse
 from scipy.stats import binomtest, cauchy, chisquare, norm
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
@@ -69,8 +70,31 @@ def _fit_quietly(estimator, X, y):
         return estimator.fit(X, y)
 
 
+def linear_threshold(threshold: float, n_features: int = 1) -> LogisticRegression:
+    """``1[x >= threshold]`` on the first feature as a fitted ``LogisticRegression`` (score
+    ``x - t'``, ``t'`` the float just below ``threshold``: ``x - t' > 0`` exactly when
+    ``x >= threshold``).
+
+    The library votes such a teacher from its coefficients (row-wise by construction, one
+    stacked product), so streams of thousands of queries stay fast; a teacher answering
+    through its own ``predict`` answers each query row alone, through the boundary
+    (tests/test_everlasting_user_code.py).
+    """
+    model = LogisticRegression()
+    model.classes_ = np.array([0, 1])
+    model.coef_ = np.eye(1, n_features)
+    model.intercept_ = np.array([-float(np.nextafter(threshold, -np.inf))])
+    model.n_features_in_ = n_features
+    return model
+
+
 class MidpointThreshold(ClassifierMixin, BaseEstimator):
-    """A fast 1-D teacher: ERM threshold at the midpoint (the one-sided rule biases accuracy)."""
+    """A fast 1-D teacher: ERM threshold at the midpoint (the one-sided rule biases accuracy).
+
+    ``fit`` returns the fitted rule as an exact ``LogisticRegression``
+    (:func:`linear_threshold`), which the library votes from its coefficients; inside a
+    ``Pipeline`` (which keeps the step itself) the step answers through ``predict``.
+    """
 
     def fit(self, X, y):
         x, y = np.asarray(X)[:, 0], np.asarray(y)
@@ -80,7 +104,9 @@ class MidpointThreshold(ClassifierMixin, BaseEstimator):
             self.threshold_ = 0.5 * (negative.max() + positive.min())
         else:
             self.threshold_ = np.inf if negative.size else -np.inf
-        return self
+        if not np.isfinite(self.threshold_):  # (a block with one label gets no fit at all)
+            return self
+        return linear_threshold(self.threshold_, np.shape(X)[1])
 
     def predict(self, X):
         return (np.asarray(X)[:, 0] >= self.threshold_).astype(int)
@@ -321,18 +347,19 @@ def test_simulation_warns_and_has_no_guarantee(threshold_data):
         clf.phase_ = 3  # read-only
 
 
-def test_generic_bbl_accuracy_over_phases(threshold_data):
+def test_generic_bbl_accuracy_over_phases(threshold_data, monkeypatch):
     """Simulation sizes: multi-phase error <= 5%, LabelBoost pools monotone."""
     x, y = threshold_data
 
-    class RecordingThresholds(ThresholdClass):
-        pools = []
+    pools = []
+    erm = ThresholdClass.erm
 
-        def erm(self, points, labels):
-            RecordingThresholds.pools.append((points.ravel().copy(), labels.ravel().copy()))
-            return ThresholdClass.erm(points, labels)
+    def recording_erm(points, labels):  # the library's class, its ERM recorded (a subclass
+        pools.append((points.ravel().copy(), labels.ravel().copy()))  # would be refused)
+        return erm(points, labels)
 
-    clf = _fit_quietly(_simulated(hypothesis_class=RecordingThresholds(), random_state=1), x, y)
+    monkeypatch.setattr(ThresholdClass, "erm", staticmethod(recording_erm))
+    clf = _fit_quietly(_simulated(hypothesis_class=ThresholdClass(), random_state=1), x, y)
     rng = np.random.default_rng(2)
     queries = []
     for phase in range(1, 5):
@@ -341,8 +368,8 @@ def test_generic_bbl_accuracy_over_phases(threshold_data):
         queries.append(q)
         assert np.mean(answers != (q >= THRESHOLD)) <= 0.05
         assert clf.phase_ == phase + 1 and clf.queries_in_phase_ == 0
-    assert len(RecordingThresholds.pools) == 5
-    for phase, (points, labels) in enumerate(RecordingThresholds.pools[1:]):
+    assert len(pools) == 5
+    for phase, (points, labels) in enumerate(pools[1:]):
         assert points.size == 4000
         assert np.all(np.isin(points, queries[phase]))  # S_{i+1} is made of phase i's queries
         # one LabelBoost draw labels the whole pool: realised by a threshold

@@ -42,6 +42,7 @@ import pytest
 from _audit_power import law_power
 from scipy.stats import beta, binom, norm
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
 
 from skprivpred.accounting import zcdp_rho
 from skprivpred.audit import clopper_pearson
@@ -428,11 +429,22 @@ class _NoiseDividedBy20(PrivateEverlastingClassifier):
 
 
 class _SignTeacher(ClassifierMixin, BaseEstimator):
-    """A trivial teacher that keeps the games fast: it answers ``1[x > 0]``, whatever it saw."""
+    """A trivial teacher that keeps the games fast: it answers ``1[x > 0]``, whatever it saw.
+
+    ``fit`` returns that rule as an exact, fitted ``LogisticRegression`` (score ``x``), which
+    the library votes from its coefficients: row-wise by construction, one stacked product
+    for a whole game (a teacher answering through its own ``predict`` answers each query
+    row alone, through the boundary: tests/test_everlasting_user_code.py).
+    """
 
     def fit(self, X, y):
         self.classes_ = np.array([0, 1])
-        return self
+        model = LogisticRegression()
+        model.classes_ = np.array([0, 1])
+        model.coef_ = np.array([[1.0]])
+        model.intercept_ = np.array([0.0])
+        model.n_features_in_ = 1
+        return model
 
     def predict(self, X):
         return (np.asarray(X)[:, 0] > 0).astype(int)
@@ -937,12 +949,19 @@ class _DomainCheckedAtTheBoundary(PrivateEverlastingClassifier):
 class _StrictLabels(FiniteHypothesisClass):
     """BROKEN ON PURPOSE: a callable's label outside {0, 1} raises (before the fix)."""
 
-    def _raw_labels(self, points, members=None):
-        chosen = self.hypotheses if members is None else [self.hypotheses[k] for k in members]
-        labels = np.vstack([np.asarray(h(points)).ravel() for h in chosen])
-        if not np.isin(labels, (0, 1)).all():
+    def prior_candidates(self, points, labels):
+        on_points = np.vstack([np.asarray(h(points)).ravel() for h in self.hypotheses])
+        if not np.isin(on_points, (0, 1)).all():
             raise ValueError("every hypothesis must return one label in {0, 1} per row.")
-        return labels.astype(np.int8)
+        return super().prior_candidates(points, labels)
+
+
+class _TakesSubclasses(PrivateEverlastingClassifier):
+    """BROKEN ON PURPOSE: takes a subclass of a library hypothesis class as it is (the
+    predictor refuses one: its methods could compute anything from the pools)."""
+
+    def _resolved_class(self):
+        return self.hypothesis_class
 
 
 def _hidden_class_query_audit(make, hidden) -> GameAudit:
@@ -1004,7 +1023,7 @@ def test_a_hidden_query_without_a_binary_label_does_not_make_the_boundary_raise(
     assert not audit.refutes(EPSILON), audit
     strict = _StrictLabels(hypotheses=CALLABLE_THRESHOLDS)
     broken = _hidden_class_query_audit(
-        _practical(PrivateEverlastingClassifier, hypothesis_class=strict, **CLASS_GAME), hidden
+        _practical(_TakesSubclasses, hypothesis_class=strict, **CLASS_GAME), hidden
     )
     assert broken.counts[:, 0].tolist() == [N_GAMES, 0]
     assert broken.refutes(EPSILON), broken
