@@ -1092,6 +1092,16 @@ class TeacherEnsemble:
         with library_numerics():
             return self._votes(X, protected)
 
+    def __getstate__(self) -> dict:
+        """The ensemble without its cache of teacher payloads (:meth:`_codes`).
+
+        The cache holds cloudpickle bytes: never written into a pickle or a model
+        file (which is never a pickle); a copy makes its own when it needs them.
+        """
+        state = self.__dict__.copy()
+        state.pop("_user_codes", None)
+        return state
+
     def _codes(self, other: list) -> list[UserCode | None]:
         """The :class:`UserCode` of each teacher of ``other``, made once per ensemble."""
         cache = self.__dict__.setdefault("_user_codes", {})

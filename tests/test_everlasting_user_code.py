@@ -337,3 +337,22 @@ def test_the_library_classes_are_accepted(library_class):
         LogisticRegression(), n_teachers=10, hypothesis_class=library_class, classes=[0, 1]
     )
     assert clf.fit(X, y).predict(X[:3]).shape == (3,)
+
+
+def test_the_teacher_payload_cache_never_leaves_in_a_copy():
+    # The everlasting predictors cache one cloudpickle payload per teacher for their
+    # protected votes; a pickle (or a model file) of the ensemble never holds them.
+    import pickle
+
+    from skprivpred._teachers import TeacherEnsemble
+
+    rng = np.random.default_rng(0)
+    X = rng.random((40, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    teachers = [KNeighborsClassifier(3).fit(X[k::4], y[k::4]) for k in range(4)]
+    ensemble = TeacherEnsemble(teachers, np.array([0, 1]))
+    votes = ensemble.votes(X[:5], protected=True)
+    assert ensemble.__dict__.get("_user_codes")
+    copy = pickle.loads(pickle.dumps(ensemble))
+    assert "_user_codes" not in copy.__dict__
+    np.testing.assert_array_equal(copy.votes(X[:5], protected=True), votes)
