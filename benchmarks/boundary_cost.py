@@ -28,7 +28,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -72,17 +71,6 @@ def child(rows: int) -> dict:
     }
 
 
-def _extract(rev: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "archive", rev, "skprivpred"], cwd=ROOT, check=True, capture_output=True
-    ).stdout
-    path = into / "archive.tar"
-    path.write_bytes(archive)
-    with tarfile.open(path) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def _run(tree: Path, rows: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run(
@@ -105,8 +93,10 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.rows)))
         return
+    from _common import extract_revision  # the child imports only its own tree
+
     with tempfile.TemporaryDirectory() as tmp:
-        before = _run(_extract(args.before, Path(tmp)), args.rows)
+        before = _run(extract_revision(args.before, Path(tmp)), args.rows)
     after = _run(ROOT, args.rows)
     for name, result in (("before", before), ("after", after)):
         print(

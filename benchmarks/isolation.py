@@ -39,7 +39,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -188,17 +187,6 @@ def _per_call(n: int = 20_000) -> dict:
     return out
 
 
-def _extract(rev: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "archive", rev, "skprivpred"], cwd=ROOT, check=True, capture_output=True
-    ).stdout
-    path = into / "archive.tar"
-    path.write_bytes(archive)
-    with tarfile.open(path) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def _run_child(kind: str, source: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(source))
     out = subprocess.run(
@@ -223,8 +211,10 @@ def main() -> None:
         payload = copies() if args.child == "copies" else child(args.child)
         print(json.dumps(payload))
         return
+    from _common import extract_revision  # the child imports only its own tree
+
     with tempfile.TemporaryDirectory() as tmp:
-        before = _extract(args.before, Path(tmp))
+        before = extract_revision(args.before, Path(tmp))
         results: dict = {}
         for kind in args.only:
             runs: dict = {"before": [], "after": []}
