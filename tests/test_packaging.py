@@ -152,7 +152,7 @@ def test_sdist_contents(artifacts):
         "CHANGELOG.md",
         "CONTRIBUTING.md",
         "PKG-INFO",
-        "ci/floors.txt",
+        ".ci/floors.txt",
         "skprivpred/__init__.py",
         "skprivpred/py.typed",
         "skprivpred/datasets/__init__.py",
@@ -243,11 +243,11 @@ def _declared_floors():
 
 
 def test_floors_file_pins_the_declared_floors():
-    """ci/floors.txt pins each runtime dependency (and schemathesis) at its declared floor."""
+    """.ci/floors.txt pins each runtime dependency (and schemathesis) at its declared floor."""
     from packaging.version import Version
 
     pins = {}
-    for line in (ROOT / "ci" / "floors.txt").read_text(encoding="utf-8").splitlines():
+    for line in (ROOT / ".ci" / "floors.txt").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             name, version = line.split("==")
