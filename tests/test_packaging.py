@@ -153,6 +153,7 @@ def test_sdist_contents(artifacts):
         "CONTRIBUTING.md",
         "PKG-INFO",
         ".ci/floors.txt",
+        ".pre-commit-config.yaml",
         "skprivpred/__init__.py",
         "skprivpred/py.typed",
         "skprivpred/datasets/__init__.py",
@@ -325,3 +326,47 @@ def test_the_readme_install_line_runs_the_quick_start_from_the_wheel(artifacts, 
 
 def test_the_readme_install_line_runs_the_quick_start_from_the_sdist(artifacts, tmp_path):
     _readme_line_runs_the_quick_start(artifacts[0], tmp_path)
+
+
+def _test_extra_pins():
+    """{name: version} of the test extra's exact pins (``name==version``)."""
+    from packaging.requirements import Requirement
+
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    test = re.search(r"^test = \[(.*?)^\]", text, re.S | re.M)
+    assert test, "no test extra in pyproject.toml"
+    pins = {}
+    for spec in re.findall(r'^\s*"([^"]+)"', test.group(1), re.M):
+        requirement = Requirement(spec)
+        exact = [s.version for s in requirement.specifier if s.operator == "=="]
+        if exact:
+            pins[requirement.name] = exact[0]
+    return pins
+
+
+def test_pre_commit_hooks_pin_the_tools_of_pyproject():
+    """Each pre-commit hook runs ruff or mypy at the version pyproject.toml pins exactly."""
+    import yaml  # a dependency of dask, in the test extra
+    from packaging.requirements import Requirement
+
+    pins = _test_extra_pins()
+    assert {"ruff", "mypy"} <= set(pins), f"pyproject.toml pins only {sorted(pins)}"
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hooks = [hook for repo in config["repos"] for hook in repo["hooks"]]
+    tools = {}
+    for hook in hooks:
+        tool = hook["entry"].split()[0]
+        assert tool in ("ruff", "mypy"), f"hook {hook['id']} runs {tool}"
+        # A local hook installs its tool from the registry at the version it names.
+        assert hook["language"] == "python", hook["id"]
+        named = {
+            Requirement(spec).name: Requirement(spec).specifier
+            for spec in hook.get("additional_dependencies", [])
+        }
+        assert tool in named, f"hook {hook['id']} does not name the version of {tool}"
+        assert str(named[tool]) == f"=={pins[tool]}", (
+            f"hook {hook['id']}: {tool}{named[tool]}, pyproject.toml: {tool}=={pins[tool]}"
+        )
+        tools.setdefault(tool, []).append(hook["id"])
+    assert set(tools) == {"ruff", "mypy"}, tools
+    assert len(tools["ruff"]) == 2, tools  # lint and format
