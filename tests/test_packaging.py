@@ -268,9 +268,10 @@ def _fresh_venv(tmp_path):
 
 def _pip_install(python, requirement, cwd):
     # A plain (non-editable) install; the dependencies come from the registry, or from
-    # pip's cache.
+    # pip's cache. Not byte-compiled (a throwaway environment: its one run compiles what
+    # it imports, and pip's compiling every module was most of the install's time).
     _run(
-        [str(python), "-m", "pip", "install", "--no-input", requirement],
+        [str(python), "-m", "pip", "install", "--no-input", "--no-compile", requirement],
         cwd=cwd,
         env=_clean_env(),
         timeout=900,
