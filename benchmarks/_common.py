@@ -236,6 +236,8 @@ LABELS = {
     "psgd-lr": "Averaged projected SGD (logistic)",
     "erm-ridge": "Stable ERM (squared loss)",
     "psgd-ridge": "Averaged projected SGD (squared loss)",
+    "dpv-lr": "Validated logistic regression (one release)",
+    "gs-lr": "Private grid search (subsample-aggregate, LR teachers)",
     "dp-lr": "diffprivlib LogisticRegression",
     "dp-nb": "diffprivlib GaussianNB",
     "dp-rf": "diffprivlib RandomForestClassifier",

@@ -88,6 +88,9 @@ from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred._testing import free_port
 from skprivpred.serving import save_model
 
+#: The media type the service requires of a request body.
+JSON = {"Content-Type": "application/json"}
+
 #: Overhead target of one client's 1-row request over ``predict`` in-process (p50, ms), with
 #: the timing defence (on by default: each response waits for its point of the schedule);
 #: 1.5 ms without it.
@@ -145,7 +148,7 @@ def load(port: int, body: bytes, clients: int, seconds: float) -> list[float]:
         mine = []
         while time.monotonic() < stop:
             start = time.perf_counter()
-            conn.request("POST", "/predict", body=body)
+            conn.request("POST", "/predict", body=body, headers=JSON)
             response = conn.getresponse()
             response.read()
             if response.status != 200:
@@ -249,7 +252,7 @@ def _step(
 
     def request(label: str, conn: http.client.HTTPConnection) -> None:
         start = time.perf_counter()
-        conn.request("POST", "/predict", body=body, headers=headers or {})
+        conn.request("POST", "/predict", body=body, headers={**JSON, **(headers or {})})
         response = conn.getresponse()
         response.read()
         elapsed = time.perf_counter() - start

@@ -49,6 +49,7 @@ class LinearRelease:
 
     params = list(MODELS)
     param_names = ["model"]
+    timeout = 300
 
     def setup(self, model):
         quiet()

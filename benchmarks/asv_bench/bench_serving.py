@@ -7,8 +7,6 @@ Replaces ``benchmarks/serving.py --against``: compare two revisions with ``asv c
 
 import asyncio
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
@@ -57,38 +55,77 @@ def _request(app, body: bytes):
     return run()
 
 
+class _Lifespan:
+    """The application's lifespan, started and stopped as a server would (its child, if any)."""
+
+    def __init__(self, app, loop):
+        self.loop = loop
+        self.started = asyncio.Event()
+        self.stopping = asyncio.Event()
+        self.messages = ["lifespan.startup"]
+
+        async def receive():
+            if self.messages:
+                return {"type": self.messages.pop()}
+            await self.stopping.wait()
+            return {"type": "lifespan.shutdown"}
+
+        async def send(message):
+            if message["type"] == "lifespan.startup.complete":
+                self.started.set()
+            elif message["type"] == "lifespan.startup.failed":
+                raise RuntimeError(message.get("message", "startup failed"))
+
+        scope = {"type": "lifespan", "asgi": {"version": "3.0"}}
+        self.task = loop.create_task(app(scope, receive, send))
+        loop.run_until_complete(asyncio.wait_for(self.started.wait(), 120))
+
+    def stop(self):
+        self.stopping.set()
+        self.loop.run_until_complete(asyncio.wait_for(self.task, 60))
+
+
 class Answer:
     """One ``POST /predict`` of 1 or 100 rows, 23 default teachers, against ``predict``."""
 
     params = [1, 100]
     param_names = ["rows"]
+    timeout = 300
 
-    def setup(self, rows):
-        from skprivpred.serving import create_app, load_model, save_model
+    def setup_cache(self):
+        from skprivpred.serving import save_model
 
         quiet()
-        self.tmp = Path(tempfile.mkdtemp())
-        self.tmp.chmod(0o700)
-        budget = PrivacyAccountant(epsilon=1e12, ledger=str(self.tmp / "budget.db"))
+        # asv runs setup_cache in a directory of its own, removed after the run.
+        directory = Path.cwd() / "answer-model"
+        directory.mkdir(mode=0o700)
+        budget = PrivacyAccountant(epsilon=1e12, ledger=str(directory / "budget.db"))
         X, y = classification(5_000)
         clf = SubsampleAggregateClassifier(
             epsilon=1.0, n_teachers=23, classes=[0, 1], accountant=budget
         ).fit(X, y)
-        save_model(clf, self.tmp / "model.skops")
-        self.clf = clf
-        self.app = create_app(load_model(self.tmp / "model.skops"))
+        save_model(clf, directory / "model.skops")
+        return str(directory / "model.skops")
+
+    def setup(self, model, rows):
+        from skprivpred.serving import create_app, load_model
+
+        quiet()
+        self.clf = load_model(model)
+        self.app = create_app(load_model(model))
         self.rows = classification(rows, seed=1)[0]
         self.body = json.dumps({"rows": self.rows.tolist()}).encode()
         self.loop = asyncio.new_event_loop()
+        self.lifespan = _Lifespan(self.app, self.loop)
         if self.loop.run_until_complete(_request(self.app, self.body)) != 200:
             raise RuntimeError("POST /predict failed")
 
-    def teardown(self, rows):
+    def teardown(self, model, rows):
+        self.lifespan.stop()
         self.loop.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def time_service_answer(self, rows):
+    def time_service_answer(self, model, rows):
         self.loop.run_until_complete(_request(self.app, self.body))
 
-    def time_predict_in_process(self, rows):
+    def time_predict_in_process(self, model, rows):
         self.clf.predict(self.rows)

@@ -88,8 +88,9 @@ class CallableBoundary:
     callables x rows.
     """
 
-    params = [200, 1_000]
+    params = [100, 400]
     param_names = ["rows"]
+    timeout = 300
 
     def setup(self, rows):
         quiet()

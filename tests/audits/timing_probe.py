@@ -59,6 +59,9 @@ from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred._testing import free_port
 from skprivpred.serving import ReleaseSchedule, save_model
 
+#: The media type the service requires of a request body.
+JSON = {"Content-Type": "application/json"}
+
 HERE = Path(__file__).resolve().parent
 REPOSITORY = HERE.parents[1]
 DEFAULT_OUT = REPOSITORY / "benchmarks" / "results"
@@ -261,7 +264,7 @@ def background_clients(ports: list[int], rate: float, body: bytes):
         next_at = time.monotonic()
         while not stop.is_set():
             try:
-                conn.request("POST", "/predict", body=body)
+                conn.request("POST", "/predict", body=body, headers=JSON)
                 conn.getresponse().read()
             except (ConnectionError, http.client.HTTPException):
                 conn.close()
@@ -329,7 +332,7 @@ def timing_channel(
                         for attempt in range(2):  # an idle keep-alive connection may be closed
                             try:
                                 start = time.perf_counter()
-                                conns[name].request("POST", "/predict", body=body)
+                                conns[name].request("POST", "/predict", body=body, headers=JSON)
                                 response = conns[name].getresponse()
                                 response.read()
                                 break
@@ -499,7 +502,7 @@ def probe_channel(
                     try:
                         before = answered[name][0]
                         start = time.perf_counter()
-                        own[name].request("POST", "/predict", body=body)
+                        own[name].request("POST", "/predict", body=body, headers=JSON)
                         response = own[name].getresponse()
                         response.read()
                         break
