@@ -11,9 +11,7 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -446,19 +444,3 @@ class WeightedProgress:
                 None if actual < self.MIN_SECONDS else 1 / self.TOLERANCE <= ratio <= self.TOLERANCE
             ),
         }
-
-
-def extract_revision(rev: str, into: Path) -> Path:
-    """The ``skprivpred`` package of git revision ``rev``, extracted under ``into``.
-
-    For before/after figures in one run: put ``into`` on a child's ``PYTHONPATH``.
-    """
-    root = Path(__file__).resolve().parents[1]
-    archive = subprocess.run(
-        ["git", "archive", rev, "skprivpred"], cwd=root, check=True, capture_output=True
-    ).stdout
-    path = into / "archive.tar"
-    path.write_bytes(archive)
-    with tarfile.open(path) as tar:
-        tar.extractall(into, filter="data")
-    return into
