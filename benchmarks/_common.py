@@ -11,9 +11,7 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -236,6 +234,8 @@ LABELS = {
     "psgd-lr": "Averaged projected SGD (logistic)",
     "erm-ridge": "Stable ERM (squared loss)",
     "psgd-ridge": "Averaged projected SGD (squared loss)",
+    "dpv-lr": "Validated logistic regression (one release)",
+    "gs-lr": "Private grid search (subsample-aggregate, LR teachers)",
     "dp-lr": "diffprivlib LogisticRegression",
     "dp-nb": "diffprivlib GaussianNB",
     "dp-rf": "diffprivlib RandomForestClassifier",
@@ -444,19 +444,3 @@ class WeightedProgress:
                 None if actual < self.MIN_SECONDS else 1 / self.TOLERANCE <= ratio <= self.TOLERANCE
             ),
         }
-
-
-def extract_revision(rev: str, into: Path) -> Path:
-    """The ``skprivpred`` package of git revision ``rev``, extracted under ``into``.
-
-    For before/after figures in one run: put ``into`` on a child's ``PYTHONPATH``.
-    """
-    root = Path(__file__).resolve().parents[1]
-    archive = subprocess.run(
-        ["git", "archive", rev, "skprivpred"], cwd=root, check=True, capture_output=True
-    ).stdout
-    path = into / "archive.tar"
-    path.write_bytes(archive)
-    with tarfile.open(path) as tar:
-        tar.extractall(into, filter="data")
-    return into

@@ -114,7 +114,7 @@ def nonprivate_model(key: str, seed: int) -> ClassifierMixin:
 
 
 def teacher() -> Pipeline:
-    """The teachers of the many-query mode (as in ``teacher_rule.py``): scaling + LR."""
+    """The teachers of the many-query mode: scaling + LR."""
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
 
 

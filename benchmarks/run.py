@@ -34,6 +34,17 @@ and targets show them by readable name, ``_common.LABELS``):
     lists, fixed transforms from documented units), with public norm bounds and
     radius; regressors fit the target centred on the public range.
 
+Not in the default run (name them with ``--estimators``; they were studies of their own):
+
+``dpv-lr``
+    :class:`~skprivpred.DPValidatedLogisticRegression` at its defaults
+    (``lam_grid="auto"``) on the public design: one release, so ``epsilon`` is the
+    budget of the whole model, every answer free.
+``gs-lr``
+    :class:`~skprivpred.PrivateGridSearchCV` over ``sa-lr`` with the teachers'
+    ``C`` in {0.1, 1, 10} (exponential mechanism, ``selection_epsilon=1``): the
+    accuracy of the privately chosen model's answers.
+
 All preprocessing that is fitted to data lives inside the teacher, so each
 teacher sees its own part only. ``n_teachers`` is derived by each estimator
 from ``alpha=0.1`` and ``epsilon`` (soft majority: 23 teachers at
@@ -128,7 +139,9 @@ from tqdm.auto import tqdm
 from skprivpred import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
+    DPValidatedLogisticRegression,
     PrivacyWarning,
+    PrivateGridSearchCV,
     StableERMClassifier,
     StableERMRegressor,
     SubsampleAggregateClassifier,
@@ -287,6 +300,25 @@ def averaged_psgd_regression(base, epsilon: float, seed: int, n_jobs: int, data:
     return _centred_target(model, data.y_range)
 
 
+def validated_logistic(base, epsilon: float, seed: int, n_jobs: int, data: Dataset) -> Pipeline:
+    """Private validation over its automatic ``lam`` grid, one release, on the public design."""
+    model = DPValidatedLogisticRegression(epsilon=epsilon, classes=CLASSES, random_state=seed)
+    return _on_public_design(model)
+
+
+#: The grid of ``gs-lr``: the teachers' regularisation. When a private search pays (and at
+#: what selection budget) is measured in docs/user_guide/tuning.rst, "When does it pay?".
+SEARCH_GRID = {"estimator__classify__C": [0.1, 1.0, 10.0]}
+
+
+def grid_search(
+    base: BaseEstimator, epsilon: float, seed: int, n_jobs: int, data: Dataset
+) -> PrivateGridSearchCV:
+    """Private grid search over subsample-and-aggregate's teachers, then its answers."""
+    template = SubsampleAggregateClassifier(base, epsilon=epsilon, classes=CLASSES)
+    return PrivateGridSearchCV(template, SEARCH_GRID, random_state=seed, n_jobs=n_jobs)
+
+
 #: Readable name of each non-private baseline (the base pipeline fitted on all rows).
 #: Estimators with the same base share one baseline: it is fitted and drawn once.
 BASELINE_NAMES: dict[Callable, str] = {
@@ -324,12 +356,15 @@ class EstimatorSpec:
         gives public facts of the data set (such as a regression ``y_range``).
     task : {"classification", "regression"}
         The data sets it runs on (those of the same task).
+    default : bool
+        Whether the default run (no ``--estimators``) includes it.
     """
 
     description: str
     make_base: Callable[[int | None], BaseEstimator]
     make_private: Callable[[BaseEstimator, float, int, int, Dataset], BaseEstimator]
     task: str = "classification"
+    default: bool = True
 
 
 #: Benchmarked private estimators by command-line name. Add one entry per estimator.
@@ -365,7 +400,23 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
         averaged_psgd_regression,
         task="regression",
     ),
+    # Opt-in (``--estimators``): the per-estimator studies folded into this job.
+    "dpv-lr": EstimatorSpec(
+        "validated logistic regression, one release, public design",
+        public_logistic,
+        validated_logistic,
+        default=False,
+    ),
+    "gs-lr": EstimatorSpec(
+        "private grid search over subsample-aggregate, LR teachers",
+        logistic_pipeline,
+        grid_search,
+        default=False,
+    ),
 }
+
+#: The estimators of the default run.
+DEFAULT_ESTIMATORS = [name for name, spec in ESTIMATORS.items() if spec.default]
 
 
 # -- accuracy targets ---------------------------------------------------------------------
@@ -917,8 +968,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--estimators",
         nargs="+",
         choices=list(ESTIMATORS),
-        default=list(ESTIMATORS),
-        help="private estimators, see ESTIMATORS in this file (default: all)",
+        default=DEFAULT_ESTIMATORS,
+        help="private estimators, see ESTIMATORS in this file (default: all but "
+        + ", ".join(name for name in ESTIMATORS if name not in DEFAULT_ESTIMATORS)
+        + ")",
     )
     parser.add_argument(
         "--epsilons",

@@ -129,8 +129,8 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         rule is capped at ``n_samples // (10 K)`` teachers, so that every
         teacher keeps ten rows per class: on Adult at a total
         ``(1, 1e-6)`` and 5,000 queries the rule alone gives 3,546 teachers of
-        9 rows (expected accuracy 0.774), the cap 1,628 of 20 (see
-        ``benchmarks/teacher_rule.py``).
+        9 rows (expected accuracy 0.774), the cap 1,628 of 20 (0.796; the
+        *Many queries* page of the user guide).
     alpha : float, default=0.1
         Target error in (0, 1) (not a regularisation strength); only used to
         derive ``n_teachers``.

@@ -195,7 +195,7 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
       Lemma 4.5 and both theorems (the pool is a random part of ``G``, and
       hyperplanes through several public points are not drawn). On MAGIC and
       Adult at ``epsilon = 1`` it is within a few points of non-private
-      logistic regression (``benchmarks/ppm.py``). Earlier releases drew only
+      logistic regression (the *PPM* page of the user guide). Earlier releases drew only
       halfspaces supporting all the public points for this strategy, so every
       region held every public point and the mechanism chose a near-constant
       classifier: a weakness of that construction, not of the paper's family.

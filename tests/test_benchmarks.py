@@ -71,8 +71,77 @@ def test_estimators_sharing_a_base_share_one_named_baseline():
         by_base.setdefault(spec.make_base, []).append(key)
         assert run.baseline_name(spec.make_base) in run.BASELINE_NAMES.values()
     # LR teachers of subsample-aggregate and of subsample averaging: one baseline
-    assert set(by_base[run.logistic_pipeline]) == {"sa-lr", "avg-lr"}
+    assert set(by_base[run.logistic_pipeline]) == {"sa-lr", "avg-lr", "gs-lr"}
     assert len(set(run.BASELINE_NAMES.values())) == len(run.BASELINE_NAMES)
+
+
+#: The entry points a user runs (benchmarks/README.md lists them): a dozen at most.
+ENTRY_POINTS = [
+    "run",
+    "perf",
+    "ledger",
+    "serving",
+    "scaleout",
+    "many_queries",
+    "everlasting",
+    "peers",
+    "own_data",
+    "reproduce_cv13",
+]
+
+
+def test_the_entry_points_are_the_ones_listed():
+    scripts = {p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_")}
+    assert scripts == set(ENTRY_POINTS)
+    assert len(ENTRY_POINTS) <= 12
+    readme = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
+    for name in ENTRY_POINTS:
+        assert f"| `{name}.py` |" in readme, name
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_every_entry_point_imports_and_parses_its_options(name, capsys):
+    # An entry point that no longer imports (a renamed or moved name) or whose options
+    # no longer parse fails here, in-process, without running it.
+    module = __import__(name)
+    with pytest.raises(SystemExit) as exit_:
+        module.main(["--help"])
+    assert exit_.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+def test_the_default_run_leaves_out_the_opt_in_studies():
+    run = pytest.importorskip("run")
+    opt_in = {name for name, spec in run.ESTIMATORS.items() if not spec.default}
+    assert opt_in == {"dpv-lr", "gs-lr"}
+    assert run.parse_args([]).estimators == run.DEFAULT_ESTIMATORS
+    assert not opt_in & set(run.DEFAULT_ESTIMATORS)
+    assert run.parse_args(["--estimators", "gs-lr", "dpv-lr"]).estimators == ["gs-lr", "dpv-lr"]
+
+
+@pytest.mark.parametrize("name", ["sa-lr", "avg-ridge", "erm-lr", "erm-ridge", "dpv-lr", "gs-lr"])
+def test_every_registered_estimator_is_seeded_by_the_run_and_clones(name):
+    from sklearn.base import clone
+
+    run = pytest.importorskip("run")
+    spec = run.ESTIMATORS[name]
+    task = "regression" if spec.task == "regression" else "classification"
+    data = _common.Dataset(
+        name="adult" if task == "classification" else "diabetes",
+        X_train=np.zeros((4, 2)),
+        y_train=np.zeros(4),
+        X_test=np.zeros((2, 2)),
+        y_test=np.zeros(2),
+        split="none",
+        task=task,
+        y_range=(0.0, 400.0) if task == "regression" else None,
+    )
+    estimator = spec.make_private(spec.make_base(None), 0.5, 7, 1, data)
+    # The seed reaches the private estimator (the base pipeline gets None: each teacher
+    # draws its own seed from the fit stream).
+    params = clone(estimator).get_params(deep=True)
+    seeds = {key: value for key, value in params.items() if key.endswith("random_state")}
+    assert 7 in seeds.values(), seeds
 
 
 # -- the tie rule at a figure's resolution -----------------------------------------------------
@@ -407,13 +476,13 @@ def test_cluster_data_verdicts_judge_memory_growth_and_accuracy():
 
 def test_own_data_reads_the_published_ranges_and_checks_the_bundled_files(monkeypatch):
     import own_data
-    from public_ranges import published_ranges
     from sklearn.datasets import load_breast_cancer, load_wine
 
     from skprivpred.datasets._fetch import ChecksumError
 
-    descr = load_breast_cancer().DESCR
-    assert own_data._descr_ranges(descr.split("Min")[1], 30) == published_ranges(descr)
+    lower, upper = own_data._descr_ranges(load_breast_cancer().DESCR.split("Min")[1], 30)
+    # radius (mean) and fractal dimension (worst), as the description prints them
+    assert (lower[0], upper[0], lower[-1], upper[-1]) == (6.981, 28.11, 0.055, 0.208)
     lower, upper = own_data._descr_ranges(load_wine().DESCR.split("Min")[1], 13)
     assert (lower[0], upper[0], lower[-1], upper[-1]) == (11.0, 14.8, 278.0, 1680.0)
     X = load_wine().data

@@ -89,7 +89,7 @@ PAPER_LAM_GRID = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889,
 # lam_grid="auto": the centre lam_c of the grid is where the expected norm of the training
 # noise on the coefficients, 2 d / (epsilon_train n lam), equals this reference norm (rows in
 # the unit ball); the grid is lam_c times _AUTO_LAM_FACTORS. Chosen on a held-out third of
-# Adult's training split (never its test split); see benchmarks/validated_defaults.py.
+# Adult's training split (never its test split); docs/user_guide/tuning.rst, "Choosing the grid".
 _AUTO_LAM_REFERENCE_NORM = 16.0
 _AUTO_LAM_FACTORS = (0.5, 1.0, 2.0)
 

@@ -1,10 +1,10 @@
-"""A teacher whose answer time depends on its rows, by a CPU-bound busy loop (for serving.py).
+"""A teacher whose answer time depends on its rows, by a CPU-bound busy loop (for the timing audit).
 
 :class:`BusyTeacher` predicts the majority label of its block, after spinning
 the CPU (holding the GIL: a sleep would release it and hide the leak) for
 ``slow`` seconds if its block holds a marked row (first feature 9) and for
-``fast`` seconds otherwise. The probe figure of ``benchmarks/serving.py``
-serves it (``--trust _busy_teacher.BusyTeacher``, with this directory on the
+``fast`` seconds otherwise. The probe of ``tests/audits/timing_probe.py``
+serves it (``--trust timing_probe_teacher.BusyTeacher``, with this directory on the
 service's ``PYTHONPATH``).
 """
 
