@@ -1,7 +1,7 @@
 """One focused test per way a teacher's rows reached other teachers or the caller (issue 31).
 
 Each test fails on the code before the fix; the class-wide audit with a zoo of
-adversarial teachers lives in ``test_teacher_isolation.py``.
+adversarial teachers lives in ``test_isolation.py``.
 """
 
 import random

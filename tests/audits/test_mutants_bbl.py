@@ -9,7 +9,7 @@ dichotomy for epsilon 2 while the estimator still states and charges what it did
 
 The BetweenThresholds answers carry no mutant here: inside a phase the paper-mode predictor
 already fails its own Figure-1 audit (the known gap of Claim E.6, documented and asserted in
-``tests/test_everlasting_privacy.py``), so no audit of those answers could tell a doubled
+``tests/everlasting/test_everlasting_privacy.py``), so no audit of those answers could tell a doubled
 epsilon from the honest estimator.
 
 The audit plays the real estimator's phase change (``_next_phase``) on two labelled pools

@@ -7,16 +7,16 @@ noise of a release at about twice the epsilon), while it still charges and repor
 claimed ``(epsilon, delta, rho)``. Each case checks that the patch took effect (the released
 noise's spread is half the honest one, within a stated Monte Carlo margin), that
 ``privacy_guarantee_`` and the accountant's charge are the claimed ones, computes the exact
-power of the audit of ``tests/test_sufficient.py`` against the patched law on the audited
+power of the audit of ``tests/linear_model/test_sufficient.py`` against the patched law on the audited
 pair (asserted >= 0.99), and runs that audit, which must reject it.
 
-The audit (refits on the extremal pair of ``tests/test_sufficient.py``, the event
+The audit (refits on the extremal pair of ``tests/linear_model/test_sufficient.py``, the event
 ``{u . (index - index(D')) > 0.6 sigma}``) tests the honest mechanism's exact log-ratio on
 that event; the patched release, at ``epsilon = 4, delta = 1e-6``, has a true ``delta`` of
 about 0.015 at ``epsilon = 4`` (the Gaussian mechanism's privacy profile at twice the shift
 over scale), far above the claimed 1e-6.
 
-``MUTANT_CLASSES`` names the classes covered here; ``tests/test_mutants_complete.py`` checks
+``MUTANT_CLASSES`` names the classes covered here; ``tests/audits/test_mutants_complete.py`` checks
 that the mutant files together cover every public estimator.
 """
 

@@ -19,9 +19,9 @@ has several (``PrivateGridSearchCV-selection``, ``PrivateGridSearchCV-answers``)
 Not covered here: the Gaussian votes and the BetweenThresholds aggregator of
 ``PrivateEverlastingClassifier`` (calibrated for ``(epsilon, delta)`` with a small
 ``delta``, their violations at twice epsilon live in tails no practical game count
-reaches; ``tests/test_everlasting_privacy.py`` asserts the smallest noise reduction its
+reaches; ``tests/everlasting/test_everlasting_privacy.py`` asserts the smallest noise reduction its
 training-row audit does catch). ``GenericBBLClassifier``'s mutant (its LabelBoost step) is
-in ``tests/test_mutants_bbl.py``.
+in ``tests/audits/test_mutants_bbl.py``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from test_everlasting_privacy import (
     _SignTeacher,
     audit_game,
 )
-from test_model_selection import NEAR_WORST, NEAR_WORST_SEARCHES, ZeroIfAnyZero
+from test_search import NEAR_WORST, NEAR_WORST_SEARCHES, ZeroIfAnyZero
 
 from skprivpred import (
     ExpProjectedWalkClassifier,
@@ -339,7 +339,7 @@ def _walk_mutant(monkeypatch):
 def _grid_search_selection_mutant(monkeypatch):
     """The selection (``best_index_``) drawn for ``2 selection_epsilon``: both rules
     (exponential mechanism and report-noisy-max) are doubled; the audit sees the default,
-    the exponential mechanism, on the near-worst-case pair of ``tests/test_model_selection``."""
+    the exponential mechanism, on the near-worst-case pair of ``tests/model_selection/test_search``."""
     doubled_laws = NEAR_WORST.exact_laws(epsilon=2 * NEAR_WORST.epsilon)  # before the patch
     _double_epsilon(monkeypatch, _search, "exponential_mechanism_proba", "noisy_max_proba")
     laws = NEAR_WORST.exact_laws()
@@ -400,7 +400,7 @@ def _grid_search_answers_mutant(monkeypatch):
 def _everlasting_relabelling_mutant(monkeypatch):
     """The relabelling draw (the exponential mechanism over the class, ``epsilon_r``) made
     at ``2 epsilon_r``; the Gaussian votes are left alone. Audit: the relabelling audit of
-    ``tests/test_everlasting_privacy`` (``audit_game``, one event, 2,000 draws per pool) on
+    ``tests/everlasting/test_everlasting_privacy`` (``audit_game``, one event, 2,000 draws per pool) on
     its near-worst-case pools (true loss 0.70 of ``epsilon_r``, at ``epsilon = 8``), run
     through the real estimator's relabelling step."""
     epsilon, delta = 8.0, 1e-6

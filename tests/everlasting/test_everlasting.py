@@ -1,7 +1,7 @@
 """Private everlasting prediction (Naor, Nissim, Stemmer & Yan 2023): formulas, LabelBoost,
 streams, halting, errors.
 
-The Figure-1 privacy-game harness and black-box audits live in tests/test_everlasting_privacy.py.
+The Figure-1 privacy-game harness and black-box audits live in tests/everlasting/test_everlasting_privacy.py.
 """
 
 import copy
@@ -78,7 +78,7 @@ def linear_threshold(threshold: float, n_features: int = 1) -> LogisticRegressio
     The library votes such a teacher from its coefficients (row-wise by construction, one
     stacked product), so streams of thousands of queries stay fast; a teacher answering
     through its own ``predict`` answers each query row alone, through the boundary
-    (tests/test_everlasting_user_code.py).
+    (tests/audits/test_everlasting_user_code.py).
     """
     model = LogisticRegression()
     model.classes_ = np.array([0, 1])
