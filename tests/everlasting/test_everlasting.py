@@ -1,7 +1,8 @@
 """Private everlasting prediction (Naor, Nissim, Stemmer & Yan 2023): formulas, LabelBoost,
 streams, halting, errors.
 
-The Figure-1 privacy-game harness and black-box audits live in tests/everlasting/test_everlasting_privacy.py.
+The Figure-1 privacy-game harness and black-box audits live in
+tests/everlasting/test_everlasting_privacy.py.
 """
 
 import copy
