@@ -6,15 +6,14 @@ the released model equals an in-memory fit of the same rows. The other
 estimators refuse dask collections before anything is read or charged.
 """
 
-import inspect
 import sys
 import warnings
 
 import numpy as np
 import pytest
+from _registry import all_estimators
 from numpy.testing import assert_allclose, assert_array_equal
 
-import skprivpred
 from skprivpred import (
     BudgetExhaustedError,
     PrivacyAccountant,
@@ -254,13 +253,11 @@ def test_misaligned_or_mixed_inputs_are_refused():
 
 # -- every other estimator refuses dask collections -------------------------------------------
 def _public_estimators():
-    out = []
-    for name in skprivpred.__all__:
-        obj = getattr(skprivpred, name)
-        if inspect.isclass(obj) and hasattr(obj, "fit") and hasattr(obj, "get_params"):
-            if f"{obj.__module__}.{obj.__qualname__}" not in DASK_METHODS:
-                out.append(obj)
-    return out
+    return [  # the suite's registry (tests/_registry.py)
+        cls
+        for cls in all_estimators()
+        if f"{cls.__module__}.{cls.__qualname__}" not in DASK_METHODS
+    ]
 
 
 ANSWERING = (
