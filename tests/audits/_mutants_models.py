@@ -17,8 +17,7 @@ its gradient by at most ``2 L X / n``; the pair of ``_e1_pair`` attains it). Noi
 2 epsilon therefore still spends at most epsilon, and no valid audit can reject it; the ERM
 mutants draw noise for 3 epsilon, the smallest integer factor that breaks the claim.
 
-``MUTANT_CLASSES`` names the classes covered here; ``tests/audits/test_mutants_complete.py`` checks
-that the mutant files together cover every public estimator.
+Each ``_case_*`` is one row of the mutant table of ``test_mutants.py``.
 """
 
 from __future__ import annotations
@@ -64,19 +63,6 @@ MEAN_NOISE_MARGIN = 0.02
 # Total false-alarm level of the refit audits (Bonferroni over their intervals), as in
 # tests/finite/test_ppm.py and tests/model_selection/test_stability.py.
 REFIT_FALSE_ALARM = 1e-3
-
-MUTANT_CLASSES = frozenset(
-    {
-        "AveragedPSGDClassifier",
-        "AveragedPSGDRegressor",
-        "StableERMClassifier",
-        "StableERMRegressor",
-        "ExponentialMechanismClassifier",
-        "PrivateExpertsClassifier",
-        "PrivateHalfspacePPMClassifier",
-        "DPValidatedHistogramDensity",
-    }
-)
 
 
 # -- linear estimators: Laplace noise on a public grid, labels from its closed form ----------
@@ -535,22 +521,3 @@ def _case_histogram_density(monkeypatch):
     for h, prob in zip(hits, doubled_law):
         assert stats.binomtest(h, n_fits, prob).pvalue > alpha
     assert _histogram_release_bound(hits, n_fits) > epsilon
-
-
-_CASES = {
-    "DPValidatedHistogramDensity": _case_histogram_density,
-    "PrivateHalfspacePPMClassifier": _case_halfspace_ppm,
-    "PrivateExpertsClassifier": _case_private_experts,
-    "ExponentialMechanismClassifier": _case_exponential_mechanism,
-    "AveragedPSGDClassifier": _case_averaged_psgd_classifier,
-    "AveragedPSGDRegressor": _case_averaged_psgd_regressor,
-    "StableERMClassifier": _case_stable_erm_classifier,
-    "StableERMRegressor": _case_stable_erm_regressor,
-}
-
-
-@pytest.mark.mutant
-@pytest.mark.filterwarnings("ignore::skprivpred.PrivacyWarning")
-@pytest.mark.parametrize("name", sorted(MUTANT_CLASSES))
-def test_mutant_is_caught(name, monkeypatch):
-    _CASES[name](monkeypatch)
