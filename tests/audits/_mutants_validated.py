@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 from _audit_power import detection_power
+from _registry import make_estimator
 from scipy import stats
 
 from skprivpred import DPValidatedLogisticRegression, PrivacyAccountant
@@ -50,7 +51,8 @@ TARGET_POWER = 0.99
 
 
 def _estimator(**params) -> DPValidatedLogisticRegression:
-    return DPValidatedLogisticRegression(
+    return make_estimator(
+        DPValidatedLogisticRegression,
         epsilon=EPSILON,
         epsilon_split=SPLIT,
         lam_grid=(LAM,),

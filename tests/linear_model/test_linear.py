@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _registry import make_estimator
 from scipy import stats
 from scipy.special import expit, logit
 from sklearn.base import clone, is_classifier
@@ -68,7 +69,7 @@ def _make(cls, **params):
     base = {"feature_norm_bound": 3.0, "radius": 5.0, "random_state": 0}
     base.update({"classes": [0, 1]} if cls in CLASSIFIERS else {"y_bounds": (-5.0, 5.0)})
     base.update(params)
-    return cls(**base)
+    return make_estimator(cls, **base)
 
 
 def _data(cls, n=300, d=4, seed=0):

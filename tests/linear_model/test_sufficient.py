@@ -15,6 +15,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from _registry import make_estimator
 from scipy import stats
 from sklearn.base import clone
 from sklearn.model_selection import KFold, cross_val_score
@@ -114,7 +115,8 @@ def honest_event_log_ratio(mu):
 
 
 def make_audited(seed, accountant=None):
-    return SSC(
+    return make_estimator(
+        SSC,
         classes=[0, 1],
         epsilon=AUDIT_EPSILON,
         delta=AUDIT_DELTA,

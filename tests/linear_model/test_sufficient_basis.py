@@ -25,6 +25,7 @@ import warnings
 import cloudpickle
 import numpy as np
 import pytest
+from _registry import make_estimator
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.preprocessing import FunctionTransformer, SplineTransformer
 
@@ -164,11 +165,13 @@ def _pair(kind, low, high, replacement, seed=0):
 
 def _make(kind, basis, accountant=None):
     if kind == "regression":
-        return SufficientStatisticRegressor(
-            y_bounds=(-1.0, 1.0), basis=basis, accountant=accountant
+        return make_estimator(
+            SufficientStatisticRegressor, y_bounds=(-1.0, 1.0), basis=basis, accountant=accountant
         )
     classes = [0, 1] if kind == "binary" else [0, 1, 2]
-    return SufficientStatisticClassifier(classes=classes, basis=basis, accountant=accountant)
+    return make_estimator(
+        SufficientStatisticClassifier, classes=classes, basis=basis, accountant=accountant
+    )
 
 
 BASES = {

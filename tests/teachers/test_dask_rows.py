@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _registry import all_estimators
+from _registry import all_estimators, make_estimator
 from numpy.testing import assert_allclose, assert_array_equal
 
 from skprivpred import (
@@ -67,9 +67,11 @@ def _data(kind, n=6000, seed=0):
 
 def _estimator(kind, **kw):
     if kind == "regression":
-        return SufficientStatisticRegressor(y_bounds=(-2, 2), random_state=SEED, **kw)
+        return make_estimator(
+            SufficientStatisticRegressor, y_bounds=(-2, 2), random_state=SEED, **kw
+        )
     classes = [0, 1] if kind == "binary" else [0, 1, 2]
-    return SufficientStatisticClassifier(classes=classes, random_state=SEED, **kw)
+    return make_estimator(SufficientStatisticClassifier, classes=classes, random_state=SEED, **kw)
 
 
 def _as_dask(X, y, container, chunks=1500, on_worker=False):
