@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,17 @@ _NATIVE_THREAD_VARIABLES = (
     "VECLIB_MAXIMUM_THREADS",
 )
 _THREAD_LIMITS = pytest.StashKey[object]()
+
+# The tree mirrors the package (tests/<subpackage>/test_<module>.py, the cross-cutting audits
+# in tests/audits/). Test modules share helpers by importing one another by basename
+# (``from test_serving import Service``), so every directory of the tree is on ``sys.path``
+# before any test module is imported, whatever file or directory is run; pytest's default
+# ("prepend") import mode needs the basenames to be unique in the tree, and refuses two alike.
+_TESTS = Path(__file__).resolve().parent
+for _directory in sorted(_TESTS.iterdir()):
+    if _directory.is_dir() and not _directory.name.startswith((".", "_")):
+        if str(_directory) not in sys.path:
+            sys.path.insert(0, str(_directory))
 
 
 def pytest_configure(config):

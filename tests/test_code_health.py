@@ -192,3 +192,39 @@ def test_rendered_docs_cite_papers_not_specs():
             for hit in _spec_citations(line):
                 found.append(f"{path.relative_to(ROOT)}:{lineno}: {hit}")
     assert not found, "pages citing an internal spec (cite the paper):\n" + "\n".join(found)
+
+
+# -- tests are named by what they check ---------------------------------------------------------
+# A regression test's name says the behaviour it checks; the issue that found it may be cited
+# in a comment. Issue numbers in names ("test_38_1_...", "test_..._issue41_...") and files named
+# after a history of fixes are refused.
+_ISSUE_NAME = re.compile(r"^test_\d|_(?:i|issue)?\d{2}_|issue_?\d|_fix(?:es)?$")
+
+
+def _issue_named(tests: Path) -> list[str]:
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        if _ISSUE_NAME.search(path.stem):
+            found.append(str(path.relative_to(tests)))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.name.startswith("test") and _ISSUE_NAME.search(node.name):
+                    found.append(f"{path.relative_to(tests)}:{node.lineno}: {node.name}")
+    return found
+
+
+def test_no_test_file_or_test_name_carries_an_issue_number():
+    found = _issue_named(ROOT / "tests")
+    assert not found, "tests named after an issue (name the behaviour):\n" + "\n".join(found)
+
+
+def test_the_issue_number_check_can_fail(tmp_path):
+    (tmp_path / "test_isolation_fixes.py").write_text("def test_38_1_a_view(): pass\n")
+    (tmp_path / "test_fine.py").write_text(
+        "def test_a_view_is_frozen(): pass\ndef test_bound_for_issue_41(): pass\n"
+    )
+    assert _issue_named(tmp_path) == [
+        "test_fine.py:2: test_bound_for_issue_41",
+        "test_isolation_fixes.py",
+        "test_isolation_fixes.py:1: test_38_1_a_view",
+    ]

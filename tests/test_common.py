@@ -11,7 +11,8 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, clone
+from _registry import PUBLIC_RULES, all_estimators, default_instance
+from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -20,58 +21,10 @@ import skprivpred
 from skprivpred import PrivacyGuarantee
 from skprivpred.utils import expected_failed_checks
 
-ESTIMATOR_CLASSES = sorted(
-    {
-        obj
-        for obj in (getattr(skprivpred, name) for name in skprivpred.__all__)
-        if inspect.isclass(obj) and issubclass(obj, BaseEstimator)
-    },
-    key=lambda cls: cls.__name__,
-)
-
-
-class FeaturePositive:
-    """A public expert: label 1 when one feature is positive (picklable, stable repr for ids)."""
-
-    def __init__(self, column: int) -> None:
-        self.column = column
-
-    def __call__(self, X):
-        return (np.asarray(X, dtype=float)[:, self.column] > 0).astype(int)
-
-    def __repr__(self) -> str:
-        return f"FeaturePositive({self.column})"
-
-
-PUBLIC_RULES = [FeaturePositive(0), FeaturePositive(-1)]
-
-# The main object of the estimators that cannot be built without one: the smallest sensible
-# instance, every other parameter left at its default.
-MAIN_OBJECTS = {
-    # A grid of two candidates over the teacher count of the default subsample-and-aggregate
-    # classifier, with teacher counts that the checks' data sets (10 to 30 rows) can hold.
-    "PrivateGridSearchCV": lambda cls: cls(
-        skprivpred.SubsampleAggregateClassifier(), {"n_teachers": [2, 3]}
-    ),
-    # Two public rules fixed in advance (an expert is a function of X alone).
-    "PrivateExpertsClassifier": lambda cls: cls(PUBLIC_RULES),
-    # The base learner the user guide uses.
-    "PrivateEverlastingClassifier": lambda cls: cls(LogisticRegression()),
-    # The same two public rules (used only if the constructor has no default hypothesis
-    # class: today its default, monotone conjunctions, is checked).
-    "ExponentialMechanismClassifier": lambda cls: cls(PUBLIC_RULES),
-}
-
-
-def _default_instance(cls):
-    """``cls`` with its defaults, or with its smallest main object if it needs one."""
-    first = next(iter(inspect.signature(cls).parameters.values()), None)
-    if first is None or first.default is not inspect.Parameter.empty:
-        return cls()
-    return MAIN_OBJECTS[cls.__name__](cls)
-
-
-DEFAULT_INSTANCES = [_default_instance(cls) for cls in ESTIMATOR_CLASSES]
+# The registry of the suite (tests/_registry.py): every public estimator class, each with
+# its defaults (or the smallest main object it cannot be built without).
+ESTIMATOR_CLASSES = all_estimators()
+DEFAULT_INSTANCES = [default_instance(cls) for cls in ESTIMATOR_CLASSES]
 
 # Instances the defaults do not cover (another base learner, loss, hypothesis family or
 # bound), at the sizes suited to the checks' small data sets (a few dozen rows).

@@ -25,6 +25,7 @@ import warnings
 import cloudpickle
 import numpy as np
 import pytest
+from _registry import make_estimator
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.preprocessing import FunctionTransformer, SplineTransformer
 
@@ -164,11 +165,13 @@ def _pair(kind, low, high, replacement, seed=0):
 
 def _make(kind, basis, accountant=None):
     if kind == "regression":
-        return SufficientStatisticRegressor(
-            y_bounds=(-1.0, 1.0), basis=basis, accountant=accountant
+        return make_estimator(
+            SufficientStatisticRegressor, y_bounds=(-1.0, 1.0), basis=basis, accountant=accountant
         )
     classes = [0, 1] if kind == "binary" else [0, 1, 2]
-    return SufficientStatisticClassifier(classes=classes, basis=basis, accountant=accountant)
+    return make_estimator(
+        SufficientStatisticClassifier, classes=classes, basis=basis, accountant=accountant
+    )
 
 
 BASES = {
@@ -262,8 +265,8 @@ def test_the_neighbour_check_flags_a_batched_labelled_basis(kind, monkeypatch):
         assert neighbour_violations(case, kind), case
 
 
-def test_the_batch_standardising_basis_of_the_issue_no_longer_moves_the_index_beyond_the_claim():
-    """The issue's reproduction: one replaced row moved the grid index by 3.8 times the claim."""
+def test_a_batch_standardising_basis_no_longer_moves_the_index_beyond_the_claim():
+    """Issue 38's reproduction: one replaced row moved the grid index by 3.8 times the claim."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(4000, 3))
     y = (X[:, 0] + X[:, 1] > 0).astype(int)

@@ -6,15 +6,14 @@ the released model equals an in-memory fit of the same rows. The other
 estimators refuse dask collections before anything is read or charged.
 """
 
-import inspect
 import sys
 import warnings
 
 import numpy as np
 import pytest
+from _registry import all_estimators, make_estimator
 from numpy.testing import assert_allclose, assert_array_equal
 
-import skprivpred
 from skprivpred import (
     BudgetExhaustedError,
     PrivacyAccountant,
@@ -68,9 +67,11 @@ def _data(kind, n=6000, seed=0):
 
 def _estimator(kind, **kw):
     if kind == "regression":
-        return SufficientStatisticRegressor(y_bounds=(-2, 2), random_state=SEED, **kw)
+        return make_estimator(
+            SufficientStatisticRegressor, y_bounds=(-2, 2), random_state=SEED, **kw
+        )
     classes = [0, 1] if kind == "binary" else [0, 1, 2]
-    return SufficientStatisticClassifier(classes=classes, random_state=SEED, **kw)
+    return make_estimator(SufficientStatisticClassifier, classes=classes, random_state=SEED, **kw)
 
 
 def _as_dask(X, y, container, chunks=1500, on_worker=False):
@@ -254,13 +255,11 @@ def test_misaligned_or_mixed_inputs_are_refused():
 
 # -- every other estimator refuses dask collections -------------------------------------------
 def _public_estimators():
-    out = []
-    for name in skprivpred.__all__:
-        obj = getattr(skprivpred, name)
-        if inspect.isclass(obj) and hasattr(obj, "fit") and hasattr(obj, "get_params"):
-            if f"{obj.__module__}.{obj.__qualname__}" not in DASK_METHODS:
-                out.append(obj)
-    return out
+    return [  # the suite's registry (tests/_registry.py)
+        cls
+        for cls in all_estimators()
+        if f"{cls.__module__}.{cls.__qualname__}" not in DASK_METHODS
+    ]
 
 
 ANSWERING = (

@@ -40,7 +40,7 @@ from skprivpred.serving import save_model
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user_guide" / "deploying.rst"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "user_guide" / "deploying.rst"
 KEY_A, KEY_B = "alpha-key-0123456789abcdef", "beta-key-0123456789abcdef"
 
 

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _registry import make_estimator
 from scipy import stats
 from scipy.special import expit, logit
 from sklearn.base import clone, is_classifier
@@ -68,7 +69,7 @@ def _make(cls, **params):
     base = {"feature_norm_bound": 3.0, "radius": 5.0, "random_state": 0}
     base.update({"classes": [0, 1]} if cls in CLASSIFIERS else {"y_bounds": (-5.0, 5.0)})
     base.update(params)
-    return cls(**base)
+    return make_estimator(cls, **base)
 
 
 def _data(cls, n=300, d=4, seed=0):
@@ -582,7 +583,7 @@ def test_audit_erm_passes_and_flags_a_quarter_of_the_noise():
     release's exact largest log-ratio is ``k epsilon d / (GRID_STEPS + 1)`` for noise drawn
     for ``k epsilon``, ``d`` the move in grid steps (500). So only noise for more than
     2.002 epsilon spends more than epsilon on any pair; a quarter of the noise (k = 4) is
-    flagged here, and tests/test_mutants_models.py catches k = 3."""
+    flagged here, and tests/audits/test_mutants.py catches k = 3."""
     X, y, X2, y2 = _erm_tight_neighbours()
     est = StableERMRegressor(loss="huber", lam=0.05, feature_norm_bound=1.0, fit_intercept=False)
     query = np.array([[1.0, 0.0]])

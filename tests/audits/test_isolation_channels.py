@@ -1,7 +1,7 @@
 """One focused test per way a teacher's rows reached other teachers or the caller (issue 31).
 
 Each test fails on the code before the fix; the class-wide audit with a zoo of
-adversarial teachers lives in ``test_teacher_isolation.py``.
+adversarial teachers lives in ``test_isolation.py``.
 """
 
 import random
@@ -36,7 +36,8 @@ def _data(n=400, seed=0):
     return X, (X[:, 0] + X[:, 1] > 0).astype(int)
 
 
-def test_1_teachers_never_write_the_callers_array_or_each_others_rows():
+# Regression test: issue 31, item 1.
+def test_teachers_never_write_the_callers_array_or_each_others_rows():
     X, y = _data()
     teacher = make_pipeline(StandardScaler(copy=False), DecisionTreeClassifier(max_depth=3))
     clf = SubsampleAverageClassifier(
@@ -51,7 +52,8 @@ def test_1_teachers_never_write_the_callers_array_or_each_others_rows():
     np.testing.assert_array_equal(votes, np.column_stack(alone))
 
 
-def test_1_regression_teachers_each_answer_their_own_copy():
+# Regression test: issue 31, item 1.
+def test_regressor_teachers_each_answer_their_own_copy():
     X, y = _data()
     teacher = make_pipeline(StandardScaler(copy=False), DecisionTreeRegressor(max_depth=3))
     reg = SubsampleAverageRegressor(
@@ -65,7 +67,8 @@ def test_1_regression_teachers_each_answer_their_own_copy():
     np.testing.assert_allclose(average, alone)
 
 
-def test_1_the_everlasting_pool_keeps_the_callers_rows():
+# Regression test: issue 31, item 1.
+def test_the_everlasting_pool_keeps_the_callers_rows():
     X, y = _data(n=300)
     teacher = make_pipeline(StandardScaler(copy=False), DecisionTreeClassifier(max_depth=2))
     clf = PrivateEverlastingClassifier(
@@ -93,7 +96,8 @@ class _ProbaIfSmall(ClassifierMixin, BaseEstimator):
         return np.tile(np.full(len(self.classes_), 1.0 / len(self.classes_)), (len(X), 1))
 
 
-def test_2_a_fitted_teachers_missing_method_is_its_fallback():
+# Regression test: issue 31, item 2.
+def test_a_fitted_teachers_missing_method_is_its_fallback():
     X, y = _data()
     X[0, 0] = 1e4  # one row makes one teacher lose predict_proba
     clf = SubsampleAverageClassifier(
@@ -105,7 +109,8 @@ def test_2_a_fitted_teachers_missing_method_is_its_fallback():
     np.testing.assert_allclose(clf._averages(query), 0.5)  # its fallback is uniform too
 
 
-def test_3_no_dtype_read_from_the_training_rows_refuses_or_reaches_other_blocks():
+# Regression test: issue 31, item 3.
+def test_no_dtype_read_from_the_training_rows_refuses_or_reaches_other_blocks():
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"age": rng.integers(18, 90, 300), "x": rng.normal(size=300)})
     y = (frame["x"] > 0).astype(int).to_numpy()
@@ -133,8 +138,9 @@ def test_3_no_dtype_read_from_the_training_rows_refuses_or_reaches_other_blocks(
     assert all(cols == ["age", "x"] for j, cols in enumerate(selected) if j != owner)
 
 
+# Regression test: issue 31, item 4.
 @pytest.mark.parametrize("Estimator", [SubsampleAggregateClassifier, SubsampleAverageClassifier])
-def test_4_the_stacked_vote_never_raises_or_warns_on_overflow(Estimator):
+def test_the_stacked_vote_never_raises_or_warns_on_overflow(Estimator):
     X, y = _data()
     clf = Estimator(LogisticRegression(), n_teachers=20, classes=[0, 1], random_state=0)
     clf.fit(X, y)
@@ -145,7 +151,8 @@ def test_4_the_stacked_vote_never_raises_or_warns_on_overflow(Estimator):
             assert clf.predict(query).shape == (2,)
 
 
-def test_5_teacher_warnings_never_reach_the_caller():
+# Regression test: issue 31, item 5.
+def test_teacher_warnings_never_reach_the_caller():
     rng = np.random.default_rng(0)
     X = rng.choice(["a", "b", "c"], size=(300, 1)).astype(object)
     X[0, 0] = "rare"  # one block has seen "rare"; the others warn about it
@@ -168,7 +175,8 @@ def _larger_column(X):
     return [int(np.abs(X[:, 1]).max() > np.abs(X[:, 0]).max())]
 
 
-def test_6_a_first_step_is_shared_only_when_every_teacher_resolved_the_same_columns():
+# Regression test: issue 31, item 6.
+def test_a_first_step_is_shared_only_when_every_teacher_resolved_the_same_columns():
     X, y = _data(n=200)
     X[:, 1] *= 0.1  # every block picks column 0 ...
     step = ColumnTransformer([("s", PublicScaler(), _larger_column)])
@@ -211,7 +219,8 @@ class _Recorder(ClassifierMixin, BaseEstimator):
         return np.full(len(X), self.classes_[0])
 
 
-def test_7_every_teacher_fits_under_the_same_configuration(monkeypatch):
+# Regression test: issue 31, item 7.
+def test_every_teacher_fits_under_the_same_configuration(monkeypatch):
     monkeypatch.setattr(_Recorder, "seen", [])
     X, y = _data(n=1200)
     X[0, 0] = 1e4
@@ -225,7 +234,7 @@ def test_7_every_teacher_fits_under_the_same_configuration(monkeypatch):
     assert len(set(_Recorder.seen)) == 1  # validated, same config, same errstate, same draws
 
 
-# -- Issue 38: one array object per teacher, the whole random state, the lock --------------
+# -- One array object per teacher, the whole random state, the lock (issue 38) -------------
 class _MetadataIfMarked(ClassifierMixin, BaseEstimator):
     """Votes ``x0 > 0``; on a block holding a marked row (``x1 > 100``) it then sets ``attr``.
 
@@ -263,11 +272,12 @@ def _marked_pair(n_teachers=8):
     return D, D2, y
 
 
-QUERIES_38 = np.array([[1.0, 0.0], [-1.0, 0.0], [-0.5, 0.3], [-2.0, 1.0], [-0.1, -1.0], [0.7, 0.2]])
+QUERIES = np.array([[1.0, 0.0], [-1.0, 0.0], [-0.5, 0.3], [-2.0, 1.0], [-0.1, -1.0], [0.7, 0.2]])
 
 
+# Regression test: issue 38, item 1.
 @pytest.mark.parametrize("attr", ["strides", "shape"])
-def test_38_1_each_teacher_is_handed_an_array_object_of_its_own(attr):
+def test_each_teacher_is_handed_an_array_object_of_its_own(attr):
     D, D2, y = _marked_pair()
     counts = []
     for data in (D, D2):
@@ -275,15 +285,16 @@ def test_38_1_each_teacher_is_handed_an_array_object_of_its_own(attr):
             _MetadataIfMarked(attr), n_teachers=8, classes=[0, 1], random_state=0
         ).fit(data, y)
         # (Before the fix "shape" made this raise IndexError on D only.)
-        assert clf.predict(QUERIES_38).shape == (6,)
-        counts.append(clf._ensemble.vote_counts(QUERIES_38)[:, 1])
+        assert clf.predict(QUERIES).shape == (6,)
+        counts.append(clf._ensemble.vote_counts(QUERIES)[:, 1])
     # Every teacher votes x0 > 0, the marked one too. Before the fix "strides" gave
     # [8, 0, 0, 0, 0, 8] on D' and [8, 7, 7, 7, 7, 8] on D: seven teachers moved.
     for seen in counts:
-        np.testing.assert_array_equal(seen, 8 * (QUERIES_38[:, 0] > 0))
+        np.testing.assert_array_equal(seen, 8 * (QUERIES[:, 0] > 0))
 
 
-def test_38_1_a_handed_view_is_frozen_and_its_metadata_its_own():
+# Regression test: issue 38, item 1.
+def test_a_handed_view_is_frozen_and_its_metadata_its_own():
     from skprivpred._isolation import freeze_rows, handed_rows, is_frozen
 
     X = freeze_rows(np.arange(12.0).reshape(4, 3))
@@ -329,7 +340,8 @@ class _GaussLeaver(ClassifierMixin, BaseEstimator):
         return self.classes_[(np.asarray(X)[:, 0] + 0.01 * z > 0).astype(int)]
 
 
-def test_38_2_a_cached_gaussian_left_by_a_teacher_is_cleared():
+# Regression test: issue 38, item 2.
+def test_a_cached_gaussian_left_by_a_teacher_is_cleared():
     D, D2, y = _marked_pair()
     counts = []
     for data in (D, D2):
@@ -337,15 +349,16 @@ def test_38_2_a_cached_gaussian_left_by_a_teacher_is_cleared():
             _GaussLeaver(), n_teachers=8, classes=[0, 1], random_state=0
         ).fit(data, y)
         np.random.seed(0)  # noqa: NPY002
-        counts.append(clf._ensemble.vote_counts(QUERIES_38)[:, 1])
+        counts.append(clf._ensemble.vote_counts(QUERIES)[:, 1])
     # Every teacher votes x0 > 0 (0.01 z moves no query across). Before the fix the teacher
     # after the marked one drew 1e6 on D and voted 1 on every row: [8, 1, 1, 1, 1, 8].
     for seen in counts:
-        np.testing.assert_array_equal(seen, 8 * (QUERIES_38[:, 0] > 0))
+        np.testing.assert_array_equal(seen, 8 * (QUERIES[:, 0] > 0))
 
 
+# Regression test: issue 38, item 2.
 @pytest.mark.parametrize("cached", [False, True])
-def test_38_2_the_whole_global_random_state_is_restored(cached):
+def test_the_whole_global_random_state_is_restored(cached):
     from skprivpred._isolation import teacher_call
 
     np.random.seed(3)  # noqa: NPY002
@@ -364,7 +377,8 @@ def test_38_2_the_whole_global_random_state_is_restored(cached):
         assert random.getstate() == before_python
 
 
-def test_38_2_numpy_clears_a_cached_gaussian_when_the_bit_generator_is_set():
+# Regression test: issue 38, item 2.
+def test_numpy_clears_a_cached_gaussian_when_the_bit_generator_is_set():
     """The fast restore relies on it: ``set_bit_generator`` resets numpy's cached Gaussian."""
     state = np.random.get_state()  # noqa: NPY002
     try:
@@ -416,7 +430,8 @@ class _Seeder(ClassifierMixin, BaseEstimator):
         return np.full(len(X), self.classes_[0])
 
 
-def test_38_3_the_callers_next_draw_after_fit_is_its_own(monkeypatch):
+# Regression test: issue 38, item 3.
+def test_the_callers_next_draw_after_fit_is_its_own(monkeypatch):
     events = {"running": threading.Event(), "snapped": threading.Event()}
     monkeypatch.setattr(_Seeder, "events", events)
     X, y = _data(n=400, seed=1)
@@ -447,7 +462,8 @@ def test_38_3_the_callers_next_draw_after_fit_is_its_own(monkeypatch):
     assert np.random.random() == expected  # noqa: NPY002
 
 
-def test_38_3_a_process_state_is_taken_only_under_the_teachers_lock():
+# Regression test: issue 38, item 3.
+def test_a_process_state_is_taken_only_under_the_teachers_lock():
     from skprivpred._isolation import ProcessState, teacher_call, teacher_run
 
     with pytest.raises(RuntimeError, match="WARNINGS_LOCK"):

@@ -7,17 +7,16 @@ noise of a release at about twice the epsilon), while it still charges and repor
 claimed ``(epsilon, delta, rho)``. Each case checks that the patch took effect (the released
 noise's spread is half the honest one, within a stated Monte Carlo margin), that
 ``privacy_guarantee_`` and the accountant's charge are the claimed ones, computes the exact
-power of the audit of ``tests/test_sufficient.py`` against the patched law on the audited
-pair (asserted >= 0.99), and runs that audit, which must reject it.
+power of the audit of ``tests/linear_model/test_sufficient.py`` against the patched law on the
+audited pair (asserted >= 0.99), and runs that audit, which must reject it.
 
-The audit (refits on the extremal pair of ``tests/test_sufficient.py``, the event
+The audit (refits on the extremal pair of ``tests/linear_model/test_sufficient.py``, the event
 ``{u . (index - index(D')) > 0.6 sigma}``) tests the honest mechanism's exact log-ratio on
 that event; the patched release, at ``epsilon = 4, delta = 1e-6``, has a true ``delta`` of
 about 0.015 at ``epsilon = 4`` (the Gaussian mechanism's privacy profile at twice the shift
 over scale), far above the claimed 1e-6.
 
-``MUTANT_CLASSES`` names the classes covered here; ``tests/test_mutants_complete.py`` checks
-that the mutant files together cover every public estimator.
+Each ``_case_*`` is one row of the mutant table of ``test_mutants.py``.
 """
 
 from __future__ import annotations
@@ -49,8 +48,6 @@ TARGET_POWER = 0.99
 # error is about 1.6 %; a 10 % margin is six standard errors, and the honest value is twice
 # the patched one.
 SPREAD_MARGIN = 0.10
-
-MUTANT_CLASSES = frozenset({"SufficientStatisticClassifier", "SufficientStatisticRegressor"})
 
 
 def _patch_half_noise(monkeypatch):
@@ -148,16 +145,3 @@ def _case_regressor(monkeypatch):
             count += int(u @ (released - index2) > AUDIT_T * sigma)
         hits.append(count)
     assert audit_bound(hits, AUDIT_FITS) > claimed
-
-
-_CASES = {
-    "SufficientStatisticClassifier": _case_classifier,
-    "SufficientStatisticRegressor": _case_regressor,
-}
-
-
-@pytest.mark.mutant
-@pytest.mark.filterwarnings("ignore::skprivpred.PrivacyWarning")
-@pytest.mark.parametrize("name", sorted(MUTANT_CLASSES))
-def test_mutant_is_caught(name, monkeypatch):
-    _CASES[name](monkeypatch)

@@ -1,57 +1,25 @@
-"""Misuse of the service that must not be silent (issue 41, items 5 to 8), on the real server.
+"""The service's columns: category values outside the public schema, on the real server.
 
-* A category value outside the schema the model declared public is refused with 422
-  before the charge, naming the column and the values it takes; the schema's own
-  markers of a missing value (Adult's ``?``) are answered, and ``/openapi.json`` lists
-  exactly the values that are answered. ``--unknown-categories=encode-as-none`` keeps
-  the old behaviour (any other value encodes as none of the categories).
-* A one-release model (its fit is the release) says so in ``/card``, ``/budget``,
-  ``/guarantee`` and ``/openapi.json``; a per-query model says that each answer is one.
-* ``--no-timing-defence`` warns once at start, however many workers.
-* ``SIGTERM`` stops the service cleanly, and its default metrics directory goes with it.
+A category value outside the schema the model declared public is refused with 422 before
+the charge, naming the column and the values it takes; the schema's own markers of a
+missing value (Adult's ``?``) are answered, and ``/openapi.json`` lists exactly the values
+that are answered. ``--unknown-categories=encode-as-none`` keeps the old behaviour (any other
+value encodes as none of the categories). (Issue 41, items 5 to 8.)
 """
 
 from __future__ import annotations
 
-import os
-import signal
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from test_serving import EPSILON, fitted_model
+from test_serving import EPSILON
 
 from skprivpred.datasets import adult_schema
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
-
-TIMING_OFF = "the timing defence is off (--no-timing-defence)"
-
-
-# -- --no-timing-defence warns once; SIGTERM removes the default metrics directory --------------
-@pytest.mark.parametrize("workers", [1, 2])
-def test_sigterm_removes_the_metrics_directory_and_the_timing_warning_shows_once(
-    tmp_path, service_factory, workers
-):
-    path, acc = fitted_model(tmp_path, 10)
-    temporary = tmp_path / "tmp"
-    temporary.mkdir(mode=0o700)
-    service = service_factory(
-        path, "--no-timing-defence", workers=workers, env={"TMPDIR": str(temporary)}
-    )
-    # The default directory: a fresh mkdtemp in the temporary directory, mode 0700.
-    (metrics,) = temporary.glob("skprivpred-metrics-*")
-    assert metrics.stat().st_uid == os.getuid() and (metrics.stat().st_mode & 0o777) == 0o700
-    assert service.request("POST", "/predict", {"rows": [[0.0, 1.0, 2.0]]})[0] == 200
-    assert metrics.is_dir() and any(metrics.glob("counter_*.db"))  # the default directory
-    service.proc.send_signal(signal.SIGTERM)
-    assert service.proc.wait(timeout=60) == 0  # a clean stop
-    assert not metrics.exists(), sorted(p.name for p in metrics.iterdir())
-    log = Path(service.log).read_text()
-    assert log.count(TIMING_OFF) == 1, log  # once, from the command, not once per process
-    assert acc.queries_answered == 1
 
 
 # -- category values outside the public schema ----------------------------------------------------
@@ -240,75 +208,3 @@ def test_markers_are_validated_and_reach_the_encoder():
     rows = pd.DataFrame({"c": ["?", "a"]})
     marked = PublicOneHotEncoder(categories=[["a"]], missing_values=[["?"]]).fit(rows)
     assert marked.transform(rows).tolist() == [[0.0], [1.0]]  # a marker encodes as none
-
-
-# -- a one-release model says what it is, everywhere ----------------------------------------------
-def _one_release_model(tmp_path: Path):
-    from skprivpred import PrivacyAccountant, SufficientStatisticClassifier
-    from skprivpred.serving import save_model
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(2000, 3))
-    y = (X[:, 0] > 0).astype(int)
-    y[:1000] = -1  # unlabelled public rows
-    acc = PrivacyAccountant(epsilon=1.0, delta=1e-6, ledger=str(tmp_path / "budget.db"))
-    path = tmp_path / "model.skops"
-    save_model(SufficientStatisticClassifier(classes=[0, 1], accountant=acc).fit(X, y), path)
-    return path, acc
-
-
-def test_a_one_release_model_says_that_it_is_the_release(tmp_path, service_factory):
-    path, acc = _one_release_model(tmp_path)
-    service = service_factory(path, workers=1)
-    status, body = service.request("POST", "/predict", {"rows": [[0.1, 0.2, 0.3]] * 5})
-    assert status == 200 and len(body["predictions"]) == 5
-    status, report = service.request("GET", "/budget")
-    assert status == 200
-    assert report["fit_releases"] == 1 and report["answers_charged"] is False
-    assert "queries_answered" not in report  # the fit's release is not a query answered
-    assert report["note"] == (
-        "This model is the release: its fit was charged to this budget, once; its answers "
-        "are free post-processing of that release and charge nothing."
-    )
-    assert report["epsilon_spent"] == acc.epsilon_spent  # the answers charged nothing
-    status, card = service.request_raw("GET", "/card")[::2]
-    card = card.decode()
-    assert "never released" not in card
-    assert (
-        "This model is itself a differentially private release, made once by fit and charged "
-        "to the budget then; its answers are free post-processing of the release and charge "
-        "nothing." in card
-    )
-    assert "| Cost of one answer | nothing: answers are post-processing of the one release" in card
-    assert "Every answer is charged to this budget" not in card
-    assert "The model's release was charged to this budget, in its ledger, once" in card
-    assert service.request("GET", "/guarantee")[1]["unit"] == "one release made by fit"
-    document = service.request("GET", "/openapi.json")[1]
-    assert document["info"]["description"].startswith(
-        "A differentially private model: fit released it once, and its answers are free "
-        "post-processing of that release."
-    )
-    assert document["paths"]["/predict"]["post"]["summary"].startswith(
-        "Answers of the released model"
-    )
-    budget = document["paths"]["/budget"]["get"]["responses"]["200"]["content"]
-    properties = budget["application/json"]["schema"]["properties"]
-    assert "fit_releases" in properties and "queries_answered" not in properties
-
-
-def test_a_per_query_model_says_that_each_answer_is_a_release(tmp_path, service_factory):
-    path, acc = fitted_model(tmp_path, 10)
-    service = service_factory(path, workers=1)
-    assert service.request("POST", "/predict", {"rows": [[0.0, 1.0, 2.0]] * 3})[0] == 200
-    status, report = service.request("GET", "/budget")
-    assert report["queries_answered"] == 3 and report["answers_charged"] is True
-    assert "fit_releases" not in report
-    card = service.request_raw("GET", "/card")[2].decode()
-    assert (
-        "Every answer of this model is a differentially private release, charged to the "
-        "budget before it is drawn; the model itself is never released." in card
-    )
-    assert "Every answer is charged to this budget" in card
-    assert service.request("GET", "/guarantee")[1]["unit"] == "each answered query row"
-    document = service.request("GET", "/openapi.json")[1]
-    assert document["paths"]["/predict"]["post"]["summary"].startswith("Private answers")

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from _registry import all_estimators
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.compose import make_column_transformer
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -59,14 +60,7 @@ from skprivpred import (
     SufficientStatisticRegressor,
 )
 
-ESTIMATOR_CLASSES = sorted(
-    {
-        obj
-        for obj in (getattr(skprivpred, name) for name in skprivpred.__all__)
-        if inspect.isclass(obj) and issubclass(obj, BaseEstimator)
-    },
-    key=lambda cls: cls.__name__,
-)
+ESTIMATOR_CLASSES = all_estimators()  # the suite's registry (tests/_registry.py)
 
 #: Fit seeds, the same on D and D' (so that the partition is the same). With two teachers,
 #: the two rows of a rare category land in different blocks for about half of the seeds.

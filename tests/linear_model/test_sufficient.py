@@ -4,7 +4,7 @@ The privacy tests: the sensitivity bound on the extremal pairs (the row of large
 ``||phi||`` with its label flipped; a target at both bounds), the exact discrete Gaussian
 law of the release, and a black-box audit on neighbouring data sets (refits; the event's
 exact probability under the claimed mechanism is the claim it tests). The mutant of the
-audit lives in ``tests/test_mutants_sufficient.py``.
+audit lives in ``tests/audits/test_mutants_sufficient.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from _registry import make_estimator
 from scipy import stats
 from sklearn.base import clone
 from sklearn.model_selection import KFold, cross_val_score
@@ -114,7 +115,8 @@ def honest_event_log_ratio(mu):
 
 
 def make_audited(seed, accountant=None):
-    return SSC(
+    return make_estimator(
+        SSC,
         classes=[0, 1],
         epsilon=AUDIT_EPSILON,
         delta=AUDIT_DELTA,
@@ -260,7 +262,7 @@ def test_refits_release_the_stated_law_and_pass_the_audit():
     The claim tested is the honest mechanism's exact log-ratio on the audit event (about
     0.73 at epsilon = 4): a lower confidence bound above it would refute the release's
     calibration; the mutant that halves the noise is rejected with power 0.99
-    (tests/test_mutants_sufficient.py). The simulated event frequencies also match their
+    (tests/audits/test_mutants_sufficient.py). The simulated event frequencies also match their
     exact probabilities (binomial tests), which checks the law of the fitted release.
     """
     setup = audit_setup(make_audited)

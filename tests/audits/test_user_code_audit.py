@@ -73,7 +73,6 @@ statistic, kept state).
 
 from __future__ import annotations
 
-import inspect
 import math
 import random
 import warnings
@@ -84,6 +83,7 @@ from typing import Any
 import numpy as np
 import pytest
 import sklearn
+from _registry import constrained_classes
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 
 import skprivpred
@@ -748,16 +748,8 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
 
 # -- enumeration: the entry points, from the declared constraints -------------------------------
 def _audited_classes() -> list[type]:
-    found = []
-    for module in (skprivpred, skprivpred.model_selection):
-        for name in module.__all__:
-            obj = getattr(module, name)
-            if inspect.isclass(obj) and isinstance(
-                getattr(obj, "_parameter_constraints", None), dict
-            ):
-                if obj not in found:
-                    found.append(obj)
-    return found
+    """Every public class that declares its parameters (the suite's registry)."""
+    return constrained_classes()
 
 
 def _marked() -> dict[tuple[str, str], UserCodeParam]:

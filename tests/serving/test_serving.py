@@ -1281,3 +1281,30 @@ def test_every_trusted_skprivpred_type_exists():
     assert "skprivpred.everlasting.PrivateEverlastingClassifier" not in trusted
     assert "skprivpred.aggregate.SubsampleAggregateClassifier" in trusted
     assert "sklearn.tree._tree.Tree" in trusted and "builtins.eval" not in trusted
+
+
+TIMING_OFF = "the timing defence is off (--no-timing-defence)"
+
+
+# -- --no-timing-defence warns once; SIGTERM removes the default metrics directory --------------
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_removes_the_metrics_directory_and_the_timing_warning_shows_once(
+    tmp_path, service_factory, workers
+):
+    path, acc = fitted_model(tmp_path, 10)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir(mode=0o700)
+    service = service_factory(
+        path, "--no-timing-defence", workers=workers, env={"TMPDIR": str(temporary)}
+    )
+    # The default directory: a fresh mkdtemp in the temporary directory, mode 0700.
+    (metrics,) = temporary.glob("skprivpred-metrics-*")
+    assert metrics.stat().st_uid == os.getuid() and (metrics.stat().st_mode & 0o777) == 0o700
+    assert service.request("POST", "/predict", {"rows": [[0.0, 1.0, 2.0]]})[0] == 200
+    assert metrics.is_dir() and any(metrics.glob("counter_*.db"))  # the default directory
+    service.proc.send_signal(signal.SIGTERM)
+    assert service.proc.wait(timeout=60) == 0  # a clean stop
+    assert not metrics.exists(), sorted(p.name for p in metrics.iterdir())
+    log = Path(service.log).read_text()
+    assert log.count(TIMING_OFF) == 1, log  # once, from the command, not once per process
+    assert acc.queries_answered == 1

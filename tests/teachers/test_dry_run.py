@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _registry import make_estimator
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import make_column_transformer
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -45,23 +46,47 @@ def _frame(n=600, seed=0):
 def _estimators():
     lr = LogisticRegression(max_iter=200)
     return {
-        "aggregate": lambda acc: SubsampleAggregateClassifier(
-            lr, classes=[0, 1], n_teachers=10, accountant=acc, random_state=None
+        "aggregate": lambda acc: make_estimator(
+            SubsampleAggregateClassifier,
+            estimator=lr,
+            classes=[0, 1],
+            n_teachers=10,
+            accountant=acc,
+            random_state=None,
         ),
-        "aggregate_many_queries": lambda acc: SubsampleAggregateClassifier(
-            lr, classes=[0, 1], n_queries=100, total_epsilon=50.0, accountant=acc
+        "aggregate_many_queries": lambda acc: make_estimator(
+            SubsampleAggregateClassifier,
+            estimator=lr,
+            classes=[0, 1],
+            n_queries=100,
+            total_epsilon=50.0,
+            accountant=acc,
         ),
-        "average_label": lambda acc: SubsampleAverageClassifier(
-            lr, classes=[0, 1], n_teachers=10, accountant=acc
+        "average_label": lambda acc: make_estimator(
+            SubsampleAverageClassifier, estimator=lr, classes=[0, 1], n_teachers=10, accountant=acc
         ),
-        "average_proba": lambda acc: SubsampleAverageClassifier(
-            lr, classes=[0, 1], n_teachers=10, base_output="proba", accountant=acc
+        "average_proba": lambda acc: make_estimator(
+            SubsampleAverageClassifier,
+            estimator=lr,
+            classes=[0, 1],
+            n_teachers=10,
+            base_output="proba",
+            accountant=acc,
         ),
-        "average_regressor": lambda acc: SubsampleAverageRegressor(
-            Ridge(), y_bounds=(0.0, 1.0), n_teachers=10, accountant=acc
+        "average_regressor": lambda acc: make_estimator(
+            SubsampleAverageRegressor,
+            estimator=Ridge(),
+            y_bounds=(0.0, 1.0),
+            n_teachers=10,
+            accountant=acc,
         ),
-        "everlasting": lambda acc: PrivateEverlastingClassifier(
-            lr, classes=[0, 1], n_teachers=20, phase_length=100, accountant=acc
+        "everlasting": lambda acc: make_estimator(
+            PrivateEverlastingClassifier,
+            estimator=lr,
+            classes=[0, 1],
+            n_teachers=20,
+            phase_length=100,
+            accountant=acc,
         ),
     }
 

@@ -1,9 +1,9 @@
 """Mutants of the teacher-based and sequential estimators: their audits catch twice epsilon.
 
-Each test patches the library, for that test only, where the estimator module uses a
+Each case patches the library, for that test only, where the estimator module uses a
 calibration (estimator modules import the mechanisms by name, so the name is patched in
 the estimator's module): the REAL estimator then draws its noise for twice its epsilon
-(same delta) while it still charges and reports epsilon. The test checks that
+(same delta) while it still charges and reports epsilon. The case checks that
 
 1. the patch took effect: the patched estimator's exact law (its non-private diagnostic)
    equals the law of the unpatched mechanism at ``2 epsilon``, for every query method
@@ -11,17 +11,16 @@ the estimator's module): the REAL estimator then draws its noise for twice its e
 2. ``privacy_guarantee_`` and the accountant's charge are still those of ``epsilon``;
 3. the estimator's own black-box audit rejects it. The audit's size is chosen from its
    exact power against the doubled estimator's exact law on the audited pair
-   (``tests/_audit_power.py``); the test asserts that power is at least 0.99.
+   (``tests/_audit_power.py``); the case asserts that power is at least 0.99.
 
-A test id names the class, and after a dash the release or mode it doubles where a class
-has several (``PrivateGridSearchCV-selection``, ``PrivateGridSearchCV-answers``).
 
 Not covered here: the Gaussian votes and the BetweenThresholds aggregator of
 ``PrivateEverlastingClassifier`` (calibrated for ``(epsilon, delta)`` with a small
 ``delta``, their violations at twice epsilon live in tails no practical game count
-reaches; ``tests/test_everlasting_privacy.py`` asserts the smallest noise reduction its
+reaches; ``tests/everlasting/test_everlasting_privacy.py`` asserts the smallest noise reduction its
 training-row audit does catch). ``GenericBBLClassifier``'s mutant (its LabelBoost step) is
-in ``tests/test_mutants_bbl.py``.
+in ``_mutants_bbl.py``. Each ``_*_mutant`` is one row (or, with its
+keyword, several) of the mutant table of ``test_mutants.py``.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ from test_everlasting_privacy import (
     _SignTeacher,
     audit_game,
 )
-from test_model_selection import NEAR_WORST, NEAR_WORST_SEARCHES, ZeroIfAnyZero
+from test_search import NEAR_WORST, NEAR_WORST_SEARCHES, ZeroIfAnyZero
 
 from skprivpred import (
     ExpProjectedWalkClassifier,
@@ -71,18 +70,6 @@ from skprivpred.mechanisms import (
     sample_categorical,
 )
 from skprivpred.model_selection import _search
-
-#: The classes this file gives a mutant (the completeness test unions these sets).
-MUTANT_CLASSES = frozenset(
-    {
-        "ExpProjectedWalkClassifier",
-        "PrivateEverlastingClassifier",
-        "PrivateGridSearchCV",
-        "SubsampleAggregateClassifier",
-        "SubsampleAverageClassifier",
-        "SubsampleAverageRegressor",
-    }
-)
 
 #: ``audit_epsilon``'s default confidence, which every audit below uses.
 CONFIDENCE = 0.95
@@ -339,7 +326,8 @@ def _walk_mutant(monkeypatch):
 def _grid_search_selection_mutant(monkeypatch):
     """The selection (``best_index_``) drawn for ``2 selection_epsilon``: both rules
     (exponential mechanism and report-noisy-max) are doubled; the audit sees the default,
-    the exponential mechanism, on the near-worst-case pair of ``tests/test_model_selection``."""
+    the exponential mechanism, on the near-worst-case pair of
+    ``tests/model_selection/test_search``."""
     doubled_laws = NEAR_WORST.exact_laws(epsilon=2 * NEAR_WORST.epsilon)  # before the patch
     _double_epsilon(monkeypatch, _search, "exponential_mechanism_proba", "noisy_max_proba")
     laws = NEAR_WORST.exact_laws()
@@ -399,10 +387,10 @@ def _grid_search_answers_mutant(monkeypatch):
 # -- PrivateEverlastingClassifier ---------------------------------------------------------------
 def _everlasting_relabelling_mutant(monkeypatch):
     """The relabelling draw (the exponential mechanism over the class, ``epsilon_r``) made
-    at ``2 epsilon_r``; the Gaussian votes are left alone. Audit: the relabelling audit of
-    ``tests/test_everlasting_privacy`` (``audit_game``, one event, 2,000 draws per pool) on
-    its near-worst-case pools (true loss 0.70 of ``epsilon_r``, at ``epsilon = 8``), run
-    through the real estimator's relabelling step."""
+    at ``2 epsilon_r``; the Gaussian votes are left alone. Audit: the relabelling audit
+    of ``tests/everlasting/test_everlasting_privacy`` (``audit_game``, one event, 2,000
+    draws per pool) on its near-worst-case pools (true loss 0.70 of ``epsilon_r``, at
+    ``epsilon = 8``), run through the real estimator's relabelling step."""
     epsilon, delta = 8.0, 1e-6
     epsilon_r = relabel_epsilon(epsilon, delta)
     assert epsilon_r == NEAR_WORST_RELABEL_EPSILON
@@ -449,32 +437,3 @@ def _everlasting_relabelling_mutant(monkeypatch):
         delta=0.0,
     )
     assert audit.refutes(epsilon_r), audit
-
-
-MUTANTS: dict[str, Callable] = {
-    "PrivateEverlastingClassifier-relabelling": _everlasting_relabelling_mutant,
-    "PrivateGridSearchCV-selection": _grid_search_selection_mutant,
-    "PrivateGridSearchCV-answers": _grid_search_answers_mutant,
-    "SubsampleAggregateClassifier": _aggregate_mutant,
-    "SubsampleAggregateClassifier-n_queries": functools.partial(
-        _aggregate_mutant, many_queries=True
-    ),
-    "SubsampleAverageClassifier-predict": functools.partial(
-        _average_classifier_mutant, method="predict"
-    ),
-    "SubsampleAverageClassifier-predict_proba": functools.partial(
-        _average_classifier_mutant, method="predict_proba"
-    ),
-    "SubsampleAverageRegressor": _average_regressor_mutant,
-    "ExpProjectedWalkClassifier": _walk_mutant,
-}
-
-
-def test_every_class_named_has_a_mutant():
-    assert {name.split("-")[0] for name in MUTANTS} == MUTANT_CLASSES
-
-
-@pytest.mark.mutant
-@pytest.mark.parametrize("name", sorted(MUTANTS))
-def test_mutant_is_caught(name, monkeypatch):
-    MUTANTS[name](monkeypatch)

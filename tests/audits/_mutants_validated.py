@@ -29,17 +29,14 @@ import math
 import warnings
 
 import numpy as np
-import pytest
 from _audit_power import detection_power
+from _registry import make_estimator
 from scipy import stats
 
 from skprivpred import DPValidatedLogisticRegression, PrivacyAccountant
 from skprivpred.audit import clopper_pearson
 from skprivpred.model_selection import _validated
 from skprivpred.model_selection._validated import _certified_logistic
-
-#: The classes this file gives a mutant (the completeness test unions these sets).
-MUTANT_CLASSES = frozenset({"DPValidatedLogisticRegression"})
 
 FACTOR = 3.0
 EPSILON, SPLIT, N_ROWS = 1.0, 0.99, 40
@@ -54,7 +51,8 @@ TARGET_POWER = 0.99
 
 
 def _estimator(**params) -> DPValidatedLogisticRegression:
-    return DPValidatedLogisticRegression(
+    return make_estimator(
+        DPValidatedLogisticRegression,
         epsilon=EPSILON,
         epsilon_split=SPLIT,
         lam_grid=(LAM,),
@@ -93,9 +91,7 @@ def _power(n_fits, p, q):
     return detection_power(n_fits, q, None, EPSILON, ALPHA, q=p)
 
 
-@pytest.mark.mutant
-@pytest.mark.filterwarnings("ignore::skprivpred.PrivacyWarning")
-def test_released_model_mutant_is_caught(monkeypatch):
+def released_model_mutant(monkeypatch):
     X, y, y_neighbour = _pair()
     honest_scale = 2.0 / (LAM * EPSILON * SPLIT * N_TRAIN)
     scale = honest_scale / FACTOR

@@ -17,8 +17,7 @@ its gradient by at most ``2 L X / n``; the pair of ``_e1_pair`` attains it). Noi
 2 epsilon therefore still spends at most epsilon, and no valid audit can reject it; the ERM
 mutants draw noise for 3 epsilon, the smallest integer factor that breaks the claim.
 
-``MUTANT_CLASSES`` names the classes covered here; ``tests/test_mutants_complete.py`` checks
-that the mutant files together cover every public estimator.
+Each ``_case_*`` is one row of the mutant table of ``test_mutants.py``.
 """
 
 from __future__ import annotations
@@ -30,8 +29,8 @@ import pytest
 from _audit_power import detection_power, law_power
 from scipy import stats
 from sklearn.base import clone
-from test_mixtures import _exact_released_law, _released
-from test_validated import _histogram_event_law, _histogram_release_bound
+from test_ppm import _exact_released_law, _released
+from test_stability import _histogram_event_law, _histogram_release_bound
 
 from skprivpred import (
     ExponentialMechanismClassifier,
@@ -62,21 +61,8 @@ N_SIMULATED = 100_000  # draws of a real release for its simulated law
 # margin is over six standard errors; the honest law's mean is ``factor`` times larger.
 MEAN_NOISE_MARGIN = 0.02
 # Total false-alarm level of the refit audits (Bonferroni over their intervals), as in
-# tests/test_mixtures.py and tests/test_validated.py.
+# tests/finite/test_ppm.py and tests/model_selection/test_stability.py.
 REFIT_FALSE_ALARM = 1e-3
-
-MUTANT_CLASSES = frozenset(
-    {
-        "AveragedPSGDClassifier",
-        "AveragedPSGDRegressor",
-        "StableERMClassifier",
-        "StableERMRegressor",
-        "ExponentialMechanismClassifier",
-        "PrivateExpertsClassifier",
-        "PrivateHalfspacePPMClassifier",
-        "DPValidatedHistogramDensity",
-    }
-)
 
 
 # -- linear estimators: Laplace noise on a public grid, labels from its closed form ----------
@@ -277,7 +263,7 @@ def _refit_bound(make, data, neighbour, release, n_fits, alpha_total, fit=None):
 
     Distinct integer seeds (fresh fit and release streams) on each data set; Clopper-Pearson
     intervals at level ``alpha_total / (2 * number of outcomes)`` each (Bonferroni): the
-    audit of ``release_epsilon_lower_bound`` in ``tests/test_finite.py``. ``fit(model, d)``
+    audit of ``release_epsilon_lower_bound`` in ``tests/finite/test_learners.py``. ``fit(model, d)``
     fits a model on one data set (default ``model.fit(*d)``).
     """
     fit = fit or (lambda model, d: model.fit(*d))
@@ -307,7 +293,7 @@ def _patch_fewest_mistakes(monkeypatch, module, factor=2.0):
 
 
 def _case_exponential_mechanism(monkeypatch):
-    """Audit: refits on the pair of ``test_finite._audit_pair`` (a tie in the neighbour)."""
+    """Audit: refits on the pair of ``test_learners._audit_pair`` (a tie in the neighbour)."""
     X = np.zeros((4, 1), dtype=int)
     y = np.array([0, 0, 0, 1])
     y2 = y.copy()
@@ -356,7 +342,7 @@ def _always_zero(X):
 
 
 def _case_private_experts(monkeypatch):
-    """Audit: ``predict`` on the stream of ``test_finite`` (always_one 4 rewards ahead on D, 2
+    """Audit: ``predict`` on the stream of ``test_learners`` (always_one 4 rewards ahead on D, 2
     on D'). Both releases use ``mw_round_proba``: the patch doubles the rate of every round
     of the run (``chosen_experts_``) and of every query; the query audit sees the queries."""
     X = np.zeros((4, 1))
@@ -472,7 +458,7 @@ def _case_halfspace_ppm(monkeypatch):
 
 # -- privately validated estimators: selection and retrained model, one release -------------------
 def _case_histogram_density(monkeypatch):
-    """Audit: the released histogram on the pair of ``test_validated`` (D: 150 rows in bin 0,
+    """Audit: the released histogram on the pair of ``test_stability`` (D: 150 rows in bin 0,
     250 in bin 3; D' moves row 0 to bin 3), event ``{n~_0 <= 148 and n~_3 >= 251}``.
 
     The patch doubles epsilon in both parts of the release: the histograms (training noise
@@ -535,22 +521,3 @@ def _case_histogram_density(monkeypatch):
     for h, prob in zip(hits, doubled_law):
         assert stats.binomtest(h, n_fits, prob).pvalue > alpha
     assert _histogram_release_bound(hits, n_fits) > epsilon
-
-
-_CASES = {
-    "DPValidatedHistogramDensity": _case_histogram_density,
-    "PrivateHalfspacePPMClassifier": _case_halfspace_ppm,
-    "PrivateExpertsClassifier": _case_private_experts,
-    "ExponentialMechanismClassifier": _case_exponential_mechanism,
-    "AveragedPSGDClassifier": _case_averaged_psgd_classifier,
-    "AveragedPSGDRegressor": _case_averaged_psgd_regressor,
-    "StableERMClassifier": _case_stable_erm_classifier,
-    "StableERMRegressor": _case_stable_erm_regressor,
-}
-
-
-@pytest.mark.mutant
-@pytest.mark.filterwarnings("ignore::skprivpred.PrivacyWarning")
-@pytest.mark.parametrize("name", sorted(MUTANT_CLASSES))
-def test_mutant_is_caught(name, monkeypatch):
-    _CASES[name](monkeypatch)

@@ -284,7 +284,7 @@ def test_black_box_transcript_audit_passes_and_flags_an_undivided_budget():
     are caught with probability >= 0.99, while the estimator calibrated for twice its
     epsilon (every row at ``2 eps0``) is caught with probability below 1e-6; rows at 4
     times their share need 1,250 sessions. The per-row calibration at twice epsilon is
-    the mutant of ``tests/test_mutants_teachers.py``. The honest sessions pass with
+    the mutant of ``tests/audits/test_mutants_teachers.py``. The honest sessions pass with
     probability at least 1 - 1e-3 whatever their number.
     """
     q, n_trials = 3, 4_500

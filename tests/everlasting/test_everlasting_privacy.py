@@ -434,7 +434,7 @@ class _SignTeacher(ClassifierMixin, BaseEstimator):
     ``fit`` returns that rule as an exact, fitted ``LogisticRegression`` (score ``x``), which
     the library votes from its coefficients: row-wise by construction, one stacked product
     for a whole game (a teacher answering through its own ``predict`` answers each query
-    row alone, through the boundary: tests/test_everlasting_user_code.py).
+    row alone, through the boundary: tests/audits/test_everlasting_user_code.py).
     """
 
     def fit(self, X, y):

@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+from _registry import make_estimator
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
@@ -91,14 +92,26 @@ def _dask_frame(X, y, npartitions=5):
 
 
 ESTIMATORS = {
-    "aggregate": lambda: SubsampleAggregateClassifier(
-        LogisticRegression(), n_teachers=12, classes=[0, 1], random_state=SEED
+    "aggregate": lambda: make_estimator(
+        SubsampleAggregateClassifier,
+        estimator=LogisticRegression(),
+        n_teachers=12,
+        classes=[0, 1],
+        random_state=SEED,
     ),
-    "average": lambda: SubsampleAverageClassifier(
-        DecisionTreeClassifier(max_depth=3), n_teachers=12, classes=[0, 1], random_state=SEED
+    "average": lambda: make_estimator(
+        SubsampleAverageClassifier,
+        estimator=DecisionTreeClassifier(max_depth=3),
+        n_teachers=12,
+        classes=[0, 1],
+        random_state=SEED,
     ),
-    "regressor": lambda: SubsampleAverageRegressor(
-        DecisionTreeRegressor(max_depth=3), n_teachers=12, y_bounds=(-2.0, 2.0), random_state=SEED
+    "regressor": lambda: make_estimator(
+        SubsampleAverageRegressor,
+        estimator=DecisionTreeRegressor(max_depth=3),
+        n_teachers=12,
+        y_bounds=(-2.0, 2.0),
+        random_state=SEED,
     ),
 }
 

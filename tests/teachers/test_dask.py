@@ -11,6 +11,7 @@ non-private diagnostic) is equal to the local one, as are seeded answers.
 import joblib
 import numpy as np
 import pytest
+from _registry import make_estimator
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -71,8 +72,9 @@ def _data(n_classes=2, n_samples=2400, seed=0):
 
 
 def _make(base, n_classes, n_jobs):
-    return SubsampleAggregateClassifier(
-        base,
+    return make_estimator(
+        SubsampleAggregateClassifier,
+        estimator=base,
         epsilon=1.0,
         n_teachers=24,
         classes=list(range(n_classes)),

@@ -321,7 +321,7 @@ def test_pandas_is_needed_only_for_as_frame(home):
         """
     )
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     command = [sys.executable, "-c", code]
     result = _real_run(command, env=env, capture_output=True, text=True)
