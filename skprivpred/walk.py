@@ -39,6 +39,12 @@ from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
+from .utils._deprecation import (
+    DEPRECATED,
+    deprecated_constraints,
+    renamed_kwargs,
+    renamed_param,
+)
 from .utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 
 __all__ = ["ExpProjectedWalkClassifier", "exppw_clamp_bound", "exppw_min_samples", "exppw_walk"]
@@ -48,7 +54,7 @@ TIE_HANDLING_OPTIONS = ("aggregate", "sequential")
 # Constraints of the walk's parameters, shared by the pure helpers and the estimator.
 _CONSTRAINTS: dict = {
     "epsilon": [Interval(Real, 0, None, closed="neither")],
-    "alpha": [Interval(Real, 0, 1, closed="neither")],
+    "target_error": [Interval(Real, 0, 1, closed="neither")],
     "k": [Interval(Integral, 1, None, closed="left")],
     "clamp_bound": [Interval(Integral, 1, None, closed="left")],
     "tie_handling": [StrOptions(set(TIE_HANDLING_OPTIONS))],
@@ -61,16 +67,22 @@ def _validate(caller_name: str, **params) -> None:
 
 
 # -- theory's parameters --------------------------------------------------------------
-def exppw_clamp_bound(alpha: float, epsilon: float) -> int:
-    """Clamp bound ``T`` of the walk for target excess error ``alpha``.
+@renamed_kwargs({"alpha": "target_error"})
+def exppw_clamp_bound(target_error: float, epsilon: float) -> int:
+    """Clamp bound ``T`` of the walk for a target excess error.
 
-    ``T = ceil(2 ln(2 / alpha) / epsilon)`` (Dwork & Feldman (2018), Theorem
-    5.3): the smallest ``T`` with ``exp(-epsilon T / 2) <= alpha / 2``, so that
-    a saturated walk answers wrongly with probability at most ``alpha / 2``.
+    ``T = ceil(2 ln(2 / target_error) / epsilon)`` (Dwork & Feldman (2018),
+    Theorem 5.3, whose ``alpha`` is the target error): the smallest ``T`` with
+    ``exp(-epsilon T / 2) <= target_error / 2``, so that a saturated walk
+    answers wrongly with probability at most ``target_error / 2``.
+
+    .. deprecated:: 0.4
+        The keyword ``alpha`` was renamed ``target_error`` in 0.4 and will be
+        removed in 0.6.
 
     Parameters
     ----------
-    alpha : float
+    target_error : float
         Target excess error, in (0, 1).
     epsilon : float
         Per-query privacy parameter (replace-one), > 0.
@@ -87,26 +99,31 @@ def exppw_clamp_bound(alpha: float, epsilon: float) -> int:
     >>> exppw_clamp_bound(0.01, 0.1)
     106
     """
-    _validate("exppw_clamp_bound", alpha=alpha, epsilon=epsilon)
-    return max(1, ceil_int(2.0 * math.log(2.0 / alpha) / epsilon))
+    _validate("exppw_clamp_bound", target_error=target_error, epsilon=epsilon)
+    return max(1, ceil_int(2.0 * math.log(2.0 / target_error) / epsilon))
 
 
-def exppw_min_samples(alpha: float, epsilon: float, k: int = 1) -> int:
-    """Training-set size for which Theorem 5.3 promises excess error ``alpha``.
+@renamed_kwargs({"alpha": "target_error"})
+def exppw_min_samples(target_error: float, epsilon: float, k: int = 1) -> int:
+    """Training-set size for which Theorem 5.3 promises excess error ``target_error``.
 
-    With ``T = exppw_clamp_bound(alpha, epsilon)``, the empirical penalty
-    ``(k + 2) T / n`` of Dwork & Feldman (2018), Lemma 5.2, is at most
-    ``alpha / 2`` once ``n >= ceil(2 (k + 2) T / alpha)``; this is the value
-    returned. The paper's bound in Theorem 5.3,
-    ``4 (k + 2) ln(2 / alpha) / (alpha epsilon)``, is corrected here: it
-    ignores the ceiling in ``T`` and can be smaller than needed by up to
-    ``2 (k + 2) / alpha``. Then ``E_S[err_P] <= exp(epsilon) (Opt_P + alpha)``
-    against the best union of ``k`` intervals (``k = 1``: thresholds, Theorem
-    2.4).
+    With ``T = exppw_clamp_bound(target_error, epsilon)``, the empirical
+    penalty ``(k + 2) T / n`` of Dwork & Feldman (2018), Lemma 5.2, is at most
+    ``target_error / 2`` once ``n >= ceil(2 (k + 2) T / target_error)``; this
+    is the value returned. The paper's bound in Theorem 5.3,
+    ``4 (k + 2) ln(2 / alpha) / (alpha epsilon)`` (``alpha`` the target
+    error), is corrected here: it ignores the ceiling in ``T`` and can be
+    smaller than needed by up to ``2 (k + 2) / alpha``. Then
+    ``E_S[err_P] <= exp(epsilon) (Opt_P + target_error)`` against the best
+    union of ``k`` intervals (``k = 1``: thresholds, Theorem 2.4).
+
+    .. deprecated:: 0.4
+        The keyword ``alpha`` was renamed ``target_error`` in 0.4 and will be
+        removed in 0.6.
 
     Parameters
     ----------
-    alpha : float
+    target_error : float
         Target excess error, in (0, 1).
     epsilon : float
         Per-query privacy parameter (replace-one), > 0.
@@ -124,8 +141,8 @@ def exppw_min_samples(alpha: float, epsilon: float, k: int = 1) -> int:
     360
     """
     _validate("exppw_min_samples", k=k)
-    T = exppw_clamp_bound(alpha, epsilon)
-    return ceil_int(2.0 * (k + 2) * T / alpha)
+    T = exppw_clamp_bound(target_error, epsilon)
+    return ceil_int(2.0 * (k + 2) * T / target_error)
 
 
 # -- the walk -------------------------------------------------------------------------
@@ -282,10 +299,10 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
     **Accuracy** (Lemma 5.2, Theorem 5.3). On every training set the empirical
     error is at most that of the best union of ``k`` intervals (``k``
     endpoints) plus ``(k + 2) T / n + exp(-epsilon T / 2)``, for every ``k``,
-    where ``T`` is the clamp bound. With ``T = ceil(2 ln(2 / alpha) /
+    where ``T`` is the clamp bound. With ``T = ceil(2 ln(2 / target_error) /
     epsilon)`` and ``n >=``
-    :func:`exppw_min_samples` ``(alpha, epsilon, k)``, the expected error on
-    the population is at most ``exp(epsilon) (Opt + alpha)``, with no
+    :func:`exppw_min_samples` ``(target_error, epsilon, k)``, the expected error on
+    the population is at most ``exp(epsilon) (Opt + target_error)``, with no
     dependence on the size of the domain.
 
     The walk table (the distinct training values and the walk after each) is
@@ -298,13 +315,13 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
     ----------
     epsilon : float, default=1.0
         Privacy parameter of each answered query row (replace-one), > 0.
-    alpha : float, default=0.1
+    target_error : float, default=0.1
         Target excess error in (0, 1) (not a regularisation strength); gives
-        the clamp bound ``ceil(2 ln(2 / alpha) / epsilon)`` (6 for
-        ``alpha=0.1, epsilon=1``). Ignored when ``clamp_bound`` is given.
+        the clamp bound ``ceil(2 ln(2 / target_error) / epsilon)`` (6 for
+        ``target_error=0.1, epsilon=1``). Ignored when ``clamp_bound`` is given.
     clamp_bound : int, default=None
         Clamp bound ``T`` of the walk (Figure 1's ``[-T, T]``), an integer >= 1
-        (public). Overrides ``alpha``; ``None`` derives it from ``alpha`` and
+        (public). Overrides ``target_error``; ``None`` derives it from ``target_error`` and
         ``epsilon`` (Theorem 5.3). Every value gives the same privacy; it only
         trades responsiveness (small) against confidence (large). It is not
         a number of queries: the walk answers any number of rows, each at
@@ -356,7 +373,7 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
 
     See Also
     --------
-    exppw_clamp_bound : The clamp bound from ``alpha`` and ``epsilon``.
+    exppw_clamp_bound : The clamp bound from ``target_error`` and ``epsilon``.
     exppw_min_samples : Training-set size for Theorem 5.3's guarantee.
     skprivpred.audit.audit_epsilon : Black-box audit of the per-query epsilon.
 
@@ -367,7 +384,7 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
     same answers. Model selection with
     :class:`~sklearn.model_selection.GridSearchCV` on the private data is *not*
     private (every score spends ``epsilon`` per row, and the selected
-    ``clamp_bound`` is a data-dependent release); derive it from ``alpha``
+    ``clamp_bound`` is a data-dependent release); derive it from ``target_error``
     instead.
 
     References
@@ -391,7 +408,8 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
 
     _parameter_constraints: dict = {
         "epsilon": _CONSTRAINTS["epsilon"],
-        "alpha": _CONSTRAINTS["alpha"],
+        "target_error": _CONSTRAINTS["target_error"],
+        "alpha": deprecated_constraints(_CONSTRAINTS["target_error"], "target_error"),
         "clamp_bound": [*_CONSTRAINTS["clamp_bound"], None],
         "tie_handling": _CONSTRAINTS["tie_handling"],
         "feature": [Integral, str, None],
@@ -404,22 +422,24 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
         self,
         *,
         epsilon: float = 1.0,
-        alpha: float = 0.1,
+        target_error: float = 0.1,
         clamp_bound: int | None = None,
         tie_handling: str = "aggregate",
         feature: int | str | None = None,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
+        alpha: float | str = DEPRECATED,
     ) -> None:
         self.epsilon = epsilon
-        self.alpha = alpha
+        self.target_error = target_error
         self.clamp_bound = clamp_bound
         self.tie_handling = tie_handling
         self.feature = feature
         self.classes = classes
         self.accountant = accountant
         self.random_state = random_state
+        self.alpha = alpha
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Compute the clamped walk over the distinct sorted training values.
@@ -472,7 +492,7 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
 
     # -- fit helpers --------------------------------------------------------------------
     def _check_params(self) -> int:
-        """Cross-parameter rules; returns the clamp bound (given, or from ``alpha``)."""
+        """Cross-parameter rules; returns the clamp bound (given, or from ``target_error``)."""
         if self.classes is not None and np.unique(np.asarray(self.classes)).size > 2:
             raise InvalidParameterError(
                 binary_only_message(
@@ -481,9 +501,11 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
                     "Pass exactly two labels in `classes`.",
                 )
             )
+        # Read (and warned about) even when clamp_bound overrides it; 4: fit's caller.
+        target_error = renamed_param(self, "alpha", "target_error", stacklevel=4)
         if self.clamp_bound is not None:
             return int(self.clamp_bound)
-        return exppw_clamp_bound(self.alpha, self.epsilon)
+        return exppw_clamp_bound(target_error, self.epsilon)
 
     def _resolve_feature_index(self) -> int:
         """Position of the feature column, from ``feature`` and the fitted schema."""
