@@ -12,6 +12,7 @@ from skprivpred.utils import Interval, validate_parameter_constraints
 from skprivpred.utils._deprecation import (
     DEPRECATED,
     deprecated_constraints,
+    deprecated_parameters,
     renamed_kwargs,
     renamed_message,
     renamed_param,
@@ -134,3 +135,8 @@ def test_renamed_kwargs_refuses_a_wrong_table():
         renamed_kwargs({"alpha": "nope"})(_plan)
     with pytest.raises(ValueError, match="still has the old parameter 'target_error'"):
         renamed_kwargs({"target_error": "epsilon"})(_plan)
+
+
+def test_deprecated_parameters_are_read_from_the_constraints():
+    assert deprecated_parameters(_Est) == {"alpha": "target_error"}
+    assert deprecated_parameters(BaseEstimator) == {}

@@ -39,6 +39,7 @@ __all__ = [
     "REMOVED_IN",
     "RENAMED_IN",
     "deprecated_constraints",
+    "deprecated_parameters",
     "renamed_message",
     "renamed_param",
     "renamed_kwargs",
@@ -94,6 +95,35 @@ def deprecated_constraints(constraints: list[Any], new: str | None = None) -> li
     2
     """
     return [*constraints, _NotSet(new)]
+
+
+def deprecated_parameters(estimator_class: type) -> dict[str, str]:
+    """The deprecated old parameter names of a class, each with its new name.
+
+    Read from ``_parameter_constraints``: an old name is one declared with
+    :func:`deprecated_constraints`. Tests that enumerate parameters (the
+    user-code audit, the vocabulary checks) skip these: an old name's value
+    goes to the same place as the new name's, through :func:`renamed_param`.
+
+    Parameters
+    ----------
+    estimator_class : type
+        A class with a ``_parameter_constraints`` dict.
+
+    Returns
+    -------
+    dict
+        Old name to new name, in declaration order.
+    """
+    found: dict[str, str] = {}
+    declared = getattr(estimator_class, "_parameter_constraints", {}) or {}
+    for name, constraints in declared.items():
+        if isinstance(constraints, str):
+            continue
+        for constraint in constraints:
+            if isinstance(constraint, _NotSet):
+                found[name] = constraint.new or ""
+    return found
 
 
 def renamed_message(old: str, new: str, owner: str | None = None, *, note: str = "") -> str:
