@@ -1,6 +1,7 @@
 """The shared helper for renamed parameters (skprivpred/utils/_deprecation.py)."""
 
 import inspect
+import os
 import warnings
 from numbers import Real
 
@@ -140,3 +141,23 @@ def test_renamed_kwargs_refuses_a_wrong_table():
 def test_deprecated_parameters_are_read_from_the_constraints():
     assert deprecated_parameters(_Est) == {"alpha": "target_error"}
     assert deprecated_parameters(BaseEstimator) == {}
+
+
+def test_the_warning_points_at_the_first_caller_outside_the_library():
+    # Library code (compiled under a file name inside the package) reads the parameter two
+    # frames deep: the warning names the line of this file that called into the library.
+    import skprivpred
+
+    library_file = os.path.join(os.path.dirname(skprivpred.__file__), "_frames.py")
+    source = (
+        "def fit(est):\n    return _check(est)\n"
+        "def _check(est):\n    return renamed_param(est, 'alpha', 'target_error')\n"
+    )
+    namespace = {"renamed_param": renamed_param}
+    exec(compile(source, library_file, "exec"), namespace)
+    with pytest.warns(FutureWarning) as record:
+        assert namespace["fit"](_Est(alpha=0.3)) == 0.3
+    assert [warning.filename for warning in record] == [__file__]
+    with pytest.warns(FutureWarning) as record:  # an explicit stacklevel is kept
+        renamed_param(_Est(alpha=0.3), "alpha", "target_error", stacklevel=1)
+    assert [warning.filename for warning in record] == [__file__]

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -156,7 +158,7 @@ def _default_of(cls: type, name: str) -> Any:
     return parameter.default
 
 
-def renamed_param(estimator: Any, old: str, new: str, *, stacklevel: int = 2) -> Any:
+def renamed_param(estimator: Any, old: str, new: str, *, stacklevel: int | None = None) -> Any:
     """The value of a renamed estimator parameter, read through either name.
 
     Call it wherever the estimator reads the parameter (``fit`` and any public
@@ -169,8 +171,11 @@ def renamed_param(estimator: Any, old: str, new: str, *, stacklevel: int = 2) ->
         ``new``.
     old, new : str
         The two names.
-    stacklevel : int, default=2
+    stacklevel : int, default=None
         Passed to :func:`warnings.warn` (2: the caller of the caller).
+        ``None`` points the warning at the first caller outside skprivpred
+        (the user's ``fit(...)`` line), however deep inside the library the
+        value is read.
 
     Returns
     -------
@@ -209,8 +214,22 @@ def renamed_param(estimator: Any, old: str, new: str, *, stacklevel: int = 2) ->
             f"Both {new!r} and its deprecated old name {old!r} of {owner} were set "
             f"(got {new}={_shown(new_value)} and {old}={_shown(old_value)}); set only {new!r}."
         )
-    warnings.warn(renamed_message(old, new, owner), FutureWarning, stacklevel=stacklevel + 1)
+    level = _outside_stacklevel() if stacklevel is None else stacklevel + 1
+    warnings.warn(renamed_message(old, new, owner), FutureWarning, stacklevel=level)
     return old_value
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` (for a ``warn`` in the caller) of the first frame outside skprivpred."""
+    frame = sys._getframe(2)  # the caller of the function that calls this one
+    level = 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 def _shown(value: Any) -> str:
