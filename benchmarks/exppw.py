@@ -185,7 +185,7 @@ def reference_accuracies(task: Task) -> dict[str, float]:
 # -- accuracy --------------------------------------------------------------------------
 def private_accuracy(task: Task, epsilon: float, alpha: float, seed: int) -> dict[str, Any]:
     clf = ExpProjectedWalkClassifier(
-        epsilon=epsilon, alpha=alpha, classes=CLASSES, random_state=seed
+        epsilon=epsilon, target_error=alpha, classes=CLASSES, random_state=seed
     )
     _, fit_seconds = timed(lambda: clf.fit(task.x_train.reshape(-1, 1), task.y_train))
     answers, predict_seconds = timed(lambda: clf.predict(task.x_test.reshape(-1, 1)))

@@ -27,12 +27,14 @@ from ._warnings import warn_user
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
 from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
+from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
 from .utils._param_validation import HasMethods, Interval, StrOptions, UserCodeParam
 
 __all__ = ["SubsampleAggregateClassifier"]
 
 # How often a call that straddles the horizon recounts when other copies take rows meanwhile.
 _HORIZON_RETRIES = 8
+_TARGET_ERROR = [Interval(Real, 0, 1, closed="neither")]
 
 #: Many-query mode's default rule gives every teacher at least this many rows per class.
 ROWS_PER_CLASS = 10
@@ -122,16 +124,16 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         ``total_epsilon`` and the per-row epsilon is derived from it).
     n_teachers : int, default=None
         Number of disjoint parts ``r`` (public; between 1 and the number of
-        training rows). ``None`` derives it from ``alpha`` and ``epsilon`` by
+        training rows). ``None`` derives it from ``target_error`` and ``epsilon`` by
         Dwork & Feldman (2018), Theorem 4.1:
-        ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` for ``K`` classes (23
-        for ``alpha=0.1, epsilon=1`` and two classes). In many-query mode that
+        ``r = ceil(6 ln(4 (K - 1) / target_error) / epsilon)`` for ``K`` classes
+        (23 for ``target_error=0.1, epsilon=1`` and two classes). In many-query mode that
         rule is capped at ``n_samples // (10 K)`` teachers, so that every
         teacher keeps ten rows per class: on Adult at a total
         ``(1, 1e-6)`` and 5,000 queries the rule alone gives 3,546 teachers of
         9 rows (expected accuracy 0.774), the cap 1,628 of 20 (see
         ``benchmarks/teacher_rule.py``).
-    alpha : float, default=0.1
+    target_error : float, default=0.1
         Target error in (0, 1) (not a regularisation strength); only used to
         derive ``n_teachers``.
     classes : array-like, default=None
@@ -187,6 +189,12 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     on_exhausted : {"raise", "student"}, default="raise"
         What a call crossing the horizon does: raise (nothing answered), or
         answer the rows beyond it with the student (needs ``student``).
+    alpha : float, default="deprecated"
+        Old name of ``target_error``.
+
+        .. deprecated:: 0.4
+            ``alpha`` was renamed ``target_error`` in 0.4 and will be removed
+            in 0.6.
 
     Attributes
     ----------
@@ -226,7 +234,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     Model selection with :class:`~sklearn.model_selection.GridSearchCV` or
     ``cross_val_score`` on the private data is *not* private: every score spends
     ``epsilon`` per evaluated row again, and the selected hyper-parameters are a
-    data-dependent release. Choose ``n_teachers`` from ``alpha`` (theory) or tune
+    data-dependent release. Choose ``n_teachers`` from ``target_error`` (theory) or tune
     on public or surrogate data.
 
     References
@@ -252,7 +260,8 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         "estimator": [UserCodeParam(HasMethods(["fit", "predict"]), kind="estimator"), None],
         "epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "n_teachers": [Interval(Integral, 1, None, closed="left"), None],
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "target_error": _TARGET_ERROR,
+        "alpha": deprecated_constraints(_TARGET_ERROR, "target_error"),
         "classes": ["array-like", None],
         "accountant": [PrivacyAccountant, None],
         "n_jobs": [Integral, None],
@@ -271,7 +280,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         *,
         epsilon: float | None = None,
         n_teachers: int | None = None,
-        alpha: float = 0.1,
+        target_error: float = 0.1,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
@@ -282,11 +291,12 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         min_samples_per_teacher: int | None = None,
         student: BaseEstimator | None = None,
         on_exhausted: str = "raise",
+        alpha: float | str = DEPRECATED,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
         self.n_teachers = n_teachers
-        self.alpha = alpha
+        self.target_error = target_error
         self.classes = classes
         self.accountant = accountant
         self.n_jobs = n_jobs
@@ -297,6 +307,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self.min_samples_per_teacher = min_samples_per_teacher
         self.student = student
         self.on_exhausted = on_exhausted
+        self.alpha = alpha
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit one teacher per disjoint random part of the training set.
@@ -365,7 +376,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         int
             ``n_teachers`` if set; else ``n_samples // min_samples_per_teacher``
             (at least 1) if that is set; else Dwork & Feldman's
-            ``ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` at the per-row epsilon,
+            ``ceil(6 ln(4 (K - 1) / target_error) / epsilon)`` at the per-row epsilon,
             capped in many-query mode at ``n_samples // (10 K)`` (ten rows per
             class and teacher: past that, more teachers of fewer rows learn
             nothing more, and no accounting recovers it).
@@ -378,7 +389,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             return int(self.n_teachers)
         if self.min_samples_per_teacher is not None:
             return max(1, int(n_samples) // int(self.min_samples_per_teacher))
-        theory = pac_n_partitions(self.alpha, budget["epsilon_per_query"], n_classes)
+        theory = pac_n_partitions(budget["target_error"], budget["epsilon_per_query"], n_classes)
         if budget["horizon"] is None:
             return theory
         # Many-query mode: a long horizon asks for thousands of teachers, past the point
@@ -391,8 +402,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
         Per-row mode (``n_queries=None``) takes ``epsilon`` and refuses
         ``total_epsilon``/``total_delta``; many-query mode takes
-        ``total_epsilon`` (and ``total_delta``) and refuses ``epsilon``.
+        ``total_epsilon`` (and ``total_delta``) and refuses ``epsilon``. The
+        target error is read here, through its deprecated old name ``alpha`` too.
         """
+        target_error = renamed_param(self, "alpha", "target_error")
         if self.n_teachers is not None and self.min_samples_per_teacher is not None:
             raise InvalidParameterError(
                 f"n_teachers={self.n_teachers!r} and min_samples_per_teacher="
@@ -411,7 +424,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
                     "use epsilon (the budget of each query row) and leave both None."
                 )
             epsilon = 1.0 if self.epsilon is None else float(self.epsilon)
-            return {"epsilon_per_query": epsilon, "horizon": None}
+            return {"epsilon_per_query": epsilon, "horizon": None, "target_error": target_error}
         if self.epsilon is not None:
             raise InvalidParameterError(
                 f"epsilon={self.epsilon!r} is the budget of each query row, but n_queries is set: "
@@ -431,6 +444,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             "horizon": int(self.n_queries),
             "total_epsilon": total_epsilon,
             "total_delta": total_delta,
+            "target_error": target_error,
         }
 
     def _set_budget(self, budget: dict, n_samples: int) -> None:

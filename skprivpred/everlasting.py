@@ -11,9 +11,9 @@ Two public estimators share one stream engine (:class:`_EverlastingStream`):
 - :class:`GenericBBLClassifier`, the paper's Algorithm GenericBBL (Section 5)
   as written (subsample-and-aggregate teachers, BetweenThresholds with its
   halting budget, LabelBoost relabelling, privacy-amplifying sub-samples). At
-  the paper's constants it needs about 1e25 labelled rows, so ``mode="paper"``
+  the paper's constants it needs about 1e25 labelled rows, so ``constants="paper"``
   mostly computes the schedule and says how much data is missing;
-  ``mode="simulation"`` runs the same code with scaled-down sizes and no
+  ``constants="simulation"`` runs the same code with scaled-down sizes and no
   guarantee.
 - :class:`PrivateEverlastingClassifier`, a practical variant (not in the
   paper): any scikit-learn teacher, an independent Gaussian noisy vote per
@@ -98,6 +98,12 @@ from .mechanisms import (
     exponential_mechanism_sample,
     log_base,
     sample_categorical,
+)
+from .utils._deprecation import (
+    DEPRECATED,
+    deprecated_constraints,
+    renamed_kwargs,
+    renamed_param,
 )
 from .utils._param_validation import (
     Data,
@@ -404,40 +410,47 @@ class PracticalPhase:
         )
 
 
-def _check_paper_ranges(epsilon: float, delta: float, alpha: float, beta: float) -> None:
-    """Theorem 5.1's ranges (``alpha, beta, delta < 1/16``) and Claim 2.7's ``epsilon <= 1``."""
+def _check_paper_ranges(
+    epsilon: float, delta: float, target_error: float, failure_probability: float
+) -> None:
+    """Theorem 5.1's ranges (its ``alpha, beta, delta < 1/16``) and Claim 2.7's ``epsilon <= 1``."""
     if epsilon > 1.0:
         raise PrivacyParameterError(
-            f"epsilon must be <= 1 in mode='paper' (Claim 2.7, the sub-sampling step, needs "
-            f"it), got epsilon={epsilon!r}."
+            f"epsilon must be <= 1 with constants='paper' (Claim 2.7, the sub-sampling step, "
+            f"needs it), got epsilon={epsilon!r}."
         )
-    for name, value in (("alpha", alpha), ("beta", beta), ("delta", delta)):
+    checked = (
+        ("target_error", target_error),
+        ("failure_probability", failure_probability),
+        ("delta", delta),
+    )
+    for name, value in checked:
         if value >= PAPER_PARAMETER_BOUND:
             raise PrivacyParameterError(
-                f"{name} must be < 1/16 in mode='paper' (Theorem 5.1), got {name}={value!r}."
+                f"{name} must be < 1/16 with constants='paper' (Theorem 5.1), got {name}={value!r}."
             )
 
 
 class _GenericBBLSchedule:
     """The phase schedule of GenericBBL: a deterministic function of public parameters.
 
-    ``mode="paper"`` follows Algorithm GenericBBL's formulas verbatim; overrides
+    ``constants="paper"`` follows Algorithm GenericBBL's formulas verbatim; overrides
     of sizes that the privacy proof does not use (``n_teachers``,
     ``teacher_size``, ``phase_length``, ``top_budget``, ``threshold_gap``) are
     allowed and keep the privacy proof (Claims E.5 and E.6 use only the BT gap
     condition of Lemma C.3, the per-instance ``(eps', delta')`` of Claim D.1 and
     the sub-sampling ratio ``epsilon / m``) provided the gap condition holds.
-    ``mode="simulation"`` takes every size from the overrides, with the toy
+    ``constants="simulation"`` takes every size from the overrides, with the toy
     defaults of :data:`SIMULATION_DEFAULTS`, and skips the privacy checks.
     """
 
     def __init__(
-        self, epsilon, delta, alpha, beta, vc_dim, *, mode, overrides, base=LOG_BASE, tau=TAU
+        self, epsilon, delta, alpha, beta, vc_dim, *, constants, overrides, base=LOG_BASE, tau=TAU
     ):
         self.epsilon, self.delta, self.alpha, self.beta = epsilon, delta, alpha, beta
-        self.vc_dim, self.mode, self.base, self.tau = vc_dim, mode, base, tau
+        self.vc_dim, self.constants, self.base, self.tau = vc_dim, constants, base, tau
         self.overrides = dict(overrides)
-        simulated = mode == "simulation"
+        simulated = constants == "simulation"
         self.m = (
             float(self.overrides.get("m", SIMULATION_DEFAULTS["m"]))
             if simulated
@@ -446,7 +459,7 @@ class _GenericBBLSchedule:
 
     def _sizes(self, alpha_i: float, beta_i: float) -> tuple[int, int]:
         """``(lambda_i, T_i)`` from the overrides or the paper's formulas (rounded up)."""
-        if self.mode == "simulation":
+        if self.constants == "simulation":
             defaults = SIMULATION_DEFAULTS
             return (
                 int(self.overrides.get("teacher_size", defaults["teacher_size"])),
@@ -469,7 +482,7 @@ class _GenericBBLSchedule:
         alpha_i, beta_i = self.alpha / 2**i, self.beta / 2**i
         teacher_size, n_teachers = self._sizes(alpha_i, beta_i)
         pool_size = teacher_size * n_teachers
-        simulated = self.mode == "simulation"
+        simulated = self.constants == "simulation"
         phase_length = self.overrides.get("phase_length")
         if phase_length is None:
             phase_length = (
@@ -502,7 +515,7 @@ class _GenericBBLSchedule:
     def required_samples(self) -> int:
         """Rows ``fit`` needs: ``|S_1| = lambda_1 T_1`` is at most a fraction ``eps/m`` of S."""
         needed = ceil_int(self.m * self.phase(1).pool_size / self.epsilon)
-        if self.mode == "paper" and not self.overrides:
+        if self.constants == "paper" and not self.overrides:
             formula = paper_required_samples(
                 self.epsilon, self.delta, self.alpha, self.beta, self.vc_dim, self.base, self.tau
             )
@@ -517,13 +530,13 @@ class _GenericBBLSchedule:
 
     def check_phase(self, params: GenericBBLPhase, next_params: GenericBBLPhase) -> None:
         """Raise if the phase breaks the gap condition (paper mode) or Claim D.6."""
-        if self.mode == "paper" and params.threshold_gap < self.required_gap(params):
+        if self.constants == "paper" and params.threshold_gap < self.required_gap(params):
             raise PrivacyParameterError(
                 f"the BetweenThresholds gap condition fails in phase {params.phase}: the threshold "
                 f"gap is {params.threshold_gap!r} but Lemma C.3 needs at least "
                 f"{self.required_gap(params)!r} with n_teachers={params.n_teachers}, "
                 f"top_budget={params.top_budget}; use more teachers, a smaller top_budget or a "
-                "wider threshold_gap (or mode='simulation', which has no guarantee)."
+                "wider threshold_gap (or constants='simulation', which has no guarantee)."
             )
         if params.unlabelled_size < next_params.pool_size:
             raise PhaseDataError(
@@ -534,11 +547,12 @@ class _GenericBBLSchedule:
             )
 
 
+@renamed_kwargs({"alpha": "target_error", "beta": "failure_probability"})
 def genericbbl_plan(
     epsilon: float,
     delta: float,
-    alpha: float,
-    beta: float,
+    target_error: float,
+    failure_probability: float,
     vc_dim: int,
     log_base: float = LOG_BASE,
     tau: float = TAU,
@@ -552,9 +566,12 @@ def genericbbl_plan(
         Privacy parameter, in (0, 1].
     delta : float
         Privacy parameter, in (0, 1/16).
-    alpha, beta : float
-        Accuracy parameters, in (0, 1/16). The guarantee is error ``6 alpha``
-        with probability ``1 - 4 beta`` (Theorem 5.1).
+    target_error : float
+        Accuracy parameter (the paper's ``alpha``), in (0, 1/16). The
+        guarantee is error ``6 target_error`` (Theorem 5.1).
+    failure_probability : float
+        Confidence parameter (the paper's ``beta``), in (0, 1/16). The
+        guarantee fails with probability at most ``4 failure_probability``.
     vc_dim : int
         VC dimension of the class.
     log_base : float, default=2
@@ -570,12 +587,19 @@ def genericbbl_plan(
     dict
         ``n`` (the paper's required ``|S|``, rounded up), ``required_samples``
         (the rows ``fit`` needs: ``n`` or ``ceil(m |S_1| / eps)`` if larger after
-        rounding), ``m``, ``guarantee`` (``{"error": 6 alpha, "failure": 4 beta,
+        rounding), ``m``, ``guarantee`` (``{"error": 6 target_error, "failure":
+        4 failure_probability,
         "epsilon", "delta"}``), and ``phases``: one dict per phase with the
         fields of :class:`GenericBBLPhase` plus ``required_gap`` (Lemma C.3),
         ``gap_condition_holds``, ``next_pool_size`` and ``bt_composed`` (the
         Observation 2 composition of the phase's ``c_i`` instances, within
         ``(1, delta)`` by Claim D.1).
+
+    Notes
+    -----
+    .. deprecated:: 0.4
+        The keywords ``alpha`` and ``beta`` were renamed ``target_error`` and
+        ``failure_probability`` in 0.4 and will be removed in 0.6.
 
     Examples
     --------
@@ -587,8 +611,8 @@ def genericbbl_plan(
         {
             "epsilon": [_POSITIVE],
             "delta": [_OPEN_UNIT],
-            "alpha": [_OPEN_UNIT],
-            "beta": [_OPEN_UNIT],
+            "target_error": [_OPEN_UNIT],
+            "failure_probability": [_OPEN_UNIT],
             "vc_dim": [_POSITIVE_INT],
             "log_base": [_LOG_BASE_RANGE],
             "tau": [_POSITIVE],
@@ -597,10 +621,18 @@ def genericbbl_plan(
         locals(),
         caller_name="genericbbl_plan",
     )
-    _check_paper_ranges(epsilon, delta, alpha, beta)
+    _check_paper_ranges(epsilon, delta, target_error, failure_probability)
     base = log_base
     schedule = _GenericBBLSchedule(
-        epsilon, delta, alpha, beta, vc_dim, mode="paper", overrides={}, base=base, tau=tau
+        epsilon,
+        delta,
+        target_error,
+        failure_probability,
+        vc_dim,
+        constants="paper",
+        overrides={},
+        base=base,
+        tau=tau,
     )
     listed = []
     for i in range(1, phases + 1):
@@ -617,10 +649,19 @@ def genericbbl_plan(
         )
         listed.append(row)
     return {
-        "n": ceil_int(paper_required_samples(epsilon, delta, alpha, beta, vc_dim, base, tau)),
+        "n": ceil_int(
+            paper_required_samples(
+                epsilon, delta, target_error, failure_probability, vc_dim, base, tau
+            )
+        ),
         "required_samples": schedule.required_samples(),
         "m": schedule.m,
-        "guarantee": {"error": 6 * alpha, "failure": 4 * beta, "epsilon": epsilon, "delta": delta},
+        "guarantee": {
+            "error": 6 * target_error,
+            "failure": 4 * failure_probability,
+            "epsilon": epsilon,
+            "delta": delta,
+        },
         "phases": listed,
     }
 
@@ -912,6 +953,8 @@ LIBRARY_CLASSES = (ThresholdClass, FiniteHypothesisClass)
 ROWWISE_CLASS_METHODS = ("erm_block", "labels_at")
 
 #: The declared constraint of ``hypothesis_class`` (both everlasting predictors).
+_VOTE_RELEASE = [StrOptions({"gaussian", "between_thresholds"})]
+_CONSTANTS = [StrOptions({"paper", "simulation"})]
 _HYPOTHESIS_CLASS_CONSTRAINTS: list = [
     StrOptions({"thresholds"}),
     *(UserCodeParam(cls, kind="hypothesis_class") for cls in LIBRARY_CLASSES),
@@ -921,7 +964,7 @@ _HYPOTHESIS_CLASS_CONSTRAINTS: list = [
 
 def _refuse_hypothesis_class(hypothesis_class: Any, owner: str, why: str) -> InvalidParameterError:
     return InvalidParameterError(
-        f"The 'hypothesis_class' parameter of {owner} must be 'thresholds', a ThresholdClass or "
+        f"The 'hypotheses' parameter of {owner} must be 'thresholds', a ThresholdClass or "
         "a FiniteHypothesisClass (exactly those classes, not subclasses), or a class of your own "
         "in the row-wise protocol: an int n_hypotheses and the methods erm_block(points, labels) "
         "(one teacher's block per call) and labels_at(point) (one point per call); see "
@@ -1029,7 +1072,7 @@ class _RowwiseClass:
                     hclass, owner, "default_vc_dim() is not an integer >= 1."
                 )
         self._vc_dim = int(bound)
-        self._code = user_code(hclass, "hypothesis_class")
+        self._code = user_code(hclass, "hypotheses")
 
     def __repr__(self) -> str:
         return repr(self.user_class)
@@ -1054,7 +1097,7 @@ class _RowwiseClass:
             _labels_at,
             _CheckedLabels(self.n_hypotheses),
             zeros,
-            names=["hypothesis_class"],
+            names=["hypotheses"],
             dtype=np.int8,
         )[0]
         return labels.T
@@ -1083,7 +1126,7 @@ class _RowwiseClass:
             _erm_block,
             _CheckedIndex(self.n_hypotheses),
             0,
-            name="hypothesis_class",
+            name="hypotheses",
         )
         return np.bincount(np.asarray(chosen, dtype=np.intp), minlength=self.n_hypotheses)
 
@@ -1755,58 +1798,75 @@ class GenericBBLClassifier(_EverlastingStream):
     """
 
     _parameter_constraints: dict = {
-        "hypothesis_class": _HYPOTHESIS_CLASS_CONSTRAINTS,
+        "hypotheses": _HYPOTHESIS_CLASS_CONSTRAINTS,
         "epsilon": [_POSITIVE],
         "delta": [_OPEN_UNIT],
-        "alpha": [_OPEN_UNIT],
-        "beta": [_OPEN_UNIT],
+        "target_error": [_OPEN_UNIT],
+        "failure_probability": [_OPEN_UNIT],
         "vc_dim": [_POSITIVE_INT, None],
-        "mode": [StrOptions({"paper", "simulation"})],
+        "constants": _CONSTANTS,
         "overrides": [Data(dict), None],
         "log_base": [_LOG_BASE_RANGE],
         "random_state": ["random_state"],
         "classes": ["array-like", None],
         "accountant": [PrivacyAccountant, None],
+        "hypothesis_class": deprecated_constraints(_HYPOTHESIS_CLASS_CONSTRAINTS, "hypotheses"),
+        "alpha": deprecated_constraints([_OPEN_UNIT], "target_error"),
+        "beta": deprecated_constraints([_OPEN_UNIT], "failure_probability"),
+        "mode": deprecated_constraints(_CONSTANTS, "constants"),
     }
 
     def __init__(
         self,
-        hypothesis_class: Any = "thresholds",
+        hypotheses: Any = "thresholds",
         *,
         epsilon: float = 1.0,
         delta: float = 1e-6,
-        alpha: float = 0.01,
-        beta: float = 0.01,
+        target_error: float = 0.01,
+        failure_probability: float = 0.01,
         vc_dim: int | None = None,
-        mode: str = "paper",
+        constants: str = "paper",
         overrides: dict | None = None,
         log_base: float = LOG_BASE,
         random_state: RandomStateLike = None,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
+        hypothesis_class: Any = DEPRECATED,
+        alpha: float | str = DEPRECATED,
+        beta: float | str = DEPRECATED,
+        mode: str = DEPRECATED,
     ) -> None:
-        self.hypothesis_class = hypothesis_class
+        self.hypotheses = hypotheses
         self.epsilon = epsilon
         self.delta = delta
-        self.alpha = alpha
-        self.beta = beta
+        self.target_error = target_error
+        self.failure_probability = failure_probability
         self.vc_dim = vc_dim
-        self.mode = mode
+        self.constants = constants
         self.overrides = overrides
         self.log_base = log_base
         self.random_state = random_state
         self.classes = classes
         self.accountant = accountant
+        self.hypothesis_class = hypothesis_class
+        self.alpha = alpha
+        self.beta = beta
+        self.mode = mode
 
     def _check_params(self) -> tuple[Any, _GenericBBLSchedule]:
         """Cross-parameter rules; returns the class and the public schedule (no data involved)."""
-        paper = self.mode == "paper"
+        # Renamed in 0.4 (the old names warn, pointing at the caller of fit).
+        hypotheses = renamed_param(self, "hypothesis_class", "hypotheses")
+        target_error = renamed_param(self, "alpha", "target_error")
+        failure_probability = renamed_param(self, "beta", "failure_probability")
+        constants = renamed_param(self, "mode", "constants")
+        paper = constants == "paper"
         if paper:
-            _check_paper_ranges(self.epsilon, self.delta, self.alpha, self.beta)
+            _check_paper_ranges(self.epsilon, self.delta, target_error, failure_probability)
         elif self.accountant is not None:
             raise InvalidParameterError(
-                "accountant must be None with mode='simulation': simulation mode has no "
-                "privacy guarantee to charge; use mode='paper'."
+                "accountant must be None with constants='simulation': simulation mode has no "
+                "privacy guarantee to charge; use constants='paper'."
             )
         overrides = dict(self.overrides or {})
         unknown = sorted(set(overrides) - set(OVERRIDE_KEYS))
@@ -1821,16 +1881,17 @@ class GenericBBLClassifier(_EverlastingStream):
         if paper and voiding:
             raise PrivacyParameterError(
                 f"overrides {voiding} change the privacy proof's own constants (the sub-sampling "
-                "denominator m, the BT epsilon'); they are allowed only with mode='simulation'."
+                "denominator m, the BT epsilon'); they are allowed only with "
+                "constants='simulation'."
             )
-        hclass = _resolve_hypothesis_class(self.hypothesis_class, type(self).__name__)
+        hclass = _resolve_hypothesis_class(hypotheses, type(self).__name__)
         schedule = _GenericBBLSchedule(
             float(self.epsilon),
             float(self.delta),
-            float(self.alpha),
-            float(self.beta),
+            float(target_error),
+            float(failure_probability),
             int(self.vc_dim or hclass.default_vc_dim()),
-            mode=self.mode,
+            constants=constants,
             overrides=overrides,
             base=float(self.log_base),
         )
@@ -1892,17 +1953,18 @@ class GenericBBLClassifier(_EverlastingStream):
             required = schedule.required_samples()
             if labels.size < required:
                 raise InsufficientSampleError(
-                    f"{type(self).__name__} in mode={schedule.mode!r} needs at least {required} "
-                    f"training rows (the first pool lambda_1 * T_1 = {schedule.phase(1).pool_size} "
-                    f"is a fraction epsilon / m of them), got n_samples={labels.size}. See "
-                    "genericbbl_plan, or use mode='simulation' (no guarantee).",
+                    f"{type(self).__name__} with constants={schedule.constants!r} needs at least "
+                    f"{required} training rows (the first pool lambda_1 * T_1 = "
+                    f"{schedule.phase(1).pool_size} is a fraction epsilon / m of them), got "
+                    f"n_samples={labels.size}. See "
+                    "genericbbl_plan, or use constants='simulation' (no guarantee).",
                     required_samples=required,
                     n_samples=labels.size,
                 )
-            if schedule.mode == "simulation":
+            if schedule.constants == "simulation":
                 warn_user(
-                    "GenericBBLClassifier(mode='simulation') uses scaled-down sizes: NO privacy "
-                    "guarantee holds. Do not use it on private data.",
+                    "GenericBBLClassifier(constants='simulation') uses scaled-down sizes: NO "
+                    "privacy guarantee holds. Do not use it on private data.",
                     PrivacyWarning,
                 )
             fit_rng = self._start_streams()
@@ -1923,15 +1985,16 @@ class GenericBBLClassifier(_EverlastingStream):
     @staticmethod
     def _guarantee(schedule: _GenericBBLSchedule, first: GenericBBLPhase) -> PrivacyGuarantee:
         """The whole stream's guarantee (Theorem 5.1), or none in simulation mode."""
-        details: dict[str, Any] = {"mode": schedule.mode, "m": schedule.m}
-        if schedule.mode == "simulation":
+        # "mode": the key of the details since 0.2 (the parameter is `constants` since 0.4).
+        details: dict[str, Any] = {"mode": schedule.constants, "m": schedule.m}
+        if schedule.constants == "simulation":
             return PrivacyGuarantee(
                 math.inf,
                 1.0,
                 unit=GuaranteeUnit.ALL_ANSWERS,
                 scope="the whole stream of answers",
                 theorem=(
-                    "none: mode='simulation' runs scaled-down sizes outside Theorem 5.1 of "
+                    "none: constants='simulation' runs scaled-down sizes outside Theorem 5.1 of "
                     "Naor, Nissim, Stemmer & Yan (2023)"
                 ),
                 protects="no one (simulation mode has no guarantee)",
@@ -2320,14 +2383,18 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         "n_teachers": [_POSITIVE_INT, None],
         "phase_length": [_POSITIVE_INT, None],
         "phase_growth": [Interval(Real, 1, None, closed="left")],
-        "hypothesis_class": [*_HYPOTHESIS_CLASS_CONSTRAINTS, None],
-        "aggregator": [StrOptions({"gaussian", "between_thresholds"})],
+        "hypotheses": [*_HYPOTHESIS_CLASS_CONSTRAINTS, None],
+        "vote_release": _VOTE_RELEASE,
         "top_budget": [_POSITIVE_INT, None],
         "threshold_gap": [_OPEN_UNIT],
         "random_state": ["random_state"],
         "classes": ["array-like", None],
         "accountant": [PrivacyAccountant, None],
         "n_jobs": [Integral, None],
+        "hypothesis_class": deprecated_constraints(
+            [*_HYPOTHESIS_CLASS_CONSTRAINTS, None], "hypotheses"
+        ),
+        "aggregator": deprecated_constraints(_VOTE_RELEASE, "vote_release"),
     }
 
     #: Index in the public label set of the vote of a teacher whose fit raised.
@@ -2342,14 +2409,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         n_teachers: int | None = None,
         phase_length: int | None = None,
         phase_growth: float = PRACTICAL_GROWTH,
-        hypothesis_class: Any = None,
-        aggregator: str = "gaussian",
+        hypotheses: Any = None,
+        vote_release: str = "gaussian",
         top_budget: int | None = None,
         threshold_gap: float = 0.25,
         random_state: RandomStateLike = None,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
+        hypothesis_class: Any = DEPRECATED,
+        aggregator: str = DEPRECATED,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -2357,14 +2426,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         self.n_teachers = n_teachers
         self.phase_length = phase_length
         self.phase_growth = phase_growth
-        self.hypothesis_class = hypothesis_class
-        self.aggregator = aggregator
+        self.hypotheses = hypotheses
+        self.vote_release = vote_release
         self.top_budget = top_budget
         self.threshold_gap = threshold_gap
         self.random_state = random_state
         self.classes = classes
         self.accountant = accountant
         self.n_jobs = n_jobs
+        self.hypothesis_class = hypothesis_class
+        self.aggregator = aggregator
 
     def _check_params(self) -> None:
         """Cross-parameter rules (no data involved)."""
@@ -2378,11 +2449,14 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                 f"{self.n_teachers}: each next teacher trains on at least one of the phase's "
                 "queries."
             )
-        if self.hypothesis_class is not None and self.aggregator != "gaussian":
+        # Renamed in 0.4: read once per fit (the old names warn); the phases use these.
+        self._hypotheses = renamed_param(self, "hypothesis_class", "hypotheses")
+        self._vote_release = renamed_param(self, "aggregator", "vote_release")
+        if self._hypotheses is not None and self._vote_release != "gaussian":
             raise InvalidParameterError(
-                "hypothesis_class (relabelling through the class) needs aggregator='gaussian': "
+                "hypotheses (relabelling through the class) needs vote_release='gaussian': "
                 f"its accounting composes with the Gaussian votes' zCDP; got "
-                f"aggregator={self.aggregator!r}."
+                f"vote_release={self._vote_release!r}."
             )
 
     def _phase_params(self, phase: int) -> PracticalPhase:
@@ -2398,7 +2472,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             sizing["relabel"],
             phase,
         )[-1]
-        if self.aggregator == "gaussian":
+        if self._vote_release == "gaussian":
             return params
         top_budget, eps_prime, delta_prime = self._bt_parameters(params.n_teachers)
         return replace(
@@ -2425,7 +2499,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             "n_teachers": self.n_teachers,
             "phase_length": self.phase_length,
             "phase_growth": float(self.phase_growth),
-            "relabel": self.hypothesis_class is not None,
+            "relabel": self._hypotheses is not None,
         }
 
     def _bt_parameters(self, n_teachers: int) -> tuple[int, float, float]:
@@ -2442,15 +2516,15 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                 f"the BetweenThresholds gap condition fails: threshold_gap={gap!r} but "
                 f"{max(top_budget, 1)} TOP(s) at epsilon={epsilon!r}, delta={delta!r} with "
                 f"n_teachers={n_teachers} need a gap of {required!r}; use at least {needed} "
-                "teachers, a smaller top_budget, a wider threshold_gap, or aggregator='gaussian'."
+                "teachers, a smaller top_budget, a wider threshold_gap, or vote_release='gaussian'."
             )
         return int(top_budget), eps_prime, delta_prime
 
     def _resolved_class(self) -> Any:
         """The relabelling class (``"thresholds"`` is ``ThresholdClass()``), or None."""
-        if self.hypothesis_class is None:
+        if self._hypotheses is None:
             return None
-        return _resolve_hypothesis_class(self.hypothesis_class, type(self).__name__)
+        return _resolve_hypothesis_class(self._hypotheses, type(self).__name__)
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Train phase 1's teachers on disjoint random blocks of the training set.
@@ -2531,7 +2605,8 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         epsilon, delta = float(self.epsilon), float(self.delta)
         per_epsilon, per_delta, per_rho = self._per_query(first)
         details: dict[str, Any] = {
-            "aggregator": self.aggregator,
+            # "aggregator": the key of the details since 0.3 (the parameter is `vote_release`).
+            "aggregator": self._vote_release,
             "n_teachers": first.n_teachers,
             "phase_length": first.phase_length,
             "phase_growth": float(self.phase_growth),
@@ -2539,7 +2614,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             "per_query_delta": per_delta,
         }
         game = "Naor, Nissim, Stemmer & Yan (2023), Definition 3.4 (the game of Figure 1)"
-        if self.aggregator == "gaussian":
+        if self._vote_release == "gaussian":
             rho = zcdp_rho(epsilon, delta)
             details.update(noise_sigma=first.noise_sigma, per_query_rho=per_rho)
             theorem = (
@@ -2740,7 +2815,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     def _gaussian_law(votes: np.ndarray, params: PracticalPhase) -> np.ndarray:
         """``P(v + N(0, sigma^2) >= T/2)`` and its complement, each tail computed directly."""
         if params.noise_sigma is None:
-            raise ValueError("the exact law in closed form exists for aggregator='gaussian' only.")
+            raise ValueError(
+                "the exact law in closed form exists for vote_release='gaussian' only."
+            )
         z = (votes - 0.5 * params.n_teachers) / params.noise_sigma
         return np.stack([norm.sf(z), norm.cdf(z)], axis=1)
 

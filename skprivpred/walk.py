@@ -501,8 +501,8 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
                     "Pass exactly two labels in `classes`.",
                 )
             )
-        # Read (and warned about) even when clamp_bound overrides it; 4: fit's caller.
-        target_error = renamed_param(self, "alpha", "target_error", stacklevel=4)
+        # Read (and warned about) even when clamp_bound overrides it.
+        target_error = renamed_param(self, "alpha", "target_error")
         if self.clamp_bound is not None:
             return int(self.clamp_bound)
         return exppw_clamp_bound(target_error, self.epsilon)

@@ -156,7 +156,7 @@ def test_expected_failures_have_reasons():
 # -- One vocabulary -------------------------------------------------------------------------
 
 # Names of the "main object" a constructor may take positionally (DESIGN §6).
-MAIN_OBJECT_NAMES = {"estimator", "hypotheses", "experts", "hypothesis_class"}
+MAIN_OBJECT_NAMES = {"estimator", "hypotheses", "experts"}
 RETIRED_NAMES = {
     "base_estimator": "estimator",
     "opt_tol": "tol",
@@ -248,7 +248,7 @@ def _fit_recipes():
         ),
         "GenericBBLClassifier": (
             skprivpred.GenericBBLClassifier(
-                alpha=0.05, beta=0.05, mode="simulation", random_state=0
+                target_error=0.05, failure_probability=0.05, constants="simulation", random_state=0
             ),
             x_unit,
             y_unit,

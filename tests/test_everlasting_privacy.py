@@ -685,7 +685,7 @@ def test_query_audit_with_relabelling_passes():
     0.12`` is itself so noisy that it hides most of what 20 times too little vote noise
     reveals.)
     """
-    audit = _query_audit(PrivateEverlastingClassifier, hypothesis_class="thresholds")
+    audit = _query_audit(PrivateEverlastingClassifier, hypotheses="thresholds")
     assert not audit.refutes(EPSILON), audit
 
 
@@ -961,7 +961,7 @@ class _TakesSubclasses(PrivateEverlastingClassifier):
     predictor refuses one: its methods could compute anything from the pools)."""
 
     def _resolved_class(self):
-        return self.hypothesis_class
+        return self.hypotheses
 
 
 def _hidden_class_query_audit(make, hidden) -> GameAudit:
@@ -999,13 +999,13 @@ def test_a_hidden_query_outside_the_class_domain_does_not_make_the_boundary_rais
     hidden = (np.array([[DOMAIN + 5.0]]), np.array([[5.0]]))
     matrix_class = FiniteHypothesisClass(predictions=THRESHOLD_MATRIX)
     audit = _hidden_class_query_audit(
-        _practical(PrivateEverlastingClassifier, hypothesis_class=matrix_class, **CLASS_GAME),
+        _practical(PrivateEverlastingClassifier, hypotheses=matrix_class, **CLASS_GAME),
         hidden,
     )
     assert audit.counts[:, 0].tolist() == [0, 0]
     assert not audit.refutes(EPSILON), audit
     broken = _hidden_class_query_audit(
-        _practical(_DomainCheckedAtTheBoundary, hypothesis_class=matrix_class, **CLASS_GAME),
+        _practical(_DomainCheckedAtTheBoundary, hypotheses=matrix_class, **CLASS_GAME),
         hidden,
     )
     assert broken.counts[:, 0].tolist() == [N_GAMES, 0]  # the boundary raised in world 0
@@ -1016,14 +1016,14 @@ def test_a_hidden_query_without_a_binary_label_does_not_make_the_boundary_raise(
     hidden = (np.array([[ODD_POINT]]), np.array([[5.0]]))
     callables = FiniteHypothesisClass(hypotheses=CALLABLE_THRESHOLDS)
     audit = _hidden_class_query_audit(
-        _practical(PrivateEverlastingClassifier, hypothesis_class=callables, **CLASS_GAME),
+        _practical(PrivateEverlastingClassifier, hypotheses=callables, **CLASS_GAME),
         hidden,
     )
     assert audit.counts[:, 0].tolist() == [0, 0]
     assert not audit.refutes(EPSILON), audit
     strict = _StrictLabels(hypotheses=CALLABLE_THRESHOLDS)
     broken = _hidden_class_query_audit(
-        _practical(_TakesSubclasses, hypothesis_class=strict, **CLASS_GAME), hidden
+        _practical(_TakesSubclasses, hypotheses=strict, **CLASS_GAME), hidden
     )
     assert broken.counts[:, 0].tolist() == [N_GAMES, 0]
     assert broken.refutes(EPSILON), broken
@@ -1088,9 +1088,9 @@ def test_known_gap_halt_timing_attack_distinguishes_in_simulation_mode():
 
     def make(seed):
         return GenericBBLClassifier(
-            alpha=0.05,
-            beta=0.05,
-            mode="simulation",
+            target_error=0.05,
+            failure_probability=0.05,
+            constants="simulation",
             overrides=overrides,
             random_state=seed,
             classes=(0, 1),
@@ -1129,9 +1129,9 @@ def test_known_gap_halt_timing_attack_refutes_a_paper_mode_claim_inside_a_phase(
         return GenericBBLClassifier(
             epsilon=epsilon,
             delta=delta,
-            alpha=0.05,
-            beta=0.05,
-            mode="paper",
+            target_error=0.05,
+            failure_probability=0.05,
+            constants="paper",
             overrides=overrides,
             random_state=seed,
             classes=(0, 1),

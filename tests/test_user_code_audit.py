@@ -104,6 +104,7 @@ from skprivpred.audit import clopper_pearson
 from skprivpred.everlasting import relabel_law
 from skprivpred.hypotheses import FiniteHypothesisClass
 from skprivpred.utils import Data, UserCodeParam, user_code_parameters
+from skprivpred.utils._deprecation import deprecated_parameters
 from skprivpred.utils._param_validation import (
     HasMethods,
     _AnyConstraint,
@@ -643,10 +644,10 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         protected_queries=True,
         law=_everlasting_law,
     ),
-    ("PrivateEverlastingClassifier", "hypothesis_class"): Scenario(
+    ("PrivateEverlastingClassifier", "hypotheses"): Scenario(
         make=lambda code: PrivateEverlastingClassifier(
             HostileClassifier("honest"),
-            hypothesis_class=code,
+            hypotheses=code,
             n_teachers=4,
             phase_length=8,
             phase_growth=1.0,
@@ -659,12 +660,12 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         protected_queries=True,
         law=_relabel_law,
     ),
-    ("GenericBBLClassifier", "hypothesis_class"): Scenario(
+    ("GenericBBLClassifier", "hypotheses"): Scenario(
         make=lambda code: GenericBBLClassifier(
-            hypothesis_class=code,
-            alpha=0.05,
-            beta=0.05,
-            mode="simulation",
+            hypotheses=code,
+            target_error=0.05,
+            failure_probability=0.05,
+            constants="simulation",
             overrides={"n_teachers": 5, "teacher_size": 4, "phase_length": 40},
             classes=(0, 1),
             random_state=SEED,
@@ -761,10 +762,13 @@ def _audited_classes() -> list[type]:
 
 
 def _marked() -> dict[tuple[str, str], UserCodeParam]:
+    # A deprecated old name (hypothesis_class -> hypotheses) keeps its marker, but its value
+    # goes through renamed_param to the same place as the new name's, audited here.
     return {
         (cls.__name__, name): marker
         for cls in _audited_classes()
         for name, marker in user_code_parameters(cls).items()
+        if name not in deprecated_parameters(cls)
     }
 
 
