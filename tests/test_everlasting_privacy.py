@@ -238,7 +238,7 @@ def epsilon_lower_bound(k0, k1, n: int, delta: float, alpha: float) -> tuple[flo
     k = np.array([k0, k1], dtype=float)
     n_events = k.shape[1]
     k = np.concatenate([k, n - k], axis=1)  # events, then their complements
-    lo, hi = clopper_pearson(k, n, alpha / (2 * n_events))
+    lo, hi = clopper_pearson(k, n, confidence_level=1 - alpha / (2 * n_events))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.log(np.clip(lo - delta, 0.0, None)) - np.log(hi[::-1])
     ratios = np.nan_to_num(ratios, nan=-np.inf)
@@ -530,7 +530,7 @@ def _game_detection_power(n, p, q, epsilon, delta, alpha) -> float:
     level ``alpha`` each), exactly (binomial sums): a lower bound on the audit's power.
     """
     k = np.arange(n + 1)
-    lower, upper = clopper_pearson(k, n, alpha)
+    lower, upper = clopper_pearson(k, n, confidence_level=1 - alpha)
     limit = (lower - delta) * np.exp(-epsilon)
     last = np.where(limit > 0, np.searchsorted(upper, limit, side="left") - 1, -1)
     caught = np.where(last >= 0, binom.cdf(last, n, q), 0.0)
@@ -1100,7 +1100,7 @@ def test_known_gap_halt_timing_attack_distinguishes_in_simulation_mode():
     assert claimed.epsilon == math.inf and claimed.delta == 1.0  # simulation mode claims nothing
     audit = _halt_audit(make, X, y, far=0.95, top_budget=3, n_games=200, delta=DELTA)
     hits = audit.counts[:, 0]
-    lo, hi = clopper_pearson(hits, audit.n_games, AUDIT_ALPHA / 2)
+    lo, hi = clopper_pearson(hits, audit.n_games, confidence_level=1 - AUDIT_ALPHA / 2)
     # World 0 halts one answer early (measured: 91% of 400 games), world 1 never does.
     assert lo[0] > 0.75 and hi[1] < 0.2, hits
     assert audit.refutes(EPSILON), audit  # as if it claimed (1, 1e-6): far beyond it

@@ -1025,8 +1025,8 @@ BLACK_BOX_ALPHA = 0.05 / 4  # per interval: two outcomes x two orientations
 
 def _flip_bound(n: int, alpha: float) -> float:
     """Lower bound on the log-ratio of an outcome seen n/n times on one side, 0/n on the other."""
-    lower, _ = clopper_pearson(np.array([n]), n, alpha)
-    _, upper = clopper_pearson(np.array([0]), n, alpha)
+    lower, _ = clopper_pearson(np.array([n]), n, confidence_level=1 - alpha)
+    _, upper = clopper_pearson(np.array([0]), n, confidence_level=1 - alpha)
     return float(np.log(lower[0]) - np.log(upper[0]))
 
 
@@ -1065,7 +1065,7 @@ def test_black_box_audit_where_no_diagnostic_exists(behaviour):
                 answer = model.fit_student().predict(query)
             counts[side, int(np.asarray(answer)[0])] += 1
     n = BLACK_BOX_TRIALS
-    lower, upper = clopper_pearson(counts, n, BLACK_BOX_ALPHA)
+    lower, upper = clopper_pearson(counts, n, confidence_level=1 - BLACK_BOX_ALPHA)
     with np.errstate(divide="ignore"):
         bound = max(
             float(np.log(lower[a, k]) - np.log(upper[1 - a, k])) for a in (0, 1) for k in (0, 1)
