@@ -37,3 +37,16 @@ def test_card_summarises_a_scalers_thirty_constants_in_one_line_each():
     assert "clip=(30 values from 0 to 29 (0, 1, ..., 29), 30 values from 100 to 390" in steps
     assert "54.5, 55.0" not in steps and len(steps) < 600  # not value by value
     assert "classes=[0, 1]" in steps  # short sequences stay as they are
+
+
+def test_card_lists_a_renamed_parameter_once_under_its_new_name():
+    from skprivpred import SubsampleAggregateClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    new = SubsampleAggregateClassifier(n_teachers=5, target_error=0.2, classes=[0, 1])
+    old = SubsampleAggregateClassifier(n_teachers=5, alpha=0.2, classes=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        new_card, old_card = model_card(new.fit(X, y)), model_card(old.fit(X, y))
+    assert "| `target_error` | 0.2 |" in new_card and "`alpha`" not in new_card
+    assert "| `alpha` | 0.2 |" in old_card  # an old name given is shown as given
