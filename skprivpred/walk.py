@@ -266,66 +266,39 @@ def exppw_walk(
 class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     """Private prediction on one feature by the exponential projected walk (ExpPW).
 
-    Dwork & Feldman's ExpPW(T, epsilon) (Figure 1; ``T`` is ``clamp_bound``
-    here) for binary labels and one
-    real feature ``x``. To answer a query ``x``, walk through the training
-    points at or to the left of ``x`` in increasing order, keeping a score that
-    starts at 0, goes up by one for each label ``classes_[1]``, down by one for
-    each label ``classes_[0]``, and is clamped to ``[-clamp_bound,
-    clamp_bound]`` after every step;
-    answer ``classes_[1]`` with probability ``expit(epsilon * V / 2)`` where
-    ``V`` is the final score. Queries at ``-inf`` (or left of every training
-    point) get ``V = 0``, a fair coin; queries at ``+inf`` see the whole walk.
+    Dwork & Feldman's ExpPW(T, epsilon) for binary labels and one real feature
+    ``x``: a query is answered from a clamped walk over the training labels at
+    or left of ``x`` (+1 for ``classes_[1]``, -1 for ``classes_[0]``, clamped
+    to ``[-clamp_bound, clamp_bound]``), answering ``classes_[1]`` with
+    probability ``expit(epsilon * V / 2)``.
 
-    ``fit`` computes the walk once for every distinct training value
-    (O(n log n)); a batch of queries is answered with one binary search and
-    one vectorised draw (O(log n) per row).
+    **Guarantee.** Every answered row is ``(epsilon, 0)``-DP for replace-one
+    neighbours (``(epsilon / 2, 0)`` for add/remove): one row moves the walk
+    by at most 1 at every query (Lemma 5.1). The accountant is charged
+    ``epsilon`` per row; ``fit`` releases nothing. With ``n >=``
+    :func:`exppw_min_samples`, the expected error is at most
+    ``exp(epsilon) (Opt + target_error)`` against the best union of ``k``
+    intervals (Theorem 5.3). The walk table is the sorted training set:
+    ``predict_proba`` is not offered, and a pickled model must be protected
+    like the data.
 
-    **Privacy guarantee.** Each row passed to ``predict`` (or ``score``) is one
-    query, answered with fresh noise. Removing or adding one training row moves
-    ``V`` by at most 1 at every query (each step and each clamp is
-    1-Lipschitz), hence the answer's log-odds by at most ``epsilon / 2``: every
-    answer is ``(epsilon / 2, 0)``-DP for *add/remove* neighbours and
-    ``(epsilon, 0)``-DP for *replace-one* neighbours (same size, one row
-    changed), the library's relation (Dwork & Feldman 2018, Lemma 5.1). The
-    accountant is charged ``epsilon`` per row. ``fit`` releases nothing and is
-    deterministic. **Corrected text:** Figure 1's loop tests ``x_0 <= x``
-    before the first point; it is run as ``while i < n and x_{i+1} <= x``
-    (points equal to the query are walked over, as in the figure, not "smaller
-    than" as in the prose of Section 2.2); ties in ``x``, left open by the
-    paper, follow
-    ``tie_handling``.
-
-    **Accuracy** (Lemma 5.2, Theorem 5.3). On every training set the empirical
-    error is at most that of the best union of ``k`` intervals (``k``
-    endpoints) plus ``(k + 2) T / n + exp(-epsilon T / 2)``, for every ``k``,
-    where ``T`` is the clamp bound. With ``T = ceil(2 ln(2 / target_error) /
-    epsilon)`` and ``n >=``
-    :func:`exppw_min_samples` ``(target_error, epsilon, k)``, the expected error on
-    the population is at most ``exp(epsilon) (Opt + target_error)``, with no
-    dependence on the size of the domain.
-
-    The walk table (the distinct training values and the walk after each) is
-    essentially the sorted training set: it is private state, never exposed,
-    and ``predict_proba``/``decision_function`` are not offered because the
-    exact probability reveals ``V``. A pickled fitted estimator contains the
-    training values: protect it like the data.
+    See the user guide: :ref:`exppw`.
 
     Parameters
     ----------
     epsilon : float, default=1.0
         Privacy parameter of each answered query row (replace-one), > 0.
     target_error : float, default=0.1
-        Target excess error in (0, 1) (not a regularisation strength); gives
-        the clamp bound ``ceil(2 ln(2 / target_error) / epsilon)`` (6 for
+        Target excess error in (0, 1) (the paper's ``alpha``; not a
+        regularisation strength): gives the clamp bound
+        ``ceil(2 ln(2 / target_error) / epsilon)`` (6 for
         ``target_error=0.1, epsilon=1``). Ignored when ``clamp_bound`` is given.
     clamp_bound : int, default=None
         Clamp bound ``T`` of the walk (Figure 1's ``[-T, T]``), an integer >= 1
-        (public). Overrides ``target_error``; ``None`` derives it from ``target_error`` and
-        ``epsilon`` (Theorem 5.3). Every value gives the same privacy; it only
-        trades responsiveness (small) against confidence (large). It is not
-        a number of queries: the walk answers any number of rows, each at
-        ``epsilon``.
+        (public). Overrides ``target_error``; ``None`` derives it from
+        ``target_error`` and ``epsilon`` (Theorem 5.3). Every value gives the
+        same privacy; it only trades responsiveness (small) against confidence
+        (large). It is not a number of queries.
     tie_handling : {"aggregate", "sequential"}, default="aggregate"
         Training points with equal ``x``: ``"aggregate"`` makes one step of
         their summed ``+1``/``-1`` and one clamp (invariant to row order and
@@ -353,6 +326,12 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
         the right choice in deployment: anyone who knows an integer seed can
         regenerate the noise, which voids the guarantee. Integer seeds are for
         tests and reproducible experiments.
+    alpha : float, default="deprecated"
+        Old name of ``target_error``.
+
+        .. deprecated:: 0.4
+            ``alpha`` was renamed ``target_error`` in 0.4 and will be removed
+            in 0.6.
 
     Attributes
     ----------
@@ -376,16 +355,6 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
     exppw_clamp_bound : The clamp bound from ``target_error`` and ``epsilon``.
     exppw_min_samples : Training-set size for Theorem 5.3's guarantee.
     skprivpred.audit.audit_epsilon : Black-box audit of the per-query epsilon.
-
-    Notes
-    -----
-    The feature is used as an ordered value only: any strictly increasing
-    transform of ``x`` (applied to training and query values alike) gives the
-    same answers. Model selection with
-    :class:`~sklearn.model_selection.GridSearchCV` on the private data is *not*
-    private (every score spends ``epsilon`` per row, and the selected
-    ``clamp_bound`` is a data-dependent release); derive it from ``target_error``
-    instead.
 
     References
     ----------
