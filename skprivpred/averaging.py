@@ -149,55 +149,21 @@ class _NoisyAverageMixin(SubsampleMixin):
 class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstimator):
     """Private prediction by averaging disjoint teachers and adding calibrated noise.
 
-    The training set is cut into ``n_teachers`` disjoint random parts and one
-    clone of ``estimator`` (a teacher) is fitted on each. For a query row ``x``
-    the teachers' outputs are averaged: ``v(x) = (1/r) sum_j s_j(x)``, where
-    ``s_j`` is teacher ``j``'s one-hot vote (``base_output="label"``) or its
-    probability vector (``base_output="proba"``). One changed training row
-    changes one teacher, so ``v`` moves by at most ``1/r`` (two labels) or
-    ``2/r`` in L1 norm (more labels); noise calibrated to that makes each
-    answer private.
+    One clone of ``estimator`` (a teacher) is fitted on each of ``n_teachers``
+    disjoint random parts; a query row is answered from the noisy average of
+    the teachers' votes (or probability vectors): ``predict`` turns it into a
+    label by ``label_rule``, ``predict_proba`` and ``decision_function``
+    release the noisy average itself.
 
-    - Two labels, ``predict`` with ``label_rule="sample"`` (the paper's
-      rule): answers 1 with probability ``q(v) = E[clip(v + Lap(1/(r eps)), 0,
-      1)]``, drawn from the closed form (``laplace_clip_bernoulli_proba``), never
-      from a sampled float. ``"threshold"`` answers ``1[v + Lap >= 1/2]``, again
-      from its closed form.
-    - ``predict_proba`` releases the noisy average itself, clipped to [0, 1]
-      (two labels) or projected onto the simplex (more labels): a private,
-      useful score. ``decision_function`` releases ``v + noise - 1/2`` (two
-      labels) or the noisy averages. Real-valued releases use integer noise on
-      a public grid of step ``sensitivity_ / 1000`` (exact ``epsilon``-DP, immune
-      to the floating-point attack on naive Laplace sampling; the noise is
-      0.1% wider than continuous Laplace for two labels).
-    - More than two labels: each coordinate of ``v`` gets its own noise
-      (L1 sensitivity ``2/r``); ``predict`` draws from the projected noisy
-      vector (``"sample"``) or takes its argmax (``"threshold"``).
+    **Guarantee.** Replace-one neighbours: one row moves the average by at most
+    ``1/r`` (``2/r`` in L1 norm with more than two labels), so every row of
+    every query call is ``(epsilon, delta)``-DP (``delta = 0`` with Laplace
+    noise; Dwork & Feldman 2018, Lemma 4.5 with the stability of Lemma 4.6 and
+    the Laplace scale ``gamma / epsilon``), charged before any noise is drawn.
+    Real values are released on a public grid with exact integer noise. The
+    teachers and the averages are secret.
 
-    **Privacy guarantee.** Replace-one neighbours (same size, one row
-    replaced). Each row passed to ``predict``, ``predict_proba``,
-    ``decision_function`` or ``score`` is one query; every call draws fresh
-    noise and is ``(epsilon, delta)``-DP per row (``delta = 0`` with Laplace
-    noise), so asking two methods about the same row costs twice (Dwork &
-    Feldman 2018, Lemma 4.5 with the stability ``1/r`` of Lemma 4.6 and the
-    partition count of Corollary 4.7). **Corrected constants:** the Laplace scale
-    is ``gamma / epsilon`` (the proof of Lemma 4.5 writes ``epsilon / gamma``);
-    ``target_error`` gives ``r = ceil(2 / (target_error epsilon))`` as in Corollary 4.7 (its
-    preceding text says ``1 / (alpha epsilon)``). The teachers, the averages and
-    the exact probabilities are secret.
-
-    **Teachers that fail.** Whether a teacher can answer a row depends on its
-    rows (an encoder that never saw a category), so no teacher's exception
-    reaches the caller. On a row where a teacher's ``predict`` raises or gives
-    a label outside ``classes``, its vote is ``classes[0]``
-    (``base_output="label"``); where its ``predict_proba`` raises or gives a
-    non-finite probability, its vector is uniform over ``classes``
-    (``base_output="proba"``). The batch is retried on halves, down to single
-    rows, so only the failing rows get that value; a teacher whose ``fit``
-    raises votes ``classes[0]`` for every row. The row is charged and answered
-    as any other; only public checks (width, finiteness, column names; never a
-    dtype, category list or range read from the training rows) refuse a call,
-    before any charge.
+    See the user guide: :ref:`subsample` (and :ref:`teachers-that-fail`).
 
     Parameters
     ----------
@@ -208,7 +174,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         Privacy parameter of each answered row and method call, > 0.
     n_teachers : int, default=None
         Number of parts ``r`` (public). ``None``:
-        ``ceil(2 / (target_error epsilon))`` (20 at ``target_error=0.1, epsilon=1``).
+        ``ceil(2 / (target_error epsilon))`` (20 at ``target_error=0.1``,
+        ``epsilon=1``).
     target_error : float, default=0.1
         Target excess error in (0, 1) (not a regularisation strength); only
         used to derive ``n_teachers``.
@@ -276,6 +243,11 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     See Also
     --------
     SubsampleAggregateClassifier : Soft-majority vote; better when teachers agree.
+
+    References
+    ----------
+    C. Dwork and V. Feldman. Privacy-preserving Prediction. COLT 2018,
+    Section 4 (Lemmas 4.5 and 4.6, Corollary 4.7).
 
     Examples
     --------
@@ -719,31 +691,19 @@ def default_tree_depth(n_samples: int, n_teachers: int) -> int:
 class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimator):
     """Private regression by averaging disjoint teachers' clipped outputs plus noise.
 
-    Each teacher's prediction is clipped to the public output range
-    ``y_bounds = (lo, hi)`` and the ``r`` clipped predictions are averaged; one
-    changed training row changes one teacher, so the average moves by at most
-    ``(hi - lo) / r``. Each answer adds integer-valued Laplace-type noise on a
-    public grid of step ``sensitivity_ / 1000`` (exact ``epsilon``-DP, immune
-    to the floating-point attack on naive Laplace sampling) and is clipped to
-    ``y_bounds`` when ``clip_output=True`` (post-processing).
+    One clone of ``estimator`` (a teacher) is fitted on each of ``n_teachers``
+    disjoint random parts; a query row is answered with the average of the
+    teachers' predictions, each clipped to the public range ``y_bounds``, plus
+    exact integer noise on a public grid (clipped to ``y_bounds`` again when
+    ``clip_output=True``, as post-processing).
 
-    **Privacy guarantee.** Replace-one neighbours. Each row passed to
-    ``predict`` or ``score`` is one query, answered with fresh noise and
-    ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise): Dwork & Feldman
-    (2018), Lemma 4.5 with the stability ``(hi - lo) / r`` of Lemma 4.6. **Corrected constant:** the
-    Laplace scale is ``gamma / epsilon`` (the proof writes ``epsilon /
-    gamma``). The output range is public and required: unclipped outputs have
-    unbounded sensitivity.
+    **Guarantee.** Replace-one neighbours: one row moves the average by at most
+    ``(hi - lo) / r``, so every answered row is ``(epsilon, delta)``-DP
+    (``delta = 0`` with Laplace noise; Dwork & Feldman 2018, Lemma 4.5 with
+    the stability of Lemma 4.6 and the Laplace scale ``gamma / epsilon``),
+    charged before any noise is drawn. ``y_bounds`` is public and required.
 
-    **Teachers that fail.** Whether a teacher can answer a row depends on its
-    rows (an encoder that never saw a category), so no teacher's exception
-    reaches the caller: on a row where a teacher's ``predict`` raises or gives
-    a non-finite value, its output is the midpoint of ``y_bounds`` (the batch
-    is retried on halves, down to single rows, so that only the failing rows
-    get it), and a teacher whose ``fit`` raises predicts that midpoint for
-    every row. The row is charged and answered as any other; only public
-    checks (width, finiteness, column names; never a dtype, category list or
-    range read from the training rows) refuse a call, before any charge.
+    See the user guide: :ref:`subsample` (and :ref:`teachers-that-fail`).
 
     Parameters
     ----------
@@ -807,6 +767,11 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         number of teachers in ``details``).
     queries_answered_ : int
         Query rows answered since ``fit``.
+
+    References
+    ----------
+    C. Dwork and V. Feldman. Privacy-preserving Prediction. COLT 2018,
+    Section 4 (Lemmas 4.5 and 4.6).
 
     Examples
     --------
