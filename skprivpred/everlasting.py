@@ -1589,114 +1589,32 @@ class GenericBBLClassifier(_EverlastingStream):
     """GenericBBL, the private everlasting predictor of Naor, Nissim, Stemmer & Yan (2023).
 
     A faithful reference implementation of the paper's Algorithm GenericBBL
-    (Section 5). ``fit`` keeps a random sub-sample ``S_1`` of the training set
-    (ratio ``epsilon / m``, ``m = 3 + e^(epsilon + 4)``) and trains ``T_1``
-    teachers by ERM on disjoint blocks of ``lambda_1`` rows. Each query row is
-    answered by BetweenThresholds (BT) on the fraction of teachers voting 1,
-    with thresholds ``1/2 -+ alpha_i``: below answers ``classes_[0]``, above or
-    between (TOP) answers ``classes_[1]``. A phase lasts ``R_i`` queries; at its
-    end LabelBoost relabels a secret sub-sample of the phase's queries (ratio
-    ``epsilon / m``) with one exponential-mechanism draw of a dichotomy of the
-    class, scored on a secret sub-sample of the phase's labelled pool, and the
-    next phase's teachers are trained on the relabelled queries, with
-    ``alpha_{i+1} = alpha_i / 2`` and ``beta_{i+1} = beta_i / 2``. The
-    ``c_i``-th TOP of a phase halts the predictor for good
-    (:class:`PredictorHaltedError`); halting is the algorithm's only failure.
+    (Section 5): teachers trained by ERM on a privacy-amplifying sub-sample,
+    queries answered by BetweenThresholds on the teachers' vote, and each
+    phase's queries relabelled by LabelBoost to train the next phase. The
+    predictor halts (:class:`PredictorHaltedError`) at a phase's last TOP.
 
-    **Privacy guarantee** (``mode="paper"``; Theorem 5.1, Claims E.5 and E.6).
-    Neighbouring inputs differ by *substitution* of one training row, or of one
-    query, in the privacy game of the paper's Figure 1 (the adversary chooses
-    the queries adaptively and sees every answer except the one to the
-    differing query). The whole unbounded transcript of answers, halting
-    included, is ``(epsilon, delta)``-DP for every training row: phase 1's
-    MultiBT is ``(1, delta)``-DP in the teachers (Observation 2, Claim D.1:
-    ``c_1`` instances at ``eps'_1 = 1/(3 sqrt(c_1 ln(2/delta)))``,
-    ``delta'_1 = delta / (2 c_1)``, each private by Lemma C.3 because the gap
-    condition holds), LabelBoost's exponential mechanism on the sub-sampled
-    ``Shat_1`` adds ``epsilon`` (Claim 2.7, Lemma C.1), and sub-sampling
-    ``S_1`` from ``S`` at ratio ``epsilon / m`` brings the total ``(epsilon + 1,
-    delta)`` down to ``(epsilon, delta)``; later phases are post-processing.
-    A query of phase ``i`` can reach the LabelBoost of phase ``i`` (if its slot
-    is kept), one teacher of phase ``i + 1`` and ``Shat_{i+1}``: Lemma C.1 on an
-    ``(epsilon + 1, delta)`` mechanism gives ``(epsilon + 4, 4 e delta)``, and
-    the ``epsilon / m`` sub-sample of the phase's queries brings it to
-    ``(epsilon, delta)``. **Known gap in the paper's proof** (of Claim E.6):
-    whether the differing query itself hit TOP changes the TOP count (hence
-    *when* the predictor halts) and whether BT's threshold noise was redrawn; Claim E.6 treats the
-    other answers of its phase as identically distributed, which they are not.
-    Query privacy is therefore proven across phases but not inside a phase: an
-    adversary who can drive the predictor to its halt can detect a TOP on the
-    hidden query. At the paper's constants (``c_i`` about 1e27) the attack is
-    theoretical; with scaled-down sizes it is cheap. Use
-    :class:`PrivateEverlastingClassifier` when within-phase query privacy
-    matters. ``epsilon = 1`` is the boundary of Theorem 5.1 (which asks
-    ``epsilon < 1``); ``epsilon > 1`` is refused (Claim 2.7 needs
-    ``epsilon <= 1``).
+    **Guarantee** (``constants="paper"``; Theorem 5.1). Every training row and
+    every query, in the privacy game of the paper's Figure 1, is
+    ``(epsilon, delta)``-protected for the whole unbounded stream, halting
+    included, **except** a query's effect on its own phase's BetweenThresholds
+    state (a known gap in the proof of Claim E.6): use
+    :class:`PrivateEverlastingClassifier` when that matters. Accuracy: error at
+    most ``6 target_error`` with probability ``1 - 4 failure_probability``, at
+    about ``3.6e25`` rows for thresholds (:func:`genericbbl_plan`), so paper
+    mode in practice computes the schedule and raises
+    :class:`InsufficientSampleError`. ``constants="simulation"`` runs the same
+    code at scaled-down sizes with **no guarantee**. An attached
+    ``accountant`` is charged each answered row's per-query guarantee before
+    it is answered. The fitted state has one owner: a copy or a forked child
+    refuses to answer (:class:`~skprivpred.ForkedStateError`).
 
-    **Accuracy** (paper mode, i.i.d. queries, realizable labels): every
-    hypothesis of the unbounded run has error at most ``6 alpha`` with
-    probability ``1 - 4 beta``. The price is data: about ``3.6e25`` labelled
-    rows for thresholds at ``alpha = beta = 0.05, delta = 1e-6``
-    (:func:`genericbbl_plan`), so ``mode="paper"`` in practice computes the
-    schedule and raises :class:`InsufficientSampleError`. Only a fraction
-    ``epsilon / m`` (0.66% at ``epsilon = 1``) of the training set, and of each
-    phase's queries, is used: that is the privacy amplification.
-
-    **Simulation mode** (``mode="simulation"``) runs the same algorithm with
-    the scaled-down sizes in ``overrides`` and **no privacy guarantee**
-    (``privacy_guarantee_`` says so, with ``epsilon = inf`` and ``delta = 1``,
-    and a :class:`~skprivpred.PrivacyWarning` is emitted): for studying the
-    algorithm, never for private data.
-
-    **Accountant.** An attached ``accountant`` (paper mode only) is charged
-    for every answered row, before it is answered, at the per-query guarantee
-    of its phase: one BetweenThresholds answer reveals about the phase's
-    teachers no more than the whole instance it belongs to, ``(eps'_i,
-    delta'_i)`` (Lemma C.3, with the gap condition checked); a training row
-    changes one teacher of phase 1, so this bounds each answer's loss for a
-    training row (sub-sampling only lowers it). A call that crosses phases is
-    charged at the largest per-row guarantee of the phases it reaches. These
-    per-row charges add up to far more than ``privacy_guarantee_`` (the whole
-    stream's ``(epsilon, delta)``, which is what the paper proves); they make
-    the predictor's answers count against a budget shared with other
-    releases of the same data.
-
-    The teachers, the BT noise, the sub-samples, the buffered queries and the
-    vote fractions are secret; ``predict_proba`` and ``decision_function`` are
-    not offered. The sub-samples (``S_1``, ``Shat_i``, the kept query slots
-    of ``Dhat_i`` and the next pool) are drawn from the release stream, as the
-    noise is: a ``Generator`` passed as ``random_state`` seeds only the
-    partitions into teacher blocks, and a copy never shares them. The BT
-    threshold noise is a floating-point Laplace draw (held secret; only
-    labels are released, drawn exactly from their closed-form law), a known
-    limitation (Mironov 2012).
-
-    **Nothing raises beside the answer.** Every query is checked by the
-    class's ``prepare`` (a point outside a prediction matrix's domain, a
-    NaN) before anything is charged; after the charge nothing raises because
-    of a query: a callable hypothesis that gives no 0/1 label on a point
-    labels it 0 there (see
-    :class:`~skprivpred.hypotheses.FiniteHypothesisClass`), so neither an
-    answer nor the phase boundary, where the queries of others are
-    relabelled, can fail because of what someone else asked.
-
-    **One live copy.** The phase state (the teachers, the secret sub-samples,
-    the queries kept for the next phase, how many of the phase's queries were
-    answered) lives in the object that ``fit`` returned, in the process that
-    ran ``fit``. A copy of it (pickle, joblib, ``copy.deepcopy``; in this
-    process or another) and the object itself in a child process forked after
-    ``fit`` (``os.fork``, a fork-based ``multiprocessing.Pool``, a
-    pre-forking server) refuse ``predict``, ``query`` and ``score`` with
-    :class:`~skprivpred.ForkedStateError` before anything is charged:
-    answering from two copies would answer more queries per phase than the
-    guarantee allows and re-use the phase's secrets. A copy may be refit,
-    which starts a new predictor that it owns (refitting on the same data
-    composes privacy loss). To answer from several processes, send every
-    query to the process that fitted the predictor.
+    See the user guide: :ref:`everlasting` (the algorithm and its proof:
+    :ref:`genericbbl-step-by-step`).
 
     Parameters
     ----------
-    hypothesis_class : "thresholds", library class or row-wise class, default="thresholds"
+    hypotheses : "thresholds", library class or row-wise class, default="thresholds"
         The concept class ``C``, with exact ERM and LabelBoost (see
         :mod:`skprivpred.hypotheses`): a ``ThresholdClass`` or a
         ``FiniteHypothesisClass``; ``"thresholds"`` is
@@ -1712,15 +1630,17 @@ class GenericBBLClassifier(_EverlastingStream):
     delta : float, default=1e-6
         Privacy parameter, below 1/16 in paper mode. The library's default
         wherever a mechanism needs ``delta > 0``, as BetweenThresholds does.
-    alpha : float, default=0.01
-        Accuracy parameter (error guarantee ``6 alpha``), below 1/16 in paper mode.
-    beta : float, default=0.01
-        Confidence parameter (failure probability ``4 beta``), below 1/16 in paper mode.
+    target_error : float, default=0.01
+        Accuracy parameter (the paper's ``alpha``; error guarantee
+        ``6 target_error``), below 1/16 in paper mode.
+    failure_probability : float, default=0.01
+        Confidence parameter (the paper's ``beta``; failure probability
+        ``4 failure_probability``), below 1/16 in paper mode.
     vc_dim : int, default=None
         VC dimension ``d`` of the class, a public bound; ``None`` takes 1 for
         thresholds and ``max(1, floor(log2 K))`` for ``K`` finite hypotheses
         (an upper bound).
-    mode : {"paper", "simulation"}, default="paper"
+    constants : {"paper", "simulation"}, default="paper"
         ``"paper"``: Algorithm GenericBBL's schedule and the guarantee of
         Theorem 5.1. ``"simulation"``: scaled-down sizes, no guarantee.
     overrides : dict, default=None
@@ -1729,7 +1649,8 @@ class GenericBBLClassifier(_EverlastingStream):
         ``top_budget`` (c), ``threshold_gap`` (t_u - t_l), and, in simulation
         mode only, ``m`` and ``bt_epsilon`` (eps'). Quantities not given follow
         Algorithm GenericBBL's formulas from the given ones (``c = ceil(64
-        alpha_i R)``, gap ``2 alpha_i``, ``delta' = delta / (2c)``); in
+        alpha_i R)``, gap ``2 alpha_i`` with ``alpha_i = target_error / 2^i``,
+        ``delta' = delta / (2c)``); in
         simulation mode the defaults are ``n_teachers=200, teacher_size=20,
         phase_length=4 * 200 * 20, m=2, bt_epsilon=1``. In paper mode,
         overrides of the sizes keep the privacy proof (not the accuracy proof)
@@ -1751,8 +1672,33 @@ class GenericBBLClassifier(_EverlastingStream):
         :class:`~skprivpred.PrivacyWarning` (which labels occur is
         information about the training data).
     accountant : PrivacyAccountant, default=None
-        Charged for every answered row at its per-query guarantee (see
-        **Accountant** above); paper mode only.
+        Charged for every answered row at its per-query guarantee (that of
+        one BetweenThresholds instance of its phase, Lemma C.3; a call that
+        crosses phases at the largest); paper mode only.
+    hypothesis_class : default="deprecated"
+        Old name of ``hypotheses``.
+
+        .. deprecated:: 0.4
+            ``hypothesis_class`` was renamed ``hypotheses`` in 0.4 and will be
+            removed in 0.6.
+    alpha : float, default="deprecated"
+        Old name of ``target_error``.
+
+        .. deprecated:: 0.4
+            ``alpha`` was renamed ``target_error`` in 0.4 and will be removed
+            in 0.6.
+    beta : float, default="deprecated"
+        Old name of ``failure_probability``.
+
+        .. deprecated:: 0.4
+            ``beta`` was renamed ``failure_probability`` in 0.4 and will be
+            removed in 0.6.
+    mode : {"paper", "simulation"}, default="deprecated"
+        Old name of ``constants``.
+
+        .. deprecated:: 0.4
+            ``mode`` was renamed ``constants`` in 0.4 and will be removed in
+            0.6.
 
     Attributes
     ----------
@@ -1787,7 +1733,8 @@ class GenericBBLClassifier(_EverlastingStream):
     >>> rng = np.random.default_rng(0)
     >>> x = rng.random(8000); y = (x >= 0.3).astype(int)
     >>> clf = GenericBBLClassifier(
-    ...     alpha=0.05, beta=0.05, mode="simulation", classes=[0, 1], random_state=0
+    ...     target_error=0.05, failure_probability=0.05, constants="simulation",
+    ...     classes=[0, 1], random_state=0,
     ... )
     >>> import warnings
     >>> with warnings.catch_warnings():  # the simulation-mode PrivacyWarning
@@ -2118,150 +2065,28 @@ class GenericBBLClassifier(_EverlastingStream):
 class PrivateEverlastingClassifier(_EverlastingStream):
     """Practical private everlasting prediction with any scikit-learn classifier.
 
-    Phase 1 trains ``T_1`` clones of ``estimator`` on disjoint random blocks of
-    the training set. Each query row is answered on its own by a noisy teacher
-    vote: with ``v`` the number of teachers voting ``classes_[1]``, the answer
-    is ``classes_[1]`` iff ``v + N(0, sigma_i^2) >= T_i / 2``, drawn exactly
-    with probability ``Phi((v - T_i/2) / sigma_i)`` (one uniform per row; the
-    vote never leaves the estimator). Phase ``i`` lasts ``R_i`` queries; then
-    the next phase's ``T_{i+1}`` teachers are trained, on disjoint random
-    blocks of phase ``i``'s queries, labelled with the answers that were
-    released or, with a ``hypothesis_class``, with those answers relabelled
-    through the class. The schedule (``T_i``, ``R_i``, ``sigma_i``) is public
-    and fixed at ``fit`` from ``(epsilon, delta, n)`` and the parameters
-    (:func:`practical_schedule`): phases grow by ``phase_growth``, as the
-    paper's do, so that later teachers get more rows. This is not the paper's
-    algorithm (Gaussian votes instead of BetweenThresholds, no
-    privacy-amplifying sub-samples): it keeps the paper's privacy notion at a
-    practical size and gives up its accuracy theorem.
+    Phase 1 trains clones of ``estimator`` on disjoint random blocks of the
+    training set; each query row is answered on its own by a noisy teacher
+    vote (Gaussian, or BetweenThresholds with ``vote_release``). After a public
+    number of queries the next phase's teachers are trained on the phase's
+    queries, labelled with the released answers (relabelled through
+    ``hypotheses`` if given). The schedule is public and fixed at ``fit``
+    (:func:`practical_schedule`); phases grow by ``phase_growth``.
 
-    **The paper's remedies against drift.** Each phase learns from the answers
-    of the one before, so a teacher's bias compounds over the phases
-    (measured: on Adult, small logistic-regression teachers answer the
-    majority label ever more often). GenericBBL (Section 5) counters this in
-    two ways, both built in here. (1) *Growing phases*: ``R_i = g N_i``
-    (``N_1 = n``, ``N_{i+1} = R_i``) with ``T_i`` keeping the noise a fixed
-    fraction of the teachers, so rows per teacher grow by ``sqrt(g)`` per
-    phase (the paper doubles ``lambda_i`` as ``alpha_i`` halves, so the
-    errors of successive phases sum to at most ``alpha``, Claim E.1).
-    (2) *Relabelling through the class* (the LabelBoost step, Appendix C.1):
-    when the task's concept class is known and can be enumerated exactly
-    (:class:`~skprivpred.hypotheses.ThresholdClass`,
-    :class:`~skprivpred.hypotheses.FiniteHypothesisClass`), each finished
-    phase's pool is relabelled by one hypothesis of the class drawn by the
-    exponential mechanism scored on the released answers
-    (:func:`relabel_through_class`), so the next teachers learn a labelling
-    the class realises. Relabelling removes label noise, not bias: growth is
-    what keeps the bias from compounding.
+    **Guarantee.** For every training row and every query (the game of
+    Definition 3.4 of Naor, Nissim, Stemmer & Yan 2023), the whole unbounded
+    stream of answers is ``(epsilon, delta)``-DP: each phase's Gaussian answers
+    compose to ``rho``-zCDP (Bun & Steinke 2016), a training row reaches
+    phase 1 only and a query the next phase only. With
+    ``vote_release="between_thresholds"`` a query's effect on its own phase's
+    BT state is not covered, and the predictor can halt. An attached
+    ``accountant`` is charged each answered row's per-query guarantee before
+    any noise is drawn. Unlike GenericBBL there is no accuracy theorem, and
+    under-provisioned teachers drift. The votes, teachers and buffered queries
+    are secret; the fitted state has one owner (a copy or a forked child
+    refuses to answer, :class:`~skprivpred.ForkedStateError`).
 
-    **Privacy guarantee.** Neighbouring inputs differ by substitution of one
-    training row or of one query, in the privacy game of the paper's Figure 1
-    (Definition 3.4: adaptive queries; every answer is seen except the one to
-    the differing query). For every training row and every query, the whole
-    unbounded stream of answers is ``(epsilon, delta)``-DP, with
-    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2`` (``rho``-zCDP
-    implies ``(epsilon, delta)``-DP: Bun & Steinke 2016, Proposition 1.3).
-    Per phase, exactly: phase ``i``'s answers use ``sigma_i = sqrt(R_i / (2
-    rho_i))``; each is the Gaussian mechanism on a vote count of sensitivity 1
-    (the partition is data-independent, so one changed pool row changes one
-    teacher and moves ``v`` by at most 1), hence ``rho_i / R_i``-zCDP, and the
-    ``R_i`` answers of the phase, to adaptively chosen queries, compose to
-    ``rho_i``-zCDP (Proposition 1.6, Lemma 1.7). Each phase has its own
-    ``R_i`` and ``sigma_i``, so growing phases change nothing in this
-    accounting: it is done per phase, and every individual reaches one
-    phase's teachers only. A *training row* reaches only phase 1's teachers
-    (``rho_1 = rho``); everything after phase 1 is computed from phase 1's
-    released answers and the adversary's own queries: post-processing. A
-    *query* of phase ``i`` reaches its own answer (hidden from the adversary
-    in the game) and the pool of phase ``i + 1``. Without relabelling it
-    changes one row of that pool, hence one teacher: the ``R_{i+1}`` answers
-    are ``rho``-zCDP in it (``rho_{i+1} = rho``). With relabelling, the pool
-    first goes through the exponential mechanism over the fixed class with a
-    fixed public prior, at ``epsilon_r = sqrt(8 s rho)`` (``s =``
-    :data:`RELABEL_RHO_SHARE`; mistakes have sensitivity 1):
-    ``epsilon_r``-DP with bounded range, hence ``epsilon_r^2 / 8 = s rho``-zCDP
-    (McSherry & Talwar 2007; Cesar & Rogers 2021); given the drawn
-    hypothesis, the two relabelled pools differ in one row, so phase ``i +
-    1``'s answers, at ``rho_{i+1} = (1 - s) rho``, add ``(1 - s) rho`` by
-    adaptive composition: ``rho`` in total. All later phases are
-    post-processing of those answers and the adversary's queries. The noise
-    of each answer is independent and no state depends on the answer values,
-    so the other answers of a query's own phase have the same law in both
-    worlds (the within-phase gap of :class:`GenericBBLClassifier`'s proof
-    does not arise); the schedule is public, so nothing leaks through its
-    timing. Every individual pays ``(epsilon, delta)`` once, for an unbounded
-    run: phases never compose for one individual because each phase is fed
-    fresh queries. The paper's own LabelBoost draws among the *dichotomies*
-    of the pool, a candidate set that changes with the pool's points, and
-    pays ``+3`` in epsilon for it (Lemma C.1), which only its
-    privacy-amplifying sub-samples make affordable; the fixed class with a
-    public prior avoids that cost.
-
-    With ``aggregator="between_thresholds"`` each phase instead runs MultiBT
-    (thresholds ``1/2 -+ threshold_gap/2``, ``top_budget`` TOPs, instances at
-    the ``(eps', delta')`` whose composition is ``(epsilon, delta)``, and the gap
-    condition checked for the phase's ``T_i``): the guarantee holds for
-    training rows and for queries across phases, but, as in GenericBBL, not
-    for a query's effect on its own phase's BT state (the TOP count and the
-    halt). The predictor halts at the ``top_budget``-th TOP of a phase.
-    Relabelling is offered with the Gaussian vote only.
-
-    **Lost:** the everlasting PAC guarantee and the VC-based sizing. Errors
-    can still compound when the teachers are under-provisioned: measured on
-    1-D thresholds with 10 rows per teacher and constant phases
-    (``phase_growth=1``), ``T = 32000`` keeps 0.7% error per phase, ``T =
-    8000`` drifts from 4.5% to 11.9%; on Adult at ``(4, 1e-6)`` with 32 561
-    training rows, teachers of 12-24 rows answer the majority label from
-    phase 2 on, with or without growth (see the user guide). Utility assumes
-    i.i.d. queries: queries become training data, so an adversary can poison
-    accuracy (never privacy).
-
-    **Accountant.** An attached ``accountant`` is charged for every answered
-    row, before any noise is drawn, at the per-query guarantee
-    (``privacy_guarantee_.details``). For the Gaussian vote that is one
-    Gaussian answer of sensitivity 1 at ``sigma = sqrt(R / (2 rho))``:
-    ``rho / R``-zCDP, charged as ``(eps_of_rho(rho / R, delta / R), delta /
-    R)`` with ``rho / R`` as the row's zCDP parameter (any row of one
-    teacher's block, a training row in phase 1 or a labelled query later, is
-    protected at this level by each answer). For ``"between_thresholds"`` it
-    is one instance's ``(eps', delta')`` (Lemma C.3). A call that crosses
-    phases is charged at the largest per-row guarantee of the phases it
-    reaches (phase ``i``'s is ``rho / R_i``, relabelling included: it is
-    spread over the ``R_i`` answers it precedes). A refused charge raises
-    :class:`~skprivpred.exceptions.BudgetExhaustedError` and changes nothing.
-    The per-row charges add up to more than ``privacy_guarantee_`` (the
-    whole stream's guarantee); they make the answers count against a budget
-    shared with other releases of the same data.
-
-    Votes, teachers and buffered queries are secret; ``predict_proba`` and
-    ``decision_function`` are not offered.
-
-    **Nothing raises beside the answer.** The queries of a phase become the
-    next phase's training pool, so everything the phase boundary needs of a
-    query is checked when the query is asked, before anything is charged: a
-    query is kept in the training set's form (an array query to a predictor
-    fitted on a DataFrame becomes a DataFrame with the training columns; one
-    fitted on a sparse matrix takes numeric dense queries only), and with a
-    ``hypothesis_class`` it must be a point of the class (its ``prepare``:
-    an index outside a prediction matrix's domain is refused, for example).
-    Relabelling never raises afterwards (a callable hypothesis that gives no
-    0/1 label on a point labels it 0 there), and a teacher whose ``fit``
-    raises becomes a constant teacher (see ``estimator``), so the call that
-    crosses a phase boundary never fails because of what someone else asked.
-
-    **One live copy.** The phase state (the teachers, the secret sub-samples,
-    the queries kept for the next phase, how many of the phase's queries were
-    answered) lives in the object that ``fit`` returned, in the process that
-    ran ``fit``. A copy of it (pickle, joblib, ``copy.deepcopy``; in this
-    process or another) and the object itself in a child process forked after
-    ``fit`` (``os.fork``, a fork-based ``multiprocessing.Pool``, a
-    pre-forking server) refuse ``predict``, ``query`` and ``score`` with
-    :class:`~skprivpred.ForkedStateError` before anything is charged:
-    answering from two copies would answer more queries per phase than the
-    guarantee allows and re-use the phase's secrets. A copy may be refit,
-    which starts a new predictor that it owns (refitting on the same data
-    composes privacy loss). To answer from several processes, send every
-    query to the process that fitted the predictor.
+    See the user guide: :ref:`everlasting`.
 
     Parameters
     ----------
@@ -2295,15 +2120,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         before (and as its pool holds rows), so rows per teacher grow by about
         ``sqrt(g)`` per phase. ``1.0`` is the constant schedule of version 0.1
         (more rows per teacher in phase 1, never more later).
-    hypothesis_class : "thresholds", ThresholdClass, FiniteHypothesisClass or None, default=None
+    hypotheses : "thresholds", ThresholdClass, FiniteHypothesisClass or None, default=None
         The task's concept class, public, for relabelling each finished
-        phase's pool through it before the next phase is trained (see above;
+        phase's pool through it before the next phase is trained (the
+        LabelBoost step of the paper, with a fixed public prior;
         ``"thresholds"`` is ``ThresholdClass()``: one feature, increasing,
         Cauchy prior at 0 with scale 1; pass a ``ThresholdClass`` with the
         feature's public scale otherwise). ``None``: the next phase trains on
         the released answers as they are, the only choice when the class
         cannot be enumerated (most scikit-learn learners). Needs
-        ``aggregator="gaussian"``. Every query must be a point of the class
+        ``vote_release="gaussian"``. Every query must be a point of the class
         (its ``prepare``, called before the query is charged). A class of
         your own is accepted in the row-wise protocol only (the Notes of
         :class:`~skprivpred.hypotheses.HypothesisClass`: ``n_hypotheses``,
@@ -2312,8 +2138,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         every hypothesis; its points are the validated float rows);
         anything else, a subclass of a library class included, is refused
         with :class:`~skprivpred.exceptions.InvalidParameterError`.
-    aggregator : {"gaussian", "between_thresholds"}, default="gaussian"
-        The per-query mechanism.
+    vote_release : {"gaussian", "between_thresholds"}, default="gaussian"
+        How the teachers' vote is released for each query: a Gaussian noisy
+        vote, or BetweenThresholds (MultiBT per phase, which can halt).
     top_budget : int, default=None
         TOPs per phase for ``"between_thresholds"``; ``None`` takes the largest
         budget for which the gap condition holds.
@@ -2329,9 +2156,22 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         information about the training data).
     accountant : PrivacyAccountant, default=None
         Charged for every answered row, before it is answered, at the
-        per-query guarantee (see **Accountant** above).
+        per-query guarantee of its phase (``privacy_guarantee_.details``; a
+        call that crosses phases at the largest).
     n_jobs : int, default=None
         joblib jobs for the teacher fits (any joblib backend).
+    hypothesis_class : default="deprecated"
+        Old name of ``hypotheses``.
+
+        .. deprecated:: 0.4
+            ``hypothesis_class`` was renamed ``hypotheses`` in 0.4 and will be
+            removed in 0.6.
+    aggregator : {"gaussian", "between_thresholds"}, default="deprecated"
+        Old name of ``vote_release``.
+
+        .. deprecated:: 0.4
+            ``aggregator`` was renamed ``vote_release`` in 0.4 and will be
+            removed in 0.6.
 
     Attributes
     ----------
@@ -2342,10 +2182,10 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     n_teachers_ : int
         ``T_1`` (every phase's sizes: ``phase_schedule_``).
     noise_sigma_ : float or None
-        Standard deviation of phase 1's vote noise (Gaussian aggregator).
+        Standard deviation of phase 1's vote noise (Gaussian vote release).
     relabel_epsilon_ : float or None
-        ``epsilon_r`` of the relabelling draw (``None`` without a
-        ``hypothesis_class``).
+        ``epsilon_r`` of the relabelling draw (``None`` without
+        ``hypotheses``).
     privacy_guarantee_ : PrivacyGuarantee
         ``(epsilon, delta)`` (and, for the Gaussian vote, ``rho``) for each
         training row and each query over the whole unbounded stream;
@@ -2365,7 +2205,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((4000, 1)); y = (X[:, 0] >= 0.3).astype(int)
     >>> clf = PrivateEverlastingClassifier(
-    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, hypothesis_class="thresholds",
+    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, hypotheses="thresholds",
     ...     classes=[0, 1], random_state=0,
     ... ).fit(X, y)
     >>> [(p["n_teachers"], p["phase_length"]) for p in clf.phase_schedule_]
