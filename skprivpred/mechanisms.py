@@ -1878,6 +1878,14 @@ class BetweenThresholds:
     limitation: floating-point Laplace samplers are open to precision attacks,
     Mironov 2012).
 
+    **Guarantee.** Each instance is ``(eps', delta')``-DP when the gap
+    condition ``t_u - t_l >=`` :func:`between_thresholds_gap` holds (Bun,
+    Steinke & Ullman 2017; Lemma C.3 of Naor et al. 2023); ``c`` instances
+    compose by :func:`between_thresholds_composition`.
+
+    See the user guide: :ref:`everlasting` (the everlasting predictors answer
+    with it).
+
     Parameters
     ----------
     lower, upper : float
@@ -1895,6 +1903,13 @@ class BetweenThresholds:
         TOP outcomes so far.
     halted : bool
         Whether the ``top_budget``-th TOP occurred.
+
+    References
+    ----------
+    M. Bun, T. Steinke and J. Ullman. Make Up Your Mind: The Price of Online
+    Queries in Differential Privacy. SODA 2017.
+    M. Naor, K. Nissim, U. Stemmer and C. Yan. Private Everlasting Prediction.
+    NeurIPS 2023, Appendix C.
     """
 
     def __init__(
