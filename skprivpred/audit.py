@@ -84,7 +84,7 @@ def clopper_pearson(
         FutureWarning,
         stacklevel=2,
     )
-    return _clopper_pearson(k, n, alpha)
+    return _clopper_pearson(k, n, float(alpha))
 
 
 _UNIT = Interval(Real, 0, 1, closed="neither")
