@@ -384,7 +384,7 @@ def run_everlasting(
         delta=DELTA,
         n_teachers=task.n_teachers,
         phase_growth=PRACTICAL_GROWTH if phase_growth is None else phase_growth,
-        hypothesis_class=hypothesis_class,
+        hypotheses=hypothesis_class,
         random_state=seed,
         classes=CLASSES,
     )

@@ -11,7 +11,7 @@ non-private logistic regression on the same rows.
 
 Each answered row is one ``epsilon``-private release. The number of teachers
 follows the theory's default (Theorem 4.1 of Dwork & Feldman with
-``alpha = 0.1``): smaller epsilon, more teachers, fewer rows per teacher.
+``target_error = 0.1``): smaller epsilon, more teachers, fewer rows per teacher.
 
 To keep the documentation build fast, the example uses 10,000 training rows
 and 2,000 test rows; ``benchmarks/run.py`` runs the full study.

@@ -89,4 +89,4 @@ plt.show()
 # walk recover within ``T`` points. The answers follow the closed-form
 # probability: a saturated walk answers wrongly with probability
 # ``expit(-epsilon T / 2)``, about 18 % here; a larger ``T`` (a smaller
-# ``alpha``) makes saturated answers surer and needs more training points.
+# ``target_error``) makes saturated answers surer and needs more training points.

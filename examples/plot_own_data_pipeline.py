@@ -49,7 +49,7 @@ print(f"non-private:     {baseline.mean():.3f} per fold {np.round(baseline, 3)}"
 print(f"budget spent: {budget.epsilon_spent:g} of {budget.epsilon:g}")
 
 # %%
-# Each fold fits 23 teachers (the count follows from ``epsilon`` and ``alpha``
+# Each fold fits 23 teachers (the count follows from ``epsilon`` and ``target_error``
 # alone) on about 455 rows: about 20 rows per teacher.
 fig, ax = plt.subplots(figsize=(6, 3.2))
 positions = np.arange(1, 6)

@@ -127,7 +127,7 @@ class SubsampleMixin(PrivatePredictorMixin):
             raise InvalidParameterError(
                 f"n_teachers={n_teachers} is larger than the number of training rows "
                 f"n_samples={n_samples}; each teacher needs at least one row. Pass a smaller "
-                f"n_teachers (or a larger alpha), or train on at least {n_teachers} rows."
+                f"n_teachers (or a larger target_error), or train on at least {n_teachers} rows."
             )
         if n_samples // n_teachers < 2:
             warn_user(

@@ -27,12 +27,14 @@ from ._warnings import warn_user
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
 from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
 from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
+from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
 from .utils._param_validation import HasMethods, Interval, StrOptions, UserCodeParam
 
 __all__ = ["SubsampleAggregateClassifier"]
 
 # How often a call that straddles the horizon recounts when other copies take rows meanwhile.
 _HORIZON_RETRIES = 8
+_TARGET_ERROR = [Interval(Real, 0, 1, closed="neither")]
 
 #: Many-query mode's default rule gives every teacher at least this many rows per class.
 ROWS_PER_CLASS = 10
@@ -41,64 +43,23 @@ ROWS_PER_CLASS = 10
 class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimator):
     """Private prediction by subsample-and-aggregate with a soft majority vote.
 
-    The training set is cut into ``n_teachers`` disjoint random parts; one clone of
-    ``estimator`` (a *teacher*) is fitted on each part. A query row ``x`` is
-    answered by drawing label ``k`` with probability proportional to
-    ``exp(epsilon * c_k(x) / 2)``, where ``c_k(x)`` is the number of teachers
-    voting ``k`` (the exponential mechanism with the vote count as score). For
-    two labels this is ``P(1) = expit(epsilon (c_1 - c_0) / 2)``.
+    One clone of ``estimator`` (a teacher) is fitted on each of ``n_teachers``
+    disjoint random parts of the training set. A query row is answered by
+    drawing label ``k`` with probability proportional to
+    ``exp(epsilon * c_k / 2)``, ``c_k`` being the number of teachers voting
+    ``k`` (the exponential mechanism).
 
-    **Privacy guarantee.** Neighbouring training sets have the same size and
-    differ in one row (*replace-one*). Each row passed to ``predict`` (or to
-    ``score``, which calls ``predict``) is one query and is answered with fresh
-    noise; every answer is ``(epsilon, 0)``-differentially private with respect
-    to the training set (Dwork & Feldman 2018, Theorem 4.1): one changed row
-    changes one teacher, hence moves one vote, hence changes every output
-    probability by a factor at most ``exp(epsilon)``. ``m`` rows cost
-    ``m * epsilon`` under basic composition; attach a
-    :class:`~skprivpred.PrivacyAccountant` to enforce a total budget.
-    ``fit`` releases nothing. **Corrected constant:** the paper's prose weights
-    each vote by ``exp(epsilon * count)``, which is only ``2 epsilon``-private;
-    the theorem's proof, and this estimator, use ``exp(epsilon * count / 2)``.
+    **Guarantee.** Replace-one neighbours: every answered row (``predict``,
+    ``score``) is ``(epsilon, 0)``-DP (Dwork & Feldman 2018, Theorem 4.1, with
+    the proof's ``epsilon / 2`` weight), charged to ``accountant`` before any
+    noise is drawn; ``fit`` releases nothing. With ``n_queries`` set, all
+    answers together are ``(total_epsilon, total_delta)``-DP (zCDP composition
+    of the ``eps0^2 / 8``-zCDP votes), and a call crossing the horizon raises
+    or goes to the student. The teachers, votes and exact probabilities are
+    secret (no ``predict_proba``); a pickled model holds the teachers.
 
-    **Many queries under one total budget** (``n_queries`` set). The
-    estimator then answers at most ``n_queries`` rows in all (the *horizon*,
-    public and fixed before the first answer), each with the per-row epsilon
-    ``eps0 = max(total_epsilon / q, sqrt(8 rho_cap(total_epsilon, total_delta) / q))``:
-    the soft-majority vote is ``eps0``-bounded-range, hence ``eps0^2/8``-zCDP
-    (Cesar & Rogers 2021), ``q`` rows compose to ``q eps0^2 / 8``-zCDP (Bun &
-    Steinke 2016), which the tight Renyi conversion (Balle et al. 2020) turns
-    into ``(total_epsilon, total_delta)``; ``q`` rows are also ``q eps0``-DP by
-    basic composition, and the larger ``eps0`` of the two is used. The whole
-    transcript of answers, to any adaptively chosen queries, is
-    ``(total_epsilon, total_delta)``-DP. A call that would cross the horizon
-    raises :class:`~skprivpred.BudgetExhaustedError` before drawing any noise,
-    or (``on_exhausted="student"``) hands the excess rows to the student.
-
-    **The student** (``student=``, PATE-style hand-off): a clone of it is fitted
-    on the released (query, answer) pairs by :meth:`fit_student` (or when the
-    horizon is reached with ``on_exhausted="student"``); from then on every
-    answer comes from it, as post-processing, at no further cost to the training
-    set. The student embeds the queries it learned from: their privacy is *not*
-    protected (the everlasting predictor is the tool for that). Labelling a
-    public unlabelled set with ``fit_student(X_public)`` before answering anyone
-    else avoids it.
-
-    The teachers, the partition, the vote counts and the exact output
-    probabilities are secret: no public attribute or method reveals them, and
-    ``predict_proba`` is not offered because the exact probability discloses the
-    vote count. A pickled fitted estimator contains the teachers: protect it like
-    the training data.
-
-    **Teachers that fail.** Whether a teacher can answer a row depends on its
-    rows (an encoder that never saw a category), so no teacher's exception
-    reaches the caller: a teacher whose ``predict`` raises on a row, or gives
-    a label outside ``classes``, votes ``classes[0]`` for that row (the batch
-    is retried on halves, down to single rows, so that only the failing rows
-    get that vote), and a teacher whose ``fit`` raises votes ``classes[0]``
-    for every row. The row is charged and answered as any other; only public
-    checks (width, finiteness, column names; never a dtype, category list or
-    range read from the training rows) refuse a call, before any charge.
+    See the user guide: :ref:`subsample` (and :ref:`many-queries`,
+    :ref:`teachers-that-fail`).
 
     Parameters
     ----------
@@ -122,16 +83,11 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         ``total_epsilon`` and the per-row epsilon is derived from it).
     n_teachers : int, default=None
         Number of disjoint parts ``r`` (public; between 1 and the number of
-        training rows). ``None`` derives it from ``alpha`` and ``epsilon`` by
-        Dwork & Feldman (2018), Theorem 4.1:
-        ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` for ``K`` classes (23
-        for ``alpha=0.1, epsilon=1`` and two classes). In many-query mode that
-        rule is capped at ``n_samples // (10 K)`` teachers, so that every
-        teacher keeps ten rows per class: on Adult at a total
-        ``(1, 1e-6)`` and 5,000 queries the rule alone gives 3,546 teachers of
-        9 rows (expected accuracy 0.774), the cap 1,628 of 20 (0.796; the
-        *Many queries* page of the user guide).
-    alpha : float, default=0.1
+        training rows). ``None``: Theorem 4.1's
+        ``ceil(6 ln(4 (K - 1) / target_error) / epsilon)`` for ``K`` classes
+        (23 for ``target_error=0.1, epsilon=1``, two classes), capped in
+        many-query mode at ``n_samples // (10 K)``.
+    target_error : float, default=0.1
         Target error in (0, 1) (not a regularisation strength); only used to
         derive ``n_teachers``.
     classes : array-like, default=None
@@ -187,6 +143,12 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     on_exhausted : {"raise", "student"}, default="raise"
         What a call crossing the horizon does: raise (nothing answered), or
         answer the rows beyond it with the student (needs ``student``).
+    alpha : float, default="deprecated"
+        Old name of ``target_error``.
+
+        .. deprecated:: 0.4
+            ``alpha`` was renamed ``target_error`` in 0.4 and will be removed
+            in 0.6.
 
     Attributes
     ----------
@@ -221,14 +183,6 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
     --------
     skprivpred.audit.audit_epsilon : Black-box audit of the per-query epsilon.
 
-    Notes
-    -----
-    Model selection with :class:`~sklearn.model_selection.GridSearchCV` or
-    ``cross_val_score`` on the private data is *not* private: every score spends
-    ``epsilon`` per evaluated row again, and the selected hyper-parameters are a
-    data-dependent release. Choose ``n_teachers`` from ``alpha`` (theory) or tune
-    on public or surrogate data.
-
     References
     ----------
     C. Dwork and V. Feldman. Privacy-preserving Prediction. COLT 2018,
@@ -252,7 +206,8 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         "estimator": [UserCodeParam(HasMethods(["fit", "predict"]), kind="estimator"), None],
         "epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "n_teachers": [Interval(Integral, 1, None, closed="left"), None],
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "target_error": _TARGET_ERROR,
+        "alpha": deprecated_constraints(_TARGET_ERROR, "target_error"),
         "classes": ["array-like", None],
         "accountant": [PrivacyAccountant, None],
         "n_jobs": [Integral, None],
@@ -271,7 +226,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         *,
         epsilon: float | None = None,
         n_teachers: int | None = None,
-        alpha: float = 0.1,
+        target_error: float = 0.1,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
@@ -282,11 +237,12 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         min_samples_per_teacher: int | None = None,
         student: BaseEstimator | None = None,
         on_exhausted: str = "raise",
+        alpha: float | str = DEPRECATED,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
         self.n_teachers = n_teachers
-        self.alpha = alpha
+        self.target_error = target_error
         self.classes = classes
         self.accountant = accountant
         self.n_jobs = n_jobs
@@ -297,6 +253,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         self.min_samples_per_teacher = min_samples_per_teacher
         self.student = student
         self.on_exhausted = on_exhausted
+        self.alpha = alpha
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit one teacher per disjoint random part of the training set.
@@ -365,7 +322,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         int
             ``n_teachers`` if set; else ``n_samples // min_samples_per_teacher``
             (at least 1) if that is set; else Dwork & Feldman's
-            ``ceil(6 ln(4 (K - 1) / alpha) / epsilon)`` at the per-row epsilon,
+            ``ceil(6 ln(4 (K - 1) / target_error) / epsilon)`` at the per-row epsilon,
             capped in many-query mode at ``n_samples // (10 K)`` (ten rows per
             class and teacher: past that, more teachers of fewer rows learn
             nothing more, and no accounting recovers it).
@@ -378,7 +335,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             return int(self.n_teachers)
         if self.min_samples_per_teacher is not None:
             return max(1, int(n_samples) // int(self.min_samples_per_teacher))
-        theory = pac_n_partitions(self.alpha, budget["epsilon_per_query"], n_classes)
+        theory = pac_n_partitions(budget["target_error"], budget["epsilon_per_query"], n_classes)
         if budget["horizon"] is None:
             return theory
         # Many-query mode: a long horizon asks for thousands of teachers, past the point
@@ -391,8 +348,10 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
 
         Per-row mode (``n_queries=None``) takes ``epsilon`` and refuses
         ``total_epsilon``/``total_delta``; many-query mode takes
-        ``total_epsilon`` (and ``total_delta``) and refuses ``epsilon``.
+        ``total_epsilon`` (and ``total_delta``) and refuses ``epsilon``. The
+        target error is read here, through its deprecated old name ``alpha`` too.
         """
+        target_error = renamed_param(self, "alpha", "target_error")
         if self.n_teachers is not None and self.min_samples_per_teacher is not None:
             raise InvalidParameterError(
                 f"n_teachers={self.n_teachers!r} and min_samples_per_teacher="
@@ -411,7 +370,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
                     "use epsilon (the budget of each query row) and leave both None."
                 )
             epsilon = 1.0 if self.epsilon is None else float(self.epsilon)
-            return {"epsilon_per_query": epsilon, "horizon": None}
+            return {"epsilon_per_query": epsilon, "horizon": None, "target_error": target_error}
         if self.epsilon is not None:
             raise InvalidParameterError(
                 f"epsilon={self.epsilon!r} is the budget of each query row, but n_queries is set: "
@@ -431,6 +390,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             "horizon": int(self.n_queries),
             "total_epsilon": total_epsilon,
             "total_delta": total_delta,
+            "target_error": target_error,
         }
 
     def _set_budget(self, budget: dict, n_samples: int) -> None:

@@ -16,6 +16,7 @@ accountant attached, so it spends nobody's budget.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -29,12 +30,15 @@ from sklearn.base import BaseEstimator, clone
 from ._teachers import take_rows
 from ._typing import MatrixLike, VectorLike
 from .accounting import PrivacyGuarantee
-from .utils._param_validation import Interval, validate_parameter_constraints
+from .utils._deprecation import DEPRECATED
+from .utils._param_validation import Interval, check_param, validate_parameter_constraints
 
 __all__ = ["AuditReport", "audit_epsilon", "clopper_pearson", "flip_teacher_neighbour"]
 
 
-def clopper_pearson(k: ArrayLike, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def clopper_pearson(
+    k: ArrayLike, n: int, alpha: float | str = DEPRECATED, *, confidence_level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided Clopper–Pearson interval for a binomial proportion.
 
     Parameters
@@ -43,14 +47,51 @@ def clopper_pearson(k: ArrayLike, n: int, alpha: float) -> tuple[np.ndarray, np.
         Successes.
     n : int
         Trials.
-    alpha : float
-        One minus the coverage of the two-sided interval, in (0, 1).
+    alpha : float, default="deprecated"
+        One minus the coverage, in (0, 1): the old way to ask for the coverage.
+
+        .. deprecated:: 0.4
+            ``alpha`` (the significance) was replaced by ``confidence_level``
+            (``= 1 - alpha``, as in :func:`scipy.stats.binomtest`'s
+            ``proportion_ci``) in 0.4 and will be removed in 0.6. Given (by
+            position or by name), it keeps its meaning, with a ``FutureWarning``.
+    confidence_level : float, default=0.95
+        Coverage of the two-sided interval, in (0, 1).
 
     Returns
     -------
     lower, upper : ndarray
-        Exact (conservative) bounds with coverage at least ``1 - alpha``.
+        Exact (conservative) bounds with coverage at least ``confidence_level``.
+
+    Examples
+    --------
+    >>> lower, upper = clopper_pearson(7, 50, confidence_level=0.99)
+    >>> f"{float(lower):.3f} {float(upper):.3f}"
+    '0.042 0.309'
     """
+    if isinstance(alpha, str) and alpha == DEPRECATED:
+        check_param(confidence_level, "confidence_level", _UNIT, caller_name="clopper_pearson")
+        return _clopper_pearson(k, n, 1.0 - float(confidence_level))
+    if confidence_level != 0.95:
+        raise TypeError(
+            "clopper_pearson() got both 'confidence_level' and its deprecated predecessor "
+            "'alpha' (= 1 - confidence_level); pass only 'confidence_level'."
+        )
+    warnings.warn(
+        "`alpha` of clopper_pearson was replaced by `confidence_level` (= 1 - alpha) in 0.4 "
+        "and will be removed in 0.6; use clopper_pearson(k, n, confidence_level=1 - alpha) "
+        "instead.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return _clopper_pearson(k, n, float(alpha))
+
+
+_UNIT = Interval(Real, 0, 1, closed="neither")
+
+
+def _clopper_pearson(k: ArrayLike, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of coverage ``1 - alpha`` (``alpha / 2`` in each tail)."""
     k = np.asarray(k, dtype=float)
     lower = np.where(k > 0, beta.ppf(alpha / 2, k, n - k + 1), 0.0)
     upper = np.where(k < n, beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
@@ -281,8 +322,8 @@ def _report(counts, outcomes, n_trials, claimed, confidence) -> AuditReport:
     n_tests = c1.size
     # Two intervals per (query, outcome), Bonferroni over all of them.
     alpha_each = (1.0 - confidence) / (2 * n_tests)
-    lo1, hi1 = clopper_pearson(c1, n_trials, alpha_each)
-    lo2, hi2 = clopper_pearson(c2, n_trials, alpha_each)
+    lo1, hi1 = _clopper_pearson(c1, n_trials, alpha_each)
+    lo2, hi2 = _clopper_pearson(c2, n_trials, alpha_each)
     with np.errstate(divide="ignore"):  # a lower bound of 0 has log -inf: no evidence there
         bound = np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))
     # The observed ratio only where both counts are positive (log 0 - log 0 is undefined).

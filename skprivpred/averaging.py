@@ -45,6 +45,7 @@ from .mechanisms import (
     laplace_scale,
     sample_categorical,
 )
+from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
 from .utils._param_validation import Bounds, HasMethods, Interval, StrOptions, UserCodeParam
 
 __all__ = [
@@ -57,6 +58,9 @@ __all__ = [
 # Real-valued releases are noised on a public grid of step sensitivity / GRID_STEPS
 # (see mechanisms.grid_laplace_release): the noise scale grows by 1/GRID_STEPS.
 GRID_STEPS = DEFAULT_GRID_STEPS
+
+_TARGET_ERROR = [Interval(Real, 0, 1, closed="neither")]
+_LABEL_RULE = [StrOptions({"sample", "threshold"})]
 
 
 def project_to_simplex(V) -> np.ndarray:
@@ -145,55 +149,21 @@ class _NoisyAverageMixin(SubsampleMixin):
 class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstimator):
     """Private prediction by averaging disjoint teachers and adding calibrated noise.
 
-    The training set is cut into ``n_teachers`` disjoint random parts and one
-    clone of ``estimator`` (a teacher) is fitted on each. For a query row ``x``
-    the teachers' outputs are averaged: ``v(x) = (1/r) sum_j s_j(x)``, where
-    ``s_j`` is teacher ``j``'s one-hot vote (``base_output="label"``) or its
-    probability vector (``base_output="proba"``). One changed training row
-    changes one teacher, so ``v`` moves by at most ``1/r`` (two labels) or
-    ``2/r`` in L1 norm (more labels); noise calibrated to that makes each
-    answer private.
+    One clone of ``estimator`` (a teacher) is fitted on each of ``n_teachers``
+    disjoint random parts; a query row is answered from the noisy average of
+    the teachers' votes (or probability vectors): ``predict`` turns it into a
+    label by ``label_rule``, ``predict_proba`` and ``decision_function``
+    release the noisy average itself.
 
-    - Two labels, ``predict`` with ``prediction_rule="sample"`` (the paper's
-      rule): answers 1 with probability ``q(v) = E[clip(v + Lap(1/(r eps)), 0,
-      1)]``, drawn from the closed form (``laplace_clip_bernoulli_proba``), never
-      from a sampled float. ``"threshold"`` answers ``1[v + Lap >= 1/2]``, again
-      from its closed form.
-    - ``predict_proba`` releases the noisy average itself, clipped to [0, 1]
-      (two labels) or projected onto the simplex (more labels): a private,
-      useful score. ``decision_function`` releases ``v + noise - 1/2`` (two
-      labels) or the noisy averages. Real-valued releases use integer noise on
-      a public grid of step ``sensitivity_ / 1000`` (exact ``epsilon``-DP, immune
-      to the floating-point attack on naive Laplace sampling; the noise is
-      0.1% wider than continuous Laplace for two labels).
-    - More than two labels: each coordinate of ``v`` gets its own noise
-      (L1 sensitivity ``2/r``); ``predict`` draws from the projected noisy
-      vector (``"sample"``) or takes its argmax (``"threshold"``).
+    **Guarantee.** Replace-one neighbours: one row moves the average by at most
+    ``1/r`` (``2/r`` in L1 norm with more than two labels), so every row of
+    every query call is ``(epsilon, delta)``-DP (``delta = 0`` with Laplace
+    noise; Dwork & Feldman 2018, Lemma 4.5 with the stability of Lemma 4.6 and
+    the Laplace scale ``gamma / epsilon``), charged before any noise is drawn.
+    Real values are released on a public grid with exact integer noise. The
+    teachers and the averages are secret.
 
-    **Privacy guarantee.** Replace-one neighbours (same size, one row
-    replaced). Each row passed to ``predict``, ``predict_proba``,
-    ``decision_function`` or ``score`` is one query; every call draws fresh
-    noise and is ``(epsilon, delta)``-DP per row (``delta = 0`` with Laplace
-    noise), so asking two methods about the same row costs twice (Dwork &
-    Feldman 2018, Lemma 4.5 with the stability ``1/r`` of Lemma 4.6 and the
-    partition count of Corollary 4.7). **Corrected constants:** the Laplace scale
-    is ``gamma / epsilon`` (the proof of Lemma 4.5 writes ``epsilon / gamma``);
-    ``alpha`` gives ``r = ceil(2 / (alpha epsilon))`` as in Corollary 4.7 (its
-    preceding text says ``1 / (alpha epsilon)``). The teachers, the averages and
-    the exact probabilities are secret.
-
-    **Teachers that fail.** Whether a teacher can answer a row depends on its
-    rows (an encoder that never saw a category), so no teacher's exception
-    reaches the caller. On a row where a teacher's ``predict`` raises or gives
-    a label outside ``classes``, its vote is ``classes[0]``
-    (``base_output="label"``); where its ``predict_proba`` raises or gives a
-    non-finite probability, its vector is uniform over ``classes``
-    (``base_output="proba"``). The batch is retried on halves, down to single
-    rows, so only the failing rows get that value; a teacher whose ``fit``
-    raises votes ``classes[0]`` for every row. The row is charged and answered
-    as any other; only public checks (width, finiteness, column names; never a
-    dtype, category list or range read from the training rows) refuse a call,
-    before any charge.
+    See the user guide: :ref:`subsample` (and :ref:`teachers-that-fail`).
 
     Parameters
     ----------
@@ -203,15 +173,16 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     epsilon : float, default=1.0
         Privacy parameter of each answered row and method call, > 0.
     n_teachers : int, default=None
-        Number of parts ``r`` (public). ``None``: ``ceil(2 / (alpha epsilon))``
-        (20 at ``alpha=0.1, epsilon=1``).
-    alpha : float, default=0.1
+        Number of parts ``r`` (public). ``None``:
+        ``ceil(2 / (target_error epsilon))`` (20 at ``target_error=0.1``,
+        ``epsilon=1``).
+    target_error : float, default=0.1
         Target excess error in (0, 1) (not a regularisation strength); only
         used to derive ``n_teachers``.
     base_output : {"label", "proba"}, default="label"
         What each teacher contributes: its predicted label (the paper) or its
         ``predict_proba`` (same sensitivity).
-    prediction_rule : {"sample", "threshold"}, default="sample"
+    label_rule : {"sample", "threshold"}, default="sample"
         How ``predict`` turns the noisy average into a label.
     classes : array-like, default=None
         The public label set (``None`` reads it from ``y`` with a
@@ -234,6 +205,18 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the fit stream (partition) and the query stream (noise). ``None``
         (OS entropy) in deployment; a known seed voids the guarantee.
+    alpha : float, default="deprecated"
+        Old name of ``target_error``.
+
+        .. deprecated:: 0.4
+            ``alpha`` was renamed ``target_error`` in 0.4 and will be removed
+            in 0.6.
+    prediction_rule : {"sample", "threshold"}, default="deprecated"
+        Old name of ``label_rule``.
+
+        .. deprecated:: 0.4
+            ``prediction_rule`` was renamed ``label_rule`` in 0.4 and will be
+            removed in 0.6.
 
     Attributes
     ----------
@@ -261,6 +244,11 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
     --------
     SubsampleAggregateClassifier : Soft-majority vote; better when teachers agree.
 
+    References
+    ----------
+    C. Dwork and V. Feldman. Privacy-preserving Prediction. COLT 2018,
+    Section 4 (Lemmas 4.5 and 4.6, Corollary 4.7).
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
@@ -279,10 +267,12 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
 
     _parameter_constraints: dict = {
         **_NOISY_AVERAGE_CONSTRAINTS,
-        "alpha": [Interval(Real, 0, 1, closed="neither")],
+        "target_error": _TARGET_ERROR,
         "base_output": [StrOptions({"label", "proba"})],
-        "prediction_rule": [StrOptions({"sample", "threshold"})],
+        "label_rule": _LABEL_RULE,
         "classes": ["array-like", None],
+        "alpha": deprecated_constraints(_TARGET_ERROR, "target_error"),
+        "prediction_rule": deprecated_constraints(_LABEL_RULE, "label_rule"),
     }
 
     def __init__(
@@ -291,28 +281,32 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         *,
         epsilon: float = 1.0,
         n_teachers: int | None = None,
-        alpha: float = 0.1,
+        target_error: float = 0.1,
         base_output: str = "label",
-        prediction_rule: str = "sample",
+        label_rule: str = "sample",
         classes: VectorLike | None = None,
         noise: str = "laplace",
         delta: float = 0.0,
         accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
         random_state: RandomStateLike = None,
+        alpha: float | str = DEPRECATED,
+        prediction_rule: str = DEPRECATED,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
         self.n_teachers = n_teachers
-        self.alpha = alpha
+        self.target_error = target_error
         self.base_output = base_output
-        self.prediction_rule = prediction_rule
+        self.label_rule = label_rule
         self.classes = classes
         self.noise = noise
         self.delta = delta
         self.accountant = accountant
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.alpha = alpha
+        self.prediction_rule = prediction_rule
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Fit one teacher per disjoint random part of the training set.
@@ -339,11 +333,13 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             The fitted estimator.
         """
         self._check_fit_arguments(fit_params)
+        target_error = renamed_param(self, "alpha", "target_error")
+        label_rule = renamed_param(self, "prediction_rule", "label_rule")
         epsilon, delta = float(self.epsilon), float(self.delta)
         estimator = self._base_estimator()
         with self._unchanged_on_error():
             X, y, classes, n_samples = self._classifier_training_data(X, y)
-            n_teachers = self.n_teachers_for(n_samples, len(classes))
+            n_teachers = self._n_teachers_rule(target_error)
             teachers = self._fit_teachers(
                 estimator,
                 X,
@@ -354,7 +350,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             )
             self._teachers = teachers
             self._ensemble = TeacherEnsemble(teachers, classes)
-            self._base_output, self._prediction_rule = self.base_output, self.prediction_rule
+            # (_prediction_rule: the fitted label rule, read by the query methods)
+            self._base_output, self._prediction_rule = self.base_output, label_rule
             self.classes_ = classes
             if len(classes) > 2 and self.noise == "gaussian":
                 raise InvalidParameterError(
@@ -365,7 +362,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
                 epsilon, delta, sensitivity=(1.0 if len(classes) == 2 else 2.0) / n_teachers
             )
             self._best_case = _average_best_case(
-                self.noise, self.prediction_rule, epsilon, delta, n_teachers, len(classes)
+                self.noise, label_rule, epsilon, delta, n_teachers, len(classes)
             )
             warn_if_hopeless(type(self).__name__, self._best_case)
         return self
@@ -385,13 +382,16 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         Returns
         -------
         int
-            ``n_teachers`` if set; else Dwork & Feldman's ``ceil(2 / (alpha
-            epsilon))`` (Corollary 4.7).
+            ``n_teachers`` if set; else Dwork & Feldman's
+            ``ceil(2 / (target_error epsilon))`` (Corollary 4.7).
         """
         self._validate_params()
+        return self._n_teachers_rule(renamed_param(self, "alpha", "target_error"))
+
+    def _n_teachers_rule(self, target_error: float) -> int:
         if self.n_teachers is not None:
             return int(self.n_teachers)
-        return agnostic_n_partitions(self.alpha, float(self.epsilon))
+        return agnostic_n_partitions(target_error, float(self.epsilon))
 
     def _check_params(self) -> None:
         """Cross-parameter rules: ``noise`` and ``delta``; ``base_output`` and ``estimator``."""
@@ -648,7 +648,7 @@ def _average_best_case(
         value=value,
         meaning="the probability that an answer is the teachers' label when they are unanimous",
         public=f"epsilon = {epsilon:.4g} per answered row, {r} teachers, {k} classes, "
-        f"noise={noise!r}, prediction_rule={rule!r}",
+        f"noise={noise!r}, label_rule={rule!r}",
         remedy=remedy,
     )
 
@@ -691,31 +691,19 @@ def default_tree_depth(n_samples: int, n_teachers: int) -> int:
 class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimator):
     """Private regression by averaging disjoint teachers' clipped outputs plus noise.
 
-    Each teacher's prediction is clipped to the public output range
-    ``y_bounds = (lo, hi)`` and the ``r`` clipped predictions are averaged; one
-    changed training row changes one teacher, so the average moves by at most
-    ``(hi - lo) / r``. Each answer adds integer-valued Laplace-type noise on a
-    public grid of step ``sensitivity_ / 1000`` (exact ``epsilon``-DP, immune
-    to the floating-point attack on naive Laplace sampling) and is clipped to
-    ``y_bounds`` when ``clip_output=True`` (post-processing).
+    One clone of ``estimator`` (a teacher) is fitted on each of ``n_teachers``
+    disjoint random parts; a query row is answered with the average of the
+    teachers' predictions, each clipped to the public range ``y_bounds``, plus
+    exact integer noise on a public grid (clipped to ``y_bounds`` again when
+    ``clip_output=True``, as post-processing).
 
-    **Privacy guarantee.** Replace-one neighbours. Each row passed to
-    ``predict`` or ``score`` is one query, answered with fresh noise and
-    ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise): Dwork & Feldman
-    (2018), Lemma 4.5 with the stability ``(hi - lo) / r`` of Lemma 4.6. **Corrected constant:** the
-    Laplace scale is ``gamma / epsilon`` (the proof writes ``epsilon /
-    gamma``). The output range is public and required: unclipped outputs have
-    unbounded sensitivity.
+    **Guarantee.** Replace-one neighbours: one row moves the average by at most
+    ``(hi - lo) / r``, so every answered row is ``(epsilon, delta)``-DP
+    (``delta = 0`` with Laplace noise; Dwork & Feldman 2018, Lemma 4.5 with
+    the stability of Lemma 4.6 and the Laplace scale ``gamma / epsilon``),
+    charged before any noise is drawn. ``y_bounds`` is public and required.
 
-    **Teachers that fail.** Whether a teacher can answer a row depends on its
-    rows (an encoder that never saw a category), so no teacher's exception
-    reaches the caller: on a row where a teacher's ``predict`` raises or gives
-    a non-finite value, its output is the midpoint of ``y_bounds`` (the batch
-    is retried on halves, down to single rows, so that only the failing rows
-    get it), and a teacher whose ``fit`` raises predicts that midpoint for
-    every row. The row is charged and answered as any other; only public
-    checks (width, finiteness, column names; never a dtype, category list or
-    range read from the training rows) refuse a call, before any charge.
+    See the user guide: :ref:`subsample` (and :ref:`teachers-that-fail`).
 
     Parameters
     ----------
@@ -779,6 +767,11 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         number of teachers in ``details``).
     queries_answered_ : int
         Query rows answered since ``fit``.
+
+    References
+    ----------
+    C. Dwork and V. Feldman. Privacy-preserving Prediction. COLT 2018,
+    Section 4 (Lemmas 4.5 and 4.6).
 
     Examples
     --------

@@ -11,9 +11,9 @@ Two public estimators share one stream engine (:class:`_EverlastingStream`):
 - :class:`GenericBBLClassifier`, the paper's Algorithm GenericBBL (Section 5)
   as written (subsample-and-aggregate teachers, BetweenThresholds with its
   halting budget, LabelBoost relabelling, privacy-amplifying sub-samples). At
-  the paper's constants it needs about 1e25 labelled rows, so ``mode="paper"``
+  the paper's constants it needs about 1e25 labelled rows, so ``constants="paper"``
   mostly computes the schedule and says how much data is missing;
-  ``mode="simulation"`` runs the same code with scaled-down sizes and no
+  ``constants="simulation"`` runs the same code with scaled-down sizes and no
   guarantee.
 - :class:`PrivateEverlastingClassifier`, a practical variant (not in the
   paper): any scikit-learn teacher, an independent Gaussian noisy vote per
@@ -98,6 +98,12 @@ from .mechanisms import (
     exponential_mechanism_sample,
     log_base,
     sample_categorical,
+)
+from .utils._deprecation import (
+    DEPRECATED,
+    deprecated_constraints,
+    renamed_kwargs,
+    renamed_param,
 )
 from .utils._param_validation import (
     Data,
@@ -404,40 +410,47 @@ class PracticalPhase:
         )
 
 
-def _check_paper_ranges(epsilon: float, delta: float, alpha: float, beta: float) -> None:
-    """Theorem 5.1's ranges (``alpha, beta, delta < 1/16``) and Claim 2.7's ``epsilon <= 1``."""
+def _check_paper_ranges(
+    epsilon: float, delta: float, target_error: float, failure_probability: float
+) -> None:
+    """Theorem 5.1's ranges (its ``alpha, beta, delta < 1/16``) and Claim 2.7's ``epsilon <= 1``."""
     if epsilon > 1.0:
         raise PrivacyParameterError(
-            f"epsilon must be <= 1 in mode='paper' (Claim 2.7, the sub-sampling step, needs "
-            f"it), got epsilon={epsilon!r}."
+            f"epsilon must be <= 1 with constants='paper' (Claim 2.7, the sub-sampling step, "
+            f"needs it), got epsilon={epsilon!r}."
         )
-    for name, value in (("alpha", alpha), ("beta", beta), ("delta", delta)):
+    checked = (
+        ("target_error", target_error),
+        ("failure_probability", failure_probability),
+        ("delta", delta),
+    )
+    for name, value in checked:
         if value >= PAPER_PARAMETER_BOUND:
             raise PrivacyParameterError(
-                f"{name} must be < 1/16 in mode='paper' (Theorem 5.1), got {name}={value!r}."
+                f"{name} must be < 1/16 with constants='paper' (Theorem 5.1), got {name}={value!r}."
             )
 
 
 class _GenericBBLSchedule:
     """The phase schedule of GenericBBL: a deterministic function of public parameters.
 
-    ``mode="paper"`` follows Algorithm GenericBBL's formulas verbatim; overrides
+    ``constants="paper"`` follows Algorithm GenericBBL's formulas verbatim; overrides
     of sizes that the privacy proof does not use (``n_teachers``,
     ``teacher_size``, ``phase_length``, ``top_budget``, ``threshold_gap``) are
     allowed and keep the privacy proof (Claims E.5 and E.6 use only the BT gap
     condition of Lemma C.3, the per-instance ``(eps', delta')`` of Claim D.1 and
     the sub-sampling ratio ``epsilon / m``) provided the gap condition holds.
-    ``mode="simulation"`` takes every size from the overrides, with the toy
+    ``constants="simulation"`` takes every size from the overrides, with the toy
     defaults of :data:`SIMULATION_DEFAULTS`, and skips the privacy checks.
     """
 
     def __init__(
-        self, epsilon, delta, alpha, beta, vc_dim, *, mode, overrides, base=LOG_BASE, tau=TAU
+        self, epsilon, delta, alpha, beta, vc_dim, *, constants, overrides, base=LOG_BASE, tau=TAU
     ):
         self.epsilon, self.delta, self.alpha, self.beta = epsilon, delta, alpha, beta
-        self.vc_dim, self.mode, self.base, self.tau = vc_dim, mode, base, tau
+        self.vc_dim, self.constants, self.base, self.tau = vc_dim, constants, base, tau
         self.overrides = dict(overrides)
-        simulated = mode == "simulation"
+        simulated = constants == "simulation"
         self.m = (
             float(self.overrides.get("m", SIMULATION_DEFAULTS["m"]))
             if simulated
@@ -446,7 +459,7 @@ class _GenericBBLSchedule:
 
     def _sizes(self, alpha_i: float, beta_i: float) -> tuple[int, int]:
         """``(lambda_i, T_i)`` from the overrides or the paper's formulas (rounded up)."""
-        if self.mode == "simulation":
+        if self.constants == "simulation":
             defaults = SIMULATION_DEFAULTS
             return (
                 int(self.overrides.get("teacher_size", defaults["teacher_size"])),
@@ -469,7 +482,7 @@ class _GenericBBLSchedule:
         alpha_i, beta_i = self.alpha / 2**i, self.beta / 2**i
         teacher_size, n_teachers = self._sizes(alpha_i, beta_i)
         pool_size = teacher_size * n_teachers
-        simulated = self.mode == "simulation"
+        simulated = self.constants == "simulation"
         phase_length = self.overrides.get("phase_length")
         if phase_length is None:
             phase_length = (
@@ -502,7 +515,7 @@ class _GenericBBLSchedule:
     def required_samples(self) -> int:
         """Rows ``fit`` needs: ``|S_1| = lambda_1 T_1`` is at most a fraction ``eps/m`` of S."""
         needed = ceil_int(self.m * self.phase(1).pool_size / self.epsilon)
-        if self.mode == "paper" and not self.overrides:
+        if self.constants == "paper" and not self.overrides:
             formula = paper_required_samples(
                 self.epsilon, self.delta, self.alpha, self.beta, self.vc_dim, self.base, self.tau
             )
@@ -517,13 +530,13 @@ class _GenericBBLSchedule:
 
     def check_phase(self, params: GenericBBLPhase, next_params: GenericBBLPhase) -> None:
         """Raise if the phase breaks the gap condition (paper mode) or Claim D.6."""
-        if self.mode == "paper" and params.threshold_gap < self.required_gap(params):
+        if self.constants == "paper" and params.threshold_gap < self.required_gap(params):
             raise PrivacyParameterError(
                 f"the BetweenThresholds gap condition fails in phase {params.phase}: the threshold "
                 f"gap is {params.threshold_gap!r} but Lemma C.3 needs at least "
                 f"{self.required_gap(params)!r} with n_teachers={params.n_teachers}, "
                 f"top_budget={params.top_budget}; use more teachers, a smaller top_budget or a "
-                "wider threshold_gap (or mode='simulation', which has no guarantee)."
+                "wider threshold_gap (or constants='simulation', which has no guarantee)."
             )
         if params.unlabelled_size < next_params.pool_size:
             raise PhaseDataError(
@@ -534,11 +547,12 @@ class _GenericBBLSchedule:
             )
 
 
+@renamed_kwargs({"alpha": "target_error", "beta": "failure_probability"})
 def genericbbl_plan(
     epsilon: float,
     delta: float,
-    alpha: float,
-    beta: float,
+    target_error: float,
+    failure_probability: float,
     vc_dim: int,
     log_base: float = LOG_BASE,
     tau: float = TAU,
@@ -552,9 +566,12 @@ def genericbbl_plan(
         Privacy parameter, in (0, 1].
     delta : float
         Privacy parameter, in (0, 1/16).
-    alpha, beta : float
-        Accuracy parameters, in (0, 1/16). The guarantee is error ``6 alpha``
-        with probability ``1 - 4 beta`` (Theorem 5.1).
+    target_error : float
+        Accuracy parameter (the paper's ``alpha``), in (0, 1/16). The
+        guarantee is error ``6 target_error`` (Theorem 5.1).
+    failure_probability : float
+        Confidence parameter (the paper's ``beta``), in (0, 1/16). The
+        guarantee fails with probability at most ``4 failure_probability``.
     vc_dim : int
         VC dimension of the class.
     log_base : float, default=2
@@ -570,12 +587,19 @@ def genericbbl_plan(
     dict
         ``n`` (the paper's required ``|S|``, rounded up), ``required_samples``
         (the rows ``fit`` needs: ``n`` or ``ceil(m |S_1| / eps)`` if larger after
-        rounding), ``m``, ``guarantee`` (``{"error": 6 alpha, "failure": 4 beta,
+        rounding), ``m``, ``guarantee`` (``{"error": 6 target_error, "failure":
+        4 failure_probability,
         "epsilon", "delta"}``), and ``phases``: one dict per phase with the
         fields of :class:`GenericBBLPhase` plus ``required_gap`` (Lemma C.3),
         ``gap_condition_holds``, ``next_pool_size`` and ``bt_composed`` (the
         Observation 2 composition of the phase's ``c_i`` instances, within
         ``(1, delta)`` by Claim D.1).
+
+    Notes
+    -----
+    .. deprecated:: 0.4
+        The keywords ``alpha`` and ``beta`` were renamed ``target_error`` and
+        ``failure_probability`` in 0.4 and will be removed in 0.6.
 
     Examples
     --------
@@ -587,8 +611,8 @@ def genericbbl_plan(
         {
             "epsilon": [_POSITIVE],
             "delta": [_OPEN_UNIT],
-            "alpha": [_OPEN_UNIT],
-            "beta": [_OPEN_UNIT],
+            "target_error": [_OPEN_UNIT],
+            "failure_probability": [_OPEN_UNIT],
             "vc_dim": [_POSITIVE_INT],
             "log_base": [_LOG_BASE_RANGE],
             "tau": [_POSITIVE],
@@ -597,10 +621,18 @@ def genericbbl_plan(
         locals(),
         caller_name="genericbbl_plan",
     )
-    _check_paper_ranges(epsilon, delta, alpha, beta)
+    _check_paper_ranges(epsilon, delta, target_error, failure_probability)
     base = log_base
     schedule = _GenericBBLSchedule(
-        epsilon, delta, alpha, beta, vc_dim, mode="paper", overrides={}, base=base, tau=tau
+        epsilon,
+        delta,
+        target_error,
+        failure_probability,
+        vc_dim,
+        constants="paper",
+        overrides={},
+        base=base,
+        tau=tau,
     )
     listed = []
     for i in range(1, phases + 1):
@@ -617,10 +649,19 @@ def genericbbl_plan(
         )
         listed.append(row)
     return {
-        "n": ceil_int(paper_required_samples(epsilon, delta, alpha, beta, vc_dim, base, tau)),
+        "n": ceil_int(
+            paper_required_samples(
+                epsilon, delta, target_error, failure_probability, vc_dim, base, tau
+            )
+        ),
         "required_samples": schedule.required_samples(),
         "m": schedule.m,
-        "guarantee": {"error": 6 * alpha, "failure": 4 * beta, "epsilon": epsilon, "delta": delta},
+        "guarantee": {
+            "error": 6 * target_error,
+            "failure": 4 * failure_probability,
+            "epsilon": epsilon,
+            "delta": delta,
+        },
         "phases": listed,
     }
 
@@ -912,6 +953,8 @@ LIBRARY_CLASSES = (ThresholdClass, FiniteHypothesisClass)
 ROWWISE_CLASS_METHODS = ("erm_block", "labels_at")
 
 #: The declared constraint of ``hypothesis_class`` (both everlasting predictors).
+_VOTE_RELEASE = [StrOptions({"gaussian", "between_thresholds"})]
+_CONSTANTS = [StrOptions({"paper", "simulation"})]
 _HYPOTHESIS_CLASS_CONSTRAINTS: list = [
     StrOptions({"thresholds"}),
     *(UserCodeParam(cls, kind="hypothesis_class") for cls in LIBRARY_CLASSES),
@@ -921,7 +964,7 @@ _HYPOTHESIS_CLASS_CONSTRAINTS: list = [
 
 def _refuse_hypothesis_class(hypothesis_class: Any, owner: str, why: str) -> InvalidParameterError:
     return InvalidParameterError(
-        f"The 'hypothesis_class' parameter of {owner} must be 'thresholds', a ThresholdClass or "
+        f"The 'hypotheses' parameter of {owner} must be 'thresholds', a ThresholdClass or "
         "a FiniteHypothesisClass (exactly those classes, not subclasses), or a class of your own "
         "in the row-wise protocol: an int n_hypotheses and the methods erm_block(points, labels) "
         "(one teacher's block per call) and labels_at(point) (one point per call); see "
@@ -1029,7 +1072,7 @@ class _RowwiseClass:
                     hclass, owner, "default_vc_dim() is not an integer >= 1."
                 )
         self._vc_dim = int(bound)
-        self._code = user_code(hclass, "hypothesis_class")
+        self._code = user_code(hclass, "hypotheses")
 
     def __repr__(self) -> str:
         return repr(self.user_class)
@@ -1054,7 +1097,7 @@ class _RowwiseClass:
             _labels_at,
             _CheckedLabels(self.n_hypotheses),
             zeros,
-            names=["hypothesis_class"],
+            names=["hypotheses"],
             dtype=np.int8,
         )[0]
         return labels.T
@@ -1083,7 +1126,7 @@ class _RowwiseClass:
             _erm_block,
             _CheckedIndex(self.n_hypotheses),
             0,
-            name="hypothesis_class",
+            name="hypotheses",
         )
         return np.bincount(np.asarray(chosen, dtype=np.intp), minlength=self.n_hypotheses)
 
@@ -1546,114 +1589,32 @@ class GenericBBLClassifier(_EverlastingStream):
     """GenericBBL, the private everlasting predictor of Naor, Nissim, Stemmer & Yan (2023).
 
     A faithful reference implementation of the paper's Algorithm GenericBBL
-    (Section 5). ``fit`` keeps a random sub-sample ``S_1`` of the training set
-    (ratio ``epsilon / m``, ``m = 3 + e^(epsilon + 4)``) and trains ``T_1``
-    teachers by ERM on disjoint blocks of ``lambda_1`` rows. Each query row is
-    answered by BetweenThresholds (BT) on the fraction of teachers voting 1,
-    with thresholds ``1/2 -+ alpha_i``: below answers ``classes_[0]``, above or
-    between (TOP) answers ``classes_[1]``. A phase lasts ``R_i`` queries; at its
-    end LabelBoost relabels a secret sub-sample of the phase's queries (ratio
-    ``epsilon / m``) with one exponential-mechanism draw of a dichotomy of the
-    class, scored on a secret sub-sample of the phase's labelled pool, and the
-    next phase's teachers are trained on the relabelled queries, with
-    ``alpha_{i+1} = alpha_i / 2`` and ``beta_{i+1} = beta_i / 2``. The
-    ``c_i``-th TOP of a phase halts the predictor for good
-    (:class:`PredictorHaltedError`); halting is the algorithm's only failure.
+    (Section 5): teachers trained by ERM on a privacy-amplifying sub-sample,
+    queries answered by BetweenThresholds on the teachers' vote, and each
+    phase's queries relabelled by LabelBoost to train the next phase. The
+    predictor halts (:class:`PredictorHaltedError`) at a phase's last TOP.
 
-    **Privacy guarantee** (``mode="paper"``; Theorem 5.1, Claims E.5 and E.6).
-    Neighbouring inputs differ by *substitution* of one training row, or of one
-    query, in the privacy game of the paper's Figure 1 (the adversary chooses
-    the queries adaptively and sees every answer except the one to the
-    differing query). The whole unbounded transcript of answers, halting
-    included, is ``(epsilon, delta)``-DP for every training row: phase 1's
-    MultiBT is ``(1, delta)``-DP in the teachers (Observation 2, Claim D.1:
-    ``c_1`` instances at ``eps'_1 = 1/(3 sqrt(c_1 ln(2/delta)))``,
-    ``delta'_1 = delta / (2 c_1)``, each private by Lemma C.3 because the gap
-    condition holds), LabelBoost's exponential mechanism on the sub-sampled
-    ``Shat_1`` adds ``epsilon`` (Claim 2.7, Lemma C.1), and sub-sampling
-    ``S_1`` from ``S`` at ratio ``epsilon / m`` brings the total ``(epsilon + 1,
-    delta)`` down to ``(epsilon, delta)``; later phases are post-processing.
-    A query of phase ``i`` can reach the LabelBoost of phase ``i`` (if its slot
-    is kept), one teacher of phase ``i + 1`` and ``Shat_{i+1}``: Lemma C.1 on an
-    ``(epsilon + 1, delta)`` mechanism gives ``(epsilon + 4, 4 e delta)``, and
-    the ``epsilon / m`` sub-sample of the phase's queries brings it to
-    ``(epsilon, delta)``. **Known gap in the paper's proof** (of Claim E.6):
-    whether the differing query itself hit TOP changes the TOP count (hence
-    *when* the predictor halts) and whether BT's threshold noise was redrawn; Claim E.6 treats the
-    other answers of its phase as identically distributed, which they are not.
-    Query privacy is therefore proven across phases but not inside a phase: an
-    adversary who can drive the predictor to its halt can detect a TOP on the
-    hidden query. At the paper's constants (``c_i`` about 1e27) the attack is
-    theoretical; with scaled-down sizes it is cheap. Use
-    :class:`PrivateEverlastingClassifier` when within-phase query privacy
-    matters. ``epsilon = 1`` is the boundary of Theorem 5.1 (which asks
-    ``epsilon < 1``); ``epsilon > 1`` is refused (Claim 2.7 needs
-    ``epsilon <= 1``).
+    **Guarantee** (``constants="paper"``; Theorem 5.1). Every training row and
+    every query, in the privacy game of the paper's Figure 1, is
+    ``(epsilon, delta)``-protected for the whole unbounded stream, halting
+    included, **except** a query's effect on its own phase's BetweenThresholds
+    state (a known gap in the proof of Claim E.6): use
+    :class:`PrivateEverlastingClassifier` when that matters. Accuracy: error at
+    most ``6 target_error`` with probability ``1 - 4 failure_probability``, at
+    about ``3.6e25`` rows for thresholds (:func:`genericbbl_plan`), so paper
+    mode in practice computes the schedule and raises
+    :class:`InsufficientSampleError`. ``constants="simulation"`` runs the same
+    code at scaled-down sizes with **no guarantee**. An attached
+    ``accountant`` is charged each answered row's per-query guarantee before
+    it is answered. The fitted state has one owner: a copy or a forked child
+    refuses to answer (:class:`~skprivpred.ForkedStateError`).
 
-    **Accuracy** (paper mode, i.i.d. queries, realizable labels): every
-    hypothesis of the unbounded run has error at most ``6 alpha`` with
-    probability ``1 - 4 beta``. The price is data: about ``3.6e25`` labelled
-    rows for thresholds at ``alpha = beta = 0.05, delta = 1e-6``
-    (:func:`genericbbl_plan`), so ``mode="paper"`` in practice computes the
-    schedule and raises :class:`InsufficientSampleError`. Only a fraction
-    ``epsilon / m`` (0.66% at ``epsilon = 1``) of the training set, and of each
-    phase's queries, is used: that is the privacy amplification.
-
-    **Simulation mode** (``mode="simulation"``) runs the same algorithm with
-    the scaled-down sizes in ``overrides`` and **no privacy guarantee**
-    (``privacy_guarantee_`` says so, with ``epsilon = inf`` and ``delta = 1``,
-    and a :class:`~skprivpred.PrivacyWarning` is emitted): for studying the
-    algorithm, never for private data.
-
-    **Accountant.** An attached ``accountant`` (paper mode only) is charged
-    for every answered row, before it is answered, at the per-query guarantee
-    of its phase: one BetweenThresholds answer reveals about the phase's
-    teachers no more than the whole instance it belongs to, ``(eps'_i,
-    delta'_i)`` (Lemma C.3, with the gap condition checked); a training row
-    changes one teacher of phase 1, so this bounds each answer's loss for a
-    training row (sub-sampling only lowers it). A call that crosses phases is
-    charged at the largest per-row guarantee of the phases it reaches. These
-    per-row charges add up to far more than ``privacy_guarantee_`` (the whole
-    stream's ``(epsilon, delta)``, which is what the paper proves); they make
-    the predictor's answers count against a budget shared with other
-    releases of the same data.
-
-    The teachers, the BT noise, the sub-samples, the buffered queries and the
-    vote fractions are secret; ``predict_proba`` and ``decision_function`` are
-    not offered. The sub-samples (``S_1``, ``Shat_i``, the kept query slots
-    of ``Dhat_i`` and the next pool) are drawn from the release stream, as the
-    noise is: a ``Generator`` passed as ``random_state`` seeds only the
-    partitions into teacher blocks, and a copy never shares them. The BT
-    threshold noise is a floating-point Laplace draw (held secret; only
-    labels are released, drawn exactly from their closed-form law), a known
-    limitation (Mironov 2012).
-
-    **Nothing raises beside the answer.** Every query is checked by the
-    class's ``prepare`` (a point outside a prediction matrix's domain, a
-    NaN) before anything is charged; after the charge nothing raises because
-    of a query: a callable hypothesis that gives no 0/1 label on a point
-    labels it 0 there (see
-    :class:`~skprivpred.hypotheses.FiniteHypothesisClass`), so neither an
-    answer nor the phase boundary, where the queries of others are
-    relabelled, can fail because of what someone else asked.
-
-    **One live copy.** The phase state (the teachers, the secret sub-samples,
-    the queries kept for the next phase, how many of the phase's queries were
-    answered) lives in the object that ``fit`` returned, in the process that
-    ran ``fit``. A copy of it (pickle, joblib, ``copy.deepcopy``; in this
-    process or another) and the object itself in a child process forked after
-    ``fit`` (``os.fork``, a fork-based ``multiprocessing.Pool``, a
-    pre-forking server) refuse ``predict``, ``query`` and ``score`` with
-    :class:`~skprivpred.ForkedStateError` before anything is charged:
-    answering from two copies would answer more queries per phase than the
-    guarantee allows and re-use the phase's secrets. A copy may be refit,
-    which starts a new predictor that it owns (refitting on the same data
-    composes privacy loss). To answer from several processes, send every
-    query to the process that fitted the predictor.
+    See the user guide: :ref:`everlasting` (the algorithm and its proof:
+    :ref:`genericbbl-step-by-step`).
 
     Parameters
     ----------
-    hypothesis_class : "thresholds", library class or row-wise class, default="thresholds"
+    hypotheses : "thresholds", library class or row-wise class, default="thresholds"
         The concept class ``C``, with exact ERM and LabelBoost (see
         :mod:`skprivpred.hypotheses`): a ``ThresholdClass`` or a
         ``FiniteHypothesisClass``; ``"thresholds"`` is
@@ -1669,15 +1630,17 @@ class GenericBBLClassifier(_EverlastingStream):
     delta : float, default=1e-6
         Privacy parameter, below 1/16 in paper mode. The library's default
         wherever a mechanism needs ``delta > 0``, as BetweenThresholds does.
-    alpha : float, default=0.01
-        Accuracy parameter (error guarantee ``6 alpha``), below 1/16 in paper mode.
-    beta : float, default=0.01
-        Confidence parameter (failure probability ``4 beta``), below 1/16 in paper mode.
+    target_error : float, default=0.01
+        Accuracy parameter (the paper's ``alpha``; error guarantee
+        ``6 target_error``), below 1/16 in paper mode.
+    failure_probability : float, default=0.01
+        Confidence parameter (the paper's ``beta``; failure probability
+        ``4 failure_probability``), below 1/16 in paper mode.
     vc_dim : int, default=None
         VC dimension ``d`` of the class, a public bound; ``None`` takes 1 for
         thresholds and ``max(1, floor(log2 K))`` for ``K`` finite hypotheses
         (an upper bound).
-    mode : {"paper", "simulation"}, default="paper"
+    constants : {"paper", "simulation"}, default="paper"
         ``"paper"``: Algorithm GenericBBL's schedule and the guarantee of
         Theorem 5.1. ``"simulation"``: scaled-down sizes, no guarantee.
     overrides : dict, default=None
@@ -1686,7 +1649,8 @@ class GenericBBLClassifier(_EverlastingStream):
         ``top_budget`` (c), ``threshold_gap`` (t_u - t_l), and, in simulation
         mode only, ``m`` and ``bt_epsilon`` (eps'). Quantities not given follow
         Algorithm GenericBBL's formulas from the given ones (``c = ceil(64
-        alpha_i R)``, gap ``2 alpha_i``, ``delta' = delta / (2c)``); in
+        alpha_i R)``, gap ``2 alpha_i`` with ``alpha_i = target_error / 2^i``,
+        ``delta' = delta / (2c)``); in
         simulation mode the defaults are ``n_teachers=200, teacher_size=20,
         phase_length=4 * 200 * 20, m=2, bt_epsilon=1``. In paper mode,
         overrides of the sizes keep the privacy proof (not the accuracy proof)
@@ -1708,8 +1672,33 @@ class GenericBBLClassifier(_EverlastingStream):
         :class:`~skprivpred.PrivacyWarning` (which labels occur is
         information about the training data).
     accountant : PrivacyAccountant, default=None
-        Charged for every answered row at its per-query guarantee (see
-        **Accountant** above); paper mode only.
+        Charged for every answered row at its per-query guarantee (that of
+        one BetweenThresholds instance of its phase, Lemma C.3; a call that
+        crosses phases at the largest); paper mode only.
+    hypothesis_class : default="deprecated"
+        Old name of ``hypotheses``.
+
+        .. deprecated:: 0.4
+            ``hypothesis_class`` was renamed ``hypotheses`` in 0.4 and will be
+            removed in 0.6.
+    alpha : float, default="deprecated"
+        Old name of ``target_error``.
+
+        .. deprecated:: 0.4
+            ``alpha`` was renamed ``target_error`` in 0.4 and will be removed
+            in 0.6.
+    beta : float, default="deprecated"
+        Old name of ``failure_probability``.
+
+        .. deprecated:: 0.4
+            ``beta`` was renamed ``failure_probability`` in 0.4 and will be
+            removed in 0.6.
+    mode : {"paper", "simulation"}, default="deprecated"
+        Old name of ``constants``.
+
+        .. deprecated:: 0.4
+            ``mode`` was renamed ``constants`` in 0.4 and will be removed in
+            0.6.
 
     Attributes
     ----------
@@ -1744,7 +1733,8 @@ class GenericBBLClassifier(_EverlastingStream):
     >>> rng = np.random.default_rng(0)
     >>> x = rng.random(8000); y = (x >= 0.3).astype(int)
     >>> clf = GenericBBLClassifier(
-    ...     alpha=0.05, beta=0.05, mode="simulation", classes=[0, 1], random_state=0
+    ...     target_error=0.05, failure_probability=0.05, constants="simulation",
+    ...     classes=[0, 1], random_state=0,
     ... )
     >>> import warnings
     >>> with warnings.catch_warnings():  # the simulation-mode PrivacyWarning
@@ -1755,58 +1745,75 @@ class GenericBBLClassifier(_EverlastingStream):
     """
 
     _parameter_constraints: dict = {
-        "hypothesis_class": _HYPOTHESIS_CLASS_CONSTRAINTS,
+        "hypotheses": _HYPOTHESIS_CLASS_CONSTRAINTS,
         "epsilon": [_POSITIVE],
         "delta": [_OPEN_UNIT],
-        "alpha": [_OPEN_UNIT],
-        "beta": [_OPEN_UNIT],
+        "target_error": [_OPEN_UNIT],
+        "failure_probability": [_OPEN_UNIT],
         "vc_dim": [_POSITIVE_INT, None],
-        "mode": [StrOptions({"paper", "simulation"})],
+        "constants": _CONSTANTS,
         "overrides": [Data(dict), None],
         "log_base": [_LOG_BASE_RANGE],
         "random_state": ["random_state"],
         "classes": ["array-like", None],
         "accountant": [PrivacyAccountant, None],
+        "hypothesis_class": deprecated_constraints(_HYPOTHESIS_CLASS_CONSTRAINTS, "hypotheses"),
+        "alpha": deprecated_constraints([_OPEN_UNIT], "target_error"),
+        "beta": deprecated_constraints([_OPEN_UNIT], "failure_probability"),
+        "mode": deprecated_constraints(_CONSTANTS, "constants"),
     }
 
     def __init__(
         self,
-        hypothesis_class: Any = "thresholds",
+        hypotheses: Any = "thresholds",
         *,
         epsilon: float = 1.0,
         delta: float = 1e-6,
-        alpha: float = 0.01,
-        beta: float = 0.01,
+        target_error: float = 0.01,
+        failure_probability: float = 0.01,
         vc_dim: int | None = None,
-        mode: str = "paper",
+        constants: str = "paper",
         overrides: dict | None = None,
         log_base: float = LOG_BASE,
         random_state: RandomStateLike = None,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
+        hypothesis_class: Any = DEPRECATED,
+        alpha: float | str = DEPRECATED,
+        beta: float | str = DEPRECATED,
+        mode: str = DEPRECATED,
     ) -> None:
-        self.hypothesis_class = hypothesis_class
+        self.hypotheses = hypotheses
         self.epsilon = epsilon
         self.delta = delta
-        self.alpha = alpha
-        self.beta = beta
+        self.target_error = target_error
+        self.failure_probability = failure_probability
         self.vc_dim = vc_dim
-        self.mode = mode
+        self.constants = constants
         self.overrides = overrides
         self.log_base = log_base
         self.random_state = random_state
         self.classes = classes
         self.accountant = accountant
+        self.hypothesis_class = hypothesis_class
+        self.alpha = alpha
+        self.beta = beta
+        self.mode = mode
 
     def _check_params(self) -> tuple[Any, _GenericBBLSchedule]:
         """Cross-parameter rules; returns the class and the public schedule (no data involved)."""
-        paper = self.mode == "paper"
+        # Renamed in 0.4 (the old names warn, pointing at the caller of fit).
+        hypotheses = renamed_param(self, "hypothesis_class", "hypotheses")
+        target_error = renamed_param(self, "alpha", "target_error")
+        failure_probability = renamed_param(self, "beta", "failure_probability")
+        constants = renamed_param(self, "mode", "constants")
+        paper = constants == "paper"
         if paper:
-            _check_paper_ranges(self.epsilon, self.delta, self.alpha, self.beta)
+            _check_paper_ranges(self.epsilon, self.delta, target_error, failure_probability)
         elif self.accountant is not None:
             raise InvalidParameterError(
-                "accountant must be None with mode='simulation': simulation mode has no "
-                "privacy guarantee to charge; use mode='paper'."
+                "accountant must be None with constants='simulation': simulation mode has no "
+                "privacy guarantee to charge; use constants='paper'."
             )
         overrides = dict(self.overrides or {})
         unknown = sorted(set(overrides) - set(OVERRIDE_KEYS))
@@ -1821,16 +1828,17 @@ class GenericBBLClassifier(_EverlastingStream):
         if paper and voiding:
             raise PrivacyParameterError(
                 f"overrides {voiding} change the privacy proof's own constants (the sub-sampling "
-                "denominator m, the BT epsilon'); they are allowed only with mode='simulation'."
+                "denominator m, the BT epsilon'); they are allowed only with "
+                "constants='simulation'."
             )
-        hclass = _resolve_hypothesis_class(self.hypothesis_class, type(self).__name__)
+        hclass = _resolve_hypothesis_class(hypotheses, type(self).__name__)
         schedule = _GenericBBLSchedule(
             float(self.epsilon),
             float(self.delta),
-            float(self.alpha),
-            float(self.beta),
+            float(target_error),
+            float(failure_probability),
             int(self.vc_dim or hclass.default_vc_dim()),
-            mode=self.mode,
+            constants=constants,
             overrides=overrides,
             base=float(self.log_base),
         )
@@ -1892,17 +1900,18 @@ class GenericBBLClassifier(_EverlastingStream):
             required = schedule.required_samples()
             if labels.size < required:
                 raise InsufficientSampleError(
-                    f"{type(self).__name__} in mode={schedule.mode!r} needs at least {required} "
-                    f"training rows (the first pool lambda_1 * T_1 = {schedule.phase(1).pool_size} "
-                    f"is a fraction epsilon / m of them), got n_samples={labels.size}. See "
-                    "genericbbl_plan, or use mode='simulation' (no guarantee).",
+                    f"{type(self).__name__} with constants={schedule.constants!r} needs at least "
+                    f"{required} training rows (the first pool lambda_1 * T_1 = "
+                    f"{schedule.phase(1).pool_size} is a fraction epsilon / m of them), got "
+                    f"n_samples={labels.size}. See "
+                    "genericbbl_plan, or use constants='simulation' (no guarantee).",
                     required_samples=required,
                     n_samples=labels.size,
                 )
-            if schedule.mode == "simulation":
+            if schedule.constants == "simulation":
                 warn_user(
-                    "GenericBBLClassifier(mode='simulation') uses scaled-down sizes: NO privacy "
-                    "guarantee holds. Do not use it on private data.",
+                    "GenericBBLClassifier(constants='simulation') uses scaled-down sizes: NO "
+                    "privacy guarantee holds. Do not use it on private data.",
                     PrivacyWarning,
                 )
             fit_rng = self._start_streams()
@@ -1923,15 +1932,16 @@ class GenericBBLClassifier(_EverlastingStream):
     @staticmethod
     def _guarantee(schedule: _GenericBBLSchedule, first: GenericBBLPhase) -> PrivacyGuarantee:
         """The whole stream's guarantee (Theorem 5.1), or none in simulation mode."""
-        details: dict[str, Any] = {"mode": schedule.mode, "m": schedule.m}
-        if schedule.mode == "simulation":
+        # "mode": the key of the details since 0.2 (the parameter is `constants` since 0.4).
+        details: dict[str, Any] = {"mode": schedule.constants, "m": schedule.m}
+        if schedule.constants == "simulation":
             return PrivacyGuarantee(
                 math.inf,
                 1.0,
                 unit=GuaranteeUnit.ALL_ANSWERS,
                 scope="the whole stream of answers",
                 theorem=(
-                    "none: mode='simulation' runs scaled-down sizes outside Theorem 5.1 of "
+                    "none: constants='simulation' runs scaled-down sizes outside Theorem 5.1 of "
                     "Naor, Nissim, Stemmer & Yan (2023)"
                 ),
                 protects="no one (simulation mode has no guarantee)",
@@ -2055,150 +2065,28 @@ class GenericBBLClassifier(_EverlastingStream):
 class PrivateEverlastingClassifier(_EverlastingStream):
     """Practical private everlasting prediction with any scikit-learn classifier.
 
-    Phase 1 trains ``T_1`` clones of ``estimator`` on disjoint random blocks of
-    the training set. Each query row is answered on its own by a noisy teacher
-    vote: with ``v`` the number of teachers voting ``classes_[1]``, the answer
-    is ``classes_[1]`` iff ``v + N(0, sigma_i^2) >= T_i / 2``, drawn exactly
-    with probability ``Phi((v - T_i/2) / sigma_i)`` (one uniform per row; the
-    vote never leaves the estimator). Phase ``i`` lasts ``R_i`` queries; then
-    the next phase's ``T_{i+1}`` teachers are trained, on disjoint random
-    blocks of phase ``i``'s queries, labelled with the answers that were
-    released or, with a ``hypothesis_class``, with those answers relabelled
-    through the class. The schedule (``T_i``, ``R_i``, ``sigma_i``) is public
-    and fixed at ``fit`` from ``(epsilon, delta, n)`` and the parameters
-    (:func:`practical_schedule`): phases grow by ``phase_growth``, as the
-    paper's do, so that later teachers get more rows. This is not the paper's
-    algorithm (Gaussian votes instead of BetweenThresholds, no
-    privacy-amplifying sub-samples): it keeps the paper's privacy notion at a
-    practical size and gives up its accuracy theorem.
+    Phase 1 trains clones of ``estimator`` on disjoint random blocks of the
+    training set; each query row is answered on its own by a noisy teacher
+    vote (Gaussian, or BetweenThresholds with ``vote_release``). After a public
+    number of queries the next phase's teachers are trained on the phase's
+    queries, labelled with the released answers (relabelled through
+    ``hypotheses`` if given). The schedule is public and fixed at ``fit``
+    (:func:`practical_schedule`); phases grow by ``phase_growth``.
 
-    **The paper's remedies against drift.** Each phase learns from the answers
-    of the one before, so a teacher's bias compounds over the phases
-    (measured: on Adult, small logistic-regression teachers answer the
-    majority label ever more often). GenericBBL (Section 5) counters this in
-    two ways, both built in here. (1) *Growing phases*: ``R_i = g N_i``
-    (``N_1 = n``, ``N_{i+1} = R_i``) with ``T_i`` keeping the noise a fixed
-    fraction of the teachers, so rows per teacher grow by ``sqrt(g)`` per
-    phase (the paper doubles ``lambda_i`` as ``alpha_i`` halves, so the
-    errors of successive phases sum to at most ``alpha``, Claim E.1).
-    (2) *Relabelling through the class* (the LabelBoost step, Appendix C.1):
-    when the task's concept class is known and can be enumerated exactly
-    (:class:`~skprivpred.hypotheses.ThresholdClass`,
-    :class:`~skprivpred.hypotheses.FiniteHypothesisClass`), each finished
-    phase's pool is relabelled by one hypothesis of the class drawn by the
-    exponential mechanism scored on the released answers
-    (:func:`relabel_through_class`), so the next teachers learn a labelling
-    the class realises. Relabelling removes label noise, not bias: growth is
-    what keeps the bias from compounding.
+    **Guarantee.** For every training row and every query (the game of
+    Definition 3.4 of Naor, Nissim, Stemmer & Yan 2023), the whole unbounded
+    stream of answers is ``(epsilon, delta)``-DP: each phase's Gaussian answers
+    compose to ``rho``-zCDP (Bun & Steinke 2016), a training row reaches
+    phase 1 only and a query the next phase only. With
+    ``vote_release="between_thresholds"`` a query's effect on its own phase's
+    BT state is not covered, and the predictor can halt. An attached
+    ``accountant`` is charged each answered row's per-query guarantee before
+    any noise is drawn. Unlike GenericBBL there is no accuracy theorem, and
+    under-provisioned teachers drift. The votes, teachers and buffered queries
+    are secret; the fitted state has one owner (a copy or a forked child
+    refuses to answer, :class:`~skprivpred.ForkedStateError`).
 
-    **Privacy guarantee.** Neighbouring inputs differ by substitution of one
-    training row or of one query, in the privacy game of the paper's Figure 1
-    (Definition 3.4: adaptive queries; every answer is seen except the one to
-    the differing query). For every training row and every query, the whole
-    unbounded stream of answers is ``(epsilon, delta)``-DP, with
-    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2`` (``rho``-zCDP
-    implies ``(epsilon, delta)``-DP: Bun & Steinke 2016, Proposition 1.3).
-    Per phase, exactly: phase ``i``'s answers use ``sigma_i = sqrt(R_i / (2
-    rho_i))``; each is the Gaussian mechanism on a vote count of sensitivity 1
-    (the partition is data-independent, so one changed pool row changes one
-    teacher and moves ``v`` by at most 1), hence ``rho_i / R_i``-zCDP, and the
-    ``R_i`` answers of the phase, to adaptively chosen queries, compose to
-    ``rho_i``-zCDP (Proposition 1.6, Lemma 1.7). Each phase has its own
-    ``R_i`` and ``sigma_i``, so growing phases change nothing in this
-    accounting: it is done per phase, and every individual reaches one
-    phase's teachers only. A *training row* reaches only phase 1's teachers
-    (``rho_1 = rho``); everything after phase 1 is computed from phase 1's
-    released answers and the adversary's own queries: post-processing. A
-    *query* of phase ``i`` reaches its own answer (hidden from the adversary
-    in the game) and the pool of phase ``i + 1``. Without relabelling it
-    changes one row of that pool, hence one teacher: the ``R_{i+1}`` answers
-    are ``rho``-zCDP in it (``rho_{i+1} = rho``). With relabelling, the pool
-    first goes through the exponential mechanism over the fixed class with a
-    fixed public prior, at ``epsilon_r = sqrt(8 s rho)`` (``s =``
-    :data:`RELABEL_RHO_SHARE`; mistakes have sensitivity 1):
-    ``epsilon_r``-DP with bounded range, hence ``epsilon_r^2 / 8 = s rho``-zCDP
-    (McSherry & Talwar 2007; Cesar & Rogers 2021); given the drawn
-    hypothesis, the two relabelled pools differ in one row, so phase ``i +
-    1``'s answers, at ``rho_{i+1} = (1 - s) rho``, add ``(1 - s) rho`` by
-    adaptive composition: ``rho`` in total. All later phases are
-    post-processing of those answers and the adversary's queries. The noise
-    of each answer is independent and no state depends on the answer values,
-    so the other answers of a query's own phase have the same law in both
-    worlds (the within-phase gap of :class:`GenericBBLClassifier`'s proof
-    does not arise); the schedule is public, so nothing leaks through its
-    timing. Every individual pays ``(epsilon, delta)`` once, for an unbounded
-    run: phases never compose for one individual because each phase is fed
-    fresh queries. The paper's own LabelBoost draws among the *dichotomies*
-    of the pool, a candidate set that changes with the pool's points, and
-    pays ``+3`` in epsilon for it (Lemma C.1), which only its
-    privacy-amplifying sub-samples make affordable; the fixed class with a
-    public prior avoids that cost.
-
-    With ``aggregator="between_thresholds"`` each phase instead runs MultiBT
-    (thresholds ``1/2 -+ threshold_gap/2``, ``top_budget`` TOPs, instances at
-    the ``(eps', delta')`` whose composition is ``(epsilon, delta)``, and the gap
-    condition checked for the phase's ``T_i``): the guarantee holds for
-    training rows and for queries across phases, but, as in GenericBBL, not
-    for a query's effect on its own phase's BT state (the TOP count and the
-    halt). The predictor halts at the ``top_budget``-th TOP of a phase.
-    Relabelling is offered with the Gaussian vote only.
-
-    **Lost:** the everlasting PAC guarantee and the VC-based sizing. Errors
-    can still compound when the teachers are under-provisioned: measured on
-    1-D thresholds with 10 rows per teacher and constant phases
-    (``phase_growth=1``), ``T = 32000`` keeps 0.7% error per phase, ``T =
-    8000`` drifts from 4.5% to 11.9%; on Adult at ``(4, 1e-6)`` with 32 561
-    training rows, teachers of 12-24 rows answer the majority label from
-    phase 2 on, with or without growth (see the user guide). Utility assumes
-    i.i.d. queries: queries become training data, so an adversary can poison
-    accuracy (never privacy).
-
-    **Accountant.** An attached ``accountant`` is charged for every answered
-    row, before any noise is drawn, at the per-query guarantee
-    (``privacy_guarantee_.details``). For the Gaussian vote that is one
-    Gaussian answer of sensitivity 1 at ``sigma = sqrt(R / (2 rho))``:
-    ``rho / R``-zCDP, charged as ``(eps_of_rho(rho / R, delta / R), delta /
-    R)`` with ``rho / R`` as the row's zCDP parameter (any row of one
-    teacher's block, a training row in phase 1 or a labelled query later, is
-    protected at this level by each answer). For ``"between_thresholds"`` it
-    is one instance's ``(eps', delta')`` (Lemma C.3). A call that crosses
-    phases is charged at the largest per-row guarantee of the phases it
-    reaches (phase ``i``'s is ``rho / R_i``, relabelling included: it is
-    spread over the ``R_i`` answers it precedes). A refused charge raises
-    :class:`~skprivpred.exceptions.BudgetExhaustedError` and changes nothing.
-    The per-row charges add up to more than ``privacy_guarantee_`` (the
-    whole stream's guarantee); they make the answers count against a budget
-    shared with other releases of the same data.
-
-    Votes, teachers and buffered queries are secret; ``predict_proba`` and
-    ``decision_function`` are not offered.
-
-    **Nothing raises beside the answer.** The queries of a phase become the
-    next phase's training pool, so everything the phase boundary needs of a
-    query is checked when the query is asked, before anything is charged: a
-    query is kept in the training set's form (an array query to a predictor
-    fitted on a DataFrame becomes a DataFrame with the training columns; one
-    fitted on a sparse matrix takes numeric dense queries only), and with a
-    ``hypothesis_class`` it must be a point of the class (its ``prepare``:
-    an index outside a prediction matrix's domain is refused, for example).
-    Relabelling never raises afterwards (a callable hypothesis that gives no
-    0/1 label on a point labels it 0 there), and a teacher whose ``fit``
-    raises becomes a constant teacher (see ``estimator``), so the call that
-    crosses a phase boundary never fails because of what someone else asked.
-
-    **One live copy.** The phase state (the teachers, the secret sub-samples,
-    the queries kept for the next phase, how many of the phase's queries were
-    answered) lives in the object that ``fit`` returned, in the process that
-    ran ``fit``. A copy of it (pickle, joblib, ``copy.deepcopy``; in this
-    process or another) and the object itself in a child process forked after
-    ``fit`` (``os.fork``, a fork-based ``multiprocessing.Pool``, a
-    pre-forking server) refuse ``predict``, ``query`` and ``score`` with
-    :class:`~skprivpred.ForkedStateError` before anything is charged:
-    answering from two copies would answer more queries per phase than the
-    guarantee allows and re-use the phase's secrets. A copy may be refit,
-    which starts a new predictor that it owns (refitting on the same data
-    composes privacy loss). To answer from several processes, send every
-    query to the process that fitted the predictor.
+    See the user guide: :ref:`everlasting`.
 
     Parameters
     ----------
@@ -2232,15 +2120,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         before (and as its pool holds rows), so rows per teacher grow by about
         ``sqrt(g)`` per phase. ``1.0`` is the constant schedule of version 0.1
         (more rows per teacher in phase 1, never more later).
-    hypothesis_class : "thresholds", ThresholdClass, FiniteHypothesisClass or None, default=None
+    hypotheses : "thresholds", ThresholdClass, FiniteHypothesisClass or None, default=None
         The task's concept class, public, for relabelling each finished
-        phase's pool through it before the next phase is trained (see above;
+        phase's pool through it before the next phase is trained (the
+        LabelBoost step of the paper, with a fixed public prior;
         ``"thresholds"`` is ``ThresholdClass()``: one feature, increasing,
         Cauchy prior at 0 with scale 1; pass a ``ThresholdClass`` with the
         feature's public scale otherwise). ``None``: the next phase trains on
         the released answers as they are, the only choice when the class
         cannot be enumerated (most scikit-learn learners). Needs
-        ``aggregator="gaussian"``. Every query must be a point of the class
+        ``vote_release="gaussian"``. Every query must be a point of the class
         (its ``prepare``, called before the query is charged). A class of
         your own is accepted in the row-wise protocol only (the Notes of
         :class:`~skprivpred.hypotheses.HypothesisClass`: ``n_hypotheses``,
@@ -2249,8 +2138,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         every hypothesis; its points are the validated float rows);
         anything else, a subclass of a library class included, is refused
         with :class:`~skprivpred.exceptions.InvalidParameterError`.
-    aggregator : {"gaussian", "between_thresholds"}, default="gaussian"
-        The per-query mechanism.
+    vote_release : {"gaussian", "between_thresholds"}, default="gaussian"
+        How the teachers' vote is released for each query: a Gaussian noisy
+        vote, or BetweenThresholds (MultiBT per phase, which can halt).
     top_budget : int, default=None
         TOPs per phase for ``"between_thresholds"``; ``None`` takes the largest
         budget for which the gap condition holds.
@@ -2266,9 +2156,22 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         information about the training data).
     accountant : PrivacyAccountant, default=None
         Charged for every answered row, before it is answered, at the
-        per-query guarantee (see **Accountant** above).
+        per-query guarantee of its phase (``privacy_guarantee_.details``; a
+        call that crosses phases at the largest).
     n_jobs : int, default=None
         joblib jobs for the teacher fits (any joblib backend).
+    hypothesis_class : default="deprecated"
+        Old name of ``hypotheses``.
+
+        .. deprecated:: 0.4
+            ``hypothesis_class`` was renamed ``hypotheses`` in 0.4 and will be
+            removed in 0.6.
+    aggregator : {"gaussian", "between_thresholds"}, default="deprecated"
+        Old name of ``vote_release``.
+
+        .. deprecated:: 0.4
+            ``aggregator`` was renamed ``vote_release`` in 0.4 and will be
+            removed in 0.6.
 
     Attributes
     ----------
@@ -2279,10 +2182,10 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     n_teachers_ : int
         ``T_1`` (every phase's sizes: ``phase_schedule_``).
     noise_sigma_ : float or None
-        Standard deviation of phase 1's vote noise (Gaussian aggregator).
+        Standard deviation of phase 1's vote noise (Gaussian vote release).
     relabel_epsilon_ : float or None
-        ``epsilon_r`` of the relabelling draw (``None`` without a
-        ``hypothesis_class``).
+        ``epsilon_r`` of the relabelling draw (``None`` without
+        ``hypotheses``).
     privacy_guarantee_ : PrivacyGuarantee
         ``(epsilon, delta)`` (and, for the Gaussian vote, ``rho``) for each
         training row and each query over the whole unbounded stream;
@@ -2302,7 +2205,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((4000, 1)); y = (X[:, 0] >= 0.3).astype(int)
     >>> clf = PrivateEverlastingClassifier(
-    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, hypothesis_class="thresholds",
+    ...     DecisionTreeClassifier(max_depth=1), epsilon=4.0, hypotheses="thresholds",
     ...     classes=[0, 1], random_state=0,
     ... ).fit(X, y)
     >>> [(p["n_teachers"], p["phase_length"]) for p in clf.phase_schedule_]
@@ -2320,14 +2223,18 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         "n_teachers": [_POSITIVE_INT, None],
         "phase_length": [_POSITIVE_INT, None],
         "phase_growth": [Interval(Real, 1, None, closed="left")],
-        "hypothesis_class": [*_HYPOTHESIS_CLASS_CONSTRAINTS, None],
-        "aggregator": [StrOptions({"gaussian", "between_thresholds"})],
+        "hypotheses": [*_HYPOTHESIS_CLASS_CONSTRAINTS, None],
+        "vote_release": _VOTE_RELEASE,
         "top_budget": [_POSITIVE_INT, None],
         "threshold_gap": [_OPEN_UNIT],
         "random_state": ["random_state"],
         "classes": ["array-like", None],
         "accountant": [PrivacyAccountant, None],
         "n_jobs": [Integral, None],
+        "hypothesis_class": deprecated_constraints(
+            [*_HYPOTHESIS_CLASS_CONSTRAINTS, None], "hypotheses"
+        ),
+        "aggregator": deprecated_constraints(_VOTE_RELEASE, "vote_release"),
     }
 
     #: Index in the public label set of the vote of a teacher whose fit raised.
@@ -2342,14 +2249,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         n_teachers: int | None = None,
         phase_length: int | None = None,
         phase_growth: float = PRACTICAL_GROWTH,
-        hypothesis_class: Any = None,
-        aggregator: str = "gaussian",
+        hypotheses: Any = None,
+        vote_release: str = "gaussian",
         top_budget: int | None = None,
         threshold_gap: float = 0.25,
         random_state: RandomStateLike = None,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
         n_jobs: int | None = None,
+        hypothesis_class: Any = DEPRECATED,
+        aggregator: str = DEPRECATED,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -2357,14 +2266,16 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         self.n_teachers = n_teachers
         self.phase_length = phase_length
         self.phase_growth = phase_growth
-        self.hypothesis_class = hypothesis_class
-        self.aggregator = aggregator
+        self.hypotheses = hypotheses
+        self.vote_release = vote_release
         self.top_budget = top_budget
         self.threshold_gap = threshold_gap
         self.random_state = random_state
         self.classes = classes
         self.accountant = accountant
         self.n_jobs = n_jobs
+        self.hypothesis_class = hypothesis_class
+        self.aggregator = aggregator
 
     def _check_params(self) -> None:
         """Cross-parameter rules (no data involved)."""
@@ -2378,11 +2289,14 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                 f"{self.n_teachers}: each next teacher trains on at least one of the phase's "
                 "queries."
             )
-        if self.hypothesis_class is not None and self.aggregator != "gaussian":
+        # Renamed in 0.4: read once per fit (the old names warn); the phases use these.
+        self._hypotheses = renamed_param(self, "hypothesis_class", "hypotheses")
+        self._vote_release = renamed_param(self, "aggregator", "vote_release")
+        if self._hypotheses is not None and self._vote_release != "gaussian":
             raise InvalidParameterError(
-                "hypothesis_class (relabelling through the class) needs aggregator='gaussian': "
+                "hypotheses (relabelling through the class) needs vote_release='gaussian': "
                 f"its accounting composes with the Gaussian votes' zCDP; got "
-                f"aggregator={self.aggregator!r}."
+                f"vote_release={self._vote_release!r}."
             )
 
     def _phase_params(self, phase: int) -> PracticalPhase:
@@ -2398,7 +2312,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             sizing["relabel"],
             phase,
         )[-1]
-        if self.aggregator == "gaussian":
+        if self._vote_release == "gaussian":
             return params
         top_budget, eps_prime, delta_prime = self._bt_parameters(params.n_teachers)
         return replace(
@@ -2425,7 +2339,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             "n_teachers": self.n_teachers,
             "phase_length": self.phase_length,
             "phase_growth": float(self.phase_growth),
-            "relabel": self.hypothesis_class is not None,
+            "relabel": self._hypotheses is not None,
         }
 
     def _bt_parameters(self, n_teachers: int) -> tuple[int, float, float]:
@@ -2442,15 +2356,15 @@ class PrivateEverlastingClassifier(_EverlastingStream):
                 f"the BetweenThresholds gap condition fails: threshold_gap={gap!r} but "
                 f"{max(top_budget, 1)} TOP(s) at epsilon={epsilon!r}, delta={delta!r} with "
                 f"n_teachers={n_teachers} need a gap of {required!r}; use at least {needed} "
-                "teachers, a smaller top_budget, a wider threshold_gap, or aggregator='gaussian'."
+                "teachers, a smaller top_budget, a wider threshold_gap, or vote_release='gaussian'."
             )
         return int(top_budget), eps_prime, delta_prime
 
     def _resolved_class(self) -> Any:
         """The relabelling class (``"thresholds"`` is ``ThresholdClass()``), or None."""
-        if self.hypothesis_class is None:
+        if self._hypotheses is None:
             return None
-        return _resolve_hypothesis_class(self.hypothesis_class, type(self).__name__)
+        return _resolve_hypothesis_class(self._hypotheses, type(self).__name__)
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Train phase 1's teachers on disjoint random blocks of the training set.
@@ -2531,7 +2445,8 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         epsilon, delta = float(self.epsilon), float(self.delta)
         per_epsilon, per_delta, per_rho = self._per_query(first)
         details: dict[str, Any] = {
-            "aggregator": self.aggregator,
+            # "aggregator": the key of the details since 0.3 (the parameter is `vote_release`).
+            "aggregator": self._vote_release,
             "n_teachers": first.n_teachers,
             "phase_length": first.phase_length,
             "phase_growth": float(self.phase_growth),
@@ -2539,7 +2454,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             "per_query_delta": per_delta,
         }
         game = "Naor, Nissim, Stemmer & Yan (2023), Definition 3.4 (the game of Figure 1)"
-        if self.aggregator == "gaussian":
+        if self._vote_release == "gaussian":
             rho = zcdp_rho(epsilon, delta)
             details.update(noise_sigma=first.noise_sigma, per_query_rho=per_rho)
             theorem = (
@@ -2740,7 +2655,9 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     def _gaussian_law(votes: np.ndarray, params: PracticalPhase) -> np.ndarray:
         """``P(v + N(0, sigma^2) >= T/2)`` and its complement, each tail computed directly."""
         if params.noise_sigma is None:
-            raise ValueError("the exact law in closed form exists for aggregator='gaussian' only.")
+            raise ValueError(
+                "the exact law in closed form exists for vote_release='gaussian' only."
+            )
         z = (votes - 0.5 * params.n_teachers) / params.noise_sigma
         return np.stack([norm.sf(z), norm.cdf(z)], axis=1)
 

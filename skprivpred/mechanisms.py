@@ -25,6 +25,7 @@ from scipy.special import expit, log_softmax, logsumexp
 from scipy.stats import norm
 
 from .exceptions import InvalidParameterError
+from .utils._deprecation import renamed_kwargs
 from .utils._param_validation import Interval, check_param, validate_parameter_constraints
 
 __all__ = [
@@ -110,17 +111,22 @@ def ceil_int(value: float) -> int:
     return int(math.ceil(value - _CEIL_TOL))
 
 
-def pac_n_partitions(alpha: float, epsilon: float, n_classes: int = 2) -> int:
+@renamed_kwargs({"alpha": "target_error"})
+def pac_n_partitions(target_error: float, epsilon: float, n_classes: int = 2) -> int:
     """Number of teachers for soft-majority subsample-and-aggregate (Thm 4.1).
 
-    ``r = ceil(6 ln(4 (K - 1) / alpha) / epsilon)``; for ``K = 2`` this is the
-    paper's ``ceil(6 ln(4 / alpha) / epsilon)``. The multi-class form is the
-    library's extension by the same Markov argument as the paper's proof of
-    Dwork & Feldman (2018), Theorem 4.1.
+    ``r = ceil(6 ln(4 (K - 1) / target_error) / epsilon)``; for ``K = 2`` this
+    is the paper's ``ceil(6 ln(4 / alpha) / epsilon)``, its ``alpha`` being the
+    target error. The multi-class form is the library's extension by the same
+    Markov argument as the paper's proof of Dwork & Feldman (2018), Theorem 4.1.
+
+    .. deprecated:: 0.4
+        The keyword ``alpha`` was renamed ``target_error`` in 0.4 and will be
+        removed in 0.6.
 
     Parameters
     ----------
-    alpha : float
+    target_error : float
         Target error, in (0, 1).
     epsilon : float
         Per-query privacy parameter, > 0.
@@ -137,22 +143,28 @@ def pac_n_partitions(alpha: float, epsilon: float, n_classes: int = 2) -> int:
     >>> pac_n_partitions(0.1, 1.0)
     23
     """
-    alpha = _in_open_unit(alpha, "alpha")
+    target_error = _in_open_unit(target_error, "target_error")
     epsilon = _positive(epsilon, "epsilon")
     if isinstance(n_classes, bool) or not isinstance(n_classes, Integral) or n_classes < 2:
         raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}.")
-    return max(1, ceil_int(6.0 * math.log(4.0 * (n_classes - 1) / alpha) / epsilon))
+    return max(1, ceil_int(6.0 * math.log(4.0 * (n_classes - 1) / target_error) / epsilon))
 
 
-def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
+@renamed_kwargs({"alpha": "target_error"})
+def agnostic_n_partitions(target_error: float, epsilon: float) -> int:
     """Number of teachers for subsample averaging (Cor 4.7, corrected).
 
-    ``r = ceil(2 / (alpha * epsilon))`` (the corollary's value; the text before
-    it says ``1 / (alpha epsilon)``, which spends all of ``alpha`` on noise).
+    ``r = ceil(2 / (target_error * epsilon))`` (the corollary's value; the text
+    before it says ``1 / (alpha epsilon)``, which spends all of the target
+    error ``alpha`` on noise).
+
+    .. deprecated:: 0.4
+        The keyword ``alpha`` was renamed ``target_error`` in 0.4 and will be
+        removed in 0.6.
 
     Parameters
     ----------
-    alpha : float
+    target_error : float
         Target excess error, in (0, 1).
     epsilon : float
         Per-query privacy parameter, > 0.
@@ -167,9 +179,9 @@ def agnostic_n_partitions(alpha: float, epsilon: float) -> int:
     >>> agnostic_n_partitions(0.1, 1.0)
     20
     """
-    alpha = _in_open_unit(alpha, "alpha")
+    target_error = _in_open_unit(target_error, "target_error")
     epsilon = _positive(epsilon, "epsilon")
-    return max(1, ceil_int(2.0 / (alpha * epsilon)))
+    return max(1, ceil_int(2.0 / (target_error * epsilon)))
 
 
 def soft_majority_proba(n_ones: ArrayLike, n_voters: ArrayLike, epsilon: float) -> np.ndarray:
@@ -1866,6 +1878,14 @@ class BetweenThresholds:
     limitation: floating-point Laplace samplers are open to precision attacks,
     Mironov 2012).
 
+    **Guarantee.** Each instance is ``(eps', delta')``-DP when the gap
+    condition ``t_u - t_l >=`` :func:`between_thresholds_gap` holds (Bun,
+    Steinke & Ullman 2017; Lemma C.3 of Naor et al. 2023); ``c`` instances
+    compose by :func:`between_thresholds_composition`.
+
+    See the user guide: :ref:`everlasting` (the everlasting predictors answer
+    with it).
+
     Parameters
     ----------
     lower, upper : float
@@ -1883,6 +1903,13 @@ class BetweenThresholds:
         TOP outcomes so far.
     halted : bool
         Whether the ``top_budget``-th TOP occurred.
+
+    References
+    ----------
+    M. Bun, T. Steinke and J. Ullman. Make Up Your Mind: The Price of Online
+    Queries in Differential Privacy. SODA 2017.
+    M. Naor, K. Nissim, U. Stemmer and C. Yan. Private Everlasting Prediction.
+    NeurIPS 2023, Appendix C.
     """
 
     def __init__(

@@ -39,6 +39,12 @@ from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
+from .utils._deprecation import (
+    DEPRECATED,
+    deprecated_constraints,
+    renamed_kwargs,
+    renamed_param,
+)
 from .utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 
 __all__ = ["ExpProjectedWalkClassifier", "exppw_clamp_bound", "exppw_min_samples", "exppw_walk"]
@@ -48,7 +54,7 @@ TIE_HANDLING_OPTIONS = ("aggregate", "sequential")
 # Constraints of the walk's parameters, shared by the pure helpers and the estimator.
 _CONSTRAINTS: dict = {
     "epsilon": [Interval(Real, 0, None, closed="neither")],
-    "alpha": [Interval(Real, 0, 1, closed="neither")],
+    "target_error": [Interval(Real, 0, 1, closed="neither")],
     "k": [Interval(Integral, 1, None, closed="left")],
     "clamp_bound": [Interval(Integral, 1, None, closed="left")],
     "tie_handling": [StrOptions(set(TIE_HANDLING_OPTIONS))],
@@ -61,16 +67,22 @@ def _validate(caller_name: str, **params) -> None:
 
 
 # -- theory's parameters --------------------------------------------------------------
-def exppw_clamp_bound(alpha: float, epsilon: float) -> int:
-    """Clamp bound ``T`` of the walk for target excess error ``alpha``.
+@renamed_kwargs({"alpha": "target_error"})
+def exppw_clamp_bound(target_error: float, epsilon: float) -> int:
+    """Clamp bound ``T`` of the walk for a target excess error.
 
-    ``T = ceil(2 ln(2 / alpha) / epsilon)`` (Dwork & Feldman (2018), Theorem
-    5.3): the smallest ``T`` with ``exp(-epsilon T / 2) <= alpha / 2``, so that
-    a saturated walk answers wrongly with probability at most ``alpha / 2``.
+    ``T = ceil(2 ln(2 / target_error) / epsilon)`` (Dwork & Feldman (2018),
+    Theorem 5.3, whose ``alpha`` is the target error): the smallest ``T`` with
+    ``exp(-epsilon T / 2) <= target_error / 2``, so that a saturated walk
+    answers wrongly with probability at most ``target_error / 2``.
+
+    .. deprecated:: 0.4
+        The keyword ``alpha`` was renamed ``target_error`` in 0.4 and will be
+        removed in 0.6.
 
     Parameters
     ----------
-    alpha : float
+    target_error : float
         Target excess error, in (0, 1).
     epsilon : float
         Per-query privacy parameter (replace-one), > 0.
@@ -87,26 +99,31 @@ def exppw_clamp_bound(alpha: float, epsilon: float) -> int:
     >>> exppw_clamp_bound(0.01, 0.1)
     106
     """
-    _validate("exppw_clamp_bound", alpha=alpha, epsilon=epsilon)
-    return max(1, ceil_int(2.0 * math.log(2.0 / alpha) / epsilon))
+    _validate("exppw_clamp_bound", target_error=target_error, epsilon=epsilon)
+    return max(1, ceil_int(2.0 * math.log(2.0 / target_error) / epsilon))
 
 
-def exppw_min_samples(alpha: float, epsilon: float, k: int = 1) -> int:
-    """Training-set size for which Theorem 5.3 promises excess error ``alpha``.
+@renamed_kwargs({"alpha": "target_error"})
+def exppw_min_samples(target_error: float, epsilon: float, k: int = 1) -> int:
+    """Training-set size for which Theorem 5.3 promises excess error ``target_error``.
 
-    With ``T = exppw_clamp_bound(alpha, epsilon)``, the empirical penalty
-    ``(k + 2) T / n`` of Dwork & Feldman (2018), Lemma 5.2, is at most
-    ``alpha / 2`` once ``n >= ceil(2 (k + 2) T / alpha)``; this is the value
-    returned. The paper's bound in Theorem 5.3,
-    ``4 (k + 2) ln(2 / alpha) / (alpha epsilon)``, is corrected here: it
-    ignores the ceiling in ``T`` and can be smaller than needed by up to
-    ``2 (k + 2) / alpha``. Then ``E_S[err_P] <= exp(epsilon) (Opt_P + alpha)``
-    against the best union of ``k`` intervals (``k = 1``: thresholds, Theorem
-    2.4).
+    With ``T = exppw_clamp_bound(target_error, epsilon)``, the empirical
+    penalty ``(k + 2) T / n`` of Dwork & Feldman (2018), Lemma 5.2, is at most
+    ``target_error / 2`` once ``n >= ceil(2 (k + 2) T / target_error)``; this
+    is the value returned. The paper's bound in Theorem 5.3,
+    ``4 (k + 2) ln(2 / alpha) / (alpha epsilon)`` (``alpha`` the target
+    error), is corrected here: it ignores the ceiling in ``T`` and can be
+    smaller than needed by up to ``2 (k + 2) / alpha``. Then
+    ``E_S[err_P] <= exp(epsilon) (Opt_P + target_error)`` against the best
+    union of ``k`` intervals (``k = 1``: thresholds, Theorem 2.4).
+
+    .. deprecated:: 0.4
+        The keyword ``alpha`` was renamed ``target_error`` in 0.4 and will be
+        removed in 0.6.
 
     Parameters
     ----------
-    alpha : float
+    target_error : float
         Target excess error, in (0, 1).
     epsilon : float
         Per-query privacy parameter (replace-one), > 0.
@@ -124,8 +141,8 @@ def exppw_min_samples(alpha: float, epsilon: float, k: int = 1) -> int:
     360
     """
     _validate("exppw_min_samples", k=k)
-    T = exppw_clamp_bound(alpha, epsilon)
-    return ceil_int(2.0 * (k + 2) * T / alpha)
+    T = exppw_clamp_bound(target_error, epsilon)
+    return ceil_int(2.0 * (k + 2) * T / target_error)
 
 
 # -- the walk -------------------------------------------------------------------------
@@ -249,66 +266,39 @@ def exppw_walk(
 class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     """Private prediction on one feature by the exponential projected walk (ExpPW).
 
-    Dwork & Feldman's ExpPW(T, epsilon) (Figure 1; ``T`` is ``clamp_bound``
-    here) for binary labels and one
-    real feature ``x``. To answer a query ``x``, walk through the training
-    points at or to the left of ``x`` in increasing order, keeping a score that
-    starts at 0, goes up by one for each label ``classes_[1]``, down by one for
-    each label ``classes_[0]``, and is clamped to ``[-clamp_bound,
-    clamp_bound]`` after every step;
-    answer ``classes_[1]`` with probability ``expit(epsilon * V / 2)`` where
-    ``V`` is the final score. Queries at ``-inf`` (or left of every training
-    point) get ``V = 0``, a fair coin; queries at ``+inf`` see the whole walk.
+    Dwork & Feldman's ExpPW(T, epsilon) for binary labels and one real feature
+    ``x``: a query is answered from a clamped walk over the training labels at
+    or left of ``x`` (+1 for ``classes_[1]``, -1 for ``classes_[0]``, clamped
+    to ``[-clamp_bound, clamp_bound]``), answering ``classes_[1]`` with
+    probability ``expit(epsilon * V / 2)``.
 
-    ``fit`` computes the walk once for every distinct training value
-    (O(n log n)); a batch of queries is answered with one binary search and
-    one vectorised draw (O(log n) per row).
+    **Guarantee.** Every answered row is ``(epsilon, 0)``-DP for replace-one
+    neighbours (``(epsilon / 2, 0)`` for add/remove): one row moves the walk
+    by at most 1 at every query (Lemma 5.1). The accountant is charged
+    ``epsilon`` per row; ``fit`` releases nothing. With ``n >=``
+    :func:`exppw_min_samples`, the expected error is at most
+    ``exp(epsilon) (Opt + target_error)`` against the best union of ``k``
+    intervals (Theorem 5.3). The walk table is the sorted training set:
+    ``predict_proba`` is not offered, and a pickled model must be protected
+    like the data.
 
-    **Privacy guarantee.** Each row passed to ``predict`` (or ``score``) is one
-    query, answered with fresh noise. Removing or adding one training row moves
-    ``V`` by at most 1 at every query (each step and each clamp is
-    1-Lipschitz), hence the answer's log-odds by at most ``epsilon / 2``: every
-    answer is ``(epsilon / 2, 0)``-DP for *add/remove* neighbours and
-    ``(epsilon, 0)``-DP for *replace-one* neighbours (same size, one row
-    changed), the library's relation (Dwork & Feldman 2018, Lemma 5.1). The
-    accountant is charged ``epsilon`` per row. ``fit`` releases nothing and is
-    deterministic. **Corrected text:** Figure 1's loop tests ``x_0 <= x``
-    before the first point; it is run as ``while i < n and x_{i+1} <= x``
-    (points equal to the query are walked over, as in the figure, not "smaller
-    than" as in the prose of Section 2.2); ties in ``x``, left open by the
-    paper, follow
-    ``tie_handling``.
-
-    **Accuracy** (Lemma 5.2, Theorem 5.3). On every training set the empirical
-    error is at most that of the best union of ``k`` intervals (``k``
-    endpoints) plus ``(k + 2) T / n + exp(-epsilon T / 2)``, for every ``k``,
-    where ``T`` is the clamp bound. With ``T = ceil(2 ln(2 / alpha) /
-    epsilon)`` and ``n >=``
-    :func:`exppw_min_samples` ``(alpha, epsilon, k)``, the expected error on
-    the population is at most ``exp(epsilon) (Opt + alpha)``, with no
-    dependence on the size of the domain.
-
-    The walk table (the distinct training values and the walk after each) is
-    essentially the sorted training set: it is private state, never exposed,
-    and ``predict_proba``/``decision_function`` are not offered because the
-    exact probability reveals ``V``. A pickled fitted estimator contains the
-    training values: protect it like the data.
+    See the user guide: :ref:`exppw`.
 
     Parameters
     ----------
     epsilon : float, default=1.0
         Privacy parameter of each answered query row (replace-one), > 0.
-    alpha : float, default=0.1
-        Target excess error in (0, 1) (not a regularisation strength); gives
-        the clamp bound ``ceil(2 ln(2 / alpha) / epsilon)`` (6 for
-        ``alpha=0.1, epsilon=1``). Ignored when ``clamp_bound`` is given.
+    target_error : float, default=0.1
+        Target excess error in (0, 1) (the paper's ``alpha``; not a
+        regularisation strength): gives the clamp bound
+        ``ceil(2 ln(2 / target_error) / epsilon)`` (6 for
+        ``target_error=0.1, epsilon=1``). Ignored when ``clamp_bound`` is given.
     clamp_bound : int, default=None
         Clamp bound ``T`` of the walk (Figure 1's ``[-T, T]``), an integer >= 1
-        (public). Overrides ``alpha``; ``None`` derives it from ``alpha`` and
-        ``epsilon`` (Theorem 5.3). Every value gives the same privacy; it only
-        trades responsiveness (small) against confidence (large). It is not
-        a number of queries: the walk answers any number of rows, each at
-        ``epsilon``.
+        (public). Overrides ``target_error``; ``None`` derives it from
+        ``target_error`` and ``epsilon`` (Theorem 5.3). Every value gives the
+        same privacy; it only trades responsiveness (small) against confidence
+        (large). It is not a number of queries.
     tie_handling : {"aggregate", "sequential"}, default="aggregate"
         Training points with equal ``x``: ``"aggregate"`` makes one step of
         their summed ``+1``/``-1`` and one clamp (invariant to row order and
@@ -336,6 +326,12 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
         the right choice in deployment: anyone who knows an integer seed can
         regenerate the noise, which voids the guarantee. Integer seeds are for
         tests and reproducible experiments.
+    alpha : float, default="deprecated"
+        Old name of ``target_error``.
+
+        .. deprecated:: 0.4
+            ``alpha`` was renamed ``target_error`` in 0.4 and will be removed
+            in 0.6.
 
     Attributes
     ----------
@@ -356,19 +352,9 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
 
     See Also
     --------
-    exppw_clamp_bound : The clamp bound from ``alpha`` and ``epsilon``.
+    exppw_clamp_bound : The clamp bound from ``target_error`` and ``epsilon``.
     exppw_min_samples : Training-set size for Theorem 5.3's guarantee.
     skprivpred.audit.audit_epsilon : Black-box audit of the per-query epsilon.
-
-    Notes
-    -----
-    The feature is used as an ordered value only: any strictly increasing
-    transform of ``x`` (applied to training and query values alike) gives the
-    same answers. Model selection with
-    :class:`~sklearn.model_selection.GridSearchCV` on the private data is *not*
-    private (every score spends ``epsilon`` per row, and the selected
-    ``clamp_bound`` is a data-dependent release); derive it from ``alpha``
-    instead.
 
     References
     ----------
@@ -391,7 +377,8 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
 
     _parameter_constraints: dict = {
         "epsilon": _CONSTRAINTS["epsilon"],
-        "alpha": _CONSTRAINTS["alpha"],
+        "target_error": _CONSTRAINTS["target_error"],
+        "alpha": deprecated_constraints(_CONSTRAINTS["target_error"], "target_error"),
         "clamp_bound": [*_CONSTRAINTS["clamp_bound"], None],
         "tie_handling": _CONSTRAINTS["tie_handling"],
         "feature": [Integral, str, None],
@@ -404,22 +391,24 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
         self,
         *,
         epsilon: float = 1.0,
-        alpha: float = 0.1,
+        target_error: float = 0.1,
         clamp_bound: int | None = None,
         tie_handling: str = "aggregate",
         feature: int | str | None = None,
         classes: VectorLike | None = None,
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
+        alpha: float | str = DEPRECATED,
     ) -> None:
         self.epsilon = epsilon
-        self.alpha = alpha
+        self.target_error = target_error
         self.clamp_bound = clamp_bound
         self.tie_handling = tie_handling
         self.feature = feature
         self.classes = classes
         self.accountant = accountant
         self.random_state = random_state
+        self.alpha = alpha
 
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
         """Compute the clamped walk over the distinct sorted training values.
@@ -472,7 +461,7 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
 
     # -- fit helpers --------------------------------------------------------------------
     def _check_params(self) -> int:
-        """Cross-parameter rules; returns the clamp bound (given, or from ``alpha``)."""
+        """Cross-parameter rules; returns the clamp bound (given, or from ``target_error``)."""
         if self.classes is not None and np.unique(np.asarray(self.classes)).size > 2:
             raise InvalidParameterError(
                 binary_only_message(
@@ -481,9 +470,11 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
                     "Pass exactly two labels in `classes`.",
                 )
             )
+        # Read (and warned about) even when clamp_bound overrides it.
+        target_error = renamed_param(self, "alpha", "target_error")
         if self.clamp_bound is not None:
             return int(self.clamp_bound)
-        return exppw_clamp_bound(self.alpha, self.epsilon)
+        return exppw_clamp_bound(target_error, self.epsilon)
 
     def _resolve_feature_index(self) -> int:
         """Position of the feature column, from ``feature`` and the fitted schema."""

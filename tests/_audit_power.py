@@ -38,8 +38,8 @@ def detection_power(n_trials, p, log_ratio, epsilon, alpha, q=None):
     n = int(n_trials)
     q = p * np.exp(-log_ratio) if q is None else q
     k = np.arange(n + 1)
-    lower, _ = clopper_pearson(k, n, alpha)
-    _, upper = clopper_pearson(k, n, alpha)  # non-decreasing in k
+    lower, _ = clopper_pearson(k, n, confidence_level=1 - alpha)
+    _, upper = clopper_pearson(k, n, confidence_level=1 - alpha)  # non-decreasing in k
     # For each k1 the largest k2 with hi(k2) < lo(k1) exp(-epsilon): k2 <= that index.
     limit = lower * np.exp(-epsilon)
     last = np.searchsorted(upper, limit, side="left") - 1  # -1: no k2 qualifies

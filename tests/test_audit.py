@@ -1,5 +1,7 @@
 """The black-box audit: interval maths, discrete and binned outputs, and that it can fail."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import binomtest
@@ -19,10 +21,29 @@ from skprivpred.audit import AuditReport, audit_epsilon, clopper_pearson, flip_t
 
 @pytest.mark.parametrize("k, n", [(0, 50), (7, 50), (50, 50), (312, 1000)])
 def test_clopper_pearson_matches_scipy_exact_interval(k, n):
-    lower, upper = clopper_pearson(k, n, 0.01)
+    lower, upper = clopper_pearson(k, n, confidence_level=0.99)
     ci = binomtest(k, n).proportion_ci(confidence_level=0.99, method="exact")
     assert float(lower) == pytest.approx(ci.low, abs=1e-12)
     assert float(upper) == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_clopper_pearson_alpha_was_replaced_by_confidence_level():
+    k, n = np.array([0, 7, 50]), 50
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = clopper_pearson(k, n, confidence_level=0.99)
+        default = clopper_pearson(k, n)  # 0.95, as scipy's proportion_ci
+    np.testing.assert_allclose(default, clopper_pearson(k, n, confidence_level=0.95))
+    for call in (lambda: clopper_pearson(k, n, 0.01), lambda: clopper_pearson(k, n, alpha=0.01)):
+        with pytest.warns(
+            FutureWarning, match="use clopper_pearson\\(k, n, confidence_level=1 - a"
+        ):
+            old = call()
+        np.testing.assert_allclose(old, new, rtol=1e-12)  # the old meaning: significance
+    with pytest.raises(TypeError, match="both 'confidence_level' and .* 'alpha'"):
+        clopper_pearson(k, n, 0.01, confidence_level=0.9)
+    with pytest.raises(InvalidParameterError, match="'confidence_level'"):
+        clopper_pearson(k, n, confidence_level=1.0)
 
 
 class _NoisyMean(RegressorMixin, BaseEstimator):

@@ -20,6 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import skprivpred
 from skprivpred import PrivacyGuarantee
 from skprivpred.utils import expected_failed_checks
+from skprivpred.utils._deprecation import DEPRECATED, deprecated_parameters
 
 # The registry of the suite (tests/_registry.py): every public estimator class, each with
 # its defaults (or the smallest main object it cannot be built without).
@@ -109,7 +110,7 @@ def test_expected_failures_have_reasons():
 # -- One vocabulary -------------------------------------------------------------------------
 
 # Names of the "main object" a constructor may take positionally (DESIGN §6).
-MAIN_OBJECT_NAMES = {"estimator", "hypotheses", "experts", "hypothesis_class"}
+MAIN_OBJECT_NAMES = {"estimator", "hypotheses", "experts"}
 RETIRED_NAMES = {
     "base_estimator": "estimator",
     "opt_tol": "tol",
@@ -141,6 +142,22 @@ def test_constructor_vocabulary(cls):
     for name in parameters:
         if "horizon" in name or name in {"n_predictions", "max_n_queries"}:
             pytest.fail(f"{cls.__name__}.{name}: the query horizon is named `n_queries`")
+
+
+@pytest.mark.parametrize("cls", ESTIMATOR_CLASSES, ids=lambda cls: cls.__name__)
+def test_renamed_parameters_follow_the_deprecation_policy(cls):
+    """An old name: keyword-only, default "deprecated", its new name a parameter, and a
+    `.. deprecated::` note in the class docstring (CONTRIBUTING.md, "Deprecation policy")."""
+    parameters = inspect.signature(cls).parameters
+    for old, new in deprecated_parameters(cls).items():
+        assert parameters[old].kind is inspect.Parameter.KEYWORD_ONLY, (cls.__name__, old)
+        assert parameters[old].default == DEPRECATED, (cls.__name__, old)
+        assert new in parameters, (cls.__name__, old, new)
+        note = f"``{old}`` was renamed ``{new}`` in 0.4 and will be"
+        assert note in " ".join(cls.__doc__.split()), (cls.__name__, old)
+    for name, parameter in parameters.items():
+        if parameter.default == DEPRECATED:
+            assert name in deprecated_parameters(cls), (cls.__name__, name)
 
 
 @pytest.mark.parametrize("estimator", DEFAULT_INSTANCES, ids=lambda est: type(est).__name__)
@@ -201,7 +218,7 @@ def _fit_recipes():
         ),
         "GenericBBLClassifier": (
             skprivpred.GenericBBLClassifier(
-                alpha=0.05, beta=0.05, mode="simulation", random_state=0
+                target_error=0.05, failure_probability=0.05, constants="simulation", random_state=0
             ),
             x_unit,
             y_unit,

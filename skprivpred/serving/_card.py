@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator
 
 from .._ledger import redact
 from ..accounting import PrivacyAccountant
+from ..utils._deprecation import DEPRECATED, deprecated_parameters
 from ._model import budget_of, final_step, per_row_guarantee, releases_at_fit
 
 __all__ = ["model_card"]
@@ -250,7 +251,10 @@ def _public_attribute(value: Any) -> str | None:
 
 def _estimator_section(estimator: Any, final: Any) -> str:
     rows = []
+    renamed = deprecated_parameters(type(estimator))  # old names, listed only if given
     for name, value in estimator.get_params(deep=False).items():
+        if name in renamed and isinstance(value, str) and value == DEPRECATED:
+            continue
         rows.append((f"`{name}`", _value(name, value)))
     text = (
         f"`{type(estimator).__module__}.{type(estimator).__name__}`"

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._deprecation import DEPRECATED
+
 __all__ = ["expected_failed_checks"]
 
 # -- Groups of checks ---------------------------------------------------------------------
@@ -139,9 +141,9 @@ _SECRET_N_ITER = (
     "are the released model and data-independent quantities)"
 )
 _TEACHERS_NEED_ROWS = (
-    "the default number of teachers is set from alpha and the public label set (never from the "
-    "number of rows, which would make it data-dependent) and is larger than the 10 to 21 rows "
-    "this check fits on, while each teacher needs at least one row"
+    "the default number of teachers is set from target_error and the public label set (never "
+    "from the number of rows, which would make it data-dependent) and is larger than the 10 to "
+    "21 rows this check fits on, while each teacher needs at least one row"
 )
 _Y_BOUNDS_REQUIRED = (
     "the output range y_bounds=(lo, hi) sets the sensitivity and must be public: there is no "
@@ -170,9 +172,9 @@ _CONJUNCTIONS_BINARY_X = (
 )
 _BBL_THRESHOLDS_PAPER = (
     "the default hypothesis class, thresholds on the line, is defined on one feature, and "
-    "mode='paper' needs the paper's sample size (about 1e28 rows at the default alpha and "
-    "beta; Naor, Nissim, Stemmer & Yan (2023), GenericBBL); this check passes several columns "
-    "or a few dozen rows, which fit refuses"
+    "constants='paper' needs the paper's sample size (about 1e28 rows at the default "
+    "target_error and failure_probability; Naor, Nissim, Stemmer & Yan (2023), GenericBBL); "
+    "this check passes several columns or a few dozen rows, which fit refuses"
 )
 _PPM_IS_PUBLIC = (
     "fit needs is_public, one flag per row saying which rows are public (the privacy status "
@@ -284,9 +286,16 @@ def _exponential_mechanism(estimator: Any) -> dict[str, str]:
     )
 
 
+def _renamed(params: dict, old: str, new: str) -> Any:
+    """A renamed parameter's value, given under its deprecated old name or its new one."""
+    value = params.get(old, DEPRECATED)
+    return params.get(new) if isinstance(value, str) and value == DEPRECATED else value
+
+
 def _generic_bbl(estimator: Any) -> dict[str, str]:
     params = estimator.get_params()
-    paper = params.get("hypothesis_class") == "thresholds" and params.get("mode") == "paper"
+    hypotheses = _renamed(params, "hypothesis_class", "hypotheses")
+    paper = hypotheses == "thresholds" and _renamed(params, "mode", "constants") == "paper"
     groups = (_FIT_CHECKS, _CLASSIFIER_FIT_CHECKS, ("check_fit2d_1feature",))
     return {
         **_when(paper, _BBL_THRESHOLDS_PAPER, *groups),

@@ -260,8 +260,8 @@ def _audit_transcripts(clf_a, clf_b, q, n_trials, weight=None):
             counts[int("".join(map(str, answers)), 2)] += 1
         codes.append(counts)
     alpha = 1e-3 / (2 * 2**q)
-    lo_a, hi_a = clopper_pearson(codes[0], n_trials, alpha)
-    lo_b, hi_b = clopper_pearson(codes[1], n_trials, alpha)
+    lo_a, hi_a = clopper_pearson(codes[0], n_trials, confidence_level=1 - alpha)
+    lo_b, hi_b = clopper_pearson(codes[1], n_trials, confidence_level=1 - alpha)
     with np.errstate(divide="ignore"):
         bound = np.maximum(np.log(lo_a) - np.log(hi_b), np.log(lo_b) - np.log(hi_a))
     return float(bound.max())

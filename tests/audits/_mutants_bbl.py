@@ -42,7 +42,14 @@ OVERRIDES = {
     "threshold_gap": 0.5,
     "phase_length": 500_000,
 }
-PARAMS = dict(epsilon=1.0, delta=0.05, alpha=0.05, beta=0.05, overrides=OVERRIDES, classes=(0, 1))
+PARAMS = dict(
+    epsilon=1.0,
+    delta=0.05,
+    target_error=0.05,
+    failure_probability=0.05,
+    overrides=OVERRIDES,
+    classes=(0, 1),
+)
 #: The audited row's point (leftmost), and the other points of the unlabelled pool.
 POINT, OTHERS = 0.05, np.linspace(0.2, 0.9, 4)
 N_GAMES = 2_000

@@ -274,7 +274,9 @@ def _refit_bound(make, data, neighbour, release, n_fits, alpha_total, fit=None):
     outcomes = sorted(set(runs[0]) | set(runs[1]))
     counts = [np.array([run.count(o) for o in outcomes]) for run in runs]
     alpha = alpha_total / (2 * len(outcomes))
-    (lo1, hi1), (lo2, hi2) = (clopper_pearson(c, n_fits, alpha) for c in counts)
+    (lo1, hi1), (lo2, hi2) = (
+        clopper_pearson(c, n_fits, confidence_level=1 - alpha) for c in counts
+    )
     with np.errstate(divide="ignore"):
         bound = np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))
     return float(np.max(bound)), counts, outcomes

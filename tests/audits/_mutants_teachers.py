@@ -407,7 +407,7 @@ def _everlasting_relabelling_mutant(monkeypatch):
             _SignTeacher(),
             epsilon=epsilon,
             delta=delta,
-            hypothesis_class=TWO_HYPOTHESES,
+            hypotheses=TWO_HYPOTHESES,
             classes=(0, 1),
             n_teachers=3,
             phase_length=10,

@@ -147,6 +147,6 @@ def released_model_mutant(monkeypatch):
     # The patch took effect: the simulated frequencies are the tripled law's (binomial tests).
     for h, prob in zip(hits, (p, q)):
         assert stats.binomtest(h, N_FITS, prob).pvalue > ALPHA
-    (lo1, hi1), (lo2, hi2) = (clopper_pearson(h, N_FITS, ALPHA) for h in hits)
+    (lo1, hi1), (lo2, hi2) = (clopper_pearson(h, N_FITS, confidence_level=1 - ALPHA) for h in hits)
     bound = max(math.log(lo1) - math.log(hi2), math.log(lo2) - math.log(hi1))
     assert bound > EPSILON, (hits, bound)

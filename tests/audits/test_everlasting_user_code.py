@@ -114,9 +114,9 @@ def _generic(hypothesis_class, **overrides):
     x = np.random.default_rng(1).random(400).reshape(-1, 1)
     clf = GenericBBLClassifier(
         hypothesis_class,
-        alpha=0.05,
-        beta=0.05,
-        mode="simulation",
+        target_error=0.05,
+        failure_probability=0.05,
+        constants="simulation",
         random_state=0,
         classes=(0, 1),
         overrides=sizes,
@@ -247,10 +247,8 @@ class _Subclassed(FiniteHypothesisClass):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda h: GenericBBLClassifier(h, mode="simulation", classes=(0, 1)),
-        lambda h: PrivateEverlastingClassifier(
-            LogisticRegression(), n_teachers=10, hypothesis_class=h
-        ),
+        lambda h: GenericBBLClassifier(h, constants="simulation", classes=(0, 1)),
+        lambda h: PrivateEverlastingClassifier(LogisticRegression(), n_teachers=10, hypotheses=h),
     ],
 )
 @pytest.mark.parametrize("hclass", [_WholePools(), _Subclassed(hypotheses=[_batch_statistic])])
@@ -261,7 +259,7 @@ def test_a_hypothesis_class_taking_whole_pools_is_refused(make, hclass):
         with pytest.raises(InvalidParameterError) as info:
             make(hclass).fit(x, (x[:, 0] > 0.3).astype(int))
     message = str(info.value)
-    assert "hypothesis_class" in message
+    assert "'hypotheses'" in message
     assert type(hclass).__name__ in message
     for allowed in ("ThresholdClass", "FiniteHypothesisClass", "erm_block", "labels_at"):
         assert allowed in message
@@ -320,7 +318,7 @@ def test_a_row_wise_hypothesis_class_relabels_the_practical_pools():
         LogisticRegression(),
         n_teachers=10,
         phase_length=40,
-        hypothesis_class=_RowwiseThresholds(),
+        hypotheses=_RowwiseThresholds(),
         classes=[0, 1],
         random_state=0,
     ).fit(X, (X[:, 0] >= 0.3).astype(int))
@@ -334,7 +332,7 @@ def test_the_library_classes_are_accepted(library_class):
     X = np.array([[0.0], [1.0]] * 100)
     y = X[:, 0].astype(int)
     clf = PrivateEverlastingClassifier(
-        LogisticRegression(), n_teachers=10, hypothesis_class=library_class, classes=[0, 1]
+        LogisticRegression(), n_teachers=10, hypotheses=library_class, classes=[0, 1]
     )
     assert clf.fit(X, y).predict(X[:3]).shape == (3,)
 

@@ -511,7 +511,11 @@ def _numeric_cases() -> list[Case]:
             "GenericBBLClassifier-thresholds-extreme",
             GenericBBLClassifier,
             lambda s: GenericBBLClassifier(
-                alpha=0.05, beta=0.05, mode="simulation", classes=(0, 1), random_state=s
+                target_error=0.05,
+                failure_probability=0.05,
+                constants="simulation",
+                classes=(0, 1),
+                random_state=s,
             ),
             (Xu, yu, {}),
             (Xu2, yu2, {}),
@@ -556,9 +560,9 @@ def _hidden_query_cases() -> list[Case]:
             GenericBBLClassifier,
             lambda s: GenericBBLClassifier(
                 FiniteHypothesisClass(predictions=MATRIX),
-                alpha=0.05,
-                beta=0.05,
-                mode="simulation",
+                target_error=0.05,
+                failure_probability=0.05,
+                constants="simulation",
                 overrides=bbl_overrides,
                 classes=(0, 1),
                 random_state=s,
@@ -573,7 +577,7 @@ def _hidden_query_cases() -> list[Case]:
             PrivateEverlastingClassifier,
             lambda s: PrivateEverlastingClassifier(
                 DecisionTreeClassifier(max_depth=2),
-                hypothesis_class=FiniteHypothesisClass(predictions=MATRIX),
+                hypotheses=FiniteHypothesisClass(predictions=MATRIX),
                 n_teachers=2,
                 phase_length=20,
                 phase_growth=1.0,

@@ -104,6 +104,7 @@ from skprivpred.audit import clopper_pearson
 from skprivpred.everlasting import relabel_law
 from skprivpred.hypotheses import FiniteHypothesisClass
 from skprivpred.utils import Data, UserCodeParam, user_code_parameters
+from skprivpred.utils._deprecation import deprecated_parameters
 from skprivpred.utils._param_validation import (
     HasMethods,
     _AnyConstraint,
@@ -643,10 +644,10 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         protected_queries=True,
         law=_everlasting_law,
     ),
-    ("PrivateEverlastingClassifier", "hypothesis_class"): Scenario(
+    ("PrivateEverlastingClassifier", "hypotheses"): Scenario(
         make=lambda code: PrivateEverlastingClassifier(
             HostileClassifier("honest"),
-            hypothesis_class=code,
+            hypotheses=code,
             n_teachers=4,
             phase_length=8,
             phase_growth=1.0,
@@ -659,12 +660,12 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         protected_queries=True,
         law=_relabel_law,
     ),
-    ("GenericBBLClassifier", "hypothesis_class"): Scenario(
+    ("GenericBBLClassifier", "hypotheses"): Scenario(
         make=lambda code: GenericBBLClassifier(
-            hypothesis_class=code,
-            alpha=0.05,
-            beta=0.05,
-            mode="simulation",
+            hypotheses=code,
+            target_error=0.05,
+            failure_probability=0.05,
+            constants="simulation",
             overrides={"n_teachers": 5, "teacher_size": 4, "phase_length": 40},
             classes=(0, 1),
             random_state=SEED,
@@ -753,10 +754,13 @@ def _audited_classes() -> list[type]:
 
 
 def _marked() -> dict[tuple[str, str], UserCodeParam]:
+    # A deprecated old name (hypothesis_class -> hypotheses) keeps its marker, but its value
+    # goes through renamed_param to the same place as the new name's, audited here.
     return {
         (cls.__name__, name): marker
         for cls in _audited_classes()
         for name, marker in user_code_parameters(cls).items()
+        if name not in deprecated_parameters(cls)
     }
 
 
@@ -1013,8 +1017,8 @@ BLACK_BOX_ALPHA = 0.05 / 4  # per interval: two outcomes x two orientations
 
 def _flip_bound(n: int, alpha: float) -> float:
     """Lower bound on the log-ratio of an outcome seen n/n times on one side, 0/n on the other."""
-    lower, _ = clopper_pearson(np.array([n]), n, alpha)
-    _, upper = clopper_pearson(np.array([0]), n, alpha)
+    lower, _ = clopper_pearson(np.array([n]), n, confidence_level=1 - alpha)
+    _, upper = clopper_pearson(np.array([0]), n, confidence_level=1 - alpha)
     return float(np.log(lower[0]) - np.log(upper[0]))
 
 
@@ -1053,7 +1057,7 @@ def test_black_box_audit_where_no_diagnostic_exists(behaviour):
                 answer = model.fit_student().predict(query)
             counts[side, int(np.asarray(answer)[0])] += 1
     n = BLACK_BOX_TRIALS
-    lower, upper = clopper_pearson(counts, n, BLACK_BOX_ALPHA)
+    lower, upper = clopper_pearson(counts, n, confidence_level=1 - BLACK_BOX_ALPHA)
     with np.errstate(divide="ignore"):
         bound = max(
             float(np.log(lower[a, k]) - np.log(upper[1 - a, k])) for a in (0, 1) for k in (0, 1)

@@ -3,6 +3,7 @@
 import copy
 import pickle
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -453,8 +454,8 @@ BAD_PARAMS = [
     ({"epsilon": float("nan")}, InvalidParameterError, "'epsilon'"),
     ({"epsilon": float("inf")}, InvalidParameterError, "'epsilon'"),
     ({"epsilon": "1"}, InvalidParameterError, "'epsilon'"),
-    ({"alpha": 0.0}, InvalidParameterError, "'alpha'"),
-    ({"alpha": 1.0}, InvalidParameterError, "'alpha'"),
+    ({"target_error": 0.0}, InvalidParameterError, "'target_error'"),
+    ({"target_error": 1.0}, InvalidParameterError, "'target_error'"),
     ({"n_teachers": 0}, InvalidParameterError, "'n_teachers'"),
     ({"n_teachers": 2.5}, InvalidParameterError, "'n_teachers'"),
     ({"n_teachers": 601}, InvalidParameterError, "n_teachers=601"),
@@ -556,3 +557,23 @@ def test_vote_counts_equal_counted_votes_across_blocks(monkeypatch):
         np.testing.assert_array_equal(votes[:, j], teachers[j].predict(X))
     expected = np.stack([(votes == k).sum(axis=1) for k in range(3)], axis=1)
     np.testing.assert_array_equal(ens.vote_counts(X), expected)
+
+
+# -- renamed parameters (0.4): `alpha` -> `target_error` ----------------------------------------
+def test_alpha_was_renamed_target_error():
+    X, y = make_classification(n_samples=600, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = SubsampleAggregateClassifier(target_error=0.3, classes=[0, 1], random_state=0)
+        new_answers = new.fit(X, y).predict(X[:50])
+        assert new.n_teachers_for(600, 2) == new.n_teachers_ == 16
+    old = SubsampleAggregateClassifier(alpha=0.3, classes=[0, 1], random_state=0)
+    with pytest.warns(FutureWarning, match="`alpha` was renamed `target_error` in 0.4") as record:
+        old.fit(X, y)
+    assert {warning.filename for warning in record} == {__file__}  # points at the caller
+    assert old.n_teachers_ == 16
+    np.testing.assert_array_equal(old.predict(X[:50]), new_answers)
+    assert clone(old).get_params()["alpha"] == 0.3
+    both = SubsampleAggregateClassifier(target_error=0.2, alpha=0.3, classes=[0, 1])
+    with pytest.raises(InvalidParameterError, match="'target_error' and .* 'alpha'"):
+        both.fit(X, y)

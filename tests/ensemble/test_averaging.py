@@ -53,9 +53,7 @@ def _discrete_laplace_p(z, scale):
 @pytest.mark.parametrize("rule", ["sample", "threshold"])
 def test_predict_law_is_the_closed_form(n_ones, rule):
     r, epsilon = 5, 1.0
-    clf = _one_row_per_teacher(
-        [1] * n_ones + [0] * (r - n_ones), epsilon=epsilon, prediction_rule=rule
-    )
+    clf = _one_row_per_teacher([1] * n_ones + [0] * (r - n_ones), epsilon=epsilon, label_rule=rule)
     v = n_ones / r
     b = 1 / (r * epsilon)
     expected = (
@@ -76,7 +74,7 @@ def test_predict_law_ratio_between_neighbours_is_at_most_epsilon():
     for rule in ("sample", "threshold"):
         laws = [
             _one_row_per_teacher(
-                [1] * c + [0] * (r - c), epsilon=epsilon, prediction_rule=rule
+                [1] * c + [0] * (r - c), epsilon=epsilon, label_rule=rule
             )._output_distribution([[0.0]])[0]
             for c in range(r + 1)
         ]
@@ -394,13 +392,13 @@ def test_gaussian_option_charges_delta():
     "params, match",
     [
         ({"base_output": "votes"}, "'base_output' parameter .* 'label', 'proba'"),
-        ({"prediction_rule": "vote"}, "'prediction_rule'"),
+        ({"label_rule": "vote"}, "'label_rule'"),
         ({"noise": "uniform"}, "'noise'"),
         ({"delta": 1e-5}, "delta=1e-05 with noise='laplace'.* must be 0"),
         ({"noise": "gaussian", "delta": 0.0}, "delta=0 with noise='gaussian'"),
         ({"delta": 1.0}, "'delta' parameter"),
         ({"epsilon": -1}, "'epsilon'"),
-        ({"alpha": 2}, "'alpha'"),
+        ({"target_error": 2}, "'target_error'"),
         ({"n_teachers": 0}, "'n_teachers'"),
         ({"base_output": "proba", "estimator": Ridge()}, "predict_proba"),
     ],
@@ -490,3 +488,29 @@ def test_gaussian_needs_two_labels():
     X, y = make_classification(n_samples=300, n_classes=3, n_informative=3, random_state=0)
     with pytest.raises(ValueError, match="two labels"):
         SubsampleAverageClassifier(noise="gaussian", delta=1e-5, classes=[0, 1, 2]).fit(X, y)
+
+
+# -- renamed parameters (0.4): `alpha` -> `target_error`, `prediction_rule` -> `label_rule` ------
+@pytest.mark.parametrize(
+    "old_name, new_name, value, other",
+    [("alpha", "target_error", 0.3, 0.2), ("prediction_rule", "label_rule", "threshold", "sample")],
+)
+def test_renamed_parameters_of_the_average_classifier(old_name, new_name, value, other):
+    X, y = make_classification(n_samples=600, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        fitted = SubsampleAverageClassifier(classes=[0, 1], random_state=0, **{new_name: value})
+        new_answers = fitted.fit(X, y).predict(X[:200])
+    renamed = SubsampleAverageClassifier(classes=[0, 1], random_state=0, **{old_name: value})
+    with pytest.warns(FutureWarning, match=f"`{old_name}` was renamed `{new_name}` in 0.4"):
+        renamed.fit(X, y)
+    assert renamed.n_teachers_ == fitted.n_teachers_
+    np.testing.assert_array_equal(renamed.predict(X[:200]), new_answers)
+    # The old value is the one used: the other value gives other answers on the same seed.
+    default = SubsampleAverageClassifier(classes=[0, 1], random_state=0, **{new_name: other})
+    assert not np.array_equal(default.fit(X, y).predict(X[:200]), new_answers)
+    # Setting both (the new one away from its default) is refused, naming both.
+    changed = 0.2 if new_name == "target_error" else "threshold"
+    both = SubsampleAverageClassifier(classes=[0, 1], **{old_name: value, new_name: changed})
+    with pytest.raises(InvalidParameterError, match=f"'{new_name}' and .* '{old_name}'"):
+        both.fit(X, y)

@@ -60,7 +60,13 @@ def _task(n, rng):
 
 
 def _simulated(**kwargs):
-    params = dict(alpha=0.05, beta=0.05, mode="simulation", random_state=0, classes=(0, 1))
+    params = dict(
+        target_error=0.05,
+        failure_probability=0.05,
+        constants="simulation",
+        random_state=0,
+        classes=(0, 1),
+    )
     params.update(kwargs)
     return GenericBBLClassifier(**params)
 
@@ -360,7 +366,7 @@ def test_generic_bbl_accuracy_over_phases(threshold_data, monkeypatch):
         return erm(points, labels)
 
     monkeypatch.setattr(ThresholdClass, "erm", staticmethod(recording_erm))
-    clf = _fit_quietly(_simulated(hypothesis_class=ThresholdClass(), random_state=1), x, y)
+    clf = _fit_quietly(_simulated(hypotheses=ThresholdClass(), random_state=1), x, y)
     rng = np.random.default_rng(2)
     queries = []
     for phase in range(1, 5):
@@ -463,7 +469,7 @@ def test_finite_classes_run_in_simulation():
     y = matrix[30, x]
     overrides = {"n_teachers": 100, "teacher_size": 20, "phase_length": 8000}
     clf = _fit_quietly(
-        _simulated(hypothesis_class=FiniteHypothesisClass(predictions=matrix), overrides=overrides),
+        _simulated(hypotheses=FiniteHypothesisClass(predictions=matrix), overrides=overrides),
         x,
         y,
     )
@@ -472,9 +478,7 @@ def test_finite_classes_run_in_simulation():
     assert np.mean(clf.predict(q) != matrix[30, q]) <= 0.05 and clf.phase_ == 2
     hypotheses = [lambda X, t=t: (X[:, 0] >= t).astype(int) for t in range(0, 101, 5)]
     callables = _fit_quietly(
-        _simulated(
-            hypothesis_class=FiniteHypothesisClass(hypotheses=hypotheses), overrides=overrides
-        ),
+        _simulated(hypotheses=FiniteHypothesisClass(hypotheses=hypotheses), overrides=overrides),
         x.reshape(-1, 1),
         y,
     )
@@ -488,7 +492,7 @@ def test_decreasing_direction_and_class_labels():
     x = rng.random(8000)
     y = np.where(x <= 0.6, "yes", "no")
     clf = _fit_quietly(
-        _simulated(hypothesis_class=ThresholdClass("decreasing"), classes=["no", "yes"]), x, y
+        _simulated(hypotheses=ThresholdClass("decreasing"), classes=["no", "yes"]), x, y
     )
     q = rng.random(4000)
     assert np.mean(clf.predict(q) != np.where(q <= 0.6, "yes", "no")) <= 0.05
@@ -600,13 +604,13 @@ def test_split_calls_equal_one_call_and_slots_are_coupled():
     np.testing.assert_array_equal(whole[:1000], other[:1000])
 
 
-def test_between_thresholds_aggregator():
+def test_between_thresholds_vote_release():
     rng = np.random.default_rng(12)
     x = rng.random((20_000, 1))
     y = (x[:, 0] >= THRESHOLD).astype(int)
     with pytest.raises(PrivacyParameterError, match="at least"):
-        _practical(500, aggregator="between_thresholds", top_budget=5).fit(x, y)
-    clf = _practical(2000, aggregator="between_thresholds", epsilon=4.0).fit(x, y)
+        _practical(500, vote_release="between_thresholds", top_budget=5).fit(x, y)
+    clf = _practical(2000, vote_release="between_thresholds", epsilon=4.0).fit(x, y)
     first = clf.phase_schedule_[0]
     assert first["top_budget"] == 6 and first["threshold_gap"] == 0.25  # the largest affordable
     assert first["bt_delta"] <= 1e-6 / 6
@@ -683,11 +687,11 @@ def test_growing_schedule_is_data_independent():
     assert schedules[0] == tuple(practical_schedule(2.0, 1e-6, 300, n_teachers=30, phases=3))
 
 
-@pytest.mark.parametrize("hypothesis_class", [None, "thresholds"])
-def test_growing_phases_exact_law_in_phase_two(hypothesis_class):
+@pytest.mark.parametrize("hypotheses", [None, "thresholds"])
+def test_growing_phases_exact_law_in_phase_two(hypotheses):
     rng = np.random.default_rng(31)
     x = rng.random((300, 1))
-    clf = _practical(30, epsilon=2.0, phase_growth=2.0, hypothesis_class=hypothesis_class).fit(
+    clf = _practical(30, epsilon=2.0, phase_growth=2.0, hypotheses=hypotheses).fit(
         x, (x[:, 0] >= THRESHOLD).astype(int)
     )
     first = clf.phase_schedule_[0]
@@ -695,7 +699,7 @@ def test_growing_phases_exact_law_in_phase_two(hypothesis_class):
     clf.predict(rng.random((600, 1)))
     assert (clf.phase_, clf.queries_in_phase_) == (2, 0)
     second = clf.phase_schedule_[1]
-    rho = zcdp_rho(2.0, 1e-6) * (0.9 if hypothesis_class else 1.0)
+    rho = zcdp_rho(2.0, 1e-6) * (0.9 if hypotheses else 1.0)
     sigma = math.sqrt(1200 / (2 * rho))
     teachers = min(600, math.ceil(30 * sigma / first["noise_sigma"]))
     assert (second["pool_size"], second["phase_length"], second["n_teachers"]) == (
@@ -812,7 +816,7 @@ def test_next_phase_trains_on_relabelled_answers():
         epsilon=4.0,
         n_teachers=100,
         phase_growth=1.0,
-        hypothesis_class="thresholds",
+        hypotheses="thresholds",
         random_state=2,
         classes=(0, 1),
     )
@@ -839,7 +843,7 @@ def test_growing_relabelled_phases_do_not_drift():
     clf = PrivateEverlastingClassifier(
         MidpointThreshold(),
         epsilon=4.0,
-        hypothesis_class="thresholds",
+        hypotheses="thresholds",
         random_state=3,
         classes=(0, 1),
     ).fit(x, (x[:, 0] >= THRESHOLD).astype(int))
@@ -856,16 +860,16 @@ def test_relabelling_errors():
     rng = np.random.default_rng(37)
     X = rng.random((200, 2))
     y = (X[:, 0] > 0.5).astype(int)
-    with pytest.raises(InvalidParameterError, match="needs aggregator='gaussian'"):
-        _practical(10, hypothesis_class="thresholds", aggregator="between_thresholds").fit(X, y)
-    with pytest.raises(InvalidParameterError, match="'hypothesis_class' parameter"):
-        _practical(10, hypothesis_class="intervals").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="needs vote_release='gaussian'"):
+        _practical(10, hypotheses="thresholds", vote_release="between_thresholds").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'hypotheses' parameter"):
+        _practical(10, hypotheses="intervals").fit(X, y)
     with pytest.raises(InvalidParameterError, match="'phase_growth' parameter"):
         _practical(10, phase_growth=0.5).fit(X, y)
     with pytest.raises(ValueError, match="one feature"):
-        _practical(10, hypothesis_class="thresholds").fit(X, y)
+        _practical(10, hypotheses="thresholds").fit(X, y)
     with pytest.raises(InvalidParameterError, match="prior_scale"):
-        _practical(10, hypothesis_class=ThresholdClass(prior_scale=0.0)).fit(X[:, :1], y)
+        _practical(10, hypotheses=ThresholdClass(prior_scale=0.0)).fit(X[:, :1], y)
     assert not hasattr(_practical(10), "relabel_epsilon_")
 
 
@@ -1041,7 +1045,9 @@ def test_a_pickled_copy_refuses_in_another_process(tmp_path):
 # -- bad input ----------------------------------------------------------------------------------
 def test_paper_mode_needs_the_data(threshold_data):
     x, y = threshold_data
-    clf = GenericBBLClassifier(alpha=0.05, beta=0.05, random_state=0, classes=(0, 1))
+    clf = GenericBBLClassifier(
+        target_error=0.05, failure_probability=0.05, random_state=0, classes=(0, 1)
+    )
     with pytest.raises(InsufficientSampleError, match="needs at least") as info:
         clf.fit(x, y)
     plan = genericbbl_plan(1.0, 1e-6, 0.05, 0.05, 1)
@@ -1055,29 +1061,33 @@ def test_paper_mode_needs_the_data(threshold_data):
     "kwargs, error, match",
     [
         (dict(epsilon=1.5), PrivacyParameterError, "epsilon must be <= 1"),
-        (dict(alpha=0.1), PrivacyParameterError, "alpha must be < 1/16"),
-        (dict(beta=0.07), PrivacyParameterError, "beta"),
+        (dict(target_error=0.1), PrivacyParameterError, "target_error must be < 1/16"),
+        (dict(failure_probability=0.07), PrivacyParameterError, "failure_probability"),
         (dict(delta=0.1), PrivacyParameterError, "delta"),
-        (dict(overrides={"m": 2.0}), PrivacyParameterError, "only with mode='simulation'"),
+        (dict(overrides={"m": 2.0}), PrivacyParameterError, "only with constants='simulation'"),
         (dict(overrides={"n_teachers": 100}), PrivacyParameterError, "gap condition"),
         (dict(overrides={"bogus": 1}), InvalidParameterError, "unknown overrides"),
         (dict(overrides={"top_budget": 0}), InvalidParameterError, "'top_budget' parameter"),
-        (dict(mode="fast"), InvalidParameterError, "'mode' parameter of GenericBBLClassifier"),
-        (dict(hypothesis_class="intervals"), InvalidParameterError, "'hypothesis_class'"),
-        (dict(hypothesis_class=ThresholdClass("sideways")), InvalidParameterError, "direction"),
+        (
+            dict(constants="fast"),
+            InvalidParameterError,
+            "'constants' parameter of GenericBBLClassifier",
+        ),
+        (dict(hypotheses="intervals"), InvalidParameterError, "'hypotheses'"),
+        (dict(hypotheses=ThresholdClass("sideways")), InvalidParameterError, "direction"),
         (dict(vc_dim=0), InvalidParameterError, "'vc_dim' parameter"),
         (dict(log_base=1.0), InvalidParameterError, "'log_base' parameter"),
         (dict(epsilon=float("nan")), InvalidParameterError, "'epsilon' parameter"),
         (dict(accountant="ledger"), InvalidParameterError, "'accountant' parameter"),
         (
-            dict(mode="simulation", accountant=PrivacyAccountant(1.0, ledger=":memory:")),
+            dict(constants="simulation", accountant=PrivacyAccountant(1.0, ledger=":memory:")),
             InvalidParameterError,
             "simulation",
         ),
     ],
 )
 def test_paper_mode_parameter_errors(kwargs, error, match, threshold_data):
-    params = dict(alpha=0.05, beta=0.05, classes=(0, 1))
+    params = dict(target_error=0.05, failure_probability=0.05, classes=(0, 1))
     params.update(kwargs)
     with pytest.raises(error, match=match):
         GenericBBLClassifier(**params).fit(*threshold_data)
@@ -1131,8 +1141,8 @@ def test_practical_errors():
     y = (X[:, 0] > 0.5).astype(int)
     with pytest.raises(ValueError, match="n_teachers=200 is larger"):
         _practical(200).fit(X, y)
-    with pytest.raises(InvalidParameterError, match="'aggregator' parameter"):
-        _practical(10, aggregator="laplace").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'vote_release' parameter"):
+        _practical(10, vote_release="laplace").fit(X, y)
     with pytest.raises(InvalidParameterError, match="phase_length=5 must be at least"):
         _practical(10, phase_length=5).fit(X, y)
     with pytest.raises(InvalidParameterError, match="'n_teachers' parameter"):
@@ -1224,7 +1234,7 @@ def _domain_predictor(hypothesis_class, accountant=None):
         n_teachers=20,
         phase_length=100,
         phase_growth=1.0,
-        hypothesis_class=hypothesis_class,
+        hypotheses=hypothesis_class,
         classes=(0, 1),
         random_state=0,
         accountant=accountant,
@@ -1249,7 +1259,7 @@ def test_a_query_outside_the_class_domain_is_refused_before_the_charge():
     assert clf.predict(queries).shape == (150,) and clf.phase_ == 2  # across the boundary
     generic = _fit_quietly(
         _simulated(
-            hypothesis_class=matrix,
+            hypotheses=matrix,
             overrides={"n_teachers": 10, "teacher_size": 20, "phase_length": 800},
         ),
         np.repeat(grid, 400),
@@ -1277,7 +1287,7 @@ def test_a_query_without_a_binary_label_is_answered_with_the_fallback_label():
     x = np.repeat(grid[:18], 400).reshape(-1, 1).astype(float)
     generic = _fit_quietly(
         _simulated(
-            hypothesis_class=callables,
+            hypotheses=callables,
             overrides={"n_teachers": 10, "teacher_size": 20, "phase_length": 800},
         ),
         x,
@@ -1414,9 +1424,9 @@ def test_halting_call_counts_only_answered_rows():
     x = rng.random((20_000, 1))
     y = (x[:, 0] >= THRESHOLD).astype(int)
     accountant = PrivacyAccountant(delta=0.5, ledger=":memory:")
-    clf = _practical(2000, aggregator="between_thresholds", epsilon=4.0, accountant=accountant).fit(
-        x, y
-    )
+    clf = _practical(
+        2000, vote_release="between_thresholds", epsilon=4.0, accountant=accountant
+    ).fit(x, y)
     with pytest.raises(PredictorHaltedError) as info:
         clf.predict(np.full((1000, 1), THRESHOLD))
     answered = info.value.predictions.size
@@ -1434,7 +1444,13 @@ def test_genericbbl_paper_mode_charges_bt_instance_guarantee_per_row():
         "threshold_gap": 0.5,
         "phase_length": 500_000,
     }
-    params = dict(epsilon=1.0, delta=0.05, alpha=0.05, beta=0.05, overrides=overrides)
+    params = dict(
+        epsilon=1.0,
+        delta=0.05,
+        target_error=0.05,
+        failure_probability=0.05,
+        overrides=overrides,
+    )
     with pytest.raises(InsufficientSampleError) as too_small:
         GenericBBLClassifier(classes=(0, 1), random_state=0, **params).fit(
             *_task(10, rng := np.random.default_rng(20))
@@ -1452,3 +1468,83 @@ def test_genericbbl_paper_mode_charges_bt_instance_guarantee_per_row():
     clf.predict(np.full(20, 0.9))  # far from the threshold: no TOP
     assert accountant.queries_answered == 20
     assert accountant.spent() == pytest.approx((20 * first["bt_epsilon"], 20 * first["bt_delta"]))
+
+
+# -- renamed parameters (0.4) ---------------------------------------------------------------------
+def test_generic_bbl_renamed_parameters_warn_and_answer_the_same(threshold_data):
+    """``hypothesis_class``, ``alpha``, ``beta`` and ``mode`` became ``hypotheses``,
+    ``target_error``, ``failure_probability`` and ``constants``: same predictor, same answers."""
+    x, y = threshold_data
+    queries = np.random.default_rng(5).random(300)
+    new_names = dict(
+        hypotheses="thresholds", target_error=0.05, failure_probability=0.05, constants="simulation"
+    )
+    old_names = dict(hypothesis_class="thresholds", alpha=0.05, beta=0.05, mode="simulation")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = _fit_quietly(GenericBBLClassifier(random_state=0, classes=(0, 1), **new_names), x, y)
+        new_answers = new.predict(queries)
+    old = GenericBBLClassifier(random_state=0, classes=(0, 1), **old_names)
+    with pytest.warns(FutureWarning) as record:
+        _fit_quietly(old, x, y)
+    renamed = {str(w.message).split("`")[1]: str(w.message).split("`")[3] for w in record}
+    assert renamed == {
+        "hypothesis_class": "hypotheses",
+        "alpha": "target_error",
+        "beta": "failure_probability",
+        "mode": "constants",
+    }
+    assert {w.filename for w in record} == {__file__}
+    assert old.privacy_guarantee_ == new.privacy_guarantee_
+    np.testing.assert_array_equal(old.predict(queries), new_answers)
+    with pytest.raises(InvalidParameterError, match="'constants' and .* 'mode'"):
+        GenericBBLClassifier(constants="simulation", mode="paper").fit(x, y)
+
+
+def test_genericbbl_plan_renamed_keywords():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = genericbbl_plan(1.0, 1e-6, target_error=0.05, failure_probability=0.04, vc_dim=1)
+    with pytest.warns(FutureWarning) as record:
+        assert genericbbl_plan(1.0, 1e-6, alpha=0.05, beta=0.04, vc_dim=1) == new
+    assert [str(w.message)[:40] for w in record] == [
+        "`alpha` was renamed `target_error` in 0.",
+        "`beta` was renamed `failure_probability`",
+    ]
+    assert new["guarantee"]["error"] == 6 * 0.05 and new["guarantee"]["failure"] == 4 * 0.04
+    with pytest.raises(TypeError, match="both 'target_error' and .* 'alpha'"):
+        genericbbl_plan(1.0, 1e-6, 0.05, 0.05, 1, alpha=0.05)
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ({"hypothesis_class": "thresholds"}, {"hypotheses": "thresholds"}),
+        (
+            {"aggregator": "between_thresholds", "epsilon": 4.0},
+            {"vote_release": "between_thresholds", "epsilon": 4.0},
+        ),
+    ],
+    ids=["hypothesis_class", "aggregator"],
+)
+def test_everlasting_renamed_parameters_warn_and_answer_the_same(old, new):
+    rng = np.random.default_rng(12)
+    x = rng.random((20_000, 1))
+    y = (x[:, 0] >= THRESHOLD).astype(int)
+    queries = np.random.default_rng(13).random((200, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        fitted = _practical(2000, **new).fit(x, y)
+        new_answers = fitted.predict(queries)
+    renamed = _practical(2000, **old)
+    (old_name,) = set(old) - {"epsilon"}
+    (new_name,) = set(new) - {"epsilon"}
+    with pytest.warns(FutureWarning, match=f"`{old_name}` was renamed `{new_name}` in 0.4"):
+        renamed.fit(x, y)
+    assert renamed.privacy_guarantee_ == fitted.privacy_guarantee_
+    assert renamed.phase_schedule_ == fitted.phase_schedule_
+    np.testing.assert_array_equal(renamed.predict(queries), new_answers)
+    both_value = {"hypotheses": ThresholdClass(), "vote_release": "between_thresholds"}[new_name]
+    both = _practical(2000, **old, **{new_name: both_value})
+    with pytest.raises(InvalidParameterError, match=f"'{new_name}' and .* '{old_name}'"):
+        both.fit(x, y)

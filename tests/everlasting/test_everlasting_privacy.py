@@ -238,7 +238,7 @@ def epsilon_lower_bound(k0, k1, n: int, delta: float, alpha: float) -> tuple[flo
     k = np.array([k0, k1], dtype=float)
     n_events = k.shape[1]
     k = np.concatenate([k, n - k], axis=1)  # events, then their complements
-    lo, hi = clopper_pearson(k, n, alpha / (2 * n_events))
+    lo, hi = clopper_pearson(k, n, confidence_level=1 - alpha / (2 * n_events))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.log(np.clip(lo - delta, 0.0, None)) - np.log(hi[::-1])
     ratios = np.nan_to_num(ratios, nan=-np.inf)
@@ -530,7 +530,7 @@ def _game_detection_power(n, p, q, epsilon, delta, alpha) -> float:
     level ``alpha`` each), exactly (binomial sums): a lower bound on the audit's power.
     """
     k = np.arange(n + 1)
-    lower, upper = clopper_pearson(k, n, alpha)
+    lower, upper = clopper_pearson(k, n, confidence_level=1 - alpha)
     limit = (lower - delta) * np.exp(-epsilon)
     last = np.where(limit > 0, np.searchsorted(upper, limit, side="left") - 1, -1)
     caught = np.where(last >= 0, binom.cdf(last, n, q), 0.0)
@@ -685,7 +685,7 @@ def test_query_audit_with_relabelling_passes():
     0.12`` is itself so noisy that it hides most of what 20 times too little vote noise
     reveals.)
     """
-    audit = _query_audit(PrivateEverlastingClassifier, hypothesis_class="thresholds")
+    audit = _query_audit(PrivateEverlastingClassifier, hypotheses="thresholds")
     assert not audit.refutes(EPSILON), audit
 
 
@@ -961,7 +961,7 @@ class _TakesSubclasses(PrivateEverlastingClassifier):
     predictor refuses one: its methods could compute anything from the pools)."""
 
     def _resolved_class(self):
-        return self.hypothesis_class
+        return self.hypotheses
 
 
 def _hidden_class_query_audit(make, hidden) -> GameAudit:
@@ -999,13 +999,13 @@ def test_a_hidden_query_outside_the_class_domain_does_not_make_the_boundary_rais
     hidden = (np.array([[DOMAIN + 5.0]]), np.array([[5.0]]))
     matrix_class = FiniteHypothesisClass(predictions=THRESHOLD_MATRIX)
     audit = _hidden_class_query_audit(
-        _practical(PrivateEverlastingClassifier, hypothesis_class=matrix_class, **CLASS_GAME),
+        _practical(PrivateEverlastingClassifier, hypotheses=matrix_class, **CLASS_GAME),
         hidden,
     )
     assert audit.counts[:, 0].tolist() == [0, 0]
     assert not audit.refutes(EPSILON), audit
     broken = _hidden_class_query_audit(
-        _practical(_DomainCheckedAtTheBoundary, hypothesis_class=matrix_class, **CLASS_GAME),
+        _practical(_DomainCheckedAtTheBoundary, hypotheses=matrix_class, **CLASS_GAME),
         hidden,
     )
     assert broken.counts[:, 0].tolist() == [N_GAMES, 0]  # the boundary raised in world 0
@@ -1016,14 +1016,14 @@ def test_a_hidden_query_without_a_binary_label_does_not_make_the_boundary_raise(
     hidden = (np.array([[ODD_POINT]]), np.array([[5.0]]))
     callables = FiniteHypothesisClass(hypotheses=CALLABLE_THRESHOLDS)
     audit = _hidden_class_query_audit(
-        _practical(PrivateEverlastingClassifier, hypothesis_class=callables, **CLASS_GAME),
+        _practical(PrivateEverlastingClassifier, hypotheses=callables, **CLASS_GAME),
         hidden,
     )
     assert audit.counts[:, 0].tolist() == [0, 0]
     assert not audit.refutes(EPSILON), audit
     strict = _StrictLabels(hypotheses=CALLABLE_THRESHOLDS)
     broken = _hidden_class_query_audit(
-        _practical(_TakesSubclasses, hypothesis_class=strict, **CLASS_GAME), hidden
+        _practical(_TakesSubclasses, hypotheses=strict, **CLASS_GAME), hidden
     )
     assert broken.counts[:, 0].tolist() == [N_GAMES, 0]
     assert broken.refutes(EPSILON), broken
@@ -1088,9 +1088,9 @@ def test_known_gap_halt_timing_attack_distinguishes_in_simulation_mode():
 
     def make(seed):
         return GenericBBLClassifier(
-            alpha=0.05,
-            beta=0.05,
-            mode="simulation",
+            target_error=0.05,
+            failure_probability=0.05,
+            constants="simulation",
             overrides=overrides,
             random_state=seed,
             classes=(0, 1),
@@ -1100,7 +1100,7 @@ def test_known_gap_halt_timing_attack_distinguishes_in_simulation_mode():
     assert claimed.epsilon == math.inf and claimed.delta == 1.0  # simulation mode claims nothing
     audit = _halt_audit(make, X, y, far=0.95, top_budget=3, n_games=200, delta=DELTA)
     hits = audit.counts[:, 0]
-    lo, hi = clopper_pearson(hits, audit.n_games, AUDIT_ALPHA / 2)
+    lo, hi = clopper_pearson(hits, audit.n_games, confidence_level=1 - AUDIT_ALPHA / 2)
     # World 0 halts one answer early (measured: 91% of 400 games), world 1 never does.
     assert lo[0] > 0.75 and hi[1] < 0.2, hits
     assert audit.refutes(EPSILON), audit  # as if it claimed (1, 1e-6): far beyond it
@@ -1129,9 +1129,9 @@ def test_known_gap_halt_timing_attack_refutes_a_paper_mode_claim_inside_a_phase(
         return GenericBBLClassifier(
             epsilon=epsilon,
             delta=delta,
-            alpha=0.05,
-            beta=0.05,
-            mode="paper",
+            target_error=0.05,
+            failure_probability=0.05,
+            constants="paper",
             overrides=overrides,
             random_state=seed,
             classes=(0, 1),

@@ -104,7 +104,9 @@ def release_epsilon_lower_bound(make, data, neighbour, release, n_trials, seed_o
     outcomes = sorted(set(runs[0]) | set(runs[1]))
     counts = [np.array([run.count(o) for o in outcomes]) for run in runs]
     alpha = P_FALSE_ALARM / (2 * len(outcomes))
-    (lo1, hi1), (lo2, hi2) = (clopper_pearson(c, n_trials, alpha) for c in counts)
+    (lo1, hi1), (lo2, hi2) = (
+        clopper_pearson(c, n_trials, confidence_level=1 - alpha) for c in counts
+    )
     with np.errstate(divide="ignore"):
         bound = np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))
     return float(np.max(bound))

@@ -267,7 +267,9 @@ def _audit_lower_bound(runs1, runs2, n_fits):
     c1 = np.array([runs1.count(o) for o in outcomes])
     c2 = np.array([runs2.count(o) for o in outcomes])
     alpha = P_FALSE_ALARM / (2 * len(outcomes))
-    (lo1, hi1), (lo2, hi2) = (clopper_pearson(c, n_fits, alpha) for c in (c1, c2))
+    (lo1, hi1), (lo2, hi2) = (
+        clopper_pearson(c, n_fits, confidence_level=1 - alpha) for c in (c1, c2)
+    )
     with np.errstate(divide="ignore"):
         bound = np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))
     return float(bound.max()), outcomes, c1

@@ -109,7 +109,7 @@ def test_exppw_min_samples_pinned_value_and_erratum():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: exppw_clamp_bound(0.0, 1.0), "'alpha' parameter of exppw_clamp_bound"),
+        (lambda: exppw_clamp_bound(0.0, 1.0), "'target_error' parameter of exppw_clamp_bound"),
         (lambda: exppw_clamp_bound(0.1, 0.0), "'epsilon'"),
         (lambda: exppw_clamp_bound(0.1, float("nan")), "'epsilon'"),
         (lambda: exppw_min_samples(0.1, 1.0, k=0), "'k' parameter of exppw_min_samples"),
@@ -164,7 +164,8 @@ def test_default_clamp_bound_and_public_attributes():
     clf = _walk(np.arange(20), np.arange(20) % 2)
     assert (
         clf.clamp_bound_ == 6
-        and _walk(np.arange(20), np.arange(20) % 2, clamp_bound=3, alpha=0.5).clamp_bound_ == 3
+        and _walk(np.arange(20), np.arange(20) % 2, clamp_bound=3, target_error=0.5).clamp_bound_
+        == 3
     )
     assert not hasattr(clf, "predict_proba") and not hasattr(clf, "decision_function")
     public = {k for k in vars(clf) if not k.startswith("_")}
@@ -444,7 +445,9 @@ def _mean_population_error(cls, endpoints, k, noise, epsilon, alpha, repeats, rn
     for _ in range(repeats):
         x = rng.uniform(size=n)
         y = _noisy_interval_labels(x, np.array(endpoints), noise, rng)
-        clf = cls(epsilon=epsilon, alpha=alpha, classes=[0, 1], random_state=0).fit(_column(x), y)
+        clf = cls(epsilon=epsilon, target_error=alpha, classes=[0, 1], random_state=0).fit(
+            _column(x), y
+        )
         errors.append(population_error(clf, np.array(endpoints), noise))
     return float(np.mean(errors)), clf
 
@@ -628,9 +631,9 @@ BAD_PARAMS = [
     ({"epsilon": float("nan")}, InvalidParameterError, "'epsilon'"),
     ({"epsilon": float("inf")}, InvalidParameterError, "'epsilon'"),
     ({"epsilon": "1"}, InvalidParameterError, "'epsilon'"),
-    ({"alpha": 0.0}, InvalidParameterError, "'alpha'"),
-    ({"alpha": 1.0}, InvalidParameterError, "'alpha'"),
-    ({"alpha": float("nan")}, InvalidParameterError, "'alpha'"),
+    ({"target_error": 0.0}, InvalidParameterError, "'target_error'"),
+    ({"target_error": 1.0}, InvalidParameterError, "'target_error'"),
+    ({"target_error": float("nan")}, InvalidParameterError, "'target_error'"),
     ({"clamp_bound": 0}, InvalidParameterError, "'clamp_bound'.*an int in the range"),
     ({"clamp_bound": -3}, InvalidParameterError, "'clamp_bound'"),
     ({"clamp_bound": 2.5}, InvalidParameterError, "'clamp_bound'"),
@@ -831,3 +834,31 @@ def test_sklearn_compatible(estimator, check):
         # Most checks omit `classes`: the PrivacyWarning is expected there.
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
+
+
+# -- renamed parameters (0.4): `alpha` -> `target_error` ----------------------------------------
+def test_alpha_was_renamed_target_error_in_the_walk():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(size=(300, 1))
+    y = (x[:, 0] > 0.4).astype(int)
+    queries = rng.uniform(size=(200, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = ExpProjectedWalkClassifier(target_error=0.3, classes=[0, 1], random_state=0)
+        new_answers = new.fit(x, y).predict(queries)
+        assert exppw_clamp_bound(target_error=0.3, epsilon=1.0) == new.clamp_bound_ == 4
+        assert exppw_min_samples(target_error=0.3, epsilon=1.0) == 80
+    old = ExpProjectedWalkClassifier(alpha=0.3, classes=[0, 1], random_state=0)
+    with pytest.warns(FutureWarning, match="`alpha` was renamed `target_error` in 0.4"):
+        old.fit(x, y)
+    assert old.clamp_bound_ == 4
+    np.testing.assert_array_equal(old.predict(queries), new_answers)
+    with pytest.warns(FutureWarning, match="`alpha` was renamed `target_error`"):
+        assert exppw_clamp_bound(alpha=0.3, epsilon=1.0) == 4
+    with pytest.warns(FutureWarning, match="`alpha` was renamed `target_error`"):
+        assert exppw_min_samples(alpha=0.3, epsilon=1.0) == 80
+    both = ExpProjectedWalkClassifier(target_error=0.2, alpha=0.3, classes=[0, 1])
+    with pytest.raises(InvalidParameterError, match="'target_error' and .* 'alpha'"):
+        both.fit(x, y)
+    with pytest.raises(TypeError, match="both 'target_error' and .* 'alpha'"):
+        exppw_clamp_bound(0.2, 1.0, alpha=0.3)

@@ -105,8 +105,8 @@ def event_counts(make, setup, n_fits, seed0=0, fit_kwargs=None):
 def audit_bound(hits, n_fits):
     """Lower confidence bound on ``ln P(E | D) - ln P(E | D')`` (Clopper-Pearson, Bonferroni)."""
     alpha = AUDIT_FALSE_ALARM / 2
-    lo, _ = clopper_pearson(np.array([hits[0]]), n_fits, alpha)
-    _, hi = clopper_pearson(np.array([hits[1]]), n_fits, alpha)
+    lo, _ = clopper_pearson(np.array([hits[0]]), n_fits, confidence_level=1 - alpha)
+    _, hi = clopper_pearson(np.array([hits[1]]), n_fits, confidence_level=1 - alpha)
     return float(np.log(lo[0]) - np.log(hi[0]))
 
 

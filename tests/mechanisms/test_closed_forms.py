@@ -14,7 +14,7 @@ What is checked (spec-000 §1, §2.5, §4.5, §9):
   symmetry, monotonicity, the tight e^eps ratio, Monte Carlo agreement.
 * ``laplace_scale``, ``gaussian_sigma`` (classic and analytic Balle-Wang calibration).
 * ``pac_n_partitions``, ``agnostic_n_partitions``, ``ceil_int``: pinned values.
-* Input validation: bad epsilon / alpha / scores raise errors that name the parameter.
+* Input validation: bad epsilon / target_error / scores raise errors that name the parameter.
 
 Statistical tests use fixed seeds; their tolerances come from exact binomial tests or a
 CLT bound, each at a false-alarm rate of 1e-6 per test (Bonferroni-split when a test
@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -645,9 +646,20 @@ def test_bad_epsilon_is_rejected_by_name(call, bad, error):
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5, float("nan"), float("inf")], ids=repr)
 @pytest.mark.parametrize("func", [pac_n_partitions, agnostic_n_partitions])
-def test_bad_alpha_is_rejected_by_name(func, bad):
-    with pytest.raises(ValueError, match="alpha"):
+def test_bad_target_error_is_rejected_by_name(func, bad):
+    with pytest.raises(ValueError, match="target_error"):
         func(bad, 1.0)
+
+
+@pytest.mark.parametrize("func", [pac_n_partitions, agnostic_n_partitions])
+def test_alpha_was_renamed_target_error_in_the_teacher_counts(func):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = func(target_error=0.07, epsilon=0.5)
+    with pytest.warns(FutureWarning, match="`alpha` was renamed `target_error` in 0.4"):
+        assert func(alpha=0.07, epsilon=0.5) == new
+    with pytest.raises(TypeError, match="both 'target_error' and .* 'alpha'"):
+        func(0.07, 0.5, alpha=0.07)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")], ids=repr)

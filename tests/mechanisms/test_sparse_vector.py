@@ -246,7 +246,9 @@ def _answer_bound(value, n_trials, seed):
         for q in (value, value + 0.1)
     ]
     alpha = 1e-3 / 6
-    (lo1, hi1), (lo2, hi2) = (clopper_pearson(c, n_trials, alpha) for c in counts)
+    (lo1, hi1), (lo2, hi2) = (
+        clopper_pearson(c, n_trials, confidence_level=1 - alpha) for c in counts
+    )
     with np.errstate(divide="ignore"):
         return float(np.max(np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))))
 

@@ -348,7 +348,9 @@ class IndexAudit:
                 for game in range(n_searches):
                     search = self.search(cls, random_state=world * n_searches + game)
                     counts[world, search.fit(*data).best_index_] += 1
-        (lo0, hi0), (lo1, hi1) = (clopper_pearson(c, n_searches, self.alpha()) for c in counts)
+        (lo0, hi0), (lo1, hi1) = (
+            clopper_pearson(c, n_searches, confidence_level=1 - self.alpha()) for c in counts
+        )
         with np.errstate(divide="ignore"):
             bound = np.maximum(np.log(lo0) - np.log(hi1), np.log(lo1) - np.log(hi0))
         return float(np.max(bound))

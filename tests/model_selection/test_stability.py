@@ -503,7 +503,9 @@ def _release_bound(make, data, neighbour, n_trials, runs=None):
         runs = [_selected_indices(make, d, n_trials) for d in (data, neighbour)]
     counts = [np.bincount(run, minlength=2) for run in runs]
     alpha = P_FALSE_ALARM / 4
-    (lo1, hi1), (lo2, hi2) = (clopper_pearson(c, n_trials, alpha) for c in counts)
+    (lo1, hi1), (lo2, hi2) = (
+        clopper_pearson(c, n_trials, confidence_level=1 - alpha) for c in counts
+    )
     with np.errstate(divide="ignore"):
         return float(np.max(np.maximum(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1))))
 
@@ -721,7 +723,9 @@ def test_discrete_laplace_mgf_is_dominated_so_lemma_3_carries_over(scale):
     rng = np.random.default_rng(int(scale * 10))
     sums = discrete_laplace_noise(scale, rng, size=(40_000, s)).sum(axis=1)
     hits = int(np.sum(sums <= -theta * scale * math.sqrt(s)))
-    assert clopper_pearson(hits, sums.size, P_FALSE_ALARM)[0] <= 4 * math.exp(-theta)
+    assert clopper_pearson(hits, sums.size, confidence_level=1 - P_FALSE_ALARM)[0] <= 4 * math.exp(
+        -theta
+    )
 
 
 def test_histogram_density_integral_and_l2_score_formula():
@@ -853,7 +857,7 @@ def test_selected_index_audit_with_a_data_dependent_selection():
     n_trials = 400
     make = lambda s: DPV(random_state=s, **kwargs)  # noqa: E731
     first = _selected_indices(make, (X, y), n_trials)
-    lo, hi = clopper_pearson(sum(first), n_trials, P_FALSE_ALARM)
+    lo, hi = clopper_pearson(sum(first), n_trials, confidence_level=1 - P_FALSE_ALARM)
     assert hi < 0.5  # not uniform: the audit below is not vacuous
     runs = [first, _selected_indices(make, (X2, y), n_trials)]
     assert _release_bound(make, (X, y), (X2, y), n_trials, runs=runs) <= alpha2
@@ -920,7 +924,9 @@ def _histogram_event_law(scale_times_epsilon, epsilon_train=0.9):
 
 def _histogram_release_bound(hits, n_trials):
     alpha = P_FALSE_ALARM / 4
-    (lo1, hi1), (lo2, hi2) = (clopper_pearson(h, n_trials, alpha) for h in hits)
+    (lo1, hi1), (lo2, hi2) = (
+        clopper_pearson(h, n_trials, confidence_level=1 - alpha) for h in hits
+    )
     return float(max(np.log(lo1) - np.log(hi2), np.log(lo2) - np.log(hi1)))
 
 

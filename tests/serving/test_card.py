@@ -118,3 +118,16 @@ def test_a_per_query_model_says_that_each_answer_is_a_release(tmp_path, service_
     assert service.request("GET", "/guarantee")[1]["unit"] == "each answered query row"
     document = service.request("GET", "/openapi.json")[1]
     assert document["paths"]["/predict"]["post"]["summary"].startswith("Private answers")
+
+
+def test_card_lists_a_renamed_parameter_once_under_its_new_name():
+    from skprivpred import SubsampleAggregateClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    new = SubsampleAggregateClassifier(n_teachers=5, target_error=0.2, classes=[0, 1])
+    old = SubsampleAggregateClassifier(n_teachers=5, alpha=0.2, classes=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        new_card, old_card = model_card(new.fit(X, y)), model_card(old.fit(X, y))
+    assert "| `target_error` | 0.2 |" in new_card and "`alpha`" not in new_card
+    assert "| `alpha` | 0.2 |" in old_card  # an old name given is shown as given
