@@ -1010,11 +1010,11 @@ def build_candidates(
             size = general
         if strategy == "exact":
             raise ValueError(
-                f"candidates='exact' needs a class of {size} hypotheses on these public points "
-                f"({points.shape[0]} distinct, affine dimension {k}, {n_subsets} subsets), more "
-                f"than max_candidates={max_candidates}. The class is never truncated: use "
-                "candidates='hull' (low dimension) or 'sample', lower max_halfspaces, or raise "
-                "max_candidates if time and memory allow."
+                f"candidate_strategy='exact' needs a class of {size} hypotheses on these public "
+                f"points ({points.shape[0]} distinct, affine dimension {k}, {n_subsets} subsets), "
+                f"more than max_candidates={max_candidates}. The class is never truncated: use "
+                "candidate_strategy='hull' (low dimension) or 'sample', lower max_halfspaces, or "
+                "raise max_candidates if time and memory allow."
             )
     if strategy == "hull" or (strategy == "auto" and k <= 3):
         halfspaces = _dedup(*_hull_halfspaces(Z), scale)
@@ -1023,10 +1023,10 @@ def build_candidates(
             return family("hull", halfspaces, size)
         if strategy == "hull":
             raise ValueError(
-                f"candidates='hull' needs a class of {size} hypotheses "
+                f"candidate_strategy='hull' needs a class of {size} hypotheses "
                 f"({halfspaces[0].shape[0]} facets of the public convex hull, intersections of "
                 f"up to {j_max}), more than max_candidates={max_candidates}. Use "
-                "candidates='sample', lower max_halfspaces, or raise max_candidates."
+                "candidate_strategy='sample', lower max_halfspaces, or raise max_candidates."
             )
     halfspaces = _sampled_halfspaces(Z, pool_size, rng)
     windows = _sampled_window_sizes(pool_size, j_max, rng)

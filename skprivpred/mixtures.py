@@ -45,6 +45,7 @@ from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .hypotheses import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
 from .mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
+from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
 from .utils._param_validation import Data, Interval, StrOptions
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 _COUNT = Interval(Integral, 1, None, closed="left")
+_STRATEGIES = [StrOptions(set(CANDIDATE_STRATEGIES))]
 
 
 def em_excess_bound(n_candidates: int, n: int, epsilon: float, beta: float) -> float:
@@ -172,7 +174,7 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds a public stream (random normals, the pool) and the mechanism's.
         Use ``None`` (OS entropy) in deployment.
-    candidates : {"auto", "exact", "hull", "sample"}
+    candidates : {"auto", "exact", "hull", "sample"}, default="deprecated"
         Former name of ``candidate_strategy``.
 
         .. deprecated:: 0.4
@@ -237,13 +239,14 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "classes": ["array-like", None],
         "public_class": [Data("any")],  # a label; checked against classes in _check_params
-        "candidates": [StrOptions(set(CANDIDATE_STRATEGIES))],
+        "candidate_strategy": _STRATEGIES,
         "max_candidates": [_COUNT],
         "pool_size": [_COUNT],
         "max_halfspaces": [_COUNT, None],
         "tol": [Interval(Real, 0, None, closed="left")],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state"],
+        "candidates": deprecated_constraints(_STRATEGIES, "candidate_strategy"),
     }
 
     def __init__(
@@ -252,28 +255,34 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         epsilon: float = 1.0,
         classes: VectorLike | None = None,
         public_class: Any = None,
-        candidates: str = "auto",
+        candidate_strategy: str = "auto",
         max_candidates: int = 10**6,
         pool_size: int = 10_000,
         max_halfspaces: int | None = None,
         tol: float = 1e-9,
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
+        candidates: str = DEPRECATED,
     ) -> None:
         self.epsilon = epsilon
         self.classes = classes
         self.public_class = public_class
-        self.candidates = candidates
+        self.candidate_strategy = candidate_strategy
         self.max_candidates = max_candidates
         self.pool_size = pool_size
         self.max_halfspaces = max_halfspaces
         self.tol = tol
         self.accountant = accountant
         self.random_state = random_state
+        self.candidates = candidates
 
     # -- validation ---------------------------------------------------------------------------
     def _check_params(self) -> None:
-        """Cross-parameter rule: ``public_class`` is one of ``classes`` (when both are given)."""
+        """Cross-parameter rules: ``public_class`` is one of ``classes`` (when both are
+        given); the deprecated ``candidates`` warns, and is refused beside ``candidate_strategy``.
+        """
+        # user -> fit's dask wrapper -> fit -> _check_fit_arguments -> _check_params
+        renamed_param(self, "candidates", "candidate_strategy", stacklevel=5)
         if self.classes is not None and self.public_class is not None:
             self._public_position(np.unique(np.asarray(self.classes)))
 
@@ -337,10 +346,17 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         labels[marked] = public_index  # the public population's label
         return X, labels, status, classes, public_index
 
+    def _candidate_strategy(self) -> str:
+        """``candidate_strategy``, or its deprecated old name ``candidates`` when that is set
+        (``_check_params`` has warned already)."""
+        if isinstance(self.candidates, str) and self.candidates == DEPRECATED:
+            return self.candidate_strategy
+        return self.candidates
+
     def _family(self, X, status, public_rng) -> CandidateFamily:
         return build_candidates(
             X[status],
-            self.candidates,
+            self._candidate_strategy(),
             max_candidates=self.max_candidates,
             pool_size=self.pool_size,
             max_halfspaces=self.max_halfspaces,

@@ -65,6 +65,12 @@ from ..mechanisms import (
     sample_unit_laplace_vector,
     snap_coefficients,
 )
+from ..utils._deprecation import (
+    DEPRECATED,
+    deprecated_constraints,
+    renamed_kwargs,
+    renamed_param,
+)
 from ..utils._param_validation import (
     Interval,
     StrOptions,
@@ -82,6 +88,9 @@ __all__ = [
     "objective_perturbation_budget",
     "validation_score",
 ]
+
+# The two perturbations of DPValidatedLogisticRegression's training (``perturbation``).
+_PERTURBATIONS = [StrOptions({"objective", "output"})]
 
 #: The paper's grid of regularisation strengths (Section 5): 0.001 + 0.111 j, j = 0..9.
 PAPER_LAM_GRID = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889, 1.0)
@@ -174,7 +183,7 @@ def output_perturbation_sensitivity(n_samples: int, lam: float, tol: float) -> f
 
 
 def _fit_with_noise(
-    X, y, lam, epsilon, mechanism, R, tol=1e-9, max_iter=1000, *, solved=None, strict=True
+    X, y, lam, epsilon, perturbation, R, tol=1e-9, max_iter=1000, *, solved=None, strict=True
 ):
     """The deterministic trainer ``F(T, lam, epsilon, R)`` (Chaudhuri & Vinterbo 2013, Sec. 3).
 
@@ -187,7 +196,7 @@ def _fit_with_noise(
     :func:`~skprivpred._optim._certified_logistic`).
     """
     n = X.shape[0]
-    if mechanism == "output":
+    if perturbation == "output":
         w = (
             _certified_logistic(X, y, lam, np.zeros(X.shape[1]), tol, max_iter)
             if solved is None
@@ -230,8 +239,9 @@ def coefficient_noise_scale(
     return 2.0 / (epsilon_p * n_samples * (lam + extra_reg))
 
 
+@renamed_kwargs({"mechanism": "perturbation"})
 def auto_lam_grid(
-    n_samples: int, n_features: int, epsilon: float, mechanism: str = "objective"
+    n_samples: int, n_features: int, epsilon: float, perturbation: str = "objective"
 ) -> np.ndarray:
     """``lam_grid="auto"``: a public grid of ``lam`` from ``n``, ``d`` and ``epsilon`` only.
 
@@ -259,9 +269,13 @@ def auto_lam_grid(
         Number of coefficients ``d`` (the intercept's column included), >= 1.
     epsilon : float
         Training budget ``epsilon_train``, > 0.
-    mechanism : {"objective", "output"}, default="objective"
+    perturbation : {"objective", "output"}, default="objective"
         The perturbation the grid is for (only objective perturbation has the
         floor ``2 lam_0``).
+
+        .. deprecated:: 0.4
+           Its former name ``mechanism`` still works, with a ``FutureWarning``,
+           until 0.6.
 
     Returns
     -------
@@ -279,18 +293,18 @@ def auto_lam_grid(
             "n_samples": [_COUNT],
             "n_features": [_COUNT],
             "epsilon": [_POSITIVE],
-            "mechanism": [StrOptions({"objective", "output"})],
+            "perturbation": [StrOptions({"objective", "output"})],
         },
         {
             "n_samples": n_samples,
             "n_features": n_features,
             "epsilon": epsilon,
-            "mechanism": mechanism,
+            "perturbation": perturbation,
         },
         caller_name="auto_lam_grid",
     )
     centre = 2.0 * n_features / (_AUTO_LAM_REFERENCE_NORM * epsilon * n_samples)
-    if mechanism == "objective":
+    if perturbation == "objective":
         # lam_0: where the correction leaves exactly epsilon / 2 (both branches agree there).
         lam_0 = LOGISTIC_SMOOTHNESS / (n_samples * math.expm1(epsilon / 4.0))
         centre = max(centre, 2.0 * lam_0)
@@ -309,6 +323,7 @@ def validation_score(w: np.ndarray, X: np.ndarray, y: np.ndarray, score: str = "
     return -float(np.mean(losses))
 
 
+@renamed_kwargs({"mechanism": "perturbation"})
 def logistic_stability_constants(
     lam_grid: ArrayLike,
     n_train: int,
@@ -316,7 +331,7 @@ def logistic_stability_constants(
     n_features: int,
     epsilon_train: float,
     score: str = "ramp",
-    mechanism: str = "objective",
+    perturbation: str = "objective",
     delta: float = 0.0,
 ) -> tuple[float, float, float]:
     """``(beta1, beta2, beta)`` of Chaudhuri & Vinterbo (2013), Theorem 4, ``beta2`` corrected.
@@ -329,6 +344,10 @@ def logistic_stability_constants(
       derivation. For the ramp score ``g* = 1`` and ``beta2 = 1`` for every draw
       (``delta`` unused);
     - ``beta = max(beta1 / n, beta2 / m)``.
+
+    ``perturbation`` (``"objective"`` or ``"output"``) is the training's
+    perturbation; its former name ``mechanism`` still works, with a
+    ``FutureWarning``, until 0.6 (deprecated in 0.4).
     """
     lambdas = np.asarray(lam_grid, dtype=float)
     g_star, g_zero = _SCORES[score]
@@ -344,7 +363,7 @@ def logistic_stability_constants(
         tail = d * math.log(d * k / delta)
         radius = 0.0
         for lam in lambdas:
-            if mechanism == "output":
+            if perturbation == "output":
                 eps_p = epsilon_train
             else:
                 eps_p = objective_perturbation_budget(epsilon_train, n_train, lam)[0]
@@ -398,7 +417,7 @@ def _sign_kept_proba(reach: float, scale: float, d: int) -> float:
     return float(min(max(1.0 - 0.5 * tail, 0.0), 1.0))
 
 
-def _validated_best_case(lam_grid, n_train, n_features, params, mechanism) -> BestCase:
+def _validated_best_case(lam_grid, n_train, n_features, params, perturbation) -> BestCase:
     """The best case of the released coefficients, at the best ``lam`` of the grid.
 
     For rows in the unit ball, a fit with regulariser ``lam`` has ``||w|| <= sqrt(2 log 2 /
@@ -410,7 +429,7 @@ def _validated_best_case(lam_grid, n_train, n_features, params, mechanism) -> Be
     """
     best = None
     for lam in np.asarray(lam_grid, dtype=float):
-        if mechanism == "output":
+        if perturbation == "output":
             epsilon_p, extra = params["epsilon_train"], 0.0
         else:
             epsilon_p, extra = objective_perturbation_budget(params["epsilon_train"], n_train, lam)
@@ -592,7 +611,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     _parameter_constraints: dict = {
         **_VALIDATED_CONSTRAINTS,
         "lam_grid": [StrOptions({"auto"}), "array-like"],
-        "mechanism": [StrOptions({"objective", "output"})],
+        "perturbation": _PERTURBATIONS,
         "validation_score": [StrOptions(set(_SCORES))],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "selection": [StrOptions({"noisy_max", "exponential"})],
@@ -602,6 +621,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         "classes": ["array-like", None],
         "tol": [_POSITIVE],
         "max_iter": [_COUNT],
+        "mechanism": deprecated_constraints(_PERTURBATIONS, "perturbation"),
     }
 
     def __init__(
@@ -610,7 +630,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         epsilon: float = 1.0,
         epsilon_split: float = 0.5,
         lam_grid: Sequence[float] | str = "auto",
-        mechanism: str = "objective",
+        perturbation: str = "objective",
         validation_score: str = "ramp",
         validation_size: float = 1 / 9,
         delta: float = 0.0,
@@ -623,11 +643,12 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         max_iter: int = 1000,
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
+        mechanism: str = DEPRECATED,
     ) -> None:
         self.epsilon = epsilon
         self.epsilon_split = epsilon_split
         self.lam_grid = lam_grid
-        self.mechanism = mechanism
+        self.perturbation = perturbation
         self.validation_score = validation_score
         self.validation_size = validation_size
         self.delta = delta
@@ -640,6 +661,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         self.max_iter = max_iter
         self.accountant = accountant
         self.random_state = random_state
+        self.mechanism = mechanism
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -671,6 +693,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                     f"{self.intercept_scaling!r}."
                 )
         return dict(
+            # user -> fit's dask wrapper -> fit -> _check_fit_arguments -> _check_params
+            perturbation=renamed_param(self, "mechanism", "perturbation", stacklevel=5),
             epsilon=epsilon,
             epsilon_train=split * epsilon,
             epsilon_select=(1.0 - split) * epsilon,
@@ -730,8 +754,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             n, m, d = train.size, valid.size, X.shape[1]
             lam_grid = params["lam_grid"]
             if lam_grid is None:  # "auto": from public n, d and epsilon_train only
-                lam_grid = auto_lam_grid(n, d, params["epsilon_train"], self.mechanism)
-            record = _validated_best_case(lam_grid, n, d, params, self.mechanism)
+                lam_grid = auto_lam_grid(n, d, params["epsilon_train"], params["perturbation"])
+            record = _validated_best_case(lam_grid, n, d, params, params["perturbation"])
             warn_if_hopeless(type(self).__name__, record)
             beta1, beta2, _ = logistic_stability_constants(
                 lam_grid,
@@ -740,7 +764,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                 d,
                 params["epsilon_train"],
                 params["score"],
-                self.mechanism,
+                params["perturbation"],
                 params["delta"],
             )
             beta = max(beta1 / n + 2.0 * params["tol"], beta2 / m)
@@ -751,7 +775,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             # raises because of the rows (objective perturbation's solve is not strict).
             check_reachable_tol(params["tol"], n, d, lam_grid)
             solved = None
-            if self.mechanism == "output":
+            if params["perturbation"] == "output":
                 zero = np.zeros(d)
                 solved = [
                     _certified_logistic(XT, yT, lam, zero, params["tol"], self.max_iter)
@@ -795,7 +819,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             self.selection_sensitivity_ = beta
             self.epsilon_effective_ = epsilon_p
             self.extra_reg_ = extra
-            perturbation = "Algorithm 2" if self.mechanism == "objective" else "Algorithm 1"
+            algorithm = "Algorithm 2" if params["perturbation"] == "objective" else "Algorithm 1"
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon=params["epsilon"],
                 delta=params["delta"],
@@ -803,7 +827,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                 scope="the released model (the selected lam and the retrained coefficients); "
                 "predictions are free post-processing",
                 theorem="Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 4, with Chaudhuri, "
-                f"Monteleoni & Sarwate (2011), {perturbation} ({self.mechanism} perturbation)",
+                f"Monteleoni & Sarwate (2011), {algorithm} ({params['perturbation']} perturbation)",
                 details={
                     "epsilon_train": params["epsilon_train"],
                     "epsilon_select": params["epsilon_select"],
@@ -818,7 +842,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                                 n, float(lam_grid[index]), params["tol"]
                             )
                         }
-                        if self.mechanism == "output"
+                        if params["perturbation"] == "output"
                         else {}
                     ),
                 },
@@ -838,7 +862,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             y,
             lam,
             params["epsilon_train"],
-            self.mechanism,
+            params["perturbation"],
             R,
             params["tol"],
             self.max_iter,
