@@ -289,7 +289,7 @@ def _audit_pair():
 
 
 def _exact_released_law(cls, data, epsilon):
-    """The exact law of ``_released(fit)`` with candidate_strategy="exact" (NOT PRIVATE: a diagnostic)."""
+    """The exact law of ``_released(fit)`` for the "exact" class (NOT PRIVATE: a diagnostic)."""
     X, y, is_public = data
     clf = cls(epsilon=epsilon, candidate_strategy="exact", random_state=0)
     log_p, family = clf._selection_log_proba(X, y, is_public)
@@ -388,7 +388,9 @@ def test_sampled_pool_is_a_function_of_the_public_rows_and_the_fit_stream_only()
     for w in fitted.halfspaces_:
         assert np.min(np.abs(pool_w - w[1:]).sum(axis=1)) < 1e-12
     # The same check catches a pool that looks at private rows.
-    broken = _PoolFromAllRowsPPM(epsilon=1.0, candidate_strategy="sample", pool_size=300, random_state=7)
+    broken = _PoolFromAllRowsPPM(
+        epsilon=1.0, candidate_strategy="sample", pool_size=300, random_state=7
+    )
     _, leaky = broken._selection_log_proba(X, y, is_public)
     _, leaky2 = broken._selection_log_proba(X2, y2, is_public)
     assert not _same_pool(leaky, leaky2)
@@ -498,7 +500,11 @@ def test_every_chosen_boundary_passes_through_public_points(strategy):
     X_pub = X[is_public]
     for seed in range(5):
         clf = PPM(
-            epsilon=5.0, candidate_strategy=strategy, pool_size=500, max_candidates=10**7, random_state=seed
+            epsilon=5.0,
+            candidate_strategy=strategy,
+            pool_size=500,
+            max_candidates=10**7,
+            random_state=seed,
         ).fit(X, y, is_public=is_public)
         for w in clf.halfspaces_:
             residual = np.abs(X_pub @ w[1:] - w[0])
@@ -942,7 +948,7 @@ def test_unlabelled_rows_marked_minus_one_are_the_public_rows():
         PPM(classes=[0, 1]).fit(X, y)
 
 
-# -- renamed parameter: ``candidates`` is now ``candidate_strategy`` (deprecated in 0.4) ------------
+# -- renamed parameter: ``candidates`` is now ``candidate_strategy`` (deprecated in 0.4) --------
 @pytest.mark.parametrize("strategy", ["auto", "hull", "sample"])
 def test_old_candidates_name_warns_and_gives_the_same_hypothesis(strategy):
     rng = np.random.default_rng(0)
