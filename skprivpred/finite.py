@@ -57,6 +57,7 @@ from .hypotheses import (
     HypothesisList,
 )
 from .mechanisms import exponential_mechanism_proba, sample_categorical, sample_fewest_mistakes
+from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
 from .utils._param_validation import (
     Interval,
     StrOptions,
@@ -75,6 +76,11 @@ __all__ = [
 _POSITIVE = Interval(Real, 0, None, closed="neither")
 _DELTA = Interval(Real, 0, 1, closed="left")
 _COUNT = Interval(Integral, 1, None, closed="left")
+# PrivateExpertsClassifier's hypotheses (the multiplicative-weights "experts"): user code.
+_EXPERT_LISTS = [
+    UserCodeParam(list, kind="expert", each=True),
+    UserCodeParam(tuple, kind="expert", each=True),
+]
 
 # Readable forms of the hypothesis released by ExponentialMechanismClassifier, per family.
 _RELEASE_ATTRIBUTES = (
@@ -553,8 +559,9 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
 
     Parameters
     ----------
-    hypotheses : list of fitted classifiers or callables
-        The public hypotheses (``K >= 1``), each returning one label per row.
+    hypotheses : list of fitted classifiers or callables, default=None
+        The public hypotheses (``K >= 1``), each returning one label per row;
+        required (``None`` is refused by ``fit``).
         Wrap fitted estimators in :class:`sklearn.frozen.FrozenEstimator` if
         the estimator is cloned. On the training stream a hypothesis labels one
         row at a time in isolation; a row on which it fails earns no reward.
@@ -580,7 +587,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         Seeds the rounds' choices and the answers (two independent streams).
         Use ``None`` (OS entropy) in deployment: a known seed voids the
         guarantee.
-    experts : list of fitted classifiers or callables
+    experts : list of fitted classifiers or callables, default="deprecated"
         Former name of ``hypotheses``.
 
         .. deprecated:: 0.4
@@ -642,10 +649,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     """
 
     _parameter_constraints: dict = {
-        "experts": [
-            UserCodeParam(list, kind="expert", each=True),
-            UserCodeParam(tuple, kind="expert", each=True),
-        ],
+        "hypotheses": [*_EXPERT_LISTS, None],
         "epsilon": [_POSITIVE],
         "delta": [_DELTA],
         "n_rounds": [_COUNT, None],
@@ -653,11 +657,12 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state"],
         "composition": [StrOptions({"zcdp", "advanced"})],
+        "experts": deprecated_constraints(_EXPERT_LISTS, "hypotheses"),
     }
 
     def __init__(
         self,
-        experts: Sequence[Any],
+        hypotheses: Sequence[Any] | None = None,
         *,
         epsilon: float = 1.0,
         delta: float = 0.0,
@@ -666,8 +671,9 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
         composition: str = "zcdp",
+        experts: Sequence[Any] | str = DEPRECATED,
     ) -> None:
-        self.experts = experts
+        self.hypotheses = hypotheses
         self.epsilon = epsilon
         self.delta = delta
         self.composition = composition
@@ -675,6 +681,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         self.classes = classes
         self.accountant = accountant
         self.random_state = random_state
+        self.experts = experts
 
     # -- fitting ----------------------------------------------------------------------------
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
@@ -735,7 +742,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         first_call = "_cumulative_rewards" not in self.__dict__
         if first_call:
             self._validate_params()
-            experts = self._check_params()
+            experts = self._check_params(_stacklevel=4)
         reject_fit_params(self, fit_params)
         with self._unchanged_on_error():
             X, y = self._validate_stream(X, y, reset=first_call)
@@ -767,9 +774,23 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         check_classification_targets(y)
         return keep_frame(X, X_checked), y
 
-    def _check_params(self) -> HypothesisList:
-        """Cross-parameter rules: the experts are public, fitted classifiers or callables."""
-        return HypothesisList(self.experts, "experts")
+    def _check_params(self, _stacklevel: int = 5) -> HypothesisList:
+        """Cross-parameter rules: the hypotheses are public, fitted classifiers or callables.
+
+        The deprecated ``experts`` warns (and is refused beside ``hypotheses``); its values
+        are checked, and named in messages, exactly as before. ``_stacklevel``: 5 from
+        ``fit`` (user, fit's dask wrapper, fit, _check_fit_arguments, here), 4 from
+        ``partial_fit``.
+        """
+        hypotheses = renamed_param(self, "experts", "hypotheses", stacklevel=_stacklevel)
+        name = "hypotheses" if hypotheses is self.hypotheses else "experts"
+        if hypotheses is None:
+            raise InvalidParameterError(
+                "PrivateExpertsClassifier needs its public hypotheses: pass a non-empty list of "
+                "fitted classifiers or callables X -> labels as hypotheses=[...] (the first "
+                "argument)."
+            )
+        return HypothesisList(hypotheses, name)
 
     def _resolve_run(self, y, classes, n_rounds, experts: HypothesisList) -> dict:
         """Resolve the public quantities of a new run; changes nothing, charges nothing."""
