@@ -64,9 +64,18 @@ MAIN_OBJECTS = {
 
 
 def _default_instance(cls):
-    """``cls`` with its defaults, or with its smallest main object if it needs one."""
+    """``cls`` with its defaults, or with its smallest main object if it needs one.
+
+    A main object listed in ``MAIN_OBJECTS`` with the default ``None`` is required all the
+    same (PrivateExpertsClassifier's ``hypotheses`` keeps a default only so that its
+    deprecated old name ``experts`` can stand in for it).
+    """
     first = next(iter(inspect.signature(cls).parameters.values()), None)
-    if first is None or first.default is not inspect.Parameter.empty:
+    required = first is not None and (
+        first.default is inspect.Parameter.empty
+        or (first.default is None and cls.__name__ in MAIN_OBJECTS)
+    )
+    if not required:
         return cls()
     return MAIN_OBJECTS[cls.__name__](cls)
 
