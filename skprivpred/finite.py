@@ -57,6 +57,7 @@ from .hypotheses import (
     HypothesisList,
 )
 from .mechanisms import exponential_mechanism_proba, sample_categorical, sample_fewest_mistakes
+from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
 from .utils._param_validation import (
     Interval,
     StrOptions,
@@ -75,6 +76,11 @@ __all__ = [
 _POSITIVE = Interval(Real, 0, None, closed="neither")
 _DELTA = Interval(Real, 0, 1, closed="left")
 _COUNT = Interval(Integral, 1, None, closed="left")
+# PrivateExpertsClassifier's hypotheses (the multiplicative-weights "experts"): user code.
+_EXPERT_LISTS = [
+    UserCodeParam(list, kind="expert", each=True),
+    UserCodeParam(tuple, kind="expert", each=True),
+]
 
 # Readable forms of the hypothesis released by ExponentialMechanismClassifier, per family.
 _RELEASE_ATTRIBUTES = (
@@ -223,90 +229,48 @@ def mw_learning_rate(
 class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     """Private PAC learner: one hypothesis drawn by the exponential mechanism.
 
-    ``fit`` draws one hypothesis ``h`` from a finite class ``C`` with probability
-    proportional to ``exp(epsilon * u(h) / 2)``, where ``u(h) = -mistakes(h)`` is
-    minus the number of training rows ``h`` gets wrong. The drawn hypothesis is
-    **the released model**: unlike the prediction-privacy estimators of this
-    library, this one releases its model at ``fit``, and ``predict`` applies the
-    released hypothesis, which is free and deterministic post-processing.
+    ``fit`` draws one hypothesis from a finite, public class ``C`` with
+    probability proportional to ``exp(-epsilon * mistakes(h) / 2)``, exactly.
+    The drawn hypothesis is **the released model**: ``predict`` applies it, as
+    free and deterministic post-processing.
 
-    **Privacy guarantee.** Neighbouring training sets have the same size and
-    differ in one row (*replace-one*). Replacing one row changes the mistakes of
-    every hypothesis by at most 1 (sensitivity 1), so the released hypothesis, and
-    every fitted attribute, is ``(epsilon, 0)``-differentially private (the
-    exponential mechanism, McSherry & Talwar 2007; Dwork & Roth 2014, Theorem
-    3.10): the private learner of Kasiviswanathan et al. (2011). One ``fit`` is
-    one release: with an ``accountant`` attached, ``fit`` charges it ``epsilon``
-    once (one row), before the hypothesis is drawn from the release stream;
-    every refit is a new release and is charged again. ``predict`` and ``score``
-    spend nothing and are not charged. The mistake counts are never stored.
+    **Guarantee.** Under replace-one neighbours the released hypothesis, and
+    every fitted attribute, is ``(epsilon, 0)``-DP (sensitivity 1). One ``fit``
+    is one release, charged ``epsilon`` once before the draw; every refit is
+    charged again; ``predict`` and ``score`` spend nothing.
 
-    Sampling is exact: a mistake level is drawn from its closed-form law by
-    inverse CDF on log-sum-exp normalised weights, then a hypothesis uniformly
-    within the level (:func:`~skprivpred.mechanisms.sample_fewest_mistakes`). The
-    mistakes of all hypotheses are computed exactly (the classes are in
-    :mod:`skprivpred.hypotheses`):
-
-    - ``"conjunctions"``: the ``2**d`` monotone conjunctions over ``d`` binary
-      features (``h_S(x) = AND_{i in S} x_i``; the empty conjunction is the
-      constant positive class), by a superset-sum transform of the bit-pattern
-      histogram in ``O(n + d 2**d)`` time and ``O(2**d)`` memory.
-    - ``"thresholds"``: ``h(x) = [x_j >= a]`` (direction ``"increasing"``) or
-      ``[x_j < a]`` (``"decreasing"``) for every feature ``j`` and every point
-      ``a`` of the public ``grid``, by prefix sums in ``O(n log N + N)`` per
-      feature. With one feature this is the class of thresholds on a grid.
-    - a list: the user's own finite class, each member evaluated on every row.
-
-    **Accuracy** (Kasiviswanathan et al. 2011). In the realizable case, if
-    ``n >= 8 ln|C| / (alpha min(alpha, epsilon))`` the released hypothesis has
-    population error at most ``alpha`` except with probability
-    ``|C| e^{-epsilon alpha n / 4} + |C| e^{-alpha^2 n / 2}``.
+    See the user guide: :ref:`finite_classes`.
 
     Parameters
     ----------
     hypotheses : {"conjunctions", "thresholds"} or list, default="conjunctions"
-        The finite class ``C`` (public). A list holds fitted classifiers (used
-        through ``predict``) or callables ``X -> labels``, fixed before the
-        training data are seen. ``sklearn.base.clone`` returns unfitted copies of
-        estimators in a list, so wrap fitted members in
-        :class:`sklearn.frozen.FrozenEstimator` when the estimator will be cloned
-        (``GridSearchCV``, ``cross_val_score``). On the training rows a
-        member labels **one row at a time** (a one-row 2-D object of its own,
-        through a copy of the member of its own for every row, made by
-        pickling it once with ``cloudpickle``; identical rows are labelled
-        once), with the process-wide state restored after it; a row on which it
-        raises or does not return one label of ``classes`` (shape ``(1,)``)
-        counts as a mistake. A member that cannot be pickled is refused
-        before anything is charged.
+        The finite public class ``C``: the monotone conjunctions over binary
+        features, the thresholds on a public ``grid``, or a list of fitted
+        classifiers or callables ``X -> labels`` fixed before the data are seen
+        (wrap fitted estimators in :class:`sklearn.frozen.FrozenEstimator` if
+        the estimator is cloned). A list member labels the training rows one at
+        a time in isolation; a row on which it fails counts as a mistake.
     epsilon : float, default=1.0
         Privacy parameter of the released hypothesis, > 0.
     grid : array-like or list of array-like, default=None
-        Candidate thresholds for ``hypotheses="thresholds"`` (required there,
-        ignored otherwise): one 1-D grid shared by every feature, or one 1-D grid
-        per feature (a list, or the rows of a 2-D array). It must be public:
-        fixed without looking at the training data (a grid read from the data
-        would disclose it).
+        Public candidate thresholds for ``hypotheses="thresholds"`` (required
+        there, ignored otherwise): one 1-D grid for every feature, or one per
+        feature. Fix it without looking at the training data.
     direction : {"increasing", "decreasing", "both"}, default="both"
-        Threshold directions in the class: ``"increasing"`` predicts the
-        positive label ``classes_[1]`` when ``x_j >= a``, ``"decreasing"`` when
-        ``x_j < a``; ``"both"`` holds both. Ignored unless
-        ``hypotheses="thresholds"``.
+        Threshold directions: ``"increasing"`` predicts ``classes_[1]`` when
+        ``x_j >= a``, ``"decreasing"`` when ``x_j < a``. Thresholds only.
     classes : array-like, default=None
-        The public label set; conjunctions and thresholds need exactly two
-        labels, the second being the positive one. ``None`` reads it from ``y``
-        and emits a :class:`~skprivpred.PrivacyWarning`.
+        The public label set (two labels for conjunctions and thresholds, the
+        second positive). ``None`` reads it from ``y`` with a
+        :class:`~skprivpred.PrivacyWarning`.
     max_hypotheses : int, default=2**24
-        Largest class size ``|C|`` the estimator agrees to enumerate. A larger
-        class is refused with a ``ValueError`` before any mistake is counted
-        (never truncated).
+        Largest class size ``|C|`` accepted; a larger class is refused, never
+        truncated.
     accountant : PrivacyAccountant, default=None
-        Charged ``epsilon`` once per ``fit``, before the hypothesis is drawn; a
-        fit that would exceed its budget raises
-        :class:`~skprivpred.BudgetExhaustedError` and changes nothing.
+        Charged ``epsilon`` once per ``fit``, before the draw.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the fit stream that draws the hypothesis. ``None`` (OS entropy) is
-        the right choice in deployment: anyone who knows an integer seed can
-        recompute the draw, which voids the guarantee.
+        Seeds the draw. Use ``None`` (OS entropy) in deployment: a known seed
+        voids the guarantee.
 
     Attributes
     ----------
@@ -318,41 +282,31 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
         Names of features seen during ``fit`` (only for inputs with string
         column names).
     n_hypotheses_ : int
-        The size ``|C|`` of the class (public: it does not depend on the data).
+        The size ``|C|`` of the class (public).
     selected_features_ : ndarray of int
-        ``"conjunctions"`` only: indices of the features of the released
-        conjunction (empty: the constant positive class).
+        Conjunctions: the features of the released conjunction.
     threshold_ : float
-        ``"thresholds"`` only: the released threshold, a point of the grid.
+        Thresholds: the released threshold, a point of the grid.
     threshold_feature_ : int
-        ``"thresholds"`` only: the feature it applies to.
+        Thresholds: the feature it applies to.
     direction_ : {"increasing", "decreasing"}
-        ``"thresholds"`` only: the released direction.
+        Thresholds: the released direction.
     selected_index_ : int
-        List of hypotheses only: index of the released hypothesis.
+        A list: index of the released hypothesis.
     hypothesis_ : object
-        List of hypotheses only: the released hypothesis, ``hypotheses[selected_index_]``.
+        A list: the released hypothesis, ``hypotheses[selected_index_]``.
     privacy_guarantee_ : PrivacyGuarantee
-        ``(epsilon, 0)`` for the released hypothesis (``unit``), with the
-        theorem it rests on; ``details["n_hypotheses"]`` is ``|C|``.
+        ``(epsilon, 0)`` for the released hypothesis.
 
     See Also
     --------
-    PrivateExpertsClassifier : Private multiplicative weights over public experts.
-
-    Notes
-    -----
-    Choosing ``hypotheses``, ``grid`` or ``epsilon`` with
-    :class:`~sklearn.model_selection.GridSearchCV` on the private data is not
-    private: every fit is a release, and the selection is another one.
+    PrivateExpertsClassifier : Private multiplicative weights over public hypotheses.
 
     References
     ----------
     S. P. Kasiviswanathan, H. K. Lee, K. Nissim, S. Raskhodnikova and A. Smith.
     What Can We Learn Privately? SIAM Journal on Computing 40(3), 2011.
-    F. McSherry and K. Talwar. Mechanism Design via Differential Privacy. FOCS
-    2007. C. Dwork and A. Roth. The Algorithmic Foundations of Differential
-    Privacy, 2014, Theorem 3.10 and chapter 11.
+    F. McSherry and K. Talwar. Mechanism Design via Differential Privacy. FOCS 2007.
 
     Examples
     --------
@@ -584,117 +538,61 @@ def _agreed_classes(declared, given):
 
 # -- private multiplicative weights over public experts ------------------------------------------
 class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
-    """Private multiplicative weights over a public list of experts.
+    """Private multiplicative weights over a public list of hypotheses (experts).
 
-    The experts are public classifiers (fitted before the private data are seen)
-    or callables ``X -> labels``. The private stream is ``(X, y)``, one row per
-    round; the reward of expert ``i`` at round ``t`` is 1 when it predicts
-    ``y_t`` and 0 otherwise. The multiplicative weights algorithm (Arora, Hazan &
-    Kale 2012) starts with uniform weights over the ``K`` experts; at round ``t`` it
-    draws an expert ``i_t`` from the current weights, then multiplies the weight
-    of every expert ``i`` by ``exp(a r_t(i))`` and renormalises. The law of
-    ``i_t`` is therefore ``softmax(a U_t)``, with ``U_t(i)`` the reward of expert
-    ``i`` before round ``t``: an exponential mechanism on a 1-Lipschitz utility,
-    sampled exactly in that closed form (:func:`mw_round_proba`).
+    The hypotheses are public classifiers or callables fixed before the data
+    are seen. ``fit`` runs one round per row of the private stream ``(X, y)``:
+    it draws a hypothesis from the current weights, exactly from the law
+    ``softmax(a U_t)`` (``U_t``: each hypothesis's correct answers so far), then
+    rewards the right ones; ``partial_fit`` continues the same run. The choice
+    of every round, ``chosen_experts_``, is released. ``predict`` answers each
+    query row with the label of a hypothesis drawn afresh from the weights.
 
-    ``fit`` runs the rounds over the rows in order; ``partial_fit`` continues
-    the same run over more rows. The sequence of chosen experts,
-    ``chosen_experts_``, is released. ``predict`` answers each query row with
-    the label of an expert drawn afresh from the current weights.
+    **Guarantee.** Under replace-one neighbours each choice is ``2a``-DP, with
+    the rate ``a`` set from the public ``epsilon``, ``delta`` and ``n_rounds``
+    (:func:`mw_learning_rate`) so that the run is ``(epsilon, delta)``-DP:
+    basic composition when ``delta=0``, else zCDP or advanced composition. The
+    run is charged once when it starts; each query row is ``(2a, 0)``-DP and
+    ``a^2 / 2``-zCDP, charged before any noise is drawn.
 
-    **Privacy guarantee.** Neighbouring streams have the same length and
-    differ in one row (*replace-one*), which changes one reward row
-    ``r_t = (r_t(1), ..., r_t(K))``. The choice at each round is
-    ``2a``-differentially private. The rate ``a`` comes from the public
-    ``epsilon``, ``delta`` and ``n_rounds`` (:func:`mw_learning_rate`):
-
-    - ``delta=0`` (the default): ``a = epsilon / (2 n_rounds)``; by basic composition the
-      whole sequence ``chosen_experts_`` of at most ``n_rounds`` rounds is
-      ``(epsilon, 0)``-DP (``T`` rounds of a ``2a``-DP choice).
-    - ``delta > 0``: the largest ``a`` for which ``n_rounds`` rounds are
-      ``(epsilon, delta)``-DP, or the pure rate when that is larger (the
-      guarantee is then ``(epsilon, 0)``). With ``composition="zcdp"`` (the
-      default) each round, an exponential mechanism with weight ``exp(a U)``,
-      is ``2a``-bounded-range, hence ``a^2 / 2``-zCDP (Cesar & Rogers 2021),
-      and ``n_rounds`` rounds compose to ``n_rounds a^2 / 2``, converted by the
-      tight Renyi bound (every conversion in :mod:`skprivpred.accounting`);
-      at ``epsilon = 1, delta = 1e-6`` this allows a rate
-      about 2.4 times larger than ``composition="advanced"``, the advanced
-      composition theorem (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014,
-      Theorem 3.20) on ``2a``-DP rounds.
-
-    The run of ``n_rounds`` rounds is one release: with an ``accountant``
-    attached, the ``fit`` (or first ``partial_fit``) that starts it charges
-    ``(epsilon, delta)`` once, as one row, with ``rho = n_rounds a^2 / 2``
-    (:func:`mw_round_rho`: every round is ``2a``-bounded-range, whichever
-    composition set the rate), before any expert is drawn (the rounds draw
-    from the release stream). More rows than ``n_rounds`` over a run is an
-    error. Each row passed to ``predict`` (or ``score``) is one further
-    query, answered with fresh noise, ``(2a, 0)``-DP and ``a^2 / 2``-zCDP;
-    it is charged ``2a`` with ``rho = a^2 / 2`` before any noise is drawn. A
-    ``"zcdp"`` accountant composes both exactly; a ``"basic"`` one adds the
-    epsilons (an ``"advanced"`` one refuses the second per-row guarantee).
-    The cumulative rewards and the exact weights are secret; only the chosen
-    experts and the answers are released. The experts are public: an expert
-    that raises on a query row raises before anything is charged, whatever
-    the private stream holds.
-
-    **Regret** (Arora, Hazan & Kale 2012, Theorem 2.4). For ``0 < a <= 1.79``
-    and every expert ``i``, ``E[sum_t r_t(i_t)] >= sum_t r_t(i) - a T - ln(K) / a``.
-
-    **Corrected constants.** Lecture notes on private multiplicative weights
-    set ``a = sqrt(epsilon / (12 T))`` and claim
-    ``(epsilon, exp(-sqrt(T epsilon / 12)))``-DP from an advanced composition
-    bound ``(12 T a^2, e^{-T a})``. That bound is false for small ``a``: take
-    two experts that are right on every row except the first, where one is
-    right and the other wrong, and swap the two in the neighbour.
-    Every later round is then a randomized response with parameter ``a``, and
-    the exact delta at ``epsilon = 1`` is about ``3e-5`` for every ``T >= 1000``,
-    while the claimed delta is ``1.1e-4`` at ``T = 1000`` and ``3e-13`` at
-    ``T = 10^4``. This estimator uses zCDP or the advanced composition theorem
-    as stated; both give a smaller rate, and the exact delta of that
-    counterexample stays within the claim for both (a test).
+    See the user guide: :ref:`finite_classes`.
 
     Parameters
     ----------
-    experts : list of fitted classifiers or callables
-        The public experts (``K >= 1``). Each takes the rows as passed to ``fit``
-        and returns one label per row. ``sklearn.base.clone`` returns unfitted
-        copies of estimators in a list: wrap fitted experts in
-        :class:`sklearn.frozen.FrozenEstimator` when the estimator will be
-        cloned (``GridSearchCV``, ``cross_val_score``, the audit). On the
-        training stream an expert labels **one row at a time**, as the
-        members of ``ExponentialMechanismClassifier``'s list do (a copy of its
-        own per row, the row an object of its own, identical rows labelled
-        once); a row on which it fails earns it no reward. Queries to
-        ``predict`` are public and go to each expert as one batch.
+    hypotheses : list of fitted classifiers or callables, default=None
+        The public hypotheses (``K >= 1``), each returning one label per row;
+        required (``None`` is refused by ``fit``).
+        Wrap fitted estimators in :class:`sklearn.frozen.FrozenEstimator` if
+        the estimator is cloned. On the training stream a hypothesis labels one
+        row at a time in isolation; a row on which it fails earns no reward.
+        Query rows are public and go to each hypothesis as one batch.
     epsilon : float, default=1.0
         Epsilon of the released sequence of choices, > 0.
     delta : float, default=0.0
-        Delta of the released sequence, in [0, 1); 0 (the default) for pure
-        differential privacy by basic composition. A ``delta > 0`` (for
-        example ``1e-6``) lets a long run use a larger rate (see above).
+        Delta of the released sequence, in [0, 1); 0 for pure differential
+        privacy. A ``delta > 0`` (e.g. ``1e-6``) allows a larger rate.
     composition : {"zcdp", "advanced"}, default="zcdp"
-        How the rounds compose when ``delta > 0`` (see above).
+        How the rounds compose when ``delta > 0``.
     n_rounds : int, default=None
-        The public total number of rounds ``T`` of a run; it enters the rate,
-        so it must be fixed before the stream is seen. ``None`` lets ``fit`` use
-        the number of rows it is given (public under replace-one neighbours);
-        ``partial_fit`` needs an integer.
+        The public number of rounds ``T`` of a run, fixed before the stream is
+        seen. ``None`` lets ``fit`` use its number of rows; ``partial_fit``
+        needs an integer.
     classes : array-like, default=None
-        The public label set. ``None`` takes the ``classes`` argument of the
-        first ``partial_fit`` or reads it from ``y`` with a
-        :class:`~skprivpred.PrivacyWarning`.
+        The public label set. ``None`` takes ``partial_fit``'s ``classes`` or
+        reads it from ``y`` with a :class:`~skprivpred.PrivacyWarning`.
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta)`` (``rho = n_rounds a^2 / 2``) when a run
-        starts and ``2a`` (``rho = a^2 / 2``) per query row, before any noise
-        is drawn; a call that would exceed its budget raises
-        :class:`~skprivpred.BudgetExhaustedError` and changes nothing.
+        starts and ``2a`` (``rho = a^2 / 2``) per query row.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds two independent streams: one for the rounds' choices, one for
-        the answers to queries. ``None`` (OS entropy) is the right choice in
-        deployment: anyone who knows an integer seed can recompute the draws,
-        which voids the guarantee.
+        Seeds the rounds' choices and the answers (two independent streams).
+        Use ``None`` (OS entropy) in deployment: a known seed voids the
+        guarantee.
+    experts : list of fitted classifiers or callables, default="deprecated"
+        Former name of ``hypotheses``.
+
+        .. deprecated:: 0.4
+           ``experts`` was renamed ``hypotheses`` in 0.4 and will be removed
+           in 0.6.
 
     Attributes
     ----------
@@ -706,18 +604,16 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         Names of features seen during ``fit`` (only for inputs with string
         column names).
     n_experts_ : int
-        Number of experts ``K``.
+        Number of hypotheses ``K``.
     n_rounds_ : int
         The number of rounds ``T`` the rate was set for.
     learning_rate_ : float
         The rate ``a``.
     chosen_experts_ : ndarray of int of shape (n_rounds_run,)
-        The released choice of each round so far (indices into ``experts``).
+        The released choice of each round so far (indices into ``hypotheses``).
     privacy_guarantee_ : PrivacyGuarantee
-        ``(2a, 0)`` and ``rho = a^2 / 2`` for each answered query row;
-        ``details["release"]`` is the :class:`~skprivpred.PrivacyGuarantee`
-        of the sequence ``chosen_experts_`` (``(epsilon, delta)`` and
-        ``rho = n_rounds a^2 / 2``) and ``details["learning_rate"]`` is ``a``.
+        Per query row: ``(2a, 0)``, ``rho = a^2 / 2``; ``details["release"]``
+        is the guarantee of the run.
     queries_answered_ : int
         Number of query rows answered since ``fit``.
 
@@ -725,19 +621,13 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     --------
     ExponentialMechanismClassifier : One hypothesis from a finite class, released at fit.
     mw_learning_rate : The rate from ``epsilon``, ``delta`` and ``n_rounds``.
-    mw_round_rho : The zCDP cost of a round or a query at that rate.
 
     References
     ----------
     S. Arora, E. Hazan and S. Kale. The Multiplicative Weights Update Method: a
-    Meta-Algorithm and Applications. Theory of Computing 8, 2012, Theorem 2.4.
-    C. Dwork, G. N. Rothblum and S. Vadhan. Boosting and Differential Privacy.
-    FOCS 2010. M. Bun and T. Steinke. Concentrated Differential Privacy:
-    Simplifications, Extensions, and Lower Bounds. TCC 2016. M. Cesar and R.
-    Rogers. Bounding, Concentrating, and Truncating: Unifying Privacy Loss
-    Composition for Data Analytics. ALT 2021. C. Dwork and A. Roth. The
-    Algorithmic Foundations of Differential Privacy, 2014, Theorem 3.20 and
-    chapter 11.
+    Meta-Algorithm and Applications. Theory of Computing 8, 2012.
+    C. Dwork and A. Roth. The Algorithmic Foundations of Differential Privacy,
+    2014, chapter 11.
 
     Examples
     --------
@@ -759,10 +649,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
     """
 
     _parameter_constraints: dict = {
-        "experts": [
-            UserCodeParam(list, kind="expert", each=True),
-            UserCodeParam(tuple, kind="expert", each=True),
-        ],
+        "hypotheses": [*_EXPERT_LISTS, None],
         "epsilon": [_POSITIVE],
         "delta": [_DELTA],
         "n_rounds": [_COUNT, None],
@@ -770,11 +657,12 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state"],
         "composition": [StrOptions({"zcdp", "advanced"})],
+        "experts": deprecated_constraints(_EXPERT_LISTS, "hypotheses"),
     }
 
     def __init__(
         self,
-        experts: Sequence[Any],
+        hypotheses: Sequence[Any] | None = None,
         *,
         epsilon: float = 1.0,
         delta: float = 0.0,
@@ -783,8 +671,9 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
         composition: str = "zcdp",
+        experts: Sequence[Any] | str = DEPRECATED,
     ) -> None:
-        self.experts = experts
+        self.hypotheses = hypotheses
         self.epsilon = epsilon
         self.delta = delta
         self.composition = composition
@@ -792,6 +681,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         self.classes = classes
         self.accountant = accountant
         self.random_state = random_state
+        self.experts = experts
 
     # -- fitting ----------------------------------------------------------------------------
     def fit(self, X: MatrixLike, y: VectorLike, **fit_params: Any) -> Self:
@@ -852,7 +742,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         first_call = "_cumulative_rewards" not in self.__dict__
         if first_call:
             self._validate_params()
-            experts = self._check_params()
+            experts = self._check_params(_stacklevel=4)
         reject_fit_params(self, fit_params)
         with self._unchanged_on_error():
             X, y = self._validate_stream(X, y, reset=first_call)
@@ -884,9 +774,23 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         check_classification_targets(y)
         return keep_frame(X, X_checked), y
 
-    def _check_params(self) -> HypothesisList:
-        """Cross-parameter rules: the experts are public, fitted classifiers or callables."""
-        return HypothesisList(self.experts, "experts")
+    def _check_params(self, _stacklevel: int = 5) -> HypothesisList:
+        """Cross-parameter rules: the hypotheses are public, fitted classifiers or callables.
+
+        The deprecated ``experts`` warns (and is refused beside ``hypotheses``); its values
+        are checked, and named in messages, exactly as before. ``_stacklevel``: 5 from
+        ``fit`` (user, fit's dask wrapper, fit, _check_fit_arguments, here), 4 from
+        ``partial_fit``.
+        """
+        hypotheses = renamed_param(self, "experts", "hypotheses", stacklevel=_stacklevel)
+        name = "hypotheses" if hypotheses is self.hypotheses else "experts"
+        if hypotheses is None:
+            raise InvalidParameterError(
+                "PrivateExpertsClassifier needs its public hypotheses: pass a non-empty list of "
+                "fitted classifiers or callables X -> labels as hypotheses=[...] (the first "
+                "argument)."
+            )
+        return HypothesisList(hypotheses, name)
 
     def _resolve_run(self, y, classes, n_rounds, experts: HypothesisList) -> dict:
         """Resolve the public quantities of a new run; changes nothing, charges nothing."""

@@ -1010,11 +1010,11 @@ def build_candidates(
             size = general
         if strategy == "exact":
             raise ValueError(
-                f"candidates='exact' needs a class of {size} hypotheses on these public points "
-                f"({points.shape[0]} distinct, affine dimension {k}, {n_subsets} subsets), more "
-                f"than max_candidates={max_candidates}. The class is never truncated: use "
-                "candidates='hull' (low dimension) or 'sample', lower max_halfspaces, or raise "
-                "max_candidates if time and memory allow."
+                f"candidate_strategy='exact' needs a class of {size} hypotheses on these public "
+                f"points ({points.shape[0]} distinct, affine dimension {k}, {n_subsets} subsets), "
+                f"more than max_candidates={max_candidates}. The class is never truncated: use "
+                "candidate_strategy='hull' (low dimension) or 'sample', lower max_halfspaces, or "
+                "raise max_candidates if time and memory allow."
             )
     if strategy == "hull" or (strategy == "auto" and k <= 3):
         halfspaces = _dedup(*_hull_halfspaces(Z), scale)
@@ -1023,10 +1023,10 @@ def build_candidates(
             return family("hull", halfspaces, size)
         if strategy == "hull":
             raise ValueError(
-                f"candidates='hull' needs a class of {size} hypotheses "
+                f"candidate_strategy='hull' needs a class of {size} hypotheses "
                 f"({halfspaces[0].shape[0]} facets of the public convex hull, intersections of "
                 f"up to {j_max}), more than max_candidates={max_candidates}. Use "
-                "candidates='sample', lower max_halfspaces, or raise max_candidates."
+                "candidate_strategy='sample', lower max_halfspaces, or raise max_candidates."
             )
     halfspaces = _sampled_halfspaces(Z, pool_size, rng)
     windows = _sampled_window_sizes(pool_size, j_max, rng)
@@ -1172,30 +1172,32 @@ class LabelBoostCandidates:
 class ThresholdClass:
     """1-D thresholds on the line, VC dimension 1: ``1[x >= t]`` or ``1[x < t]``.
 
-    ERM takes the midpoint of the optimal range (the one-sided rule biases
-    accuracy; privacy does not depend on it); votes are a binary search in the
-    sorted teacher thresholds; LabelBoost enumerates the ``l + 1`` dichotomies
-    of ``l`` distinct values with prefix sums.
+    A concept class for :class:`~skprivpred.GenericBBLClassifier` and the
+    relabelling of :class:`~skprivpred.PrivateEverlastingClassifier`: an exact
+    ERM (the midpoint of the optimal range), votes by binary search in the
+    sorted teacher thresholds, and LabelBoost's ``l + 1`` dichotomies of ``l``
+    distinct values by prefix sums.
+
+    **Guarantee.** None of its own: the class is public, fixed before the data
+    are seen, and the learner that uses it carries the guarantee.
+
+    See the user guide: :ref:`everlasting`.
 
     Parameters
     ----------
     direction : {"increasing", "decreasing"}, default="increasing"
         ``"increasing"``: label 1 (``classes_[1]``) when ``x >= t``;
-        ``"decreasing"``: label 1 when ``x < t`` (on floating-point numbers the
-        class ``{1[x < t]}`` equals ``{1[x <= t]}``, which is what is learned,
-        on the negated values). A public choice: picking it from the data
-        would be an unaccounted private decision; a class holding both
-        directions has VC dimension 2 and is not offered here.
+        ``"decreasing"``: label 1 when ``x < t`` (learned on the negated
+        values). A public choice; a class with both directions has VC
+        dimension 2 and is not offered here.
     prior_loc : float, default=0.0
-        Centre of the public prior on the threshold ``t`` (a Cauchy law, in
-        the units of ``x``) used by :meth:`prior_candidates`, the relabelling
-        of :class:`~skprivpred.PrivateEverlastingClassifier`. Not used by
+        Centre of the public Cauchy prior on ``t`` (in the units of ``x``) used
+        by :meth:`prior_candidates`, the relabelling of
+        :class:`~skprivpred.PrivateEverlastingClassifier`; not used by
         LabelBoost's dichotomies (:meth:`candidates`).
     prior_scale : float, default=1.0
         Scale of that prior, > 0. Public: choose it from the feature's
-        documented units, never from the data. Its heavy tails give a
-        threshold ``k`` scales away a log-mass of about ``-2 ln k``, which a
-        few mistakes on a large pool outweigh.
+        documented units, never from the data.
 
     Raises
     ------
@@ -1203,6 +1205,11 @@ class ThresholdClass:
         From :meth:`prepare` if ``direction`` is not one of
         :data:`THRESHOLD_DIRECTIONS`, or if the prior is not finite with a
         positive scale.
+
+    References
+    ----------
+    M. Naor, K. Nissim, U. Stemmer and C. Yan. Private Everlasting Prediction.
+    NeurIPS 2023.
     """
 
     def __init__(
@@ -1468,43 +1475,37 @@ def _as_label(labels: np.ndarray) -> np.ndarray:
 class FiniteHypothesisClass:
     """A finite class of binary hypotheses, as a prediction matrix or as callables.
 
+    A concept class for :class:`~skprivpred.GenericBBLClassifier` and the
+    relabelling of :class:`~skprivpred.PrivateEverlastingClassifier`. ERM takes
+    the lowest-index minimiser; LabelBoost de-duplicates the hypotheses' label
+    vectors on the points. Label 1 means ``classes_[1]``.
+
+    **Guarantee.** None of its own: the class is public, fixed before the data
+    are seen, and the learner that uses it carries the guarantee. Callables
+    meet protected rows (training rows, and the everlasting predictors'
+    queries) only through the library's isolation boundary, one point at a
+    time (see :ref:`user-code`): where a callable gives no label in {0, 1}
+    (it raises, or returns another shape or value), the point counts as a
+    mistake of that hypothesis, and its label there is 0, silently.
+
+    See the user guide: :ref:`everlasting`.
+
     Parameters
     ----------
     predictions : array-like of shape (n_hypotheses, n_domain), default=None
         ``predictions[k, x]`` in {0, 1} is hypothesis ``k``'s label on domain
         point ``x``; queries and training rows are then integer indices in
-        ``[0, n_domain)`` (shape (n,) or (n, 1)).
+        ``[0, n_domain)`` (shape (n,) or (n, 1)), and :meth:`prepare` refuses
+        one outside the domain before anything is charged.
     hypotheses : list of callable, default=None
-        ``h(X)`` returns one label in {0, 1} per row of ``X`` (2-D). Exactly one
-        of ``predictions`` and ``hypotheses`` must be given.
+        ``h(X)`` returns one label in {0, 1} per row of ``X`` (2-D); each must
+        pickle with ``cloudpickle``. Exactly one of ``predictions`` and
+        ``hypotheses`` must be given.
 
-    Notes
-    -----
-    Label 1 means ``classes_[1]``. ERM takes the lowest-index minimiser; LabelBoost
-    de-duplicates the hypotheses' label vectors on the points (duplicate
-    hypotheses add no weight).
-
-    A prediction matrix is checked when it is given (every entry 0 or 1), and
-    a query outside its domain is refused by :meth:`prepare`, which the
-    everlasting predictors call on every query before anything is charged.
-    Callables meet protected rows (training rows, and the everlasting
-    predictors' queries), so every call goes through the one boundary of
-    :mod:`skprivpred._isolation`: a callable labels **one point at a time**
-    (a one-row 2-D array of its own, read-only), through a copy of its own for
-    every point (pickled once with ``cloudpickle``: a closure or attribute
-    written at one point is not seen at the next; an unpicklable callable is
-    refused with an ``InvalidParameterError``), with warnings captured and the
-    global random states, floating-point error state and scikit-learn's
-    configuration restored after it; identical points share one evaluation.
-    An ERM (:meth:`erm`) calls each callable once per teacher block, on that
-    block alone. Wherever a callable does not give one label in {0, 1} for a
-    point (it raises, returns another shape, or returns another value), the
-    point **counts as a mistake** of that hypothesis when mistakes are counted
-    (:meth:`erm`, :meth:`candidates`, :meth:`prior_candidates`) and its label
-    there is 0, that is ``classes_[0]``, where labels are used
-    (:meth:`labels_on`, :meth:`vote_fraction`, the relabelling), silently and
-    whatever the other points are. Check the callables on rows of the
-    expected form before deploying.
+    References
+    ----------
+    M. Naor, K. Nissim, U. Stemmer and C. Yan. Private Everlasting Prediction.
+    NeurIPS 2023.
     """
 
     def __init__(

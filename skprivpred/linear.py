@@ -1156,49 +1156,22 @@ class _LinearRegressorQueries(_QueriesBase):
 class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin, BaseEstimator):
     """Private binary classification by regularized ERM plus noise on each answer.
 
-    Fits one linear model on all training rows by minimising
-    ``mean loss(<w, x~_i>, y_i) + (lam / 2) ||w||^2`` over ``||w|| <= radius``,
-    where ``x~`` is the row clipped to ``feature_norm_bound`` with the
-    intercept feature appended. The solver *certifies* that its coefficients
-    are within ``tol`` of the exact minimiser (else :class:`ConvergenceError`).
-    Strong convexity makes every prediction uniformly stable: replacing one
-    training row moves ``<w, x~>`` by at most
+    Fits one linear model on all training rows, minimising the mean loss plus
+    ``(lam / 2) ||w||^2`` over ``||w|| <= radius`` with a certified solver (rows
+    clipped to ``feature_norm_bound``). Strong convexity bounds how far one row
+    moves a prediction, ``gamma(x) = (4 L X / (lam n) + 2 tol) ||x~||``, and
+    each answer adds noise calibrated to it: ``predict`` draws the label from
+    its closed form, ``decision_function`` releases the score with exact
+    integer noise on a public grid, ``predict_proba`` its ``expit``.
 
-    ``gamma(x) = (4 L X / (lam n) + 2 tol) ||x~||``
+    **Guarantee** (Dwork & Feldman 2018, Lemma 4.5 and Theorem 4.9, constants
+    corrected). Under replace-one neighbours each row passed to a query method
+    is one query, answered with fresh noise and ``(epsilon, delta)``-DP
+    (``delta = 0`` with Laplace noise), charged before the noise is drawn.
+    ``fit`` releases nothing, but whether it raises
+    :class:`~skprivpred.ConvergenceError` depends on the data.
 
-    (``L``: Lipschitz constant of the loss, 1 for both losses; ``X``: norm bound
-    of the augmented rows, ``sqrt(feature_norm_bound^2 + intercept_scaling^2)``).
-    Each answer adds noise calibrated to ``gamma(x)``:
-
-    - ``predict``: the label ``1[<w, x~> + noise >= 0]``, drawn from its closed
-      form (``1 - exp(-a/b)/2`` for ``a >= 0``, ``exp(a/b)/2`` otherwise, with
-      Laplace scale ``b = gamma(x)/epsilon``; ``Phi(a/s)`` with Gaussian noise)
-      with one uniform per row, so no noisy float leaves the estimator;
-    - ``decision_function``: the noisy score itself, as integer noise on a
-      public grid (step ``gamma(x) / 1000``; discrete Laplace, or discrete
-      Gaussian calibrated exactly): exact, immune to the floating-point attack on
-      naive Laplace sampling, and 0.1% wider than continuous noise;
-    - ``predict_proba``: ``expit`` of such a noisy score.
-
-    **Privacy guarantee.** Replace-one neighbours (same ``n``, one row
-    replaced). Each row passed to ``predict``, ``predict_proba``,
-    ``decision_function`` or ``score`` is one query; every call draws fresh noise
-    and is ``(epsilon, delta)``-DP per row (``delta = 0`` with Laplace noise):
-    Lemma 4.5 of Dwork & Feldman (2018) with the stability of Theorem 4.9.
-    Asking two methods about one row costs twice. ``fit`` releases nothing, but
-    whether it raises :class:`ConvergenceError` depends on the data: keep that
-    event with the data owner. **Corrected constants:** the Laplace scale is
-    ``gamma / epsilon`` (the proof of Lemma 4.5 writes ``epsilon / gamma``); the
-    objective uses ``(lam / 2) ||w||^2`` with the same ``lam`` in ``gamma`` (the
-    paper mixes ``lam``-strong convexity and a ``lam ||w||^2`` penalty); the
-    solver's accuracy is added to ``gamma`` (the paper assumes an exact
-    minimiser).
-
-    **Accuracy.** With ``lam="auto"`` (Corollary 4.11,
-    ``lam = 2 X L / (R sqrt(n epsilon / (1 + epsilon)))``) the expected excess
-    loss of the noisy predictions over the best ``w`` in the ball is at most
-    ``4 R X L / sqrt(n epsilon / (1 + epsilon))``, independent of the number of
-    features.
+    See the user guide: :ref:`stable_linear`.
 
     Parameters
     ----------
@@ -1206,63 +1179,47 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
         Privacy parameter of each answered row and method call, > 0.
     loss : {"logistic", "huberized_hinge"}, default="logistic"
         ``ln(1 + exp(-y a))``, or the hinge smoothed over a width
-        ``huber_delta`` (``y`` in {-1, +1}, ``classes_[1]`` is +1). Both are
-        1-Lipschitz.
+        ``huber_delta`` (``classes_[1]`` is +1). Both are 1-Lipschitz.
     lam : float or "auto", default="auto"
-        Regularization strength (``LogisticRegression(C)`` corresponds to
-        ``lam = 1 / (C n)``). ``"auto"``: Corollary 4.11,
-        ``lam = 2 X L / (R sqrt(n epsilon / (1 + epsilon)))``.
+        Regularization strength (``LogisticRegression(C)`` is ``lam = 1 / (C n)``).
+        ``"auto"``: Corollary 4.11, ``lam = 2 X L / (R sqrt(n epsilon / (1 + epsilon)))``.
     feature_norm_bound : float or "auto", default="auto"
-        Public bound ``X0`` on the Euclidean norm of a feature row. Training and
-        query rows above it are scaled down to it (privacy holds whatever the
-        rows; only accuracy suffers from clipping). ``"auto"``:
-        ``sqrt(n_features)`` (:func:`default_feature_norm_bound`), a true bound
-        when every feature lies in ``[-1, 1]``, the scaling the documentation
-        recommends. A tighter public bound means less noise: after
-        :func:`~skprivpred.preprocessing.public_preprocessor`, pass
-        ``row_norm_bound(preprocessor)``
-        (:func:`~skprivpred.preprocessing.row_norm_bound`; ``sqrt(14)`` for
-        Adult's schema against ``sqrt(105)`` for ``"auto"``). Never choose it
-        from the training rows.
+        Public bound ``X0`` on a feature row's Euclidean norm; larger rows are
+        scaled down to it. ``"auto"``: ``sqrt(n_features)``
+        (:func:`default_feature_norm_bound`), a true bound for features in
+        ``[-1, 1]``. A tighter public bound, such as
+        :func:`~skprivpred.preprocessing.row_norm_bound` of a public
+        preprocessing, means less noise. Never choose it from the training rows.
     radius : float, default=None
-        Public bound ``R`` on ``||w||`` (the ball the minimiser is sought in,
-        and the comparator ball of Corollary 4.11). ``None`` with
-        ``lam="auto"``: ``0.08 sqrt(n epsilon / (1 + epsilon))``
-        (:func:`default_classifier_radius`, for features in ``[-1, 1]``; it
-        keeps the Laplace scale per unit of query norm at ``0.16 / (1 +
-        epsilon)``). ``None`` with a numeric ``lam``: the data-independent
-        ``sqrt(2 loss(0) / lam)`` (:func:`erm_radius`), which holds every
-        regularised minimiser, so the constraint is inactive. Pass another
-        value when a public prior bounds the coefficients (for example a model
-        fitted on public data).
+        Public bound ``R`` on ``||w||``. ``None`` with ``lam="auto"``:
+        :func:`default_classifier_radius`, ``0.08 sqrt(n epsilon / (1 + epsilon))``;
+        with a numeric ``lam``: :func:`erm_radius`, which never binds.
     fit_intercept : bool, default=True
-        Append the constant feature ``intercept_scaling``; its coefficient is
-        penalized and constrained like the others.
+        Append the constant feature ``intercept_scaling`` (penalized and
+        constrained like the others).
     intercept_scaling : float, default=1.0
         Value ``c`` of the intercept feature, > 0.
     huber_delta : float, default=1.0
         Smoothing width of ``loss="huberized_hinge"``, > 0.
     tol : float, default=None
-        Certified bound ``tau`` on the distance between the fitted and the exact
-        coefficients; ``None``: ``1e-4 * 4 L X / (lam n)``.
+        Certified bound ``tau`` on the distance to the exact minimiser;
+        ``None``: ``1e-4 * 4 L X / (lam n)``.
     max_iter : int, default=10000
-        Iteration cap of each solver phase (L-BFGS, then accelerated projected
-        gradient when the ball constraint is active).
+        Iteration cap of each solver phase.
     noise : {"laplace", "gaussian"}, default="laplace"
-        Laplace: ``(epsilon, 0)``-DP. Gaussian: ``(epsilon, delta)``-DP, with the
-        analytic calibration of Balle & Wang (2018) for labels and exact
-        discrete Gaussian noise on the grid for real values.
+        Laplace: ``(epsilon, 0)``-DP. Gaussian: ``(epsilon, delta)``-DP
+        (Balle & Wang 2018 for labels, exact discrete Gaussian for scores).
     delta : float, default=0.0
         0 with Laplace noise; in (0, 1) with Gaussian noise.
     classes : array-like of shape (2,), default=None
         The public label set. ``None`` reads it from ``y`` and emits a
         :class:`~skprivpred.PrivacyWarning`.
     accountant : PrivacyAccountant, default=None
-        Charged ``(epsilon, delta)`` per row of every query call before any noise
-        is drawn; shared, not copied, by ``clone`` and ``copy.deepcopy``.
+        Charged ``(epsilon, delta)`` per row of every query call before any
+        noise is drawn; shared, not copied, by ``clone``.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the query stream (the answers' noise). ``None`` (OS entropy) in
-        deployment: anyone who knows an integer seed can regenerate the noise.
+        Seeds the answers' noise. Use ``None`` (OS entropy) in deployment: a
+        known seed voids the guarantee.
 
     Attributes
     ----------
@@ -1277,33 +1234,23 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
     tol_ : float
         The certified solver accuracy ``tau`` used.
     sensitivity_ : float
-        ``gamma`` at a query of norm ``X`` (the largest after clipping).
+        ``gamma`` at a query of the largest norm ``X``.
     noise_scale_ : float
-        Laplace scale ``sensitivity_ / epsilon``, or the Gaussian standard
-        deviation, at that query norm.
+        Laplace scale or Gaussian standard deviation at that query norm.
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
     privacy_guarantee_ : PrivacyGuarantee
-        The per-row guarantee; ``details`` holds the noise family, the
-        sensitivity, the noise scale, ``lam`` and ``solver_accuracy``
-        (``tau``).
+        The per-row guarantee, with the noise family, sensitivity, noise scale,
+        ``lam`` and solver accuracy in ``details``.
     queries_answered_ : int
         Query rows answered since ``fit``.
 
     See Also
     --------
     AveragedPSGDClassifier : One pass of SGD; cheaper, needs a smooth loss.
-    SubsampleAggregateClassifier : Any base learner, soft-majority vote.
-
-    Notes
-    -----
-    The coefficients are secret (``_coef``): a pickled estimator must be
-    protected like the training data. Model selection on the private data
-    (``GridSearchCV``) is not private; use ``lam="auto"`` and public bounds,
-    or :class:`~skprivpred.DPValidatedLogisticRegression` for a privately
-    validated regulariser.
+    DPValidatedLogisticRegression : A privately validated regulariser.
 
     References
     ----------
@@ -1372,42 +1319,21 @@ class StableERMClassifier(_LinearClassifierQueries, _StableERM, ClassifierMixin,
 class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, BaseEstimator):
     """Private regression by regularized ERM plus noise on each answer.
 
-    Fits one linear model on all training rows by minimising
-    ``mean loss(<w, x~_i>, y_i) + (lam / 2) ||w||^2`` over ``||w|| <= radius``
-    (rows clipped to ``feature_norm_bound``, intercept feature appended,
-    targets clipped to ``y_bounds = (lo, hi)`` and centred on ``(lo + hi) / 2``)
-    with a solver that certifies it is within ``tol`` of the exact minimiser
-    (else :class:`ConvergenceError`). Replacing one training row moves the
-    prediction by at most
+    Fits one linear model on all training rows, minimising the mean loss plus
+    ``(lam / 2) ||w||^2`` over ``||w|| <= radius`` with a certified solver
+    (rows clipped to ``feature_norm_bound``, targets clipped to the public
+    ``y_bounds`` and centred). One row moves a prediction by at most
+    ``gamma(x) = (4 L X / (lam n) + 2 tol) ||x~||``; ``predict`` releases the
+    prediction with exact integer noise on a public grid calibrated to it.
 
-    ``gamma(x) = (4 L X / (lam n) + 2 tol) ||x~||``,
+    **Guarantee** (Dwork & Feldman 2018, Lemma 4.5 and Theorem 4.9, constants
+    corrected). Under replace-one neighbours each row passed to ``predict`` or
+    ``score`` is one query, answered with fresh noise and
+    ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise), charged before
+    the noise is drawn. ``fit`` releases nothing, but whether it raises
+    :class:`~skprivpred.ConvergenceError` depends on the data.
 
-    with ``L = radius * X + (hi - lo) / 2`` for the squared loss (the largest
-    residual a model in the ball can make on a centred target) and ``L =
-    huber_delta`` for the Huber loss.
-    ``predict`` releases ``<w, x~>`` plus integer noise on a public grid (step
-    ``gamma(x) / 1000``; discrete Laplace of scale about
-    ``gamma(x)/epsilon``, or exactly calibrated discrete Gaussian): exact,
-    immune to the floating-point attack on naive Laplace sampling, and 0.1%
-    wider than continuous noise, plus the public centre of ``y_bounds``. With
-    ``clip_output=True`` the answer is then clipped to ``y_bounds``
-    (post-processing).
-
-    **Privacy guarantee.** Replace-one neighbours (same ``n``, one row
-    replaced). Each row passed to ``predict`` or ``score`` is one query,
-    answered with fresh noise, ``(epsilon, delta)``-DP (``delta = 0`` with
-    Laplace noise): Lemma 4.5 of Dwork & Feldman (2018) with the stability of
-    Theorem 4.9. ``fit`` releases nothing (a :class:`ConvergenceError` is a
-    data-dependent event: keep it with the data owner). **Corrected
-    constants:** Laplace scale ``gamma / epsilon`` (the proof writes ``epsilon /
-    gamma``); penalty ``(lam / 2) ||w||^2`` with the same ``lam`` in ``gamma``;
-    the solver's accuracy is added to ``gamma``.
-
-    **Accuracy.** With ``lam="auto"`` (Corollary 4.11) the expected excess loss
-    is at most ``4 R X L / sqrt(n epsilon / (1 + epsilon))``, independent of the
-    number of features; the squared loss's ``L`` grows with ``R`` and the width
-    of ``y_bounds``, so scale ``y`` with public constants (for example a
-    ``TransformedTargetRegressor`` with fixed functions).
+    See the user guide: :ref:`stable_linear`.
 
     Parameters
     ----------
@@ -1417,31 +1343,22 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
         ``(a - y)^2 / 2`` (needs ``y_bounds``) or the Huber loss with
         threshold ``huber_delta``.
     lam : float or "auto", default="auto"
-        Regularization strength (``Ridge(alpha)`` corresponds to
-        ``lam = alpha / n`` up to the intercept). ``"auto"``: Corollary 4.11.
+        Regularization strength (``Ridge(alpha)`` is about ``lam = alpha / n``).
+        ``"auto"``: Corollary 4.11.
     feature_norm_bound : float or "auto", default="auto"
-        Public bound ``X0`` on the Euclidean norm of a feature row; rows above
-        it are scaled down to it. ``"auto"``: ``sqrt(n_features)``
-        (:func:`default_feature_norm_bound`), a true bound when every feature
-        lies in ``[-1, 1]``. A tighter public bound means less noise, for
-        example :func:`~skprivpred.preprocessing.row_norm_bound` of a public
-        preprocessing. Never choose it from the training rows.
+        Public bound ``X0`` on a feature row's Euclidean norm; larger rows are
+        scaled down to it. ``"auto"``: ``sqrt(n_features)``
+        (:func:`default_feature_norm_bound`). Never choose it from the
+        training rows.
     radius : float, default=None
-        Public bound ``R`` on ``||w||``. ``None``: the data-independent
-        ``sqrt(2 loss(0) / lam)`` (:func:`erm_radius`; ``loss(0) = B^2 / 2``
-        for the squared loss), with ``lam="auto"`` the radius at which it and
-        Corollary 4.11's ``lam`` agree; unconstrained for the Huber loss
-        without ``y_bounds`` and a numeric ``lam`` (with ``lam="auto"`` that
-        case needs ``radius``).
+        Public bound ``R`` on ``||w||``. ``None``: :func:`erm_radius` (with
+        ``lam="auto"``, the radius at which it and Corollary 4.11's ``lam``
+        agree); unconstrained for the Huber loss without ``y_bounds``.
     y_bounds : tuple of (float, float), default=None
-        Public range ``(lo, hi)`` of the target, ``lo < hi``: training targets
-        are clipped to it and centred on ``(lo + hi) / 2``; required for the
-        squared loss. Take it from the target's documented range (a
-        percentage, a price cap), never from the training targets; a wide
-        range costs accuracy (``L`` grows with ``hi - lo``), a narrow one
-        clips. Set it before running scikit-learn's ``check_estimator``: at
-        the default ``None`` fit refuses, and most checks fail for that one
-        reason (see :func:`~skprivpred.utils.expected_failed_checks`).
+        Public range ``(lo, hi)`` of the target, from its documented range,
+        never from the training targets; required for the squared loss. Set
+        it before running scikit-learn's ``check_estimator`` (see
+        :func:`~skprivpred.utils.expected_failed_checks`).
     clip_output : bool, default=True
         Clip the answers to ``y_bounds`` (when set).
     fit_intercept : bool, default=True
@@ -1455,14 +1372,13 @@ class StableERMRegressor(_LinearRegressorQueries, _StableERM, RegressorMixin, Ba
     max_iter : int, default=10000
         Iteration cap of each solver phase.
     noise : {"laplace", "gaussian"}, default="laplace"
-        Laplace: ``(epsilon, 0)``-DP. Gaussian: ``(epsilon, delta)``-DP with exact
-        discrete Gaussian noise on the grid.
+        Laplace: ``(epsilon, 0)``-DP. Gaussian: ``(epsilon, delta)``-DP.
     delta : float, default=0.0
         0 with Laplace noise; in (0, 1) with Gaussian noise.
     accountant : PrivacyAccountant, default=None
         Charged per query row before any noise is drawn; shared by ``clone``.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the query stream. ``None`` in deployment.
+        Seeds the answers' noise. Use ``None`` in deployment.
 
     Attributes
     ----------
@@ -1558,73 +1474,45 @@ class AveragedPSGDClassifier(
 ):
     """Private binary classification by averaged projected SGD plus noise on each answer.
 
-    Makes ``n_epochs`` passes of projected SGD over the training rows (rows
-    clipped to ``feature_norm_bound``, intercept feature appended), in an order
-    drawn from the fit stream independently of the data, with the constant step
-    ``eta``, starting at 0 and projecting onto ``||w|| <= radius`` after each
-    step; the model is the average of the iterates ``w_0 .. w_{T-1}``. For a
-    smooth convex loss and ``eta <= 2 / sigma`` a step never moves two runs
-    apart, so replacing one training row moves the prediction by at most
+    Makes ``n_epochs`` passes of projected SGD with a constant step ``eta``
+    over the training rows (clipped to ``feature_norm_bound``), in an order
+    drawn independently of the data, inside ``||w|| <= radius``, and averages
+    the iterates. With a smooth loss one row moves a prediction by at most
+    ``gamma(x) = 2 eta L X ||x~|| n_epochs``; the answers carry noise
+    calibrated to it, released as by :class:`StableERMClassifier`.
 
-    ``gamma(x) = 2 eta L X ||x~|| n_epochs``
+    **Guarantee** (Dwork & Feldman 2018, Lemma 4.5 and Theorem 4.12, with the
+    stability constant corrected). Under replace-one neighbours each row passed
+    to a query method is one query, answered with fresh noise and
+    ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise), charged before
+    the noise is drawn. ``fit`` releases nothing.
 
-    (``L = 1`` for both losses; ``X = sqrt(feature_norm_bound^2 +
-    intercept_scaling^2)``). The answers are released as in
-    :class:`StableERMClassifier`: labels from the closed form of
-    ``P(<w, x~> + noise >= 0)``, scores as integer noise on a public grid of
-    step ``gamma(x) / 1000``, probabilities as ``expit`` of such scores.
-
-    **Privacy guarantee.** Replace-one neighbours. Each row passed to
-    ``predict``, ``predict_proba``, ``decision_function`` or ``score`` is one
-    query, answered with fresh noise, ``(epsilon, delta)``-DP per row and call
-    (``delta = 0`` with Laplace noise): Lemma 4.5 of Dwork & Feldman (2018) with
-    the stability of Theorem 4.12. **Corrected constants:** Theorem 4.12 prints
-    the stability ``R X / sqrt(n)``; the proof's argument gives ``2 eta L X``
-    (``2 R X / sqrt(n)`` at the theorem's step size) and a two-point data set
-    attains it, so noise calibrated to the printed rate would give only about
-    ``2 epsilon`` (the paper's constant is corrected here). The Laplace scale
-    is ``gamma / epsilon``; the update is a descent step ``w - eta grad``
-    (printed with ``+``).
-
-    **Accuracy.** With ``eta="auto"`` (``R / (X L sqrt(n))``) the expected excess
-    loss is at most ``2 R X L / sqrt(n) + 4 sigma R^2 X^2 / (n epsilon^2)``
-    (Corollary 4.13 with the corrected ``gamma``).
+    See the user guide: :ref:`stable_linear`.
 
     Parameters
     ----------
     epsilon : float, default=1.0
         Privacy parameter of each answered row and method call, > 0.
     loss : {"logistic", "huberized_hinge"}, default="logistic"
-        Smooth losses only (``sigma = 1/4``, resp. ``1 / huber_delta``).
+        Smooth losses only (smoothness ``1/4``, resp. ``1 / huber_delta``).
     eta : float or "auto", default="auto"
-        Step size; ``"auto"``: ``R / (X L sqrt(n))`` (Theorem 4.12). Capped at
-        ``2 / (sigma X^2)`` with a warning.
+        Step size; ``"auto"``: ``R / (X L sqrt(n))`` (Theorem 4.12). A step
+        above ``2 / (sigma X^2)`` is capped with a warning.
     n_epochs : int, default=1
-        Passes over the data (the paper: 1); ``gamma`` grows linearly with it.
+        Passes over the data; ``gamma`` grows linearly with it.
     shuffle : bool, default=True
         Draw a fresh random order per epoch from the fit stream (never from the
         data); ``False`` keeps the row order.
     feature_norm_bound : float or "auto", default="auto"
-        Public bound ``X0`` on the Euclidean norm of a feature row. Training and
-        query rows above it are scaled down to it (privacy holds whatever the
-        rows; only accuracy suffers from clipping). ``"auto"``:
-        ``sqrt(n_features)`` (:func:`default_feature_norm_bound`), a true bound
-        when every feature lies in ``[-1, 1]``, the scaling the documentation
-        recommends. A tighter public bound means less noise: after
-        :func:`~skprivpred.preprocessing.public_preprocessor`, pass
-        ``row_norm_bound(preprocessor)``
-        (:func:`~skprivpred.preprocessing.row_norm_bound`; ``sqrt(14)`` for
-        Adult's schema against ``sqrt(105)`` for ``"auto"``). Never choose it
-        from the training rows.
+        Public bound ``X0`` on a feature row's Euclidean norm; larger rows are
+        scaled down to it. ``"auto"``: ``sqrt(n_features)``
+        (:func:`default_feature_norm_bound`), a true bound for features in
+        ``[-1, 1]``. A tighter public bound, such as
+        :func:`~skprivpred.preprocessing.row_norm_bound` of a public
+        preprocessing, means less noise. Never choose it from the training rows.
     radius : float or "auto", default="auto"
-        Public radius ``R`` of the coefficient ball (the projection set and the
-        comparator of Theorem 4.12); ``eta="auto"`` and ``gamma`` grow with it.
-        Unregularised SGD has no data-independent radius of its own.
-        ``"auto"``: ``0.05 sqrt(n epsilon / (1 + epsilon))``
-        (:func:`default_classifier_radius`, for features in ``[-1, 1]``), from
-        ``n`` and ``epsilon`` only. Pass another value when a public prior
-        bounds a good model's coefficients (logits up to ``R X``), for example
-        a model fitted on public data.
+        Public radius ``R`` of the coefficient ball. ``"auto"``:
+        :func:`default_classifier_radius`, ``0.05 sqrt(n epsilon / (1 + epsilon))``.
     fit_intercept : bool, default=True
         Append the constant feature ``intercept_scaling``.
     intercept_scaling : float, default=1.0
@@ -1642,7 +1530,7 @@ class AveragedPSGDClassifier(
         Charged per query row before any noise is drawn; shared by ``clone``.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the fit stream (the order) and the query stream (the noise).
-        ``None`` in deployment.
+        Use ``None`` in deployment.
 
     Attributes
     ----------
@@ -1663,8 +1551,8 @@ class AveragedPSGDClassifier(
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
     privacy_guarantee_ : PrivacyGuarantee
-        The per-row guarantee; ``details`` holds the noise family, the
-        sensitivity, the noise scale and ``eta``.
+        The per-row guarantee, with the noise family, sensitivity, noise scale
+        and ``eta`` in ``details``.
     queries_answered_ : int
         Query rows answered since ``fit``.
 
@@ -1734,33 +1622,21 @@ class AveragedPSGDClassifier(
 class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMixin, BaseEstimator):
     """Private regression by averaged projected SGD plus noise on each answer.
 
-    ``n_epochs`` passes of projected SGD (rows clipped to
-    ``feature_norm_bound``, intercept feature appended, targets clipped to
-    ``y_bounds = (lo, hi)`` and centred) in a data-independent order with the
-    constant step
-    ``eta``, projecting onto ``||w|| <= radius``; the model is the average of
-    the iterates. Replacing one training row moves the prediction by at most
+    Makes ``n_epochs`` passes of projected SGD with a constant step ``eta``
+    over the training rows (clipped to ``feature_norm_bound``, targets clipped
+    to the public ``y_bounds`` and centred), in a data-independent order,
+    inside ``||w|| <= radius``, and averages the iterates. One row moves a
+    prediction by at most ``gamma(x) = 2 eta L X ||x~|| n_epochs``;
+    ``predict`` releases the prediction with exact integer noise on a public
+    grid calibrated to it.
 
-    ``gamma(x) = 2 eta L X ||x~|| n_epochs``,
+    **Guarantee** (Dwork & Feldman 2018, Lemma 4.5 and Theorem 4.12, with the
+    stability constant corrected). Under replace-one neighbours each row passed
+    to ``predict`` or ``score`` is one query, answered with fresh noise and
+    ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise), charged before
+    the noise is drawn. ``fit`` releases nothing.
 
-    with ``L = radius * X + (hi - lo) / 2`` for the squared loss and
-    ``L = huber_delta`` for the Huber loss. ``predict`` releases ``<w, x~>``
-    plus integer noise on a public grid (step ``gamma(x) / 1000``), plus the
-    public centre ``(lo + hi) / 2``, clipped to ``y_bounds`` when
-    ``clip_output=True``.
-
-    **Privacy guarantee.** Replace-one neighbours. Each row passed to
-    ``predict`` or ``score`` is one query, answered with fresh noise,
-    ``(epsilon, delta)``-DP (``delta = 0`` with Laplace noise): Lemma 4.5 with
-    the stability of Theorem 4.12 (Dwork & Feldman 2018). **Corrected
-    constants:** the stability is ``2 eta L X ||x~||`` per epoch, twice the
-    printed ``R X / sqrt(n)`` (attained by a two-point data set; the paper's
-    constant is corrected here); Laplace scale ``gamma / epsilon``; descent
-    update ``w - eta grad``.
-
-    **Accuracy.** With ``eta="auto"`` the expected excess loss is at most
-    ``2 R X L / sqrt(n) + 4 R^2 X^2 / (n epsilon^2)`` (Corollary 4.13, corrected;
-    ``sigma = 1`` for both losses).
+    See the user guide: :ref:`stable_linear`.
 
     Parameters
     ----------
@@ -1770,30 +1646,24 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
         ``(a - y)^2 / 2`` (needs ``y_bounds``) or the Huber loss with threshold
         ``huber_delta``.
     eta : float or "auto", default="auto"
-        Step size; ``"auto"``: ``R / (X L sqrt(n))``. Capped at ``2 / X^2`` with a
-        warning.
+        Step size; ``"auto"``: ``R / (X L sqrt(n))``. Capped at ``2 / X^2`` with
+        a warning.
     n_epochs : int, default=1
         Passes over the data; ``gamma`` grows linearly with it.
     shuffle : bool, default=True
         Draw a fresh random order per epoch from the fit stream.
     feature_norm_bound : float or "auto", default="auto"
-        Public bound ``X0`` on the Euclidean norm of a feature row; rows above
-        it are scaled down to it. ``"auto"``: ``sqrt(n_features)``
-        (:func:`default_feature_norm_bound`), a true bound when every feature
-        lies in ``[-1, 1]``. A tighter public bound means less noise, for
-        example :func:`~skprivpred.preprocessing.row_norm_bound` of a public
-        preprocessing. Never choose it from the training rows.
+        Public bound ``X0`` on a feature row's Euclidean norm; larger rows are
+        scaled down to it. ``"auto"``: ``sqrt(n_features)``
+        (:func:`default_feature_norm_bound`). Never choose it from the
+        training rows.
     radius : float, default=1.0
-        Public radius ``R`` of the coefficient ball. Unregularised SGD has no
-        data-independent radius of its own: choose ``R`` as a public prior
-        bound on a good model's coefficients (for example from a model fitted
-        on public data, on targets scaled by public constants).
+        Public radius ``R`` of the coefficient ball: a public prior bound on a
+        good model's coefficients (e.g. from a model fitted on public data).
     y_bounds : tuple of (float, float), default=None
-        Public range ``(lo, hi)`` of the target (clipped to it, centred on its
-        midpoint); required for the squared loss. Take it from the target's
-        documented range, never from the training targets. Set it before
-        running scikit-learn's ``check_estimator``: at the default ``None``
-        fit refuses, and most checks fail for that one reason (see
+        Public range ``(lo, hi)`` of the target, from its documented range,
+        never from the training targets; required for the squared loss. Set
+        it before running scikit-learn's ``check_estimator`` (see
         :func:`~skprivpred.utils.expected_failed_checks`).
     clip_output : bool, default=True
         Clip the answers to ``y_bounds`` (when set).
@@ -1817,7 +1687,7 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
     feature_norm_bound_ : float
         The feature norm bound ``X0`` used (``"auto"`` resolved).
     radius_ : float
-        The coefficient radius used (``"auto"`` resolved).
+        The coefficient radius used.
     eta_ : float
         The step size used.
     sensitivity_ : float
@@ -1829,8 +1699,8 @@ class AveragedPSGDRegressor(_LinearRegressorQueries, _AveragedPSGD, RegressorMix
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
     privacy_guarantee_ : PrivacyGuarantee
-        The per-row guarantee; ``details`` holds the noise family, the
-        sensitivity, the noise scale and ``eta``.
+        The per-row guarantee, with the noise family, sensitivity, noise scale
+        and ``eta`` in ``details``.
     queries_answered_ : int
         Query rows answered since ``fit``.
 

@@ -45,6 +45,7 @@ from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
 from .exceptions import InvalidParameterError
 from .hypotheses import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
 from .mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
+from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
 from .utils._param_validation import Data, Interval, StrOptions
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 _COUNT = Interval(Integral, 1, None, closed="left")
+_STRATEGIES = [StrOptions(set(CANDIDATE_STRATEGIES))]
 
 
 def em_excess_bound(n_candidates: int, n: int, epsilon: float, beta: float) -> float:
@@ -121,131 +123,63 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
     """Halfspace learner for a mixture of private and public rows (PPM learning).
 
     Bassily, Moran and Nandi's ``A_LearnHalf``: candidate halfspaces are built
-    from the **public** rows' feature vectors only, and the exponential
-    mechanism draws one hypothesis of the finite class ``G`` with probability
-    proportional to ``exp(-epsilon * mistakes / 2)``, mistakes counted on all
-    rows. A hypothesis predicts the public population's label
-    (``public_class``) inside a region (the intersection of at most ``j_max``
-    candidate halfspaces with the affine hull of the public points, or that
-    whole hull, or nothing) and the other label outside: the output is
-    **improper** (the complement of a polytope, not one halfspace).
+    from the **public** rows only, and the exponential mechanism draws one
+    hypothesis of the finite class they span with probability proportional to
+    ``exp(-epsilon * mistakes / 2)``, mistakes counted on all rows, exactly. A
+    hypothesis predicts ``public_class`` inside an intersection of candidate
+    halfspaces and the other label outside (an improper output). The drawn
+    hypothesis is the released model; ``predict``, ``decision_function`` and
+    ``score`` apply it at no cost.
 
-    **The released object is the model.** ``fit`` is the one release: the drawn
-    hypothesis and every fitted attribute. ``predict``, ``decision_function``
-    and ``score`` apply it (deterministic post-processing) and cost nothing.
-    With an ``accountant`` attached, ``fit`` charges it ``epsilon`` once, before
-    the draw from the release stream; every refit is a new release.
+    **Guarantee** (Lemma 4.1). ``(epsilon, 0)``-DP with respect to the private
+    rows: neighbours share the status bits and the public rows and differ in
+    one private row (features and label). The public rows, the status bits and
+    hence the row counts are not protected. One ``fit`` is one release,
+    charged ``epsilon`` once before the draw.
 
-    **Privacy guarantee** (Bassily, Moran & Nandi 2020, Lemma 4.1).
-    ``(epsilon, 0)``-DP with respect to the private rows only. Neighbouring
-    training sets have the same status vector ``is_public`` and the same public
-    rows, and differ in one private row, whose features
-    *and* label may be replaced arbitrarily. Each mistake count moves by at most
-    one, so the mechanism is ``epsilon``-DP (it is also ``epsilon``-DP under
-    adding or removing one private row). **Not protected, by design:** the
-    public rows (the model embeds public coordinates verbatim: every chosen
-    boundary passes through public points), the status bits and hence the
-    numbers of public and private rows. Under the paper's label-determined
-    model (private exactly when ``y`` is not ``public_class``) the status bit
-    equals the label, so the labels are effectively public too; only the private
-    feature vectors are protected. Nothing computed from private rows is
-    stored, warned about or put in an error message (the only errors they can
-    cause are domain checks: shape, finiteness, labels in ``classes``).
-
-    **Sampling** is exact: the integer mistake counts are grouped by level, a
-    level is drawn by inverse CDF from its log-sum-exp normalised law and a
-    hypothesis uniformly inside it
-    (:func:`skprivpred.mechanisms.sample_fewest_mistakes`).
-    The guarantee is for the mathematical sampler; numpy generators are not
-    cryptographic and floating point is not exact arithmetic. An integer
-    ``random_state`` known to an attacker voids the guarantee.
-
-    **Candidate strategies** (all keep exact ``epsilon``-DP, since candidates
-    never see private rows; they differ in accuracy guarantees and cost):
-
-    - ``"exact"``: the paper's class. Every subset of 1..k distinct public
-      points (k = dimension of their affine hull) gives a hyperplane through it
-      (the unique one for k affinely independent points; otherwise a random
-      normal orthogonal to the subset, inside the hull, from the public stream)
-      and its two halfspaces; ``G`` holds the intersections of up to ``j_max``
-      distinct ones. Keeps Lemma 4.5 and Theorems 4.9/4.10 (realizable and
-      agnostic). ``|G|`` grows like ``n_public^(d^2)``: feasible for d = 1 at
-      any n, d = 2 up to roughly 60 public points. Refused with a
-      ``ValueError`` carrying the count beyond ``max_candidates``; never
-      truncated.
-    - ``"hull"``: the inward facets of the convex hull of the public points
-      (Qhull). Keeps Lemma 4.5 and the theorems **only in the realizable case
-      with every public row carrying** ``public_class``; under label noise or
-      public rows of both labels every non-empty region contains all public
-      points. Feasible for d <= 3.
-    - ``"sample"``: a pool of ``pool_size`` hypotheses of the paper's class,
-      drawn from the public rows and the public stream only (for a given
-      stream the pool is the same whatever the private rows; its size is
-      public). Halfspaces come
-      from Algorithm 1's family: ``ceil(pool_size / 2)`` hyperplanes, each
-      through one public point drawn uniformly, with a random normal (half of
-      them isotropic after whitening by the public points' covariance, half
-      along the directions in which the public points spread), each in **both
-      orientations**. Pool member ``i`` intersects pool halfspaces ``i, ...,
-      i + j_i - 1`` with ``j_i`` in ``1..j_max``, drawn with probability
-      proportional to ``2^-j`` (one halfspace about half of the time). **What it
-      keeps:** exact ``epsilon``-DP, and with probability ``1 - beta`` an
-      empirical error at most the pool's best plus
-      ``em_excess_bound(pool_size + 2, n, epsilon, beta)``. **What it loses:**
-      Lemma 4.5 and both theorems (the pool is a random part of ``G``, and
-      hyperplanes through several public points are not drawn). On MAGIC and
-      Adult at ``epsilon = 1`` it is within a few points of non-private
-      logistic regression (the *PPM* page of the user guide). Earlier releases drew only
-      halfspaces supporting all the public points for this strategy, so every
-      region held every public point and the mechanism chose a near-constant
-      classifier: a weakness of that construction, not of the paper's family.
-    - ``"auto"``: ``"exact"`` if its class fits in ``max_candidates`` (tried only
-      when the public points have at most ``max_candidates`` subsets and the
-      class would have at most ``100 * max_candidates`` hypotheses in general
-      position), else
-      ``"hull"`` if k <= 3 and its class fits, else ``"sample"``. The choice
-      uses public rows only and is recorded in ``candidates_used_``.
-
-    The classes ``G`` are built by
-    :func:`skprivpred.hypotheses.build_candidates`
-    (:class:`skprivpred.hypotheses.CandidateFamily`).
+    See the user guide: :ref:`ppm`.
 
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter, finite and > 0. The whole budget goes to the
-        mechanism (pure DP, delta = 0).
+        Privacy parameter, finite and > 0 (pure DP).
     classes : array-like of two labels, default=None
         The public label set (binary). ``None`` reads it from ``y`` and emits
         a :class:`~skprivpred.PrivacyWarning`.
     public_class : label, default=None
-        Which of the two ``classes`` is the public population's label: it is
-        predicted inside the released region, the other label outside. ``None``
-        means ``classes_[0]``, the paper's convention (public rows labelled 0).
-        It describes the learning problem, it is not estimated: under the
-        paper's model every public row carries it.
-    candidates : {"auto", "exact", "hull", "sample"}, default="auto"
-        How ``G`` is built (see above).
+        Which of ``classes`` is the public population's label, predicted
+        inside the released region. ``None`` means ``classes_[0]`` (the
+        paper's convention). It is part of the problem, not estimated.
+    candidate_strategy : {"auto", "exact", "hull", "sample"}, default="auto"
+        How the class is built from the public rows: the paper's class
+        (``"exact"``), the facets of the public convex hull (``"hull"``), a
+        random pool of ``pool_size`` hypotheses of the paper's class
+        (``"sample"``), or the first of these that fits (``"auto"``). Each
+        keeps exact ``epsilon``-DP; they differ in accuracy guarantees and cost.
     max_candidates : int, default=10**6
-        Largest ``|G|`` that ``"exact"`` or ``"hull"`` agree to enumerate.
+        Largest class that ``"exact"`` or ``"hull"`` agree to enumerate; a
+        larger one is refused, never truncated.
     pool_size : int, default=10_000
-        Number of sampled hypotheses ``M`` for ``"sample"`` (``|G| = M + 2``).
-        Public, like the pool itself; the fit's time and the accuracy grow
-        with it (20 000 on MAGIC: a few seconds).
+        Number of sampled hypotheses ``M`` for ``"sample"`` (public; the class
+        has ``M + 2`` members).
     max_halfspaces : int or None, default=None
-        ``j_max``; ``None`` means ``k`` (Helly's theorem inside the affine hull).
-        A smaller cap is faster and weakens Lemma 4.5.
+        ``j_max``, the most halfspaces a region intersects; ``None`` means the
+        dimension ``k`` of the public points' affine hull. A smaller cap is
+        faster and weakens Lemma 4.5.
     tol : float, default=1e-9
         Relative tolerance (times the size of the public point cloud) for the
         rank of the affine hull, membership of it and halfspace boundaries.
     accountant : PrivacyAccountant, default=None
-        Charged ``epsilon`` once per ``fit`` before the draw; a fit that would
-        exceed the budget raises :class:`~skprivpred.BudgetExhaustedError` and
-        changes nothing.
+        Charged ``epsilon`` once per ``fit``, before the draw.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds two independent streams (``SeedSequence.spawn``): a public one
-        (random normals, the ``"sample"`` pool; it never sees private rows) and
-        the mechanism's. ``None`` (OS entropy) in deployment.
+        Seeds a public stream (random normals, the pool) and the mechanism's.
+        Use ``None`` (OS entropy) in deployment.
+    candidates : {"auto", "exact", "hull", "sample"}, default="deprecated"
+        Former name of ``candidate_strategy``.
+
+        .. deprecated:: 0.4
+           ``candidates`` was renamed ``candidate_strategy`` in 0.4 and will
+           be removed in 0.6.
 
     Attributes
     ----------
@@ -254,11 +188,13 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
     public_class_ : label
         The public population's label, one of ``classes_``.
     n_features_in_ : int
+        Number of features seen during ``fit``.
     feature_names_in_ : ndarray of str
         Only for inputs with string column names.
     candidates_used_ : {"exact", "hull", "sample"}
+        The strategy that built the class.
     n_candidates_ : int
-        ``|G|`` (``pool_size + 2`` for ``"sample"``).
+        The class size (``pool_size + 2`` for ``"sample"``).
     affine_origin_ : ndarray of shape (d,)
         Mean of the distinct public points.
     affine_basis_ : ndarray of shape (d, k)
@@ -271,18 +207,13 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         True when the drawn hypothesis is the constant label other than
         ``public_class_``.
     privacy_guarantee_ : PrivacyGuarantee
-        ``(epsilon, 0)`` for the released hypothesis, per private row (Lemma
-        4.1); ``details`` holds ``n_candidates`` and ``candidates``.
+        ``(epsilon, 0)`` for the released hypothesis, per private row.
 
     Notes
     -----
-    ``is_public`` is sample-aligned fit metadata. In a
-    :class:`~sklearn.pipeline.Pipeline` or :func:`~sklearn.model_selection.cross_validate`
-    enable metadata routing (``sklearn.set_config(enable_metadata_routing=True)``)
-    and call ``set_fit_request(is_public=True)``. Preprocessing fitted on all
-    rows (e.g. ``StandardScaler``) is not private; ``"exact"`` and ``"hull"``
-    are affine-equivariant and need no scaling. Cross-validation, grid search
-    and scoring on private rows are further releases.
+    ``is_public`` is sample-aligned fit metadata (or mark the public rows with
+    ``y == -1``); in a :class:`~sklearn.pipeline.Pipeline` enable metadata
+    routing and call ``set_fit_request(is_public=True)``.
 
     References
     ----------
@@ -308,13 +239,14 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "classes": ["array-like", None],
         "public_class": [Data("any")],  # a label; checked against classes in _check_params
-        "candidates": [StrOptions(set(CANDIDATE_STRATEGIES))],
+        "candidate_strategy": _STRATEGIES,
         "max_candidates": [_COUNT],
         "pool_size": [_COUNT],
         "max_halfspaces": [_COUNT, None],
         "tol": [Interval(Real, 0, None, closed="left")],
         "accountant": [PrivacyAccountant, None],
         "random_state": ["random_state"],
+        "candidates": deprecated_constraints(_STRATEGIES, "candidate_strategy"),
     }
 
     def __init__(
@@ -323,28 +255,34 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         epsilon: float = 1.0,
         classes: VectorLike | None = None,
         public_class: Any = None,
-        candidates: str = "auto",
+        candidate_strategy: str = "auto",
         max_candidates: int = 10**6,
         pool_size: int = 10_000,
         max_halfspaces: int | None = None,
         tol: float = 1e-9,
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
+        candidates: str = DEPRECATED,
     ) -> None:
         self.epsilon = epsilon
         self.classes = classes
         self.public_class = public_class
-        self.candidates = candidates
+        self.candidate_strategy = candidate_strategy
         self.max_candidates = max_candidates
         self.pool_size = pool_size
         self.max_halfspaces = max_halfspaces
         self.tol = tol
         self.accountant = accountant
         self.random_state = random_state
+        self.candidates = candidates
 
     # -- validation ---------------------------------------------------------------------------
     def _check_params(self) -> None:
-        """Cross-parameter rule: ``public_class`` is one of ``classes`` (when both are given)."""
+        """Cross-parameter rules: ``public_class`` is one of ``classes`` (when both are
+        given); the deprecated ``candidates`` warns, and is refused beside ``candidate_strategy``.
+        """
+        # user -> fit's dask wrapper -> fit -> _check_fit_arguments -> _check_params
+        renamed_param(self, "candidates", "candidate_strategy", stacklevel=5)
         if self.classes is not None and self.public_class is not None:
             self._public_position(np.unique(np.asarray(self.classes)))
 
@@ -408,10 +346,17 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         labels[marked] = public_index  # the public population's label
         return X, labels, status, classes, public_index
 
+    def _candidate_strategy(self) -> str:
+        """``candidate_strategy``, or its deprecated old name ``candidates`` when that is set
+        (``_check_params`` has warned already)."""
+        if isinstance(self.candidates, str) and self.candidates == DEPRECATED:
+            return self.candidate_strategy
+        return self.candidates
+
     def _family(self, X, status, public_rng) -> CandidateFamily:
         return build_candidates(
             X[status],
-            self.candidates,
+            self._candidate_strategy(),
             max_candidates=self.max_candidates,
             pool_size=self.pool_size,
             max_halfspaces=self.max_halfspaces,

@@ -959,54 +959,21 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
 class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
     """Private classifier from one noisy sufficient statistic and unlabelled public rows.
 
-    ``fit(X, y)`` takes labelled private rows and unlabelled public rows of the same
-    population, marked ``y == -1`` (scikit-learn's semi-supervised convention).
+    ``fit(X, y)`` takes labelled private rows and unlabelled public rows of the
+    same population, marked ``y == -1`` (scikit-learn's semi-supervised
+    convention). It builds a feature basis ``phi`` from the public rows only,
+    releases the one statistic ``sum_labelled (y - 1/2) phi(x)`` (one block per
+    class for more classes) with exact discrete Gaussian noise, and fits a
+    logistic regression whose labels enter only through that release. ``X``
+    and ``y`` may be dask collections (see ``fit``).
 
-    1. **Features from public rows only.** ``phi(x) = [1; for each numeric
-       column a cubic B-spline block (knots at quantiles of the public rows),
-       divided by max(1, its norm); each one-hot group, clipped to [0, 1] and to
-       norm 1]``, and every row scaled by ``min(1, B / ||phi||)``,
-       ``B = sqrt(1 + n_numeric + n_groups)``.
-    2. **The only private release.** Binary: ``s = sum_labelled (y - 1/2)
-       phi(x)``; replacing one row moves ``s`` by at most ``B``. ``K > 2``
-       classes: one block per class, ``s_k = sum (1[y = k] - 1/K) phi(x)``,
-       whose replace-one sensitivity is ``sqrt(2) B`` with the default basis
-       (``phi >= 0``) and ``2 B sqrt((K - 1) / K)`` with a user basis. ``s`` is
-       rounded to a public grid of step ``gamma = sensitivity / (100 sqrt(d))``
-       (``d`` its length) and released as ``gamma (round(s / gamma) + Z)``,
-       ``Z`` integer discrete Gaussian noise of scale
-       ``sigma_Z = 101 sqrt(d) / sqrt(2 rho)`` (the index moves by at most
-       ``sensitivity / gamma + sqrt(d)``), ``rho = rho_cap(epsilon, delta)``.
-       No raw floating-point noise is released.
-    3. **Post-processing, free.** With ``c = n_labelled / n_public`` and ``b``
-       the release, ``t = b + (c/2) sum_public phi`` (binary; ``b_k`` centred
-       across classes and ``t_k = b_k + (c/K) sum_public phi`` for ``K``
-       classes). The noisy class counts (intercept coordinates of ``t``) are
-       moved inside ``(0, n_labelled)``; then ``w`` minimises
-       ``c sum_public log(1 + e^{w.phi}) - w.t + (lam/2) ||w without the
-       intercept||^2`` (the multinomial version for ``K`` classes):
-       logistic regression whose labels enter only through the release.
-       Default ``lam = sigma sqrt(d) / 8``, ``sigma = gamma sigma_Z`` the
-       noise's scale on the statistic's scale and ``d`` the number of basis
-       features.
-    4. **Answers**: ``predict`` is ``argmax`` of ``phi(x) . w``;
-       ``predict_proba`` its sigmoid (softmax).
+    **Guarantee.** One release: the model, with every answer it ever gives, is
+    ``(epsilon, delta)``-DP for each labelled row (replace-one), charged once
+    in ``fit`` before the noise is drawn; answers are free. **Unlabelled
+    public rows get no protection**, and every step before this estimator
+    must be public.
 
-    At most ``MAX_PUBLIC_ROWS`` (100,000) public rows build the basis and the
-    post-processing: with more, that many drawn without replacement by the fit
-    stream (from the public count alone), in memory and on a cluster alike.
-    ``X`` and ``y`` may be dask collections (see ``fit``).
-
-    **Privacy guarantee.** One release: ``fit`` releases the model (like the
-    exponential-mechanism learner, and unlike the prediction-privacy estimators
-    of this library), and the model with every answer it ever gives is
-    ``(epsilon, delta)``-DP for each labelled row (replace-one; the public
-    rows, which rows are public and the numbers of rows are public). With an
-    ``accountant``, ``fit`` charges ``(epsilon, delta)`` with ``rho`` once,
-    before the noise is drawn; answers are never charged and may be repeated.
-    **Unlabelled public rows get no protection**, and every step before this
-    estimator (a ``Pipeline``'s preprocessing) must be public: fitted on
-    public rows only, or reading no row (:mod:`skprivpred.preprocessing`).
+    See the user guide: :ref:`sufficient_statistic`.
 
     Parameters
     ----------
@@ -1015,47 +982,28 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         ``None`` reads it from the labelled rows with a
         :class:`~skprivpred.PrivacyWarning`.
     epsilon : float, default=1.0
-        Epsilon of the whole model: the model and every answer it ever gives are
-        together ``(epsilon, delta)``-DP, > 0.
+        Epsilon of the whole model and its answers, > 0.
     delta : float, default=1e-6
-        Delta of the whole model, in (0, 1). ``delta=0`` is refused with a clear
-        message (the release adds discrete Gaussian noise, which needs a delta).
+        Delta of the whole model, in (0, 1) (discrete Gaussian noise needs one).
     basis : "spline" or transformer, default="spline"
-        The basis of each numeric column. ``"spline"``: cubic B-splines with 5
-        knots at quantiles of the public rows
-        (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
-        extrapolation="constant")``); a column with a point mass at its smallest
-        value, whose quantiles coincide, also gets knots at 5 quantiles of the
-        public values above it. A transformer is cloned and fitted on each
-        numeric column of the public rows (one column at a time); its output is
-        that column's block. Public and query rows are transformed as one batch;
-        each labelled row's block depends on that row alone, by construction:
-        every distinct labelled value of a column is transformed alone, by its
-        own copy of the transformer fitted on the public rows (unpickled from
-        one ``cloudpickle`` payload, so attributes and closures are copied too),
-        with its warnings dropped and numpy's and Python's global random states
-        restored afterwards. A labelled value on which the transformer raises,
-        warns, or returns non-finite values or not one row of the width it gives
-        the public rows gets the zero block; the release is charged as always.
-        A transformer that cannot be pickled is refused before the charge.
+        The basis of each numeric column: cubic B-splines with knots at
+        quantiles of the public rows, or a transformer fitted on each numeric
+        column of the public rows. A transformer sees one labelled value at a
+        time, in isolation; a value on which it fails gets the zero block.
     schema : dict, default=None
-        The public schema that built the columns, in the format of
-        :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
-        first, then one one-hot block per categorical column): it tells the
-        one-hot groups from numeric columns. ``None`` finds the groups from the
-        public rows: runs of adjacent columns that are 0/1 on every public row
-        and never 1 together. Privacy does not depend on the grouping: every
-        block is clipped to norm 1 and every row to ``B`` in every row.
+        The public schema that built the columns (the format of
+        :func:`~skprivpred.preprocessing.public_preprocessor`), which tells
+        one-hot groups from numeric columns; ``None`` finds the groups in the
+        public rows. Privacy does not depend on the grouping.
     lam : float, default=None
-        Ridge penalty of the post-processing (the intercept is not penalised).
-        ``None`` uses the public default stated above.
+        Ridge penalty of the post-processing (intercept not penalised).
+        ``None``: ``sigma sqrt(d) / 8``, public.
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta)`` (with ``rho``) once per ``fit``, before the
-        release is drawn; a fit that would exceed its budget raises
-        :class:`~skprivpred.BudgetExhaustedError` and changes nothing.
+        release is drawn.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the streams (:class:`~skprivpred.PrivacyWarning` for an integer).
-        ``None`` (OS entropy) in deployment: a known seed voids the guarantee.
+        Seeds the streams. Use ``None`` (OS entropy) in deployment: a known
+        seed voids the guarantee.
 
     Attributes
     ----------
@@ -1066,15 +1014,15 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
     norm_bound_ : float
-        ``B`` (public: from the public rows and the schema).
+        ``B``, the bound on ``||phi(x)||`` (public).
     n_numeric_, n_groups_ : int
         Numeric blocks and one-hot groups of the basis.
     n_basis_features_ : int
         ``d``, the length of ``phi(x)``.
     noise_sigma_ : float
-        Scale of the noise on the statistic's scale, ``gamma sigma_Z``.
+        Scale of the noise on the statistic's scale.
     grid_step_ : float
-        ``gamma``.
+        The public grid step of the release.
     lam_ : float
         The ridge penalty used.
     privacy_guarantee_ : PrivacyGuarantee
@@ -1083,12 +1031,6 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
     See Also
     --------
     SufficientStatisticRegressor : The same design for regression.
-
-    Notes
-    -----
-    Choose it under a *total* budget when unlabelled rows of the same population
-    are available: after the one release every answer is free. Under a per-query
-    guarantee, or without public rows, use the teacher-based estimators.
 
     References
     ----------
@@ -1286,74 +1228,44 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
 class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
     """Private regressor from one noisy sufficient statistic and unlabelled public rows.
 
-    ``fit(X, y)`` takes labelled private rows and unlabelled public rows of the same
-    population, marked ``y`` NaN (the library's convention: scikit-learn has no
-    semi-supervised regressor). The basis ``phi`` is that of
-    :class:`SufficientStatisticClassifier`, built from the public rows only.
+    ``fit(X, y)`` takes labelled private rows and unlabelled public rows of the
+    same population, marked ``y`` NaN. It builds the basis ``phi`` of
+    :class:`SufficientStatisticClassifier` from the public rows only, releases
+    the one statistic ``sum_labelled (clip(y) - m) phi(x)`` (``m`` the midpoint
+    of ``y_bounds``) with exact discrete Gaussian noise, and solves a ridge
+    regression with the public Gram matrix. ``X`` and ``y`` may be dask
+    collections (see ``fit``).
 
-    **The release.** ``s = sum_labelled (clip(y) - m) phi(x)``, ``m`` the midpoint
-    of the public ``y_bounds = (lo, hi)``; replacing one row moves ``s`` by at
-    most ``2 h B`` (``h = (hi - lo) / 2``). ``s`` is rounded to a public grid and
-    released with integer discrete Gaussian noise, as for the classifier.
+    **Guarantee.** One release: the model, with every answer it ever gives, is
+    ``(epsilon, delta)``-DP for each labelled row (replace-one), charged once
+    in ``fit`` before the noise is drawn; answers are free. Unlabelled public
+    rows get no protection, and every step before this estimator must be
+    public.
 
-    **Post-processing, free.** Ridge regression with the public Gram matrix:
-    ``w = (c Phi_public' Phi_public + lam I_0)^{-1} b`` (``I_0`` the identity
-    without the intercept, ``c = n_labelled / n_public``), and
-    ``predict(x) = clip(m + phi(x) . w, lo, hi)``. Default
-    ``lam = sigma sqrt(d) / 2`` (``sigma`` the noise scale on the statistic's
-    scale, ``d`` the number of basis features).
-
-    At most ``MAX_PUBLIC_ROWS`` public rows are used, as for the classifier;
-    ``X`` and ``y`` may be dask collections (see ``fit``).
-
-    **Privacy guarantee.** One release, charged once in ``fit`` (before the noise is
-    drawn): the model and all its answers are together ``(epsilon, delta)``-DP
-    for each labelled row; answers are free. Unlabelled public rows get no
-    protection, and every step before this estimator must be public.
+    See the user guide: :ref:`sufficient_statistic`.
 
     Parameters
     ----------
     y_bounds : tuple of float, default=None
-        Public ``(lo, hi)`` range of the target (required); labels are clipped into it.
+        Public ``(lo, hi)`` range of the target (required); labels are clipped
+        into it and answers too.
     epsilon : float, default=1.0
-        Epsilon of the whole model: the model and every answer it ever gives are
-        together ``(epsilon, delta)``-DP, > 0.
+        Epsilon of the whole model and its answers, > 0.
     delta : float, default=1e-6
-        Delta of the whole model, in (0, 1). ``delta=0`` is refused with a clear
-        message (the release adds discrete Gaussian noise, which needs a delta).
+        Delta of the whole model, in (0, 1) (discrete Gaussian noise needs one).
     basis : "spline" or transformer, default="spline"
-        The basis of each numeric column. ``"spline"``: cubic B-splines with 5
-        knots at quantiles of the public rows
-        (``SplineTransformer(n_knots=5, degree=3, knots="quantile",
-        extrapolation="constant")``); a column with a point mass at its smallest
-        value, whose quantiles coincide, also gets knots at 5 quantiles of the
-        public values above it. A transformer is cloned and fitted on each
-        numeric column of the public rows (one column at a time); its output is
-        that column's block. Public and query rows are transformed as one batch;
-        each labelled row's block depends on that row alone, by construction:
-        every distinct labelled value of a column is transformed alone, by its
-        own copy of the transformer fitted on the public rows (unpickled from
-        one ``cloudpickle`` payload, so attributes and closures are copied too),
-        with its warnings dropped and numpy's and Python's global random states
-        restored afterwards. A labelled value on which the transformer raises,
-        warns, or returns non-finite values or not one row of the width it gives
-        the public rows gets the zero block; the release is charged as always.
-        A transformer that cannot be pickled is refused before the charge.
+        The basis of each numeric column, as for
+        :class:`SufficientStatisticClassifier`.
     schema : dict, default=None
-        The public schema that built the columns, in the format of
-        :func:`~skprivpred.preprocessing.public_preprocessor` (numeric columns
-        first, then one one-hot block per categorical column): it tells the
-        one-hot groups from numeric columns. ``None`` finds the groups from the
-        public rows: runs of adjacent columns that are 0/1 on every public row
-        and never 1 together. Privacy does not depend on the grouping: every
-        block is clipped to norm 1 and every row to ``B`` in every row.
+        The public schema that built the columns; ``None`` finds the one-hot
+        groups in the public rows.
     lam : float, default=None
-        Ridge penalty of the post-processing (the intercept is not penalised).
-        ``None`` uses the public default stated above.
+        Ridge penalty of the post-processing (intercept not penalised).
+        ``None``: ``sigma sqrt(d) / 2``, public.
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta)`` (with ``rho``) once per ``fit``, before the release.
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the streams; ``None`` in deployment.
+        Seeds the streams; use ``None`` in deployment.
 
     Attributes
     ----------
@@ -1362,15 +1274,15 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (string column names only).
     norm_bound_ : float
-        ``B``.
+        ``B``, the bound on ``||phi(x)||`` (public).
     n_numeric_, n_groups_ : int
         Numeric blocks and one-hot groups of the basis.
     n_basis_features_ : int
-        ``d``.
+        ``d``, the length of ``phi(x)``.
     noise_sigma_ : float
         Scale of the noise on the statistic's scale.
     grid_step_ : float
-        The public grid step.
+        The public grid step of the release.
     lam_ : float
         The ridge penalty used.
     privacy_guarantee_ : PrivacyGuarantee

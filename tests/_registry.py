@@ -85,10 +85,26 @@ def constrained_classes() -> list[type]:
     ]
 
 
+def _main_parameter(cls: type) -> inspect.Parameter | None:
+    """The main object's parameter of ``cls``, if it cannot be built without one.
+
+    A main object listed in :data:`MAIN_OBJECTS` with the default ``None`` is required all the
+    same (PrivateExpertsClassifier's ``hypotheses`` keeps a default only so that its
+    deprecated old name ``experts`` can stand in for it).
+    """
+    first = next(iter(inspect.signature(cls).parameters.values()), None)
+    if first is None:
+        return None
+    if first.default is inspect.Parameter.empty or (
+        first.default is None and cls.__name__ in MAIN_OBJECTS
+    ):
+        return first
+    return None
+
+
 def default_instance(cls: type) -> Any:
     """``cls`` with its defaults, or with its smallest main object if it needs one."""
-    first = next(iter(inspect.signature(cls).parameters.values()), None)
-    if first is None or first.default is not inspect.Parameter.empty:
+    if _main_parameter(cls) is None:
         return cls()
     return MAIN_OBJECTS[cls.__name__](cls)
 
@@ -97,8 +113,7 @@ def make_estimator(cls: type, **params: Any) -> Any:
     """An instance of ``cls`` with ``params``: ``cls(**params)``, or, for a class that needs a
     main object that ``params`` does not give, its :data:`MAIN_OBJECTS` instance with ``params``
     set."""
-    first = next(iter(inspect.signature(cls).parameters.values()), None)
-    needs_main = first is not None and first.default is inspect.Parameter.empty
-    if needs_main and first.name not in params:
+    main = _main_parameter(cls)
+    if main is not None and main.name not in params:
         return default_instance(cls).set_params(**params)
     return cls(**params)

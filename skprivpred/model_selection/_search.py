@@ -105,105 +105,51 @@ class PrivateGridSearchCV(
     """Grid search over a subsample-and-aggregate classifier with a private selection.
 
     A :class:`~sklearn.model_selection.GridSearchCV` on private data is not
-    private twice over: every scored row is a release, and the chosen
-    parameters are a data-dependent release. This search releases only the
-    index of the chosen candidate, drawn by a differentially private
-    mechanism, then refits that candidate on all rows.
+    private: every scored row and the chosen parameters are releases. This
+    search splits the rows at random, fits every candidate on the training
+    part, scores it on the validation part by its mean teacher accuracy less
+    what its answers' noise costs in the best case, releases only the index
+    of the chosen candidate, drawn by a differentially private mechanism,
+    and refits that candidate on all rows with fresh randomness.
 
-    **Mechanism.** The rows are split at random (a permutation from the fit
-    stream, never from the data) into a training part ``T`` and a validation
-    part ``V`` of ``m = ceil(validation_size * n)`` rows. Every candidate
-    ``theta`` of the grid is fitted on ``T`` (its partition and teacher seeds
-    also from the fit stream) and scored by its **mean teacher accuracy less
-    what its answers' noise costs** on ``V``: ``s_theta = q_theta - (1 -
-    b_theta)``. The mean teacher accuracy is ``q_theta = mean over V of (votes
-    for the true label) / r_theta`` (for
-    :class:`~skprivpred.SubsampleAverageClassifier` with ``base_output="proba"``,
-    the teachers' mean probability of the true label); ``b_theta`` is the
-    probability that the candidate's noisy vote answers the label of unanimous
-    teachers (its public best case, :func:`skprivpred._hopeless.best_case`), so
-    ``s_theta`` is the expected accuracy of the noisy vote when the teachers are
-    unanimous and right on every row. Mean teacher accuracy alone ignores the
-    answers' noise and so always favours the fewest teachers (each has the most
-    rows); ``1 - b_theta`` grows when the teachers are too few for ``epsilon``.
-    The extra loss on rows where the teachers split is not counted (it would
-    raise the score's sensitivity to about ``epsilon / 4``).
-    With the split, partitions and seeds fixed, one training row changes one
-    teacher, hence moves ``q_theta`` by at most ``1 / r_theta``; one validation
-    row moves it by at most ``1 / m``; ``b_theta`` is public, so ``s_theta``
-    moves exactly as ``q_theta``. The number of teachers ``r_theta`` is a
-    public function of the parameters and ``n`` (the estimator's
-    ``n_teachers_for``), so the
-    sensitivity of each score, ``beta_theta = max(1 / r_theta, 1 / m)``, is
-    public, and so is their maximum ``beta = max(1 / min_theta r_theta, 1 / m)``.
-    The index is drawn by the exponential mechanism with weight
-    ``exp(selection_epsilon * s_theta / (beta_(1) + beta_(2)))``, where
-    ``beta_(1) + beta_(2)`` is the sum of the two largest sensitivities (``2 beta``
-    when two candidates share the smallest ``r``; see
-    :func:`~skprivpred.mechanisms.exponential_mechanism_proba` for the proof)
-    (default), or by report-noisy-max with exponential noise of scale
-    ``2 beta / selection_epsilon``, from its exact law by inverse CDF (no noisy
-    score is formed).
+    **Guarantee** (Chaudhuri & Vinterbo 2013, Theorem 1). Under replace-one
+    neighbours each score has a public sensitivity ``max(1 / r, 1 / m)`` (``r``
+    teachers, ``m`` validation rows), so the selected index is
+    ``(selection_epsilon, 0)``-DP, charged once before any candidate is
+    fitted. The refitted choice's answers are charged per row as usual.
 
-    **Privacy guarantee.** Neighbouring data sets differ in one row
-    (replace-one). For fixed randomness each score is ``beta_theta``-stable, so the
-    selected index is ``(selection_epsilon, 0)``-DP; the randomness of the
-    split, partitions and seeds is independent of the data, and a mixture over
-    it of ``epsilon``-DP mechanisms is ``epsilon``-DP (Chaudhuri & Vinterbo
-    2013, Theorem 1; McSherry & Talwar 2007 for the exponential mechanism).
-    The exponential mechanism is ``selection_epsilon``-bounded-range, hence
-    ``selection_epsilon^2 / 8``-zCDP (Cesar & Rogers 2021), which a zCDP
-    accountant is told. The
-    chosen setting is then refitted on all rows with fresh randomness (never
-    the candidate's teachers, which were picked *because* of their score), and
-    its answers are charged per row as usual: the total is the selection's
-    epsilon plus the answers' (adaptive composition). ``fit`` charges
-    ``selection_epsilon`` to the accountant once, before any candidate is
-    fitted; a refusal changes nothing. No score, rank, candidate model or vote
-    count is kept; warnings raised while candidates are fitted are silenced
-    (their presence depends on the rows). A candidate's teachers fail as the
-    estimator's own do (see "Teachers that fail" in its docstring): a teacher
-    whose ``fit`` raises, or that cannot answer a validation row, contributes
-    the fixed vote ``classes[0]`` (or the uniform distribution, for
-    ``base_output="proba"``) to the score, never an exception.
+    See the user guide: :ref:`tuning`.
 
     Parameters
     ----------
     estimator : SubsampleAggregateClassifier or SubsampleAverageClassifier
         The template. Set its ``classes``: the number of teachers depends on
-        the label set, which must be public. ``classes=None`` reads the label
-        set from ``y`` with a :class:`~skprivpred.PrivacyWarning` (the labels
-        present are information about the data).
+        the label set, which must be public (``None`` reads it from ``y`` with
+        a :class:`~skprivpred.PrivacyWarning`).
     param_grid : dict or list of dict
         As for :class:`~sklearn.model_selection.ParameterGrid`. Keys that set
-        the privacy contract (``epsilon``, ``total_epsilon``, ``total_delta``,
-        ``n_queries``, ``accountant``, ``random_state``, ``classes``, ``noise``,
-        ``delta``) are refused.
+        the privacy contract (``epsilon``, ``accountant``, ``noise``, ...) are
+        refused.
     selection_epsilon : float, default=1.0
         Privacy parameter of the selection, > 0.
     validation_size : float, default=0.2
         Fraction of the rows held out to score the candidates, in (0, 1).
     selection : {"exponential", "noisy_max"}, default="exponential"
-        The selection mechanism.
+        The selection mechanism: the exponential mechanism, or report-noisy-max
+        with exponential noise.
     refit : bool, default=True
         Refit the chosen setting on all rows as ``best_estimator_``.
     accountant : PrivacyAccountant, default=None
         Charged ``selection_epsilon`` once per ``fit``, and attached to
         ``best_estimator_``. ``None``: the template's accountant (if any).
     random_state : int, Generator, RandomState, SeedSequence or None, default=None
-        Seeds the split, the partitions and the teacher seeds (fit stream);
-        the selection's noise comes from the release stream (see
-        :class:`~skprivpred.SubsampleAggregateClassifier`).
+        Seeds the split, the partitions and the teacher seeds; the selection's
+        noise comes from the release stream.
     n_jobs : int, default=None
         joblib jobs for the candidate fits.
     verbose : int, default=0
-        Progress messages on standard output, as in scikit-learn's searches:
-        ``>= 1`` the number of candidates, rows and teachers, and the wall time
-        of the selection and of the refit; ``>= 2`` also joblib's count of the
-        candidate fits done, with the elapsed time. Counts and times only: a
-        score is never printed (the scores are private; only the selected
-        index is released). Candidates are numbered from 0, in the order of
-        ``ParameterGrid(param_grid)``, as ``best_index_`` is.
+        Progress messages, as in scikit-learn's searches: counts and times
+        only, never a score.
 
     Attributes
     ----------
@@ -218,23 +164,18 @@ class PrivateGridSearchCV(
     n_teachers_ : list of int
         The public number of teachers of each candidate (on the training part).
     selection_sensitivity_ : float
-        ``beta``.
+        ``beta = max(1 / min r, 1 / m)``.
     privacy_guarantee_ : PrivacyGuarantee
         The guarantee of the selection (with ``rho`` for the exponential
-        mechanism); ``details`` holds the selection rule, ``beta`` and the
-        per-candidate sensitivities.
+        mechanism).
     classes_ : ndarray
         The public label set (of ``best_estimator_``).
 
     Notes
     -----
-    Private selection pays when the grid is small and the selection budget
-    large: with ``beta`` near ``1 / r_min``, scores that differ by less than
-    ``2 beta / selection_epsilon`` are hardly told apart (less when only one
-    candidate has the smallest ``r``), and the pick of a
-    large grid at ``selection_epsilon = 1`` is little better than a random one.
-    Otherwise the theory default (``alpha`` sets the number of teachers) is
-    the better choice: it costs nothing.
+    Private selection pays for small grids and a larger selection budget;
+    otherwise the theory default (``target_error`` sets the number of
+    teachers) costs nothing.
 
     References
     ----------

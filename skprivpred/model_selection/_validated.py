@@ -65,6 +65,12 @@ from ..mechanisms import (
     sample_unit_laplace_vector,
     snap_coefficients,
 )
+from ..utils._deprecation import (
+    DEPRECATED,
+    deprecated_constraints,
+    renamed_kwargs,
+    renamed_param,
+)
 from ..utils._param_validation import (
     Interval,
     StrOptions,
@@ -82,6 +88,9 @@ __all__ = [
     "objective_perturbation_budget",
     "validation_score",
 ]
+
+# The two perturbations of DPValidatedLogisticRegression's training (``perturbation``).
+_PERTURBATIONS = [StrOptions({"objective", "output"})]
 
 #: The paper's grid of regularisation strengths (Section 5): 0.001 + 0.111 j, j = 0..9.
 PAPER_LAM_GRID = (0.001, 0.112, 0.223, 0.334, 0.445, 0.556, 0.667, 0.778, 0.889, 1.0)
@@ -174,7 +183,7 @@ def output_perturbation_sensitivity(n_samples: int, lam: float, tol: float) -> f
 
 
 def _fit_with_noise(
-    X, y, lam, epsilon, mechanism, R, tol=1e-9, max_iter=1000, *, solved=None, strict=True
+    X, y, lam, epsilon, perturbation, R, tol=1e-9, max_iter=1000, *, solved=None, strict=True
 ):
     """The deterministic trainer ``F(T, lam, epsilon, R)`` (Chaudhuri & Vinterbo 2013, Sec. 3).
 
@@ -187,7 +196,7 @@ def _fit_with_noise(
     :func:`~skprivpred._optim._certified_logistic`).
     """
     n = X.shape[0]
-    if mechanism == "output":
+    if perturbation == "output":
         w = (
             _certified_logistic(X, y, lam, np.zeros(X.shape[1]), tol, max_iter)
             if solved is None
@@ -230,8 +239,9 @@ def coefficient_noise_scale(
     return 2.0 / (epsilon_p * n_samples * (lam + extra_reg))
 
 
+@renamed_kwargs({"mechanism": "perturbation"})
 def auto_lam_grid(
-    n_samples: int, n_features: int, epsilon: float, mechanism: str = "objective"
+    n_samples: int, n_features: int, epsilon: float, perturbation: str = "objective"
 ) -> np.ndarray:
     """``lam_grid="auto"``: a public grid of ``lam`` from ``n``, ``d`` and ``epsilon`` only.
 
@@ -259,9 +269,13 @@ def auto_lam_grid(
         Number of coefficients ``d`` (the intercept's column included), >= 1.
     epsilon : float
         Training budget ``epsilon_train``, > 0.
-    mechanism : {"objective", "output"}, default="objective"
+    perturbation : {"objective", "output"}, default="objective"
         The perturbation the grid is for (only objective perturbation has the
         floor ``2 lam_0``).
+
+        .. deprecated:: 0.4
+           Its former name ``mechanism`` still works, with a ``FutureWarning``,
+           until 0.6.
 
     Returns
     -------
@@ -279,18 +293,18 @@ def auto_lam_grid(
             "n_samples": [_COUNT],
             "n_features": [_COUNT],
             "epsilon": [_POSITIVE],
-            "mechanism": [StrOptions({"objective", "output"})],
+            "perturbation": [StrOptions({"objective", "output"})],
         },
         {
             "n_samples": n_samples,
             "n_features": n_features,
             "epsilon": epsilon,
-            "mechanism": mechanism,
+            "perturbation": perturbation,
         },
         caller_name="auto_lam_grid",
     )
     centre = 2.0 * n_features / (_AUTO_LAM_REFERENCE_NORM * epsilon * n_samples)
-    if mechanism == "objective":
+    if perturbation == "objective":
         # lam_0: where the correction leaves exactly epsilon / 2 (both branches agree there).
         lam_0 = LOGISTIC_SMOOTHNESS / (n_samples * math.expm1(epsilon / 4.0))
         centre = max(centre, 2.0 * lam_0)
@@ -309,6 +323,7 @@ def validation_score(w: np.ndarray, X: np.ndarray, y: np.ndarray, score: str = "
     return -float(np.mean(losses))
 
 
+@renamed_kwargs({"mechanism": "perturbation"})
 def logistic_stability_constants(
     lam_grid: ArrayLike,
     n_train: int,
@@ -316,7 +331,7 @@ def logistic_stability_constants(
     n_features: int,
     epsilon_train: float,
     score: str = "ramp",
-    mechanism: str = "objective",
+    perturbation: str = "objective",
     delta: float = 0.0,
 ) -> tuple[float, float, float]:
     """``(beta1, beta2, beta)`` of Chaudhuri & Vinterbo (2013), Theorem 4, ``beta2`` corrected.
@@ -329,6 +344,10 @@ def logistic_stability_constants(
       derivation. For the ramp score ``g* = 1`` and ``beta2 = 1`` for every draw
       (``delta`` unused);
     - ``beta = max(beta1 / n, beta2 / m)``.
+
+    ``perturbation`` (``"objective"`` or ``"output"``) is the training's
+    perturbation; its former name ``mechanism`` still works, with a
+    ``FutureWarning``, until 0.6 (deprecated in 0.4).
     """
     lambdas = np.asarray(lam_grid, dtype=float)
     g_star, g_zero = _SCORES[score]
@@ -344,7 +363,7 @@ def logistic_stability_constants(
         tail = d * math.log(d * k / delta)
         radius = 0.0
         for lam in lambdas:
-            if mechanism == "output":
+            if perturbation == "output":
                 eps_p = epsilon_train
             else:
                 eps_p = objective_perturbation_budget(epsilon_train, n_train, lam)[0]
@@ -398,7 +417,7 @@ def _sign_kept_proba(reach: float, scale: float, d: int) -> float:
     return float(min(max(1.0 - 0.5 * tail, 0.0), 1.0))
 
 
-def _validated_best_case(lam_grid, n_train, n_features, params, mechanism) -> BestCase:
+def _validated_best_case(lam_grid, n_train, n_features, params, perturbation) -> BestCase:
     """The best case of the released coefficients, at the best ``lam`` of the grid.
 
     For rows in the unit ball, a fit with regulariser ``lam`` has ``||w|| <= sqrt(2 log 2 /
@@ -410,7 +429,7 @@ def _validated_best_case(lam_grid, n_train, n_features, params, mechanism) -> Be
     """
     best = None
     for lam in np.asarray(lam_grid, dtype=float):
-        if mechanism == "output":
+        if perturbation == "output":
             epsilon_p, extra = params["epsilon_train"], 0.0
         else:
             epsilon_p, extra = objective_perturbation_budget(params["epsilon_train"], n_train, lam)
@@ -460,79 +479,21 @@ def _select(scores, epsilon, sensitivity, selection, rng) -> int:
 class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     """Differentially private logistic regression with a privately validated ``lam``.
 
-    Chaudhuri & Vinterbo's Algorithm 2 with the paper's experimental choices
-    (Sections 4 and 5). ``fit`` splits the data into a training part ``T``
-    and a validation part ``V`` by a random permutation (never by looking at the
-    data), trains one private L2-regularised logistic regression per ``lam``
-    of the public grid on all of ``T`` with the training budget
-    ``epsilon_train_``, scores each on ``V`` with the ramp loss, selects an index
-    by report-noisy-max (one-sided exponential noise of scale
-    ``2 beta / epsilon_select_``) and **retrains** the chosen ``lam`` on ``T``
-    with fresh noise. That last model is **the released object**: its
-    coefficients are public, and ``predict``, ``predict_proba``,
-    ``decision_function`` and ``score`` are free, deterministic post-processing
-    (nothing is charged per query).
+    Chaudhuri & Vinterbo's stability-based validation: ``fit`` splits the rows
+    into a training and a validation part by a random permutation, trains one
+    private L2-regularised logistic regression per ``lam`` of a public grid
+    (objective or output perturbation), selects one privately from its
+    validation score, and retrains it with fresh noise. That model is **the
+    released object**: ``predict``, ``predict_proba``, ``decision_function``
+    and ``score`` are free post-processing.
 
-    **Privacy guarantee.** Neighbouring data sets differ in one row
-    (*replace-one*). With ``epsilon_train = epsilon_split * epsilon`` and
-    ``epsilon_select = epsilon - epsilon_train``, the released model and every
-    fitted attribute are ``(epsilon, delta_spent_)``-DP (Theorems 1, 2 and 4):
-    the selection is ``(epsilon_select, delta)``-DP because the score is stable
-    with the noise draws held fixed, and the final training is
-    ``epsilon_train``-DP. The budget does **not** grow with the number of
-    candidates: the ``k`` candidate models are never released (they and the
-    validation scores are discarded inside ``fit``). With the ramp score the
-    stability constants hold for every noise draw, so ``delta_spent_ = 0``.
-    With an ``accountant`` attached, ``fit`` charges it ``(epsilon,
-    delta_spent_)`` once, before any noise is drawn.
+    **Guarantee** (Theorems 1, 2 and 4). Under replace-one neighbours the
+    released model and every fitted attribute are ``(epsilon,
+    delta_spent_)``-DP, whatever the number of candidates (they and their
+    scores never leave ``fit``); ``delta_spent_ = 0`` with the ramp score. One
+    ``fit`` is charged once, before any noise is drawn.
 
-    Training: rows are mapped into the unit ball by the public
-    ``feature_norm_bound`` (a row with ``||x|| > feature_norm_bound`` is
-    rescaled to that norm -- a per-row map, so it costs no privacy -- then every
-    row is divided by ``feature_norm_bound``). With ``fit_intercept`` (the
-    default) the public constant ``intercept_scaling`` is appended to every row
-    first, and the features are clipped so that the augmented row meets
-    ``feature_norm_bound``: the sensitivity,
-    the selection and the CMS correction all follow the augmented rows, and
-    the constant's coefficient is the intercept. Labels become ±1. Each
-    candidate minimises ``(lam / 2) ||w||^2 + mean log(1 + exp(-y w.x))``:
-
-    - ``mechanism="objective"``: plus ``<b, w> / n`` with ``b`` of density
-      ``∝ exp(-(epsilon_p / 2) ||b||)`` (norm ``Gamma(d, 2 / epsilon_p)``,
-      uniform direction), where ``epsilon_p = epsilon_train - 2 log(1 + 1 /
-      (4 n lam))``; if that is not positive, the extra regulariser
-      ``Delta = 1 / (4 n (exp(epsilon_train / 4) - 1)) - lam`` is added and
-      ``epsilon_p = epsilon_train / 2`` (Chaudhuri, Monteleoni & Sarwate 2011,
-      Algorithm 2; the paper's printed version is not ``epsilon_train``-DP).
-    - ``mechanism="output"``: the solved minimiser plus a vector of norm
-      ``Gamma(d, (2 / (lam n) + 2 tol) / epsilon_train)`` and uniform direction.
-
-    The privacy proofs assume the exact minimiser; the solver certifies a
-    distance of at most ``tol`` to it (strong convexity), so ``2 tol`` is
-    added to the selection sensitivity and, for output perturbation, to the
-    sensitivity ``2 / (lam n)`` of the minimiser the noise is calibrated to.
-    Whether a solve can fail is settled before the charge: a ``tol`` below
-    what double precision can certify for the public ``n``, ``d`` and smallest
-    ``lam`` (about ``2^-52 (d + log2 n + 2) 2 / lam``) is refused with
-    :class:`~skprivpred.InvalidParameterError`, and output perturbation's
-    noiseless minimisers are solved before the charge (a
-    :class:`~skprivpred.ConvergenceError` there spends nothing). Inside the
-    release nothing raises because of the rows: objective perturbation's solve
-    returns its best Newton iterate if rounding (for a noise draw far in the
-    tail) keeps the certificate out of reach.
-
-    **Floating point.** The selected index is drawn from the exact law of the
-    selection rule by inverse CDF, so no noisy score is ever formed. The
-    training noise cannot be made discrete: the privacy proof of objective
-    perturbation is a change of variables on ``R^d``, so its noise must have a
-    density. It is drawn in double precision, and the released coefficients
-    are rounded to the public grid ``coef_grid_`` (the smallest power of two
-    at least the noise scale ``2 / (epsilon_p n (lam + Delta))``, the
-    resolution of Mironov's snapping mechanism), so they carry none of the
-    low-order bits that floating-point attacks read. Rounding is
-    post-processing and leaves the guarantee intact; the guarantee itself is
-    proven in real arithmetic, as for every published objective-perturbation
-    method (no proof covers double-precision sampling of this law).
+    See the user guide: :ref:`tuning`.
 
     Parameters
     ----------
@@ -541,48 +502,28 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     epsilon_split : float, default=0.5
         Fraction of ``epsilon`` for training, in (0, 1); the paper uses 0.5.
     lam_grid : "auto" or sequence of float, default="auto"
-        Public grid of regularisation strengths, each > 0. ``"auto"``:
-        :func:`auto_lam_grid` of the number of training rows, the number of
-        coefficients (intercept included) and ``epsilon_train`` -- three values
-        around the ``lam`` at which the training noise on the coefficients has
-        a fixed expected norm, never where the objective-perturbation
-        correction takes more than half the training budget; public
-        quantities only. ``PAPER_LAM_GRID`` is
-        the paper's ten values ``0.001 + 0.111 j`` (most of them shrink a model
-        on ~10^4 rows to the majority class). Fix a grid without looking at
-        the data. The selection noise is driven by ``beta1 = 2 / min(lam_grid)``:
-        a very small ``lam`` in the grid makes the choice noisy.
-    mechanism : {"objective", "output"}, default="objective"
-        Objective perturbation (the paper's experiments) or output perturbation.
+        Public grid of regularisation strengths, each > 0, fixed without
+        looking at the data. ``"auto"``: :func:`auto_lam_grid`, three values
+        from public quantities only; ``PAPER_LAM_GRID`` is the paper's ten
+        values. A very small ``lam`` makes the selection noisy.
+    perturbation : {"objective", "output"}, default="objective"
+        Objective perturbation (the paper's experiments) or output perturbation
+        of each candidate's training.
     validation_score : {"ramp", "hinge", "logistic"}, default="ramp"
-        Minus the mean validation loss. Error counts (0/1 loss) are not
-        offered: they are not Lipschitz in ``w``, so no stability constant
-        exists. ``"hinge"`` and ``"logistic"`` are unbounded and need
-        ``delta > 0``.
+        Minus the mean validation loss. ``"hinge"`` and ``"logistic"`` are
+        unbounded and need ``delta > 0``.
     validation_size : float, default=1/9
-        Fraction of rows in ``V`` (the paper's ``|V| : |T| = 1 : 8``), in (0, 1).
+        Fraction of rows in the validation part, in (0, 1).
     delta : float, default=0.0
-        Total ``delta`` of the selection, in [0, 1). The ramp score is pure DP
-        and ignores it (``delta_spent_ = 0``); the unbounded scores need it in
-        (0, 1) (their stability holds with probability ``1 - delta``), for
-        example ``1e-6``.
+        Total ``delta`` of the selection, in [0, 1); ignored by the ramp score.
     selection : {"noisy_max", "exponential"}, default="noisy_max"
-        The paper's report-noisy-max, or the exponential mechanism with
-        weights ``exp(epsilon_select q / (2 beta))``.
+        The paper's report-noisy-max, or the exponential mechanism.
     feature_norm_bound : float, default=1.0
-        Public bound on the Euclidean norm of a row, the intercept's constant
-        included; a larger row is rescaled to it (a per-row map, like the
-        paper's rows of unit norm; it costs no privacy). Choose it from
-        documented ranges or a fixed public preprocessing, never from the
-        training rows. Unlike the stable linear models, the default is not
-        ``sqrt(n_features)``: rows are divided by the bound, so a loose bound
-        shrinks every score and calls for a smaller ``lam``; the default
-        ``lam_grid="auto"`` is set for rows rescaled to norm 1.
+        Public bound on a row's Euclidean norm, the intercept's constant
+        included; a larger row is rescaled to it (a per-row map, it costs no
+        privacy). Never choose it from the training rows.
     fit_intercept : bool, default=True
-        Append the public constant ``intercept_scaling`` to every row (its
-        coefficient is the intercept). The augmented row meets
-        ``feature_norm_bound``: features are clipped to
-        ``sqrt(feature_norm_bound^2 - intercept_scaling^2)``.
+        Append the public constant ``intercept_scaling`` to every row.
     intercept_scaling : float, default=None
         The constant, in ``(0, feature_norm_bound)``; ``None`` means
         ``feature_norm_bound / 2``.
@@ -590,42 +531,47 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         The public label set, positive label second. ``None`` reads it from
         ``y`` and emits a :class:`~skprivpred.PrivacyWarning`.
     tol : float, default=1e-9
-        Certified distance of each solution to the exact minimiser (``2 tol``
-        is added to the sensitivities). A ``tol`` that double precision cannot
-        certify for the public ``n``, ``d`` and ``lam`` is refused before any
-        charge.
+        Certified distance of each solution to the exact minimiser; one that
+        double precision cannot certify is refused before any charge.
     max_iter : int, default=1000
         L-BFGS iterations per fit (Newton steps polish the result).
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta_spent_)`` once per ``fit``.
     random_state : int, Generator or None, default=None
-        Seeds the split, every candidate's noise, the selection noise and the
-        final noise (independent streams from ``SeedSequence.spawn``). ``None``
-        in deployment: a seed known to an attacker voids the guarantee.
+        Seeds the split and every noise draw. Use ``None`` in deployment: a
+        known seed voids the guarantee.
+    mechanism : {"objective", "output"}, default="deprecated"
+        Former name of ``perturbation``.
+
+        .. deprecated:: 0.4
+           ``mechanism`` was renamed ``perturbation`` in 0.4 and will be
+           removed in 0.6.
 
     Attributes
     ----------
     coef_ : ndarray of shape (1, n_features)
-        The released coefficients, on the original feature scale (for rows
-        within the feature bound, ``decision_function(X) = X @ coef_.T +
-        intercept_``); a multiple of ``coef_grid_``.
+        The released coefficients, on the original feature scale, a multiple
+        of ``coef_grid_``.
     coef_grid_ : float
         Spacing of the public grid the coefficients are rounded to.
     intercept_ : ndarray of shape (1,)
         The released intercept (zero with ``fit_intercept=False``).
     classes_ : ndarray of shape (2,)
+        The public label set.
     n_features_in_ : int
+        Number of features seen during ``fit``.
     lam_grid_ : ndarray of shape (k,)
-        The validated grid (resolved from public quantities for ``"auto"``).
+        The validated grid (``"auto"`` resolved).
     best_index_ : int
-        Index of the selected ``lam`` (the output of the selection).
+        Index of the selected ``lam``.
     best_lam_ : float
         The selected regularisation strength.
     n_train_, n_validation_ : int
-        Sizes of ``T`` and ``V``.
+        Sizes of the training and validation parts.
     epsilon_train_, epsilon_select_, epsilon_spent_ : float
-        ``alpha1``, ``alpha2`` and their sum (= ``epsilon``).
+        The training and selection budgets and their sum (= ``epsilon``).
     delta_spent_ : float
+        The ``delta`` of the release.
     beta1_, beta2_ : float
         Stability constants (Theorem 4, with the corrected ``beta2``).
     selection_sensitivity_ : float
@@ -635,23 +581,13 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     extra_reg_ : float
         ``Delta`` of the final fit (0 unless the correction branch fired).
     privacy_guarantee_ : PrivacyGuarantee
-        ``(epsilon, delta_spent_)`` for the released model, once per fit;
-        ``details`` holds the split of the budget and the stability constants.
+        ``(epsilon, delta_spent_)`` for the released model.
 
     Warns
     -----
     UserWarning
-        When, even at the best ``lam`` of the grid, the training noise on the
-        score of a row of norm 1 is at least the largest score a model fitted
-        with that ``lam`` can reach (``sqrt(2 log 2 / lam)``). Decided from public
-        quantities only (``epsilon``, the split, the numbers of rows and
-        columns, the grid) before any row is used.
-
-    Notes
-    -----
-    :class:`~sklearn.model_selection.GridSearchCV` over a private estimator is
-    not private: every fit spends the budget again and the choice uses exact
-    scores. This estimator is the private alternative for ``lam``.
+        When even the best ``lam`` of the grid leaves the answers mostly
+        noise; decided from public quantities only, before any row is used.
 
     References
     ----------
@@ -675,7 +611,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
     _parameter_constraints: dict = {
         **_VALIDATED_CONSTRAINTS,
         "lam_grid": [StrOptions({"auto"}), "array-like"],
-        "mechanism": [StrOptions({"objective", "output"})],
+        "perturbation": _PERTURBATIONS,
         "validation_score": [StrOptions(set(_SCORES))],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "selection": [StrOptions({"noisy_max", "exponential"})],
@@ -685,6 +621,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         "classes": ["array-like", None],
         "tol": [_POSITIVE],
         "max_iter": [_COUNT],
+        "mechanism": deprecated_constraints(_PERTURBATIONS, "perturbation"),
     }
 
     def __init__(
@@ -693,7 +630,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         epsilon: float = 1.0,
         epsilon_split: float = 0.5,
         lam_grid: Sequence[float] | str = "auto",
-        mechanism: str = "objective",
+        perturbation: str = "objective",
         validation_score: str = "ramp",
         validation_size: float = 1 / 9,
         delta: float = 0.0,
@@ -706,11 +643,12 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         max_iter: int = 1000,
         accountant: PrivacyAccountant | None = None,
         random_state: RandomStateLike = None,
+        mechanism: str = DEPRECATED,
     ) -> None:
         self.epsilon = epsilon
         self.epsilon_split = epsilon_split
         self.lam_grid = lam_grid
-        self.mechanism = mechanism
+        self.perturbation = perturbation
         self.validation_score = validation_score
         self.validation_size = validation_size
         self.delta = delta
@@ -723,6 +661,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         self.max_iter = max_iter
         self.accountant = accountant
         self.random_state = random_state
+        self.mechanism = mechanism
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -754,6 +693,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                     f"{self.intercept_scaling!r}."
                 )
         return dict(
+            # user -> fit's dask wrapper -> fit -> _check_fit_arguments -> _check_params
+            perturbation=renamed_param(self, "mechanism", "perturbation", stacklevel=5),
             epsilon=epsilon,
             epsilon_train=split * epsilon,
             epsilon_select=(1.0 - split) * epsilon,
@@ -813,8 +754,8 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             n, m, d = train.size, valid.size, X.shape[1]
             lam_grid = params["lam_grid"]
             if lam_grid is None:  # "auto": from public n, d and epsilon_train only
-                lam_grid = auto_lam_grid(n, d, params["epsilon_train"], self.mechanism)
-            record = _validated_best_case(lam_grid, n, d, params, self.mechanism)
+                lam_grid = auto_lam_grid(n, d, params["epsilon_train"], params["perturbation"])
+            record = _validated_best_case(lam_grid, n, d, params, params["perturbation"])
             warn_if_hopeless(type(self).__name__, record)
             beta1, beta2, _ = logistic_stability_constants(
                 lam_grid,
@@ -823,7 +764,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                 d,
                 params["epsilon_train"],
                 params["score"],
-                self.mechanism,
+                params["perturbation"],
                 params["delta"],
             )
             beta = max(beta1 / n + 2.0 * params["tol"], beta2 / m)
@@ -834,7 +775,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             # raises because of the rows (objective perturbation's solve is not strict).
             check_reachable_tol(params["tol"], n, d, lam_grid)
             solved = None
-            if self.mechanism == "output":
+            if params["perturbation"] == "output":
                 zero = np.zeros(d)
                 solved = [
                     _certified_logistic(XT, yT, lam, zero, params["tol"], self.max_iter)
@@ -878,7 +819,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             self.selection_sensitivity_ = beta
             self.epsilon_effective_ = epsilon_p
             self.extra_reg_ = extra
-            perturbation = "Algorithm 2" if self.mechanism == "objective" else "Algorithm 1"
+            algorithm = "Algorithm 2" if params["perturbation"] == "objective" else "Algorithm 1"
             self.privacy_guarantee_ = PrivacyGuarantee(
                 epsilon=params["epsilon"],
                 delta=params["delta"],
@@ -886,7 +827,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                 scope="the released model (the selected lam and the retrained coefficients); "
                 "predictions are free post-processing",
                 theorem="Chaudhuri & Vinterbo (2013), Theorems 1, 2 and 4, with Chaudhuri, "
-                f"Monteleoni & Sarwate (2011), {perturbation} ({self.mechanism} perturbation)",
+                f"Monteleoni & Sarwate (2011), {algorithm} ({params['perturbation']} perturbation)",
                 details={
                     "epsilon_train": params["epsilon_train"],
                     "epsilon_select": params["epsilon_select"],
@@ -901,7 +842,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                                 n, float(lam_grid[index]), params["tol"]
                             )
                         }
-                        if self.mechanism == "output"
+                        if params["perturbation"] == "output"
                         else {}
                     ),
                 },
@@ -921,7 +862,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
             y,
             lam,
             params["epsilon_train"],
-            self.mechanism,
+            params["perturbation"],
             R,
             params["tol"],
             self.max_iter,
@@ -1045,41 +986,19 @@ def _l2_score(heights: np.ndarray, z: np.ndarray, n_bins: int) -> float:
 class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstimator):
     """Differentially private histogram density with a privately validated bin count.
 
-    Chaudhuri & Vinterbo's second instantiation (Algorithm 5 with Theorem 6).
-    Rows in the public box ``bounds`` (values outside are clipped
-    into it) are split into ``T`` and ``V`` by a random permutation. For each
-    bin count ``b`` of the public grid, the box is cut into ``b`` equal bins per
-    feature (``b^d`` cells of volume ``h = b^-d`` after mapping the box to the
-    unit cube) and a private histogram of ``T`` is built, ``n~_i = max(0, n_i
-    + Z_i)`` with ``Z_i`` discrete Laplace of scale ``2 / epsilon_train``
-    (``P(z) ∝ exp(-epsilon_train |z| / 2)``), with density ``n~_i / (h n~)``;
-    each is scored on ``V`` by the L2 criterion ``q = -integral f^2 + (2/m)
-    sum_j f(z_j)`` (minus the integrated squared error up to a constant). The
-    index is chosen by report-noisy-max with noise ``2 beta Exp(mean 1 /
-    epsilon_select)`` and the chosen bin count is rebuilt on ``T`` with fresh
-    noise. That histogram (``noisy_counts_``, ``density_``) is **the released
-    object**; ``score_samples``, ``score`` and ``density`` are free
-    post-processing.
+    Chaudhuri & Vinterbo's second instance (Algorithm 5): ``fit`` splits the
+    rows, builds one private histogram (exact integer noise on the counts) per
+    bin count of a public grid on the public box ``bounds``, selects one
+    privately by its validation L2 score, and rebuilds it with fresh noise.
+    That histogram is **the released object**; ``density``,
+    ``score_samples`` and ``score`` are free post-processing.
 
-    **Privacy guarantee.** Replace-one neighbours: the release is
-    ``(epsilon, delta)``-DP (Theorems 1, 2, 6). ``delta > 0`` is required: the
-    training stability ``beta1`` holds on an event of probability ``1 - delta/k``
-    per candidate. The n-condition ``n >= 1 + 2 ln(4k/delta) / (epsilon_train
-    sqrt(h_min))`` is checked (``ValueError``). If every noisy count is 0 (only
-    possible off that event) the density falls back to uniform (post-processing).
-    The paper states the method for one feature; its proof uses the cells only
-    through their number and common volume, so it covers the product grid
-    unchanged (see :func:`histogram_stability_constants`). The number of cells
-    grows as ``b^d``: keep ``d`` small.
+    **Guarantee** (Theorems 1, 2 and 6). Under replace-one neighbours the
+    released histogram and every fitted attribute are ``(epsilon, delta)``-DP,
+    with ``delta > 0`` required. One ``fit`` is charged once, before any noise
+    is drawn.
 
-    **Exact noise (a deliberate change from the paper).** The paper adds
-    continuous Laplace noise to the counts; here the noise is its integer
-    analogue, drawn exactly, so the released counts are integers and no noisy
-    float leaves ``fit``. The counts' privacy is exact, and Theorem 6's
-    stability constants still hold because its only probabilistic step is a
-    Chernoff bound and the discrete law's moment generating function is
-    dominated by the continuous one (see ``_noisy_histogram``; tested). The
-    selected index is drawn from the exact law of report-noisy-max.
+    See the user guide: :ref:`tuning`.
 
     Parameters
     ----------
@@ -1088,22 +1007,19 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
     epsilon_split : float, default=0.5
         Fraction of ``epsilon`` for training, in (0, 1).
     n_bins_grid : sequence of int, default=(4, 8, 16, 32)
-        Public candidate numbers of bins per feature (each >= 1). ``beta``
-        grows with the largest number of cells; keep it moderate.
+        Public candidate numbers of bins per feature (each >= 1); keep the
+        largest number of cells moderate.
     bounds : array-like of shape (2,) or (n_features, 2), default=(0.0, 1.0)
         Public ``(low, high)`` of every feature, or one pair per feature
-        (never estimated from the data).
+        (never estimated from the data); values outside are clipped into it.
     validation_size : float, default=0.2
-        Fraction of rows in ``V``, in (0, 1).
+        Fraction of rows in the validation part, in (0, 1).
     delta : float, default=1e-6
-        Total ``delta``, in (0, 1): the mechanism needs ``delta > 0`` (the
-        training stability holds with probability ``1 - delta / k`` per
-        candidate). A smaller ``delta`` raises the n-condition only through
-        ``ln(4k / delta)``.
+        Total ``delta``, in (0, 1).
     accountant : PrivacyAccountant, default=None
         Charged ``(epsilon, delta)`` once per ``fit``, before any noise is drawn.
     random_state : int, Generator or None, default=None
-        Seeds split and noise; ``None`` in deployment.
+        Seeds the split and the noise; use ``None`` in deployment.
 
     Attributes
     ----------
@@ -1114,22 +1030,26 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
     bin_volume_ : float
         Volume of one cell in the units of ``bounds``.
     noisy_counts_ : ndarray of shape (`n_bins_`,) * n_features
-        The released noisy counts ``n~_i`` (integers).
+        The released noisy counts (integers).
     density_ : ndarray of shape (`n_bins_`,) * n_features
         Density heights in the units of ``bounds`` (integrates to 1).
     best_index_ : int
+        Index of the selected bin count.
     n_train_, n_validation_ : int
+        Sizes of the training and validation parts.
     epsilon_train_, epsilon_select_, epsilon_spent_, delta_spent_ : float
+        The budget's split and what the release spent.
     beta1_, beta2_, selection_sensitivity_ : float
+        Stability constants and the selection's sensitivity.
     n_features_in_ : int
+        Number of features seen during ``fit``.
     privacy_guarantee_ : PrivacyGuarantee
-        ``(epsilon, delta)`` for the released histogram, once per fit.
+        ``(epsilon, delta)`` for the released histogram.
 
-    Notes
-    -----
-    ``score`` returns the paper's L2 criterion, not the total log-likelihood of
-    :class:`~sklearn.neighbors.KernelDensity`: a private histogram can have
-    empty cells, where the log-likelihood is ``-inf``.
+    References
+    ----------
+    K. Chaudhuri and S. Vinterbo. A Stability-based Validation Procedure for
+    Differentially Private Machine Learning. NeurIPS 2013.
 
     Examples
     --------

@@ -413,7 +413,7 @@ def _case_halfspace_ppm(monkeypatch):
 
     def make(seed, accountant=None):
         return PrivateHalfspacePPMClassifier(
-            epsilon=epsilon, candidates="exact", random_state=seed, accountant=accountant
+            epsilon=epsilon, candidate_strategy="exact", random_state=seed, accountant=accountant
         )
 
     doubled = [

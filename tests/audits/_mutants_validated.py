@@ -56,7 +56,7 @@ def _estimator(**params) -> DPValidatedLogisticRegression:
         epsilon=EPSILON,
         epsilon_split=SPLIT,
         lam_grid=(LAM,),
-        mechanism="output",
+        perturbation="output",
         validation_size=1 / N_ROWS,
         fit_intercept=False,
         classes=(0, 1),
@@ -115,9 +115,9 @@ def released_model_mutant(monkeypatch):
     fit_with_noise, select = _validated._fit_with_noise, _validated._select
     calls = []
 
-    def tripled_fit(X, y, lam, epsilon, mechanism, R, tol=1e-9, max_iter=1000, **solver):
+    def tripled_fit(X, y, lam, epsilon, perturbation, R, tol=1e-9, max_iter=1000, **solver):
         calls.append(epsilon)
-        return fit_with_noise(X, y, lam, FACTOR * epsilon, mechanism, R, tol, max_iter, **solver)
+        return fit_with_noise(X, y, lam, FACTOR * epsilon, perturbation, R, tol, max_iter, **solver)
 
     monkeypatch.setattr(_validated, "_fit_with_noise", tripled_fit)
     monkeypatch.setattr(

@@ -327,7 +327,7 @@ def test_copies_of_an_experts_run_never_run_more_rounds_than_were_charged():
     experts = [_Feature(0), _Feature(1)]
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-5)
     clf = PrivateExpertsClassifier(
-        experts=experts, epsilon=1.0, n_rounds=10, classes=[0, 1], accountant=acc
+        hypotheses=experts, epsilon=1.0, n_rounds=10, classes=[0, 1], accountant=acc
     )
     clf.partial_fit(X[:6], y[:6])
     twin, restored = copy.deepcopy(clf), pickle.loads(pickle.dumps(clf))
@@ -405,7 +405,7 @@ def test_every_live_stream_is_reseeded_in_a_forked_child(data):
     X, y = data
     clf = SubsampleAggregateClassifier(classes=[0, 1]).fit(X, y)
     experts = PrivateExpertsClassifier(
-        experts=[_Feature(0), _Feature(1)], epsilon=1.0, n_rounds=10, classes=[0, 1]
+        hypotheses=[_Feature(0), _Feature(1)], epsilon=1.0, n_rounds=10, classes=[0, 1]
     )
     experts.partial_fit(X[:2], y[:2])  # its rounds draw from a stream of their own
     streams = {

@@ -9,6 +9,7 @@ import copy
 import math
 import pickle
 import threading
+import warnings
 from itertools import product
 
 import numpy as np
@@ -1002,7 +1003,7 @@ def test_frozen_experts_survive_clone_plain_ones_fail_clearly(stream):
     lr = LogisticRegression().fit(X[:50], y[:50])
     clf = MW([FrozenEstimator(lr), always_zero], epsilon=2.0, classes=[0, 1], random_state=0)
     assert clone(clf).fit(X, y).n_experts_ == 2
-    with pytest.raises(ValueError, match=r"experts\[0\].*FrozenEstimator"):
+    with pytest.raises(ValueError, match=r"hypotheses\[0\].*FrozenEstimator"):
         clone(MW([lr, always_zero], classes=[0, 1])).fit(X, y)
 
 
@@ -1028,12 +1029,17 @@ MW_BAD_PARAMS = [
     ({"n_rounds": 2.5}, InvalidParameterError, "'n_rounds' parameter"),
     ({"n_rounds": 399}, InvalidParameterError, "n_rounds=399 rounds were announced"),
     ({"composition": "renyi"}, InvalidParameterError, "'composition' parameter"),
-    ({"experts": first_positive}, InvalidParameterError, "'experts' parameter"),
-    ({"experts": []}, InvalidParameterError, "at least one"),
-    ({"experts": [first_positive, 3]}, InvalidParameterError, r"experts\[1\]"),
-    ({"experts": [LogisticRegression()]}, InvalidParameterError, r"experts\[0\].*not fitted"),
+    ({"hypotheses": first_positive}, InvalidParameterError, "'hypotheses' parameter"),
+    ({"hypotheses": []}, InvalidParameterError, "at least one"),
+    ({"hypotheses": [first_positive, 3]}, InvalidParameterError, r"hypotheses\[1\]"),
+    ({"hypotheses": [LogisticRegression()]}, InvalidParameterError, r"hypotheses\[0\].*not fitted"),
     # an expert that cannot be copied for each row is refused before any charge
-    ({"experts": [_LockedExpert()]}, InvalidParameterError, r"experts\[0\].*cannot be used"),
+    ({"hypotheses": [_LockedExpert()]}, InvalidParameterError, r"hypotheses\[0\].*cannot be used"),
+    ({"hypotheses": None}, InvalidParameterError, "needs its public hypotheses"),
+    # the deprecated name: its values are checked as before; beside hypotheses it is refused
+    ({"experts": first_positive}, InvalidParameterError, "'experts' parameter"),
+    ({"experts": [first_positive]}, InvalidParameterError, "Both 'hypotheses' and .*'experts'"),
+    ({"hypotheses": None, "experts": [first_positive, 3]}, InvalidParameterError, r"experts\[1\]"),
     ({"accountant": 3}, InvalidParameterError, "'accountant' parameter"),
     ({"classes": [0]}, ValueError, "classes"),
     ({"classes": [0, 2]}, ValueError, "outside `classes`"),
@@ -1113,3 +1119,35 @@ def test_mw_sample_weight_and_predict_before_fit(stream):
         MW(EXPERTS, classes=[0, 1]).fit(X, y, sample_weight=np.ones(400))
     with pytest.raises(NotFittedError):
         MW(EXPERTS).predict(X)
+
+
+# -- renamed parameter: ``experts`` is now ``hypotheses`` (deprecated in 0.4) ----------------------
+def test_old_experts_name_warns_and_gives_the_same_run(stream):
+    X, y = stream
+    common = dict(epsilon=5.0, classes=[0, 1], random_state=2)
+    with pytest.warns(FutureWarning, match="`experts` was renamed `hypotheses` in 0.4"):
+        old = MW(experts=EXPERTS, **common).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = MW(hypotheses=EXPERTS, **common).fit(X, y)
+        positional = MW(EXPERTS, **common).fit(X, y)
+    assert np.array_equal(old.chosen_experts_, new.chosen_experts_)
+    assert np.array_equal(new.chosen_experts_, positional.chosen_experts_)
+    assert old.learning_rate_ == new.learning_rate_
+    assert np.array_equal(old.predict(X[:50]), new.predict(X[:50]))
+    assert old.get_params()["experts"] is EXPERTS and old.get_params()["hypotheses"] is None
+    assert clone(old).get_params()["experts"] == EXPERTS
+
+
+def test_old_experts_name_warns_once_per_run_in_partial_fit(stream):
+    X, y = stream
+    common = dict(epsilon=5.0, n_rounds=len(y), classes=[0, 1], random_state=2)
+    old = MW(experts=EXPERTS, **common)
+    with pytest.warns(FutureWarning, match="`experts` was renamed `hypotheses`") as caught:
+        old.partial_fit(X[:100], y[:100])
+        old.partial_fit(X[100:], y[100:])
+    assert sum(w.category is FutureWarning for w in caught) == 1
+    new = (
+        MW(hypotheses=EXPERTS, **common).partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
+    )
+    assert np.array_equal(old.chosen_experts_, new.chosen_experts_)

@@ -172,7 +172,7 @@ def test_mistake_counts_equal_brute_force(d, strategy, n_pub, n_priv):
 
 def test_released_hypothesis_predicts_as_its_members():
     X, y, is_public = small_mixture(6, 6, 2, seed=3)
-    clf = PPM(epsilon=1.0, candidates="exact", random_state=0)
+    clf = PPM(epsilon=1.0, candidate_strategy="exact", random_state=0)
     log_p, family = clf._selection_log_proba(X, y, is_public)
     brute = brute_force_mistakes(family, X, y)
     for seed in range(30):
@@ -217,12 +217,12 @@ def _max_log_ratio(estimator, X, y, is_public, n_pairs, seed):
 )
 def test_log_ratio_between_neighbours_at_most_epsilon(epsilon, d, strategy, n_pub, n_priv):
     X, y, is_public = small_mixture(n_pub, n_priv, d, seed=11)
-    clf = PPM(epsilon=epsilon, candidates=strategy, pool_size=200, random_state=5)
+    clf = PPM(epsilon=epsilon, candidate_strategy=strategy, pool_size=200, random_state=5)
     worst = _max_log_ratio(clf, X, y, is_public, n_pairs=30, seed=1)
     assert worst <= epsilon + 1e-9
     assert worst >= 0.5 * epsilon  # near-tight: the test data exercise the bound
     broken = _max_log_ratio(
-        _DoubledPPM(epsilon=epsilon, candidates=strategy, pool_size=200, random_state=5),
+        _DoubledPPM(epsilon=epsilon, candidate_strategy=strategy, pool_size=200, random_state=5),
         X,
         y,
         is_public,
@@ -236,7 +236,7 @@ def test_neighbours_get_identical_public_attributes():
     X, y, is_public = small_mixture(12, 12, 2, seed=4)
     rng = np.random.default_rng(0)
     for strategy in ("exact", "hull", "sample"):
-        ref = PPM(candidates=strategy, pool_size=100, max_candidates=10**7, random_state=3)
+        ref = PPM(candidate_strategy=strategy, pool_size=100, max_candidates=10**7, random_state=3)
         ref.fit(X, y, is_public=is_public)
         for X2, y2 in neighbours(X, y, is_public, rng, 6):
             other = clone(ref).fit(X2, y2, is_public=is_public)
@@ -291,9 +291,9 @@ def _audit_pair():
 
 
 def _exact_released_law(cls, data, epsilon):
-    """The exact law of ``_released(fit)`` with candidates="exact" (NOT PRIVATE: a diagnostic)."""
+    """The exact law of ``_released(fit)`` for the "exact" class (NOT PRIVATE: a diagnostic)."""
     X, y, is_public = data
-    clf = cls(epsilon=epsilon, candidates="exact", random_state=0)
+    clf = cls(epsilon=epsilon, candidate_strategy="exact", random_state=0)
     log_p, family = clf._selection_log_proba(X, y, is_public)
     law = {}
     for index, lp in enumerate(log_p):
@@ -327,7 +327,7 @@ def test_refit_audit_passes_and_flags_epsilon_per_mistake():
     assert law_power(n_fits, *laws[_DoubledPPM], epsilon, alpha) >= 0.99
 
     def run(cls, offset):
-        make = lambda s: cls(epsilon=epsilon, candidates="exact", random_state=s)  # noqa: E731
+        make = lambda s: cls(epsilon=epsilon, candidate_strategy="exact", random_state=s)  # noqa: E731
         return (
             _refit_counts(make, data, n_fits, offset),
             _refit_counts(make, neighbour, n_fits, offset + n_fits),
@@ -370,7 +370,7 @@ def _same_pool(a, b):
 def test_sampled_pool_is_a_function_of_the_public_rows_and_the_fit_stream_only():
     X, y, is_public = mixture(400, 4, seed=12)
     rng = np.random.default_rng(0)
-    clf = PPM(epsilon=1.0, candidates="sample", pool_size=300, random_state=7)
+    clf = PPM(epsilon=1.0, candidate_strategy="sample", pool_size=300, random_state=7)
     _, family = clf._selection_log_proba(X, y, is_public)
     # The same pool from the public rows and the fit stream alone, with no private row at all.
     fit_stream, _ = spawn_streams(7)
@@ -390,7 +390,9 @@ def test_sampled_pool_is_a_function_of_the_public_rows_and_the_fit_stream_only()
     for w in fitted.halfspaces_:
         assert np.min(np.abs(pool_w - w[1:]).sum(axis=1)) < 1e-12
     # The same check catches a pool that looks at private rows.
-    broken = _PoolFromAllRowsPPM(epsilon=1.0, candidates="sample", pool_size=300, random_state=7)
+    broken = _PoolFromAllRowsPPM(
+        epsilon=1.0, candidate_strategy="sample", pool_size=300, random_state=7
+    )
     _, leaky = broken._selection_log_proba(X, y, is_public)
     _, leaky2 = broken._selection_log_proba(X2, y2, is_public)
     assert not _same_pool(leaky, leaky2)
@@ -399,7 +401,7 @@ def test_sampled_pool_is_a_function_of_the_public_rows_and_the_fit_stream_only()
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_sampled_selection_follows_the_exact_law(epsilon):
     X, y, is_public = small_mixture(15, 15, 3, seed=5)
-    clf = PPM(epsilon=epsilon, candidates="sample", pool_size=400, random_state=2)
+    clf = PPM(epsilon=epsilon, candidate_strategy="sample", pool_size=400, random_state=2)
     log_p, family = clf._selection_log_proba(X, y, is_public)
     assert family.strategy == "sample" and family.size == 402
     brute = brute_force_mistakes(family, X, y)
@@ -474,7 +476,7 @@ def test_refit_audit_of_the_sampled_pool_passes_and_flags_epsilon_per_mistake():
         X, y, is_public = dataset
         return [
             tuple(
-                cls(epsilon=epsilon, candidates="sample", pool_size=200, random_state=s)
+                cls(epsilon=epsilon, candidate_strategy="sample", pool_size=200, random_state=s)
                 .fit(X, y, is_public=is_public)
                 .predict(queries)
                 .tolist()
@@ -500,7 +502,11 @@ def test_every_chosen_boundary_passes_through_public_points(strategy):
     X_pub = X[is_public]
     for seed in range(5):
         clf = PPM(
-            epsilon=5.0, candidates=strategy, pool_size=500, max_candidates=10**7, random_state=seed
+            epsilon=5.0,
+            candidate_strategy=strategy,
+            pool_size=500,
+            max_candidates=10**7,
+            random_state=seed,
         ).fit(X, y, is_public=is_public)
         for w in clf.halfspaces_:
             residual = np.abs(X_pub @ w[1:] - w[0])
@@ -534,7 +540,7 @@ def test_accuracy_on_a_label_determined_mixture(d, n, strategy):
     X_test = rng.uniform(-1, 1, size=(20000, d))
     X_test = X_test[np.abs(X_test @ w) > 0.05]
     y_test = (X_test @ w > 0).astype(int)
-    clf = PPM(epsilon=1.0, candidates="auto", random_state=0).fit(X, y, is_public=is_public)
+    clf = PPM(epsilon=1.0, candidate_strategy="auto", random_state=0).fit(X, y, is_public=is_public)
     assert clf.candidates_used_ == strategy
     assert clf.score(X_test, y_test) >= 0.97
 
@@ -681,7 +687,7 @@ def test_candidate_family_follows_the_hypothesis_class_protocol():
 def test_row_permutation_and_affine_map_keep_the_law():
     X, y, is_public = mixture(150, 2, seed=8)
     perm = np.random.default_rng(0).permutation(len(y))
-    clf = PPM(epsilon=1.0, candidates="hull", random_state=0)
+    clf = PPM(epsilon=1.0, candidate_strategy="hull", random_state=0)
     log_p, _ = clf._selection_log_proba(X, y, is_public)
     log_q, _ = clf._selection_log_proba(X[perm], y[perm], is_public[perm])
     np.testing.assert_allclose(np.sort(log_p), np.sort(log_q), atol=1e-9)
@@ -812,6 +818,7 @@ def test_three_labels_are_refused():
         {"epsilon": np.nan},
         {"epsilon": "1"},
         {"epsilon": True},
+        {"candidate_strategy": "all"},
         {"candidates": "all"},
         {"public_class": 2},
         {"public_class": "0"},
@@ -848,12 +855,12 @@ def test_sparse_x_is_a_type_error_and_sample_weight_refused():
 def test_exact_and_hull_refuse_large_classes_with_the_count():
     X, y, is_public = mixture(400, 2, seed=0)
     with pytest.raises(ValueError, match=r"class of \d+ hypotheses.*max_candidates=1000000"):
-        PPM(candidates="exact").fit(X, y, is_public=is_public)
-    with pytest.raises(ValueError, match=r"candidates='hull' needs a class of \d+"):
-        PPM(candidates="hull", max_candidates=10).fit(X, y, is_public=is_public)
+        PPM(candidate_strategy="exact").fit(X, y, is_public=is_public)
+    with pytest.raises(ValueError, match=r"candidate_strategy='hull' needs a class of \d+"):
+        PPM(candidate_strategy="hull", max_candidates=10).fit(X, y, is_public=is_public)
     X5, y5, p5 = mixture(300, 5, seed=0)
     with pytest.raises(ValueError, match="more than max_candidates"):
-        PPM(candidates="exact").fit(X5, y5, is_public=p5)
+        PPM(candidate_strategy="exact").fit(X5, y5, is_public=p5)
 
 
 def test_predict_errors():
@@ -941,3 +948,31 @@ def test_unlabelled_rows_marked_minus_one_are_the_public_rows():
         PPM(classes=[-1, 1]).fit(X, np.where(y == 0, -1, 1))
     with pytest.raises(ValueError, match="is_public is required when y marks no row"):
         PPM(classes=[0, 1]).fit(X, y)
+
+
+# -- renamed parameter: ``candidates`` is now ``candidate_strategy`` (deprecated in 0.4) --------
+@pytest.mark.parametrize("strategy", ["auto", "hull", "sample"])
+def test_old_candidates_name_warns_and_gives_the_same_hypothesis(strategy):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 2))
+    X = X[np.abs(X.sum(axis=1)) > 0.1]
+    y = (X.sum(axis=1) > 0).astype(int)
+    common = dict(epsilon=1.0, classes=[0, 1], pool_size=200, random_state=4)
+    with pytest.warns(FutureWarning, match="`candidates` was renamed `candidate_strategy` in 0.4"):
+        old = PPM(candidates=strategy, **common).fit(X, y, is_public=y == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = PPM(candidate_strategy=strategy, **common).fit(X, y, is_public=y == 0)
+    assert old.candidates_used_ == new.candidates_used_
+    assert np.array_equal(old.halfspaces_, new.halfspaces_)
+    assert old.region_is_empty_ == new.region_is_empty_
+    assert np.array_equal(old.predict(X), new.predict(X))
+    assert old.get_params()["candidates"] == strategy
+    assert new.get_params()["candidates"] == "deprecated"
+
+
+def test_setting_both_candidate_strategy_names_is_refused():
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    y = np.array([0, 0, 1, 1])
+    with pytest.raises(InvalidParameterError, match="candidate_strategy.*candidates"):
+        PPM(candidate_strategy="hull", candidates="sample").fit(X, y, is_public=y == 0)

@@ -133,7 +133,7 @@ def test_auto_lam_grid_is_a_public_formula_of_n_d_and_epsilon():
         auto_lam_grid(0, 4, 0.5)
     with pytest.raises(InvalidParameterError, match="epsilon"):
         auto_lam_grid(800, 4, -1.0)
-    with pytest.raises(InvalidParameterError, match="mechanism"):
+    with pytest.raises(InvalidParameterError, match="perturbation"):
         auto_lam_grid(800, 4, 0.5, "input")
 
 
@@ -383,8 +383,8 @@ class _Recording(DPV):
         return out
 
 
-@pytest.mark.parametrize("mechanism", ["objective", "output"])
-def test_released_model_noise_law(mechanism):
+@pytest.mark.parametrize("perturbation", ["objective", "output"])
+def test_released_model_noise_law(perturbation):
     """Single-lambda grid: the released model's noise has the documented law."""
     rng = np.random.default_rng(9)
     X = _unit_rows(rng.normal(size=(40, 2)))
@@ -395,7 +395,7 @@ def test_released_model_noise_law(mechanism):
         clf = _Recording(
             epsilon=2.0,
             lam_grid=(lam,),
-            mechanism=mechanism,
+            perturbation=perturbation,
             classes=[0, 1],
             validation_size=0.25,
             random_state=seed,
@@ -403,7 +403,7 @@ def test_released_model_noise_law(mechanism):
         ).fit(X, y)
         T = _training_rows(seed, 40, 0.25)
         XT, yT, w = X[T], signs[T], clf._calls[-1][1]  # before rounding to the public grid
-        if mechanism == "objective":
+        if perturbation == "objective":
             b = -len(T) * (_logistic_gradient(XT, yT, w) + (lam + clf.extra_reg_) * w)
             norms.append(np.linalg.norm(b) * clf.epsilon_effective_ / 2)
         else:
@@ -418,20 +418,20 @@ def test_released_model_noise_law(mechanism):
     assert stats.kstest(norms, stats.gamma(a=2).cdf).pvalue > P_FALSE_ALARM
 
 
-@pytest.mark.parametrize("mechanism", ["objective", "output"])
-def test_released_coefficients_lie_on_the_public_snapping_grid(binary_data, mechanism):
+@pytest.mark.parametrize("perturbation", ["objective", "output"])
+def test_released_coefficients_lie_on_the_public_snapping_grid(binary_data, perturbation):
     X, y = binary_data
     clf = _Recording(
         epsilon=1.0,
         lam_grid=(0.05, 0.5),
-        mechanism=mechanism,
+        perturbation=perturbation,
         classes=[0, 1],
         random_state=4,
         fit_intercept=False,
     ).fit(X, y)
     n = clf.n_train_
     scale = coefficient_noise_scale(n, clf.best_lam_, clf.epsilon_effective_, clf.extra_reg_)
-    if mechanism == "output":
+    if perturbation == "output":
         assert scale == pytest.approx(2 / (clf.best_lam_ * clf.epsilon_train_ * n))
     grid = clf.coef_grid_  # norm_bound = 1
     assert math.log2(grid) == round(math.log2(grid)) and scale <= grid < 2 * scale
@@ -573,6 +573,7 @@ def test_selected_index_audit_passes_and_flags_exact_argmax():
         ({"validation_score": "zero_one"}, "validation_score"),
         ({"validation_score": "hinge"}, "delta"),
         ({"validation_score": "foo"}, "validation_score"),
+        ({"perturbation": "gradient"}, "perturbation"),
         ({"mechanism": "gradient"}, "mechanism"),
         ({"selection": "argmax"}, "selection"),
         ({"validation_size": 1.0}, "validation_size"),
@@ -955,14 +956,16 @@ def test_histogram_release_audit_passes_and_flags_sensitivity_one(monkeypatch):
 
 
 # == issue 49, item 4: nothing after the charge raises because of the rows =====================
-@pytest.mark.parametrize("mechanism", ["objective", "output"])
-def test_a_tol_double_precision_cannot_certify_is_refused_before_the_charge(binary_data, mechanism):
+@pytest.mark.parametrize("perturbation", ["objective", "output"])
+def test_a_tol_double_precision_cannot_certify_is_refused_before_the_charge(
+    binary_data, perturbation
+):
     # tol=1e-16 used to charge, then raise ConvergenceError inside the release (objective).
     X, y = binary_data
     accountant = PrivacyAccountant(10.0)
     clf = DPV(
         lam_grid=(0.01, 0.1),
-        mechanism=mechanism,
+        perturbation=perturbation,
         classes=[0, 1],
         tol=1e-16,
         accountant=accountant,
@@ -985,7 +988,7 @@ def test_output_perturbation_solves_its_minimisers_before_the_charge(binary_data
     monkeypatch.setattr(_validated, "_certified_logistic", never_certified)
     X, y = binary_data
     accountant = PrivacyAccountant(10.0)
-    clf = DPV(mechanism="output", classes=[0, 1], accountant=accountant, random_state=0)
+    clf = DPV(perturbation="output", classes=[0, 1], accountant=accountant, random_state=0)
     with pytest.raises(ConvergenceError):
         clf.fit(X, y)
     assert accountant.epsilon_spent == 0.0  # raised before the charge, nothing spent
@@ -1016,9 +1019,50 @@ def test_output_noise_is_calibrated_to_the_sensitivity_plus_twice_the_solver_tol
     solved = np.array([0.5, -0.25, 0.125])
     w, _, _ = _fit_with_noise(U, signs, lam, eps, "output", R, tol, solved=solved)
     np.testing.assert_allclose(w - solved, (2 / (lam * len(y)) + 2 * tol) / eps * R, rtol=1e-12)
-    clf = DPV(mechanism="output", lam_grid=(lam,), classes=[0, 1], tol=tol, random_state=0)
+    clf = DPV(perturbation="output", lam_grid=(lam,), classes=[0, 1], tol=tol, random_state=0)
     clf.fit(X, y)
     assert clf.privacy_guarantee_.details["coefficient_sensitivity"] == pytest.approx(
         2 / (lam * clf.n_train_) + 2 * tol
     )
     assert clf.privacy_guarantee_.details["solver_accuracy"] == tol
+
+
+# == renamed parameter: ``mechanism`` is now ``perturbation`` (deprecated in 0.4) ==============
+@pytest.mark.parametrize("value", ["objective", "output"])
+def test_old_mechanism_name_warns_and_gives_the_same_model(binary_data, value):
+    import warnings
+
+    X, y = binary_data
+    with pytest.warns(FutureWarning, match="`mechanism` was renamed `perturbation` in 0.4"):
+        old = DPV(mechanism=value, classes=[0, 1], random_state=3).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = DPV(perturbation=value, classes=[0, 1], random_state=3).fit(X, y)
+    assert np.array_equal(old.coef_, new.coef_) and np.array_equal(old.intercept_, new.intercept_)
+    assert old.best_index_ == new.best_index_
+    assert old.privacy_guarantee_.theorem == new.privacy_guarantee_.theorem
+    assert old.get_params()["mechanism"] == value and new.get_params()["mechanism"] == "deprecated"
+    assert clone(old).get_params() == old.get_params()
+
+
+def test_setting_both_perturbation_names_is_refused(binary_data):
+    X, y = binary_data
+    with pytest.raises(InvalidParameterError, match="perturbation.*mechanism"):
+        DPV(perturbation="output", mechanism="objective", classes=[0, 1]).fit(X, y)
+
+
+def test_public_functions_accept_the_old_mechanism_keyword_with_a_warning():
+    import warnings
+
+    with pytest.warns(FutureWarning, match="`mechanism` was renamed `perturbation`"):
+        old = auto_lam_grid(800, 4, 0.5, mechanism="output")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = auto_lam_grid(800, 4, 0.5, perturbation="output")
+    assert np.array_equal(old, new)
+    args = ((0.01, 0.1), 500, 100, 4, 1.0, "hinge")
+    with pytest.warns(FutureWarning, match="`mechanism` was renamed `perturbation`"):
+        old = logistic_stability_constants(*args, mechanism="output", delta=1e-6)
+    assert old == logistic_stability_constants(*args, perturbation="output", delta=1e-6)
+    with pytest.raises(TypeError, match="perturbation"):
+        auto_lam_grid(800, 4, 0.5, "output", mechanism="output")
