@@ -11,6 +11,11 @@
   transaction of its ledger, which also counts a public query horizon shared
   by every copy of the fitted estimator), so that a refused call changes
   nothing and concurrent calls are safe;
+- **the answering path** (:func:`answer`): every query method declares how it
+  answers as a :class:`QueryPlan` (its public checks, its dry run, its
+  computation, its mechanism) and hands it to :func:`answer`, which runs one
+  sequence: dask edge -> public checks -> dry run -> charge -> computation ->
+  mechanism -> post-processing (see docs/contributing/answering_path.rst);
 - fit-time atomicity: a ``fit`` that raises leaves the estimator as it was;
 - the scikit-learn tags of a randomised predictor.
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import os
 import secrets
 import threading
@@ -34,13 +40,19 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
-from ._dask import install_dask_refusal, refusing_dask
+from . import _dask_queries
+from ._dask import install_dask_refusal, is_dask_collection, refusing_dask
 from ._warnings import Site, clone_site, user_site, warn_user
 from .accounting import PrivacyAccountant, PrivacyGuarantee
-from .exceptions import BudgetExhaustedError, InvalidParameterError, PrivacyWarning
+from .exceptions import (
+    BudgetExhaustedError,
+    HorizonExhaustedError,
+    InvalidParameterError,
+    PrivacyWarning,
+)
 from .utils._param_validation import validate_parameter_constraints
 
-__all__ = ["PrivacyWarning", "PrivatePredictorMixin"]
+__all__ = ["PrivacyWarning", "PrivatePredictorMixin", "QueryPlan", "answer"]
 
 
 def finite_target_column(y) -> np.ndarray:
@@ -432,6 +444,12 @@ class PrivatePredictorMixin:
             return accountant.horizon_answered(horizon[0])
         return self._query_stream.answered
 
+    def _horizon_remaining(self) -> int:
+        """Rows the horizon still allows, counted in the ledger (public: the callers' rows)."""
+        horizon = self.__dict__.get("_horizon")
+        assert horizon is not None  # called on a path with a horizon only
+        return max(horizon[1] - self.queries_answered_, 0)
+
     def _charged_accountant(self) -> PrivacyAccountant | None:
         """The accountant a query charges: the horizon's, else the attached one."""
         if self.__dict__.get("_horizon") is None:
@@ -676,3 +694,202 @@ class PrivatePredictorMixin:
         if tags.regressor_tags is not None:
             tags.regressor_tags.poor_score = True
         return tags
+
+
+# -- the answering path ---------------------------------------------------------------------
+def _unchanged(answers: Any) -> Any:
+    return answers
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryPlan:
+    """How one query method answers: all that an estimator supplies to :func:`answer`.
+
+    An estimator's query method builds its plan (after ``check_is_fitted``: the
+    plan reads fitted, public attributes only) and returns
+    ``answer(self, X, plan)``. The path calls each hook once, in this order;
+    no hook is called before the one above it has returned.
+
+    Attributes
+    ----------
+    check : callable
+        ``check(X) -> rows``: the public checks of the call (shape, finiteness,
+        fitted schema, the kind of entries), raising only on public facts;
+        returns the rows in the form the computation takes.
+    values : callable
+        ``values(rows, n_jobs) -> values``: the estimator's own computation
+        (vote counts, teacher averages, walk values; the answers themselves
+        for free post-processing), one entry per row along the first axis.
+        It runs after the charge. On a dask collection it runs where each
+        block lives, so it must be picklable and hold the fitted model and
+        public constants only (never the accountant or the query stream).
+    draw : callable or None, default=None
+        ``draw(values, rng) -> drawn``: the mechanism, the only hook that draws
+        noise (from the query stream ``rng``). ``None`` declares the answers
+        free post-processing of released objects: no charge, no noise, and
+        ``values`` gives the answers.
+    finish : callable, default=identity
+        ``finish(drawn) -> answers``: post-processing of the released values
+        (labels from indices, clipping). Never sees secret values.
+    epsilon, delta : float, default=0.0
+        The per-row charge.
+    rho : float, default=None
+        The per-row zCDP charge, when smaller than ``epsilon ** 2 / 2``.
+    dry_run : callable or None, default=None
+        ``dry_run(rows)``: refuses, before the charge, rows that the base
+        estimator cannot read at all (:mod:`skprivpred._dry_run`).
+    n_jobs : int or None, default=None
+        Passed to ``values`` for an in-memory batch.
+    charge_rows : callable or None, default=None
+        ``charge_rows(n_rows) -> (epsilon, delta, rho)``: a per-row charge that
+        depends on the (public) size of the call (the everlasting phases);
+        overrides ``epsilon``, ``delta``, ``rho``.
+    released : callable or None, default=None
+        ``released(rows, answers)``: called with the answers of the charged
+        rows once they are released (a student's training buffer).
+    handoff : callable or None, default=None
+        With a horizon: ``handoff() -> QueryPlan`` hands the rows beyond the
+        horizon to another answerer (the student), called when a call
+        crosses it; the returned plan is free post-processing. Without it, a
+        call that would cross the horizon is refused.
+    check_block : callable or None, default=None
+        Dask queries: ``check_block(block) -> rows``, the checks of ``check``
+        that read rows, run where each block lives (a pure function).
+        ``None``: the plan does not take dask collections.
+    dask_refusal : str or None, default=None
+        Dask queries: why this configuration refuses them (a ``TypeError``
+        before anything is computed or charged).
+    row_wise : bool, default=False
+        Whether ``draw`` on consecutive blocks, in order, with one stream,
+        equals ``draw`` on the whole batch (a fixed number of uniforms per
+        row): a dask call then holds one block of secret values at a time.
+    answer_meta : tuple, default=(float, ())
+        Dask queries with free answers: the dtype and the trailing shape of
+        one row's answer.
+    """
+
+    check: Callable[[Any], Any]
+    values: Callable[[Any, int | None], Any]
+    draw: Callable[[Any, np.random.Generator], Any] | None = None
+    finish: Callable[[Any], Any] = _unchanged
+    epsilon: float = 0.0
+    delta: float = 0.0
+    rho: float | None = None
+    dry_run: Callable[[Any], None] | None = None
+    n_jobs: int | None = None
+    charge_rows: Callable[[int], tuple[float, float, float | None]] | None = None
+    released: Callable[[Any, Any], None] | None = None
+    handoff: Callable[[], QueryPlan] | None = None
+    check_block: Callable[[Any], Any] | None = None
+    dask_refusal: str | None = None
+    row_wise: bool = False
+    answer_meta: tuple = (float, ())
+
+    @property
+    def free(self) -> bool:
+        """Whether the answers are free post-processing (no charge, no noise)."""
+        return self.draw is None
+
+
+def answer(estimator, X, plan: QueryPlan):
+    """The answering path: answer the query rows ``X`` of ``estimator`` by ``plan``.
+
+    One sequence for every query method of every private predictor:
+
+    1. **The edge.** A dask collection leaves here for
+       :mod:`skprivpred._dask_queries`, which runs the same plan: public
+       checks on the schema and the blocks, the dry run on the first rows,
+       one charge for all rows in this process, ``values`` mapped over the
+       blocks where they live, the noise drawn here.
+    2. **Public checks** (``plan.check``) and 3. **the dry run**
+       (``plan.dry_run``): refusals that depend on public facts only, before
+       anything is charged.
+    4. **The charge** for all rows (one committed ledger transaction, under the
+       estimator's lock, counting the horizon), then, under the same lock,
+       5. **the computation** (``plan.values``) and 6. **the mechanism**
+       (``plan.draw``, from the query stream), then 7. **post-processing**
+       (``plan.finish``, outside the lock).
+
+    Free post-processing (``plan.draw is None``) skips the charge and the
+    mechanism. With ``plan.handoff`` a call that crosses the horizon is split:
+    the rows up to it are answered and charged as above, the rest by the plan
+    that ``handoff()`` returns (the student), free.
+
+    Returns
+    -------
+    ndarray
+        The answers (a ``dask.array.Array`` for dask queries).
+    """
+    if is_dask_collection(X):
+        return _answer_dask(estimator, X, plan)
+    rows = plan.check(X)
+    if plan.dry_run is not None:
+        plan.dry_run(rows)
+    if plan.free:
+        return plan.finish(plan.values(rows, plan.n_jobs))
+    if plan.handoff is None or estimator.__dict__.get("_horizon") is None:
+        return _charge_and_answer(estimator, rows, plan)
+    return _answer_then_hand_off(estimator, rows, plan)
+
+
+def _answer_dask(estimator, X, plan: QueryPlan):
+    """The edge: a dask collection of queries, by the same plan (see :func:`answer`)."""
+    if plan.dask_refusal is not None:
+        raise TypeError(plan.dask_refusal)
+    if plan.free:
+        return _dask_queries.free_answers(estimator, X, plan)
+    return _dask_queries.answer_queries(estimator, X, plan)
+
+
+def _row_charge(plan: QueryPlan, n_rows: int) -> tuple[float, float, float | None]:
+    if plan.charge_rows is not None:
+        return plan.charge_rows(n_rows)
+    return plan.epsilon, plan.delta, plan.rho
+
+
+def _charge_and_answer(estimator, rows, plan: QueryPlan):
+    """Charge for every row, then compute and draw under the lock; post-process outside."""
+    assert plan.draw is not None  # a charged plan has a mechanism
+    draw, n_jobs = plan.draw, plan.n_jobs
+    n_rows = rows.shape[0]
+    epsilon, delta, rho = _row_charge(plan, n_rows)
+    drawn = estimator._charge_then_draw(
+        n_rows, epsilon, delta, rho, lambda rng: draw(plan.values(rows, n_jobs), rng), count=True
+    )
+    answers = plan.finish(drawn)
+    if plan.released is not None:
+        plan.released(rows, answers)
+    return answers
+
+
+#: How often a call that straddles the horizon recounts when other copies take rows meanwhile.
+HORIZON_RETRIES = 8
+
+
+def _answer_then_hand_off(estimator, rows, plan: QueryPlan):
+    """Answer the rows up to the horizon by ``plan``, the rest by ``plan.handoff()``."""
+    assert plan.handoff is not None
+    n_rows = rows.shape[0]
+    for _ in range(HORIZON_RETRIES):
+        n_ok = min(n_rows, estimator._horizon_remaining())
+        try:
+            first = _charge_and_answer(estimator, _take(rows, 0, n_ok), plan) if n_ok else None
+            break
+        except HorizonExhaustedError:
+            continue  # another copy took horizon rows meanwhile: recount
+    else:
+        raise HorizonExhaustedError(
+            f"the horizon kept moving under {HORIZON_RETRIES} attempts to split this call "
+            f"between the private answers and the hand-off (other copies of this estimator are "
+            "answering); nothing was answered: call again."
+        )
+    if n_ok == n_rows:
+        return first
+    after = plan.handoff()
+    rest = after.finish(after.values(_take(rows, n_ok, n_rows), after.n_jobs))
+    return rest if first is None else np.concatenate([first, rest])
+
+
+def _take(rows, start: int, stop: int):
+    """Rows ``start:stop`` of an array, sparse matrix or DataFrame, by position."""
+    return rows.iloc[start:stop] if hasattr(rows, "iloc") else rows[start:stop]

@@ -1,13 +1,11 @@
-"""Private answers to a dask collection of queries: charged first, counted on the workers.
+"""The dask edge of the answering path: charged first, computed on the workers.
 
-The teacher ensembles (:class:`~skprivpred.SubsampleAggregateClassifier`,
-:class:`~skprivpred.SubsampleAverageClassifier`,
-:class:`~skprivpred.SubsampleAverageRegressor`) answer a ``dask.array.Array``
-or a ``dask.dataframe.DataFrame`` of query rows where the rows live. Each
-answering method describes how it answers as a :class:`QueryPlan` (the secret
-values of a block of rows, the draw of the answers from them, the
-post-processing), the same plan its in-memory path runs; :func:`answer_queries`
-runs it on a cluster, in this order:
+The answering path (:func:`skprivpred._base.answer`) sends a ``dask.array.Array``
+or a ``dask.dataframe.DataFrame`` of query rows here, with the same
+:class:`~skprivpred._base.QueryPlan` its in-memory sequence runs (the public
+checks, the dry run, the secret values of a block of rows, the draw of the
+answers from them, the post-processing); :func:`answer_queries` runs it on a
+cluster, in this order:
 
 1. **Public checks on the schema** (nothing computed): the estimator is fitted,
    the queries are two-dimensional with the fitted width and column names, the
@@ -21,17 +19,17 @@ runs it on a cluster, in this order:
    row count, the finiteness and entry checks of an in-memory batch
    (``check_array``), and its first rows, of which the first
    :data:`HEAD_ROWS` of the collection come to the client for the estimator's
-   own query validation and dry run
-   (:meth:`~skprivpred._subsample.SubsampleMixin._validate_queries`). Only
+   own public checks and dry run (the plan's ``check`` and ``dry_run``). Only
    lengths, a verdict and those few query rows reach the client. A bad row
    refuses the call here, before the charge, as in memory.
 4. **The charge** for all rows, through
    :meth:`~skprivpred._base.PrivatePredictorMixin._release` (one committed
    ledger transaction, under the estimator's lock, as for an in-memory batch),
-   and *then*, inside the same call, the secret values (vote counts, teacher
-   averages) are computed on the workers (the fitted teachers are shipped to
-   them once per call as one graph key), gathered block by block in row order,
-   and the noise is drawn in the client from the query stream.
+   and *then*, inside the same call, the secret values (the plan's ``values``:
+   vote counts, teacher averages) are computed on the workers (the fitted
+   teachers are shipped to them once per call as one graph key), gathered
+   block by block in row order, and the noise is drawn in the client from the
+   query stream (the plan's ``draw``).
 5. The answers, already drawn, are wrapped as a dask array with the
    input's row chunks (a DataFrame's partitions become the row chunks: the
    result is a ``dask.array.Array``, as scikit-learn returns an ndarray for a
@@ -49,17 +47,15 @@ from __future__ import annotations
 
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
-from ._base import keep_frame
 from ._dask import import_dask
 
-__all__ = ["HEAD_ROWS", "QueryPlan", "answer_queries", "free_answers"]
+__all__ = ["HEAD_ROWS", "answer_queries", "free_answers"]
 
 #: Query rows (the first of the collection) computed into the client for the public
 #: checks that need rows: the estimator's query validation and its dry run.
@@ -68,90 +64,21 @@ HEAD_ROWS = 100
 _SPARSE_FORMATS = ["csr", "csc"]
 
 
-@dataclass(frozen=True)
-class QueryPlan:
-    """How an answering method answers a batch of validated query rows.
-
-    Attributes
-    ----------
-    values : callable
-        ``values(rows, n_jobs)``: the secret values of the rows, one entry per
-        row along the first axis (vote counts, teacher averages). Picklable:
-        on a cluster it runs on the workers, so it must hold the fitted
-        teachers and public constants only (never the accountant or the
-        query stream).
-    draw : callable
-        ``draw(values, rng)``: the released answers, noise from ``rng``.
-    finish : callable
-        Post-processing of the drawn answers (labels from indices, clipping).
-    epsilon, delta, rho : float
-        The per-row charge.
-    row_wise : bool
-        Whether ``draw`` on consecutive blocks of rows, in order, with one
-        stream, gives exactly ``draw`` on the whole batch (a sampler that uses a
-        fixed number of uniforms per row). Then a cluster call draws block by
-        block and holds one block of secret values at a time; otherwise it
-        gathers them all and draws once.
-    """
-
-    values: Callable[[Any, int | None], np.ndarray]
-    draw: Callable[[np.ndarray, np.random.Generator], np.ndarray]
-    finish: Callable[[np.ndarray], np.ndarray]
-    epsilon: float
-    delta: float = 0.0
-    rho: float | None = None
-    row_wise: bool = False
-
-    def answer(self, estimator, rows, n_jobs: int | None) -> np.ndarray:
-        """The in-memory path: values, then the charge and the draw, then post-processing."""
-        values = self.values(rows, n_jobs)
-        drawn = estimator._release(
-            values.shape[0],
-            self.epsilon,
-            lambda rng: self.draw(values, rng),
-            delta=self.delta,
-            rho=self.rho,
-        )
-        return self.finish(drawn)
-
-
 # -- tasks (run where the blocks live) -----------------------------------------------------
-def _checked(block, estimator_name: str):
-    """The block as an in-memory batch is checked (finite, scalar entries); frames kept."""
-    from ._subsample import _refuse_non_scalar_entries
-
-    rows = check_array(
-        block,
-        accept_sparse=_SPARSE_FORMATS,
-        dtype=None,
-        ensure_all_finite=True,
-        ensure_min_samples=0,
-        input_name="X",
-        estimator=estimator_name,
-    )
-    _refuse_non_scalar_entries(rows)
-    return keep_frame(block, rows)
-
-
-def _inspect_block(block, estimator_name: str, head_rows: int):
+def _inspect_block(block, check_block, head_rows: int):
     """Public facts of one block: its length, the refusal of its rows if any, its first rows."""
     n_rows = int(block.shape[0])
     try:
-        _checked(block, estimator_name)
+        check_block(block)
     except (ValueError, TypeError) as error:
         return n_rows, (type(error), str(error)), None
     head = block.iloc[:head_rows] if hasattr(block, "iloc") else np.asarray(block[:head_rows])
     return n_rows, None, head
 
 
-def _block_values(values, block, estimator_name: str) -> np.ndarray:
-    """The secret values of one block (on a worker): its rows checked as in the first pass."""
-    return np.asarray(values(_checked(block, estimator_name), 1))
-
-
-def _block_free(answer, block, estimator_name: str) -> np.ndarray:
-    """A free answer (post-processing of a released model) of one block."""
-    return np.asarray(answer(_checked(block, estimator_name)))
+def _block_values(values, block, check_block) -> np.ndarray:
+    """The plan's values of one block (on a worker): its rows checked as in the first pass."""
+    return np.asarray(values(check_block(block), 1))
 
 
 # -- the client side ------------------------------------------------------------------------
@@ -192,8 +119,8 @@ def _blocks(X) -> tuple[list, int | None]:
 
 
 def _check_schema(estimator, X):
-    """Step 1: fitted, two-dimensional, the fitted width and names (no task runs)."""
-    check_is_fitted(estimator, "n_teachers_")
+    """Step 1: two-dimensional, the fitted width and names (no task runs; the plan's
+    builder checked that the estimator is fitted)."""
     rows = _schema_rows(X)
     with warnings.catch_warnings():  # said once, by the validation of the first rows
         warnings.simplefilter("ignore")
@@ -208,7 +135,7 @@ def _check_schema(estimator, X):
         )
 
 
-def refuse_if_over_budget(estimator, n_rows: int, plan: QueryPlan) -> None:
+def refuse_if_over_budget(estimator, n_rows: int, plan) -> None:
     """Raise the refusal that charging ``n_rows`` rows would raise now; charge nothing.
 
     The accountant's own decision (budget, horizon, linked budgets) on its
@@ -222,10 +149,10 @@ def refuse_if_over_budget(estimator, n_rows: int, plan: QueryPlan) -> None:
         )
 
 
-def _inspect(estimator, blocks: list, name: str) -> tuple[list[int], Any]:
+def _inspect(blocks: list, check_block, name: str) -> tuple[list[int], Any]:
     """Step 3: the lengths of the blocks, the first refusal, the first rows (public)."""
     (dask,) = import_dask("dask", who=f"{name} on dask queries")
-    tasks = [dask.delayed(_inspect_block, pure=True)(b, name, HEAD_ROWS) for b in blocks]
+    tasks = [dask.delayed(_inspect_block, pure=True)(b, check_block, HEAD_ROWS) for b in blocks]
     results = dask.compute(*tasks)
     for _, refusal, _ in results:
         if refusal is not None:
@@ -288,18 +215,20 @@ def _length_changed(block: int, counted: int, got: int) -> RuntimeError:
     )
 
 
-def answer_queries(estimator, X, plan: QueryPlan):
+def answer_queries(estimator, X, plan):
     """Answer every row of the dask collection ``X`` by ``plan``, charged before any vote.
 
     Parameters
     ----------
-    estimator : fitted teacher ensemble
-        Its ``_validate_queries`` (on the first rows), ``_release`` and
-        accountant are used.
+    estimator : fitted private predictor
+        Its ``_release`` and accountant are used.
     X : dask.array.Array or dask.dataframe.DataFrame
         The query rows.
-    plan : QueryPlan
-        What the answering method computes and draws.
+    plan : skprivpred._base.QueryPlan
+        What the answering method checks, computes and draws (its
+        ``check_block`` runs on the workers, its ``check`` and ``dry_run`` on
+        the first rows, its ``values`` on the workers after the charge, its
+        ``draw`` and ``finish`` here).
 
     Returns
     -------
@@ -313,14 +242,16 @@ def answer_queries(estimator, X, plan: QueryPlan):
     _check_schema(estimator, X)
     blocks, n_rows = _blocks(X)
     refuse_if_over_budget(estimator, 1 if n_rows is None else max(n_rows, 1), plan)
-    lengths, head = _inspect(estimator, blocks, name)
+    lengths, head = _inspect(blocks, plan.check_block, name)
     n_rows = int(sum(lengths))
     if head is None:  # no rows at all: refused as an empty in-memory batch is
-        estimator._validate_queries(_schema_rows(X))
+        plan.check(_schema_rows(X))
         raise AssertionError("an empty batch is refused by validation")  # pragma: no cover
-    estimator._validate_queries(head)  # the fitted schema, the dry run (public rows)
+    rows = plan.check(head)  # the fitted schema (public rows: the caller's first ones)
+    if plan.dry_run is not None:
+        plan.dry_run(rows)
     values = dask.delayed(plan.values, name=f"skprivpred-teachers-{uuid.uuid4().hex}")
-    tasks = [dask.delayed(_block_values, pure=True)(values, b, name) for b in blocks]
+    tasks = [dask.delayed(_block_values, pure=True)(values, b, plan.check_block) for b in blocks]
 
     def draw(rng: np.random.Generator) -> list[np.ndarray]:
         # Runs after the charge is committed: only now are the votes counted, on the workers.
@@ -345,20 +276,23 @@ def answer_queries(estimator, X, plan: QueryPlan):
     return _as_dask_array(answers)
 
 
-def free_answers(estimator, X, answer: Callable[[Any], np.ndarray], dtype, trailing=()):
+def free_answers(estimator, X, plan):
     """Answers that cost nothing (a model fitted on released answers), lazily per block.
 
-    Post-processing: ``answer`` runs on each block where it lives, with no
-    charge and no noise, so a recomputation gives the same values.
+    Post-processing: the plan's ``values`` runs on each block where it lives
+    (after its ``check_block``), with no charge and no noise, so a
+    recomputation gives the same values; ``plan.answer_meta`` gives the
+    dtype and trailing shape of one row's answer.
     """
     name = type(estimator).__name__
     dask, da = import_dask("dask", "dask.array", who=f"{name} on dask queries")
     _check_schema(estimator, X)
     blocks, _ = _blocks(X)
-    fn = dask.delayed(answer, name=f"skprivpred-student-{uuid.uuid4().hex}")
+    dtype, trailing = plan.answer_meta
+    fn = dask.delayed(plan.values, name=f"skprivpred-student-{uuid.uuid4().hex}")
     pieces = [
         da.from_delayed(
-            dask.delayed(_block_free, pure=True)(fn, b, name),
+            dask.delayed(_block_values, pure=True)(fn, b, plan.check_block),
             shape=(np.nan, *trailing),
             dtype=dtype,
         )

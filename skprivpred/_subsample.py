@@ -10,6 +10,7 @@ teachers that :func:`skprivpred.audit.flip_teacher_neighbour` needs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -17,9 +18,15 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._base import PrivatePredictorMixin, finite_target_column, keep_frame, resolve_classes
+from ._base import (
+    PrivatePredictorMixin,
+    QueryPlan,
+    finite_target_column,
+    keep_frame,
+    resolve_classes,
+)
 from ._dask_teachers import DaskTrainingRows, dask_training_rows, fit_dask_teachers, is_dask_input
 from ._dry_run import check_teachers_can_read
 from ._teachers import ConstantTeacher, fit_teachers, random_partition
@@ -57,6 +64,26 @@ def _refuse_non_scalar_entries(X) -> None:
             f"X holds a {containers[0]} as an entry: each argument must be a string or a "
             "number (or a missing value), never a container."
         )
+
+
+def check_query_block(block, estimator_name: str):
+    """One block of dask queries checked where it lives, as an in-memory batch is.
+
+    Finite, scalar entries (:func:`_refuse_non_scalar_entries`); a DataFrame is
+    kept as it is. The ``check_block`` of a teacher ensemble's
+    :class:`~skprivpred._base.QueryPlan`.
+    """
+    rows = check_array(
+        block,
+        accept_sparse=_SPARSE_FORMATS,
+        dtype=None,
+        ensure_all_finite=True,
+        ensure_min_samples=0,
+        input_name="X",
+        estimator=estimator_name,
+    )
+    _refuse_non_scalar_entries(rows)
+    return keep_frame(block, rows)
 
 
 class SubsampleMixin(PrivatePredictorMixin):
@@ -175,6 +202,24 @@ class SubsampleMixin(PrivatePredictorMixin):
         self.n_teachers_ = n_teachers
         self._teacher_template = clone(estimator)  # what the dry run of a query call clones
         return teachers
+
+    def _teacher_plan(self, values, **declared) -> QueryPlan:
+        """The :class:`~skprivpred._base.QueryPlan` of a teacher ensemble's query method.
+
+        The public checks (:meth:`_validate_protected_rows`), the dry run
+        (:meth:`_check_teachers_can_read`) and the dask block check are the
+        family's; ``values`` (the teachers' secret values) and ``declared``
+        (the mechanism, its charge, its post-processing) the estimator's.
+        Call it after ``check_is_fitted``.
+        """
+        return QueryPlan(
+            check=self._validate_protected_rows,
+            values=values,
+            dry_run=self._check_teachers_can_read,
+            n_jobs=self.n_jobs,
+            check_block=functools.partial(check_query_block, estimator_name=type(self).__name__),
+            **declared,
+        )
 
     def _validate_queries(self, X):
         rows = self._validate_protected_rows(X)

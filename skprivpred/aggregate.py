@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from numbers import Integral, Real
 from typing import Any
 
@@ -12,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
 from ._available import available_if_explained
+from ._base import QueryPlan, answer
 from ._hopeless import soft_majority_best_case, warn_if_hopeless
 from ._isolation import handed_rows
 from ._subsample import SubsampleMixin
@@ -20,7 +23,6 @@ from ._teachers import (
     ConstantTeacher,
     TeacherEnsemble,
     concat_rows,
-    take_rows,
 )
 from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
 from ._warnings import warn_user
@@ -32,8 +34,6 @@ from .utils._param_validation import HasMethods, Interval, StrOptions, UserCodeP
 
 __all__ = ["SubsampleAggregateClassifier"]
 
-# How often a call that straddles the horizon recounts when other copies take rows meanwhile.
-_HORIZON_RETRIES = 8
 _TARGET_ERROR = [Interval(Real, 0, 1, closed="neither")]
 
 #: Many-query mode's default rule gives every teacher at least this many rows per class.
@@ -456,47 +456,52 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         """Exact output law for given vote counts (exponential mechanism, weight eps0/2)."""
         return exponential_mechanism_proba(counts, self.epsilon_per_query_)
 
-    def _answer_plan(self):
-        """How the teachers answer: vote counts, then one uniform per row (row-wise)."""
-        from ._dask_queries import QueryPlan
+    def _query_plan(self, method: str = "predict") -> QueryPlan:
+        """How ``predict`` (or the student's ``predict_proba``) answers (the answering path).
 
+        In teacher mode: the vote counts, then the soft-majority draw (one
+        uniform per row), charged at ``epsilon_per_query_`` within the
+        horizon; the rows beyond the horizon go to the student when
+        ``on_exhausted="student"``. In student mode: the student's answers,
+        free post-processing.
+        """
+        check_is_fitted(self, "n_teachers_")
+        if self.mode_ == "student":
+            return self._student_plan(method)
         classes = self.classes_
-        return QueryPlan(
-            values=self._ensemble.vote_counts,  # (on a cluster: the ensemble alone is shipped)
+        return self._teacher_plan(
+            self._ensemble.vote_counts,  # (on a cluster: the ensemble alone is shipped)
             draw=lambda counts, rng: sample_categorical(self._answer_law(counts), rng),
             finish=lambda index: classes[index],
             epsilon=self.epsilon_per_query_,
             rho=self.rho_per_query_,
             row_wise=True,  # sample_categorical draws exactly one uniform per row
+            released=None if self.student is None else self._keep_for_student,
+            handoff=self._hand_off if self.on_exhausted == "student" else None,
+            dask_refusal=None if self.student is None else _STUDENT_KEEPS_ROWS,
         )
 
-    def _answer_dask(self, X, method: str):
-        """``predict`` (or the student's ``predict_proba``) for a dask collection of queries."""
-        import functools
+    def _student_plan(self, method: str) -> QueryPlan:
+        """The student's answers: post-processing of released answers, free."""
+        if method == "predict":
+            values = functools.partial(_student_labels, self._student)
+            return self._teacher_plan(values, answer_meta=(self.classes_.dtype, ()))
+        values = functools.partial(_student_proba, self._student, self.classes_)
+        return self._teacher_plan(values, answer_meta=(float, (len(self.classes_),)))
 
-        from ._dask_queries import answer_queries, free_answers
+    def _keep_for_student(self, rows, labels: np.ndarray) -> None:
+        """Keep exactly what was released (the rows, copied, and their labels) for the student."""
+        self._buffer.append((handed_rows(rows), labels))
 
-        check_is_fitted(self, "n_teachers_")
-        if self.mode_ == "student":  # post-processing of released answers: free, lazy
-            if method == "predict":
-                return free_answers(self, X, self._student.predict, self.classes_.dtype)
-            proba = functools.partial(_student_proba, self._student, self.classes_)
-            return free_answers(self, X, proba, float, trailing=(len(self.classes_),))
-        if self.student is not None:
-            raise TypeError(
-                f"{type(self).__name__} with a student keeps every answered query row in this "
-                "process for fit_student, so it does not answer a dask collection of queries: "
-                "compute the queries first (X.compute()) if they fit in memory, or answer "
-                "them with student=None. Nothing was answered or charged."
+    def _hand_off(self) -> QueryPlan:
+        """At the horizon: fit the student on the released answers; its plan answers the rest."""
+        if not self._buffer:
+            raise HorizonExhaustedError(
+                "the horizon was used up by other copies of this fitted estimator, and this copy "
+                "released no answers its student could learn from; nothing was answered."
             )
-        return answer_queries(self, X, self._answer_plan())
-
-    def _answer_with_teachers(self, X) -> np.ndarray:
-        """Soft-majority labels for all rows of ``X``, charged, within the horizon."""
-        labels = self._answer_plan().answer(self, X, self.n_jobs)
-        if self.student is not None:
-            self._buffer.append((handed_rows(X), labels))  # exactly what was released
-        return labels
+        self.fit_student()
+        return self._student_plan("predict")
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Answer each row with a label drawn from the soft-majority law.
@@ -530,39 +535,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             One label per row, from ``classes_`` (a ``dask.array.Array`` for
             dask queries).
         """
-        from ._dask import is_dask_collection
-
-        if is_dask_collection(X):
-            return self._answer_dask(X, "predict")
-        X = self._validate_queries(X)
-        if self.mode_ == "student":
-            return np.asarray(self._student.predict(X))
-        if self.n_queries_ is None or self.on_exhausted != "student":
-            return self._answer_with_teachers(X)
-        for _ in range(_HORIZON_RETRIES):  # hand the rows beyond the horizon to the student
-            n_ok = min(X.shape[0], self.queries_remaining_)
-            try:
-                first = self._answer_with_teachers(take_rows(X, np.arange(n_ok))) if n_ok else None
-                break
-            except HorizonExhaustedError:
-                continue  # another copy took horizon rows meanwhile: recount
-        else:
-            raise HorizonExhaustedError(
-                f"the horizon kept moving under {_HORIZON_RETRIES} attempts to split this call "
-                "between the teachers and the student (other copies of this estimator are "
-                "answering); nothing was answered: call again."
-            )
-        if n_ok == X.shape[0]:
-            assert first is not None  # X has at least one row (validated)
-            return first
-        if not self._buffer:
-            raise HorizonExhaustedError(
-                "the horizon was used up by other copies of this fitted estimator, and this copy "
-                "released no answers its student could learn from; nothing was answered."
-            )
-        self.fit_student()
-        rest = np.asarray(self._student.predict(take_rows(X, np.arange(n_ok, X.shape[0]))))
-        return rest if first is None else np.concatenate([first, rest])
+        return answer(self, X, self._query_plan())
 
     def fit_student(self, X: MatrixLike | None = None) -> Self:
         """Hand off to the student: fit it on every released (query, answer) pair.
@@ -593,11 +566,8 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
             )
         if self.mode_ == "student":
             raise ValueError("the student is already fitted; this estimator answers from it.")
-        if X is not None:
-            from ._dask import refuse_dask_collection
-
-            refuse_dask_collection(self, X, "fit_student")
-            self._answer_with_teachers(self._validate_queries(X))
+        if X is not None:  # charged within the horizon, never handed off
+            answer(self, X, dataclasses.replace(self._query_plan(), handoff=None))
         if not self._buffer:
             raise ValueError("no answers were released yet: the student has nothing to learn from.")
         X_seen = concat_rows([rows for rows, _ in self._buffer])
@@ -642,11 +612,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         ndarray of shape (n_queries, n_classes)
             The student's probabilities, in the order of ``classes_``.
         """
-        from ._dask import is_dask_collection
-
-        if is_dask_collection(X):
-            return self._answer_dask(X, "predict_proba")
-        return _student_proba(self._student, self.classes_, self._validate_queries(X))
+        return answer(self, X, self._query_plan("predict_proba"))
 
     @available_if_explained(
         lambda self: False,
@@ -708,7 +674,20 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         return self._answer_law(self._vote_counts(X))
 
 
-def _student_proba(student, classes: np.ndarray, X) -> np.ndarray:
+_STUDENT_KEEPS_ROWS = (
+    "SubsampleAggregateClassifier with a student keeps every answered query row in this "
+    "process for fit_student, so it does not answer a dask collection of queries: compute the "
+    "queries first (X.compute()) if they fit in memory, or answer them with student=None. "
+    "Nothing was answered or charged."
+)
+
+
+def _student_labels(student, X, n_jobs=None) -> np.ndarray:
+    """The student's labels at ``X`` (free)."""
+    return np.asarray(student.predict(X))
+
+
+def _student_proba(student, classes: np.ndarray, X, n_jobs=None) -> np.ndarray:
     """The student's probabilities at ``X`` in the columns of ``classes`` (free)."""
     proba = np.zeros((X.shape[0], len(classes)))
     proba[:, np.searchsorted(classes, student.classes_)] = student.predict_proba(X)

@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import check_noise_delta
+from ._base import QueryPlan, answer, check_noise_delta
 from ._dask_teachers import is_dask_input
 from ._hopeless import BEST_CASE_THRESHOLD, BestCase, smallest_epsilon, warn_if_hopeless
 from ._isolation import freeze_rows, library_numerics, teacher_run
@@ -473,10 +473,9 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         return np.column_stack([norm.sf(v1 - 0.5, scale=b), norm.sf(0.5 - v1, scale=b)])
 
     # -- queries ------------------------------------------------------------------
-    def _plan(self, method: str):
+    def _query_plan(self, method: str) -> QueryPlan:
         """How ``method`` answers: the teacher averages, then its draw and post-processing."""
-        from ._dask_queries import QueryPlan
-
+        check_is_fitted(self, "n_teachers_")
         classes, two = self.classes_, len(self.classes_) == 2
         if method == "predict" and two:
             draw = lambda v, rng: sample_categorical(self._label_law(v), rng)  # noqa: E731
@@ -494,8 +493,8 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             draw = self._release_averages
             finish = _as_proba if method == "predict_proba" else _as_decision
         guarantee = self.privacy_guarantee_
-        return QueryPlan(
-            values=self._averages_of(),
+        return self._teacher_plan(
+            self._averages_of(),
             draw=draw,
             finish=finish,
             epsilon=guarantee.epsilon,
@@ -503,18 +502,6 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             # One uniform per row from a closed-form law (two labels); grid noise is not.
             row_wise=method == "predict" and two,
         )
-
-    def _answer(self, X, method: str):
-        """``method``'s answers: in memory, or for a dask collection of queries."""
-        from ._dask import is_dask_collection
-
-        if is_dask_collection(X):
-            from ._dask_queries import answer_queries
-
-            check_is_fitted(self, "n_teachers_")
-            return answer_queries(self, X, self._plan(method))
-        rows = self._validate_queries(X)  # fitted, public checks: before the plan reads state
-        return self._plan(method).answer(self, rows, self.n_jobs)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """One private label per row (fresh noise; charged per row before any draw).
@@ -535,7 +522,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         ndarray of shape (n_queries,)
             Labels from ``classes_`` (a ``dask.array.Array`` for dask queries).
         """
-        return self._answer(X, "predict")
+        return answer(self, X, self._query_plan("predict"))
 
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Private class probabilities: the noisy teacher average, one release per row.
@@ -553,7 +540,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             Clipped (two labels) or simplex-projected noisy averages (a
             ``dask.array.Array`` for dask queries).
         """
-        return self._answer(X, "predict_proba")
+        return answer(self, X, self._query_plan("predict_proba"))
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Private scores: ``v + noise - 1/2`` (two labels) or the noisy averages.
@@ -571,7 +558,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
             Positive means ``classes_[1]`` for two labels (a
             ``dask.array.Array`` for dask queries).
         """
-        return self._answer(X, "decision_function")
+        return answer(self, X, self._query_plan("decision_function"))
 
     # -- non-private diagnostics ---------------------------------------------------
     def _raw_score(self, X) -> np.ndarray:
@@ -897,14 +884,13 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
             n_teachers=self.n_teachers_,
         )
 
-    def _plan(self):
+    def _query_plan(self) -> QueryPlan:
         """How ``predict`` answers: the clipped average, grid noise, the clip (not row-wise)."""
-        from ._dask_queries import QueryPlan
-
+        check_is_fitted(self, "n_teachers_")
         bounds, clip = self._y_bounds, self._clip_output
         guarantee = self.privacy_guarantee_
-        return QueryPlan(
-            values=self._average_of(),
+        return self._teacher_plan(
+            self._average_of(),
             draw=self._noisy_values,
             finish=lambda noisy: np.clip(noisy, *bounds) if clip else noisy,
             epsilon=guarantee.epsilon,
@@ -931,15 +917,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
             The noisy teacher average, on the public grid, clipped to ``y_bounds``
             when ``clip_output=True`` (a ``dask.array.Array`` for dask queries).
         """
-        from ._dask import is_dask_collection
-
-        if is_dask_collection(X):
-            from ._dask_queries import answer_queries
-
-            check_is_fitted(self, "n_teachers_")
-            return answer_queries(self, X, self._plan())
-        rows = self._validate_queries(X)  # fitted, public checks: before the plan reads state
-        return self._plan().answer(self, rows, self.n_jobs)
+        return answer(self, X, self._query_plan())
 
     def _raw_score(self, X) -> np.ndarray:
         """Average of the clipped teacher outputs. NOT PRIVATE; never charges."""
