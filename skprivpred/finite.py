@@ -34,7 +34,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import (
     MULTICLASS_ALTERNATIVES,
     PrivatePredictorMixin,
+    QueryPlan,
     QueryStream,
+    answer,
     finite_target_column,
     keep_frame,
     reject_fit_params,
@@ -542,9 +544,18 @@ class ExponentialMechanismClassifier(PrivatePredictorMixin, ClassifierMixin, Bas
         ndarray of shape (n_queries,)
             The released hypothesis's labels. Nothing is charged.
         """
+        return answer(self, X, self._query_plan())
+
+    def _query_plan(self) -> QueryPlan:
+        """How ``predict`` answers: the released hypothesis, free post-processing."""
         check_is_fitted(self, "privacy_guarantee_")
+        released = self._released
+        return QueryPlan(check=self._query_rows, values=lambda rows, n_jobs: released.predict(rows))
+
+    def _query_rows(self, X):
+        """The query rows checked and in the form the hypotheses take (public checks)."""
         X, _ = self._validate_X(X, reset=False)
-        return self._released.predict(self._family.prepare(X))
+        return self._family.prepare(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1049,20 +1060,30 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         ndarray of shape (n_queries,)
             One private label per row.
         """
+        return answer(self, X, self._query_plan())
+
+    def _query_plan(self) -> QueryPlan:
+        """How ``predict`` answers: the experts' labels (public), then one expert drawn per row.
+
+        The experts and the queries are public, so every expert's label at the
+        queries is computed with the public checks (an expert that raises
+        refuses the call before the charge); the estimator's computation is
+        the current law (the secret weights), its mechanism the draw.
+        """
         check_is_fitted(self, "privacy_guarantee_")
-        X_checked = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=True)
-        X = keep_frame(X, X_checked)
-        n_rows = X_checked.shape[0]
-        predictions = self._experts.predictions(X, n_rows)
-        law = np.broadcast_to(self._current_law(), (n_rows, self.n_experts_))
         guarantee = self.privacy_guarantee_
-        chosen = self._release(
-            n_rows,
-            guarantee.epsilon,
-            lambda rng: sample_categorical(law, rng),
+        return QueryPlan(
+            check=self._expert_labels,
+            values=lambda labels, n_jobs: (labels, self._current_law()),
+            draw=_draw_expert_labels,
+            epsilon=guarantee.epsilon,
             rho=guarantee.rho,
         )
-        return predictions[chosen, np.arange(n_rows)]
+
+    def _expert_labels(self, X) -> np.ndarray:
+        """Public checks of the queries, then every expert's label: shape (n_rows, n_experts)."""
+        X_checked = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=True)
+        return self._experts.predictions(keep_frame(X, X_checked), X_checked.shape[0]).T
 
     def _current_law(self) -> np.ndarray:
         no_reward = np.zeros((1, self.n_experts_))
@@ -1092,3 +1113,11 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         run = probe._resolve_run(y, self.classes, n_rounds, experts)
         rewards = probe._rewards(run["experts"], X, y, run["classes"])
         return self._round_law(rewards, np.zeros(rewards.shape[1]), run["rate"])
+
+
+def _draw_expert_labels(values: tuple, rng: np.random.Generator) -> np.ndarray:
+    """The mechanism of the experts: per row, the label of an expert drawn from the law."""
+    labels, law = values
+    n_rows = labels.shape[0]
+    chosen = sample_categorical(np.broadcast_to(law, (n_rows, law.shape[0])), rng)
+    return labels[np.arange(n_rows), chosen]

@@ -35,6 +35,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
+    QueryPlan,
+    answer,
     finite_target_column,
     resolve_binary_classes,
     spawn_streams,
@@ -508,10 +510,21 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         self._slack = family.slack
 
     # -- predictions ----------------------------------------------------------------------------
-    def _inside_score(self, X) -> np.ndarray:
-        """``s(x)``: >= 0 exactly when x is inside the released region (boundary included)."""
+    def _query_plan(self, finish) -> QueryPlan:
+        """How a query method answers: the inside score, free post-processing by ``finish``."""
         check_is_fitted(self, "privacy_guarantee_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
+        return QueryPlan(
+            check=self._query_rows,
+            values=lambda X, n_jobs: self._inside_score(X),
+            finish=finish,
+        )
+
+    def _query_rows(self, X) -> np.ndarray:
+        """The query rows checked (public checks), as floats."""
+        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
+
+    def _inside_score(self, X) -> np.ndarray:
+        """``s(x)`` at checked rows: >= 0 exactly inside the released region (boundary included)."""
         if self.region_is_empty_:
             return np.full(X.shape[0], -1.0)
         centred = X - self.affine_origin_
@@ -543,8 +556,8 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         ndarray of shape (n_queries,)
             The signed scores. Nothing is charged.
         """
-        score = self._inside_score(X)
-        return -score if self._public_index == 0 else score
+        sign = -1.0 if self._public_index == 0 else 1.0
+        return answer(self, X, self._query_plan(lambda score: sign * score))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """``public_class_`` inside the released region, the other label outside.
@@ -559,9 +572,12 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         ndarray of shape (n_queries,)
             Labels of ``classes_``. Nothing is charged.
         """
-        inside = self._inside_score(X) >= 0
-        public = self._public_index
-        return self.classes_[np.where(inside, public, 1 - public)]
+        classes, public = self.classes_, self._public_index
+        return answer(
+            self,
+            X,
+            self._query_plan(lambda score: classes[np.where(score >= 0, public, 1 - public)]),
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

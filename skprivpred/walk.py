@@ -31,6 +31,8 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
+    QueryPlan,
+    answer,
     binary_only_message,
     finite_target_column,
     resolve_classes,
@@ -595,13 +597,19 @@ class ExpProjectedWalkClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEst
         ndarray of shape (n_queries,)
             One private label per row, from ``classes_``.
         """
-        law = self._answer_law(self._walk_value_of(self._query_values(X)))
-        index = self._release(
-            law.shape[0],
-            self.privacy_guarantee_.epsilon,
-            lambda rng: sample_categorical(law, rng),
+        return answer(self, X, self._query_plan())
+
+    def _query_plan(self) -> QueryPlan:
+        """How ``predict`` answers: the walk values, then the two-candidate mechanism."""
+        check_is_fitted(self, "clamp_bound_")
+        classes = self.classes_
+        return QueryPlan(
+            check=self._query_values,
+            values=lambda x, n_jobs: self._walk_value_of(x),
+            draw=lambda walk_value, rng: sample_categorical(self._answer_law(walk_value), rng),
+            finish=lambda index: classes[index],
+            epsilon=self.privacy_guarantee_.epsilon,
         )
-        return self.classes_[index]
 
     # -- non-private diagnostics (tests and audits only) -----------------------------------
     def _walk_value(self, X) -> np.ndarray:
