@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -1241,10 +1241,10 @@ class _QueryBatch:
 
     rows: Any
     points: np.ndarray | None
+    shape: tuple[int, ...] = field(init=False)  # the rows' (read by the answering path)
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.rows.shape
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", self.rows.shape)
 
     def __getitem__(self, index: Any) -> _QueryBatch:
         points = None if self.points is None else self.points[index]
@@ -1381,10 +1381,14 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             check=self._check_queries,
             dry_run=self._dry_run,
             charge_rows=self._row_guarantee,
-            values=_rows_unchanged,
+            values=self._phase_rows,
             draw=self._answer_stream,
             finish=_answers_or_halt,
         )
+
+    def _phase_rows(self, rows: Any, n_jobs: int | None) -> Any:
+        """The plan's computation: the checked rows, as the phases take them."""
+        return rows
 
     #: The dry run of a query call on its checked rows (``None``: the subclass has none).
     _dry_run: Callable[[Any], None] | None = None
@@ -1556,11 +1560,6 @@ _OVERRIDE_CONSTRAINTS = {
     "m": [_POSITIVE],
     "bt_epsilon": [_POSITIVE],
 }
-
-
-def _rows_unchanged(rows: Any, n_jobs: int | None) -> Any:
-    """The computation of the everlasting plan: the rows, for the phases to answer."""
-    return rows
 
 
 def _answers_or_halt(drawn: tuple[np.ndarray, PredictorHaltedError | None]) -> np.ndarray:
@@ -2723,11 +2722,15 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             dtype=None,
             ensure_all_finite=True,
         )
-        # The pool keeps its own copy of the caller's rows, taken before any teacher sees them.
-        rows = handed_rows(self._pool_rows(X, X_checked))
+        rows = self._pool_rows(X, X_checked)
         if self._hclass is None:
             return _QueryBatch(rows, None)
         return _QueryBatch(rows, np.asarray(self._hclass.prepare(_dense(X_checked))))
+
+    def _phase_rows(self, batch: _QueryBatch, n_jobs: int | None) -> _QueryBatch:
+        """The rows the phase keeps and its teachers answer: the pool's own copy of the
+        caller's rows, taken (after the charge, under the lock) before any teacher sees them."""
+        return _QueryBatch(handed_rows(batch.rows), batch.points)
 
     def _dry_run(self, batch: _QueryBatch) -> None:  # type: ignore[override]
         """Rows of a kind the base estimator cannot read at all: refused, from public facts."""
