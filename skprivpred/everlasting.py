@@ -2732,7 +2732,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
         caller's rows, taken (after the charge, under the lock) before any teacher sees them."""
         return _QueryBatch(handed_rows(batch.rows), batch.points)
 
-    def _dry_run(self, batch: _QueryBatch) -> None:  # type: ignore[override]
+    def _dry_run(self, batch: _QueryBatch) -> None:
         """Rows of a kind the base estimator cannot read at all: refused, from public facts."""
         template = self.__dict__.get("_teacher_template", self.estimator)
         check_teachers_can_read(self, template, batch.rows, classes=self.classes_)
