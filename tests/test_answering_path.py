@@ -348,9 +348,6 @@ def test_one_query_never_returns_to_a_module_it_has_left(name, make, method, cha
     trace.run(estimator, method, X)
     assert trace.stages, "the query went through the answering path"
     assert trace.returns() == [], trace.stage_modules()
-    # One module per concept: each stage's own frame is in one module (the hook's).
-    for stage in trace.stages:
-        assert len({stage["modules"][0]}) == 1
 
 
 @pytest.mark.parametrize(
