@@ -250,36 +250,3 @@ def reduce_partitions(function, pairs, *args, per_partition=None) -> list:
         extra = () if per_partition is None else tuple(per_partition[i])
         tasks.append(dask.delayed(function, pure=True)(X_part, y_part, *args, *extra))
     return list(dask.compute(*tasks)) if tasks else []
-
-
-def map_row_blocks(function, X, args, *, n_features: int, tail: tuple, dtype, who: str):
-    """``function(block, *args)`` on every row block of a dask array or DataFrame, lazily.
-
-    Returns a dask array with X's row partitioning: the same row chunks for a dask
-    array, one block per partition (of unknown length until computed) for a DataFrame.
-    ``tail`` is the shape of one row of the output (``()`` for one value per row).
-    """
-    import numpy as np
-
-    if hasattr(X, "chunks"):
-        if X.ndim != 2 or X.shape[1] != n_features:
-            raise ValueError(
-                f"{who}: X has shape {X.shape}, but the model was fitted on {n_features} features."
-            )
-        X = X.rechunk({1: -1})
-        if tail:
-            return X.map_blocks(
-                function,
-                *args,
-                chunks=(X.chunks[0], tail),
-                dtype=dtype,
-                meta=np.empty((0, *tail), dtype=dtype),
-            )
-        return X.map_blocks(
-            function, *args, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype=dtype)
-        )
-    if not hasattr(X, "columns") or len(X.columns) != n_features:
-        raise ValueError(
-            f"{who}: X must be a dask array or a dask DataFrame with {n_features} columns."
-        )
-    return X.map_partitions(function, *args, meta=np.empty((0, *tail), dtype=dtype))

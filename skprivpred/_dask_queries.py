@@ -282,20 +282,23 @@ def free_answers(estimator, X, plan):
     Post-processing: the plan's ``values`` runs on each block where it lives
     (after its ``check_block``), with no charge and no noise, so a
     recomputation gives the same values; ``plan.answer_meta`` gives the
-    dtype and trailing shape of one row's answer.
+    dtype and trailing shape of one row's answer. A dask array's known row
+    chunks are the answers' row chunks (a DataFrame's partitions, of lengths
+    not known before they are computed, give one block each).
     """
     name = type(estimator).__name__
     dask, da = import_dask("dask", "dask.array", who=f"{name} on dask queries")
     _check_schema(estimator, X)
     blocks, _ = _blocks(X)
+    lengths = X.chunks[0] if hasattr(X, "chunks") else (np.nan,) * len(blocks)
     dtype, trailing = plan.answer_meta
     fn = dask.delayed(plan.values, name=f"skprivpred-student-{uuid.uuid4().hex}")
     pieces = [
         da.from_delayed(
             dask.delayed(_block_values, pure=True)(fn, b, plan.check_block),
-            shape=(np.nan, *trailing),
+            shape=(length, *trailing),
             dtype=dtype,
         )
-        for b in blocks
+        for b, length in zip(blocks, lengths)
     ]
     return da.concatenate(pieces, axis=0)

@@ -32,7 +32,8 @@ in :mod:`skprivpred.accounting`.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -47,6 +48,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     PrivatePredictorMixin,
+    QueryPlan,
+    answer,
     binary_only_message,
     finite_target_column,
     keep_frame,
@@ -1281,10 +1284,10 @@ class _QueryBatch:
 
     rows: Any
     points: np.ndarray | None
+    shape: tuple[int, ...] = field(init=False)  # the rows' (read by the answering path)
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.rows.shape
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", self.rows.shape)
 
     def __getitem__(self, index: Any) -> _QueryBatch:
         points = None if self.points is None else self.points[index]
@@ -1297,11 +1300,14 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
     A subclass provides, for the current phase: ``_prepare_queries(X)``
     (validation, before anything is charged: whatever the phase boundary will
     need of a query is checked here, so that nothing raises after the charge),
+    optionally ``_dry_run(rows)`` (the refusal of rows no teacher can read),
     ``_answer_block(block, rng)`` (answers, as indices into ``classes_``, for
     a prefix of the block; shorter only when the mechanism halted),
     ``_record(block, answers, first_slot)`` (keep what the next phase needs)
-    and ``_next_phase()`` (train the next phase's teachers). The engine cuts
-    every call at phase boundaries, in row order, under the query lock.
+    and ``_next_phase()`` (train the next phase's teachers). ``predict`` answers
+    through the answering path (:func:`skprivpred._base.answer`, one charge for
+    the call); the engine cuts every call at phase boundaries, in row order,
+    under the query lock.
 
     The fitted state has one owner: the object ``fit`` returned, in the
     process that ran ``fit`` (:meth:`_own_stream`). A copy (pickle, joblib,
@@ -1397,18 +1403,44 @@ class _EverlastingStream(PrivatePredictorMixin, ClassifierMixin, BaseEstimator):
             ``copy.deepcopy``) or is used in a process forked from the one
             that fitted it; nothing is charged or answered then.
         """
+        return answer(self, X, self._query_plan())
+
+    def _query_plan(self) -> QueryPlan:
+        """How ``predict`` answers: one charge for the call, then the phases in row order.
+
+        The public checks are the stream's (its owner, whether it halted) and
+        the queries' (:meth:`_prepare_queries`); the dry run is the
+        subclass's (:attr:`_dry_run`); the per-row charge is the largest
+        guarantee among the phases the call reaches (:meth:`_row_guarantee`,
+        public: a function of the number of queries). The phases interleave
+        their computation (the teachers' votes) and their mechanism
+        (BetweenThresholds or the Gaussian vote, then the next phase's
+        training at a boundary), so the plan's computation passes the checked
+        rows on and its mechanism is :meth:`_answer_stream`, under the query
+        lock; its post-processing raises the halt, if the call halted.
+        """
         self._stream()  # NotFittedError before fit
+        return QueryPlan(
+            check=self._check_queries,
+            dry_run=self._dry_run,
+            charge_rows=self._row_guarantee,
+            values=self._phase_rows,
+            draw=self._answer_stream,
+            finish=_answers_or_halt,
+        )
+
+    def _phase_rows(self, rows: Any, n_jobs: int | None) -> Any:
+        """The plan's computation: the checked rows, as the phases take them."""
+        return rows
+
+    #: The dry run of a query call on its checked rows (``None``: the subclass has none).
+    _dry_run: Callable[[Any], None] | None = None
+
+    def _check_queries(self, X: MatrixLike) -> Any:
+        """The public checks of a query call, before anything is charged or drawn."""
         self._check_stream_owner()
         self._raise_if_halted()
-        X = self._prepare_queries(X)
-        n_rows = X.shape[0]
-        epsilon, delta, rho = self._row_guarantee(n_rows)
-        answers, halt = self._release(
-            n_rows, epsilon, lambda rng: self._answer_stream(X, rng), delta=delta, rho=rho
-        )
-        if halt is not None:
-            raise halt
-        return answers
+        return self._prepare_queries(X)
 
     def _raise_if_halted(self) -> None:
         if self._stream()["status"] == STATUS_HALTED:
@@ -1571,6 +1603,14 @@ _OVERRIDE_CONSTRAINTS = {
     "m": [_POSITIVE],
     "bt_epsilon": [_POSITIVE],
 }
+
+
+def _answers_or_halt(drawn: tuple[np.ndarray, PredictorHaltedError | None]) -> np.ndarray:
+    """The answers of a stream call, or the halt it met (which carries them)."""
+    answers, halt = drawn
+    if halt is not None:
+        raise halt
+    return answers
 
 
 def _as_column_if_1d(X):
@@ -2597,14 +2637,20 @@ class PrivateEverlastingClassifier(_EverlastingStream):
             dtype=None,
             ensure_all_finite=True,
         )
-        # The pool keeps its own copy of the caller's rows, taken before any teacher sees them.
-        rows = handed_rows(self._pool_rows(X, X_checked))
-        # Rows of a kind the base estimator cannot read at all: refused now, from public facts.
-        template = self.__dict__.get("_teacher_template", self.estimator)
-        check_teachers_can_read(self, template, rows, classes=self.classes_)
+        rows = self._pool_rows(X, X_checked)
         if self._hclass is None:
             return _QueryBatch(rows, None)
         return _QueryBatch(rows, np.asarray(self._hclass.prepare(_dense(X_checked))))
+
+    def _phase_rows(self, batch: _QueryBatch, n_jobs: int | None) -> _QueryBatch:
+        """The rows the phase keeps and its teachers answer: the pool's own copy of the
+        caller's rows, taken (after the charge, under the lock) before any teacher sees them."""
+        return _QueryBatch(handed_rows(batch.rows), batch.points)
+
+    def _dry_run(self, batch: _QueryBatch) -> None:
+        """Rows of a kind the base estimator cannot read at all: refused, from public facts."""
+        template = self.__dict__.get("_teacher_template", self.estimator)
+        check_teachers_can_read(self, template, batch.rows, classes=self.classes_)
 
     def _pool_rows(self, X, X_checked):
         """The query rows in the training set's form, so that a phase's queries concatenate.

@@ -42,6 +42,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._base import (
     PrivatePredictorMixin,
+    QueryPlan,
+    answer,
     check_noise_delta,
     resolve_binary_classes,
 )
@@ -743,26 +745,46 @@ class _PrivateLinearModel(PrivatePredictorMixin):
         )
 
     # -- queries ------------------------------------------------------------------
-    def _query_rows(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Validated, clipped, augmented query rows and their norms."""
+    def _score_plan(self, draw, finish=None) -> QueryPlan:
+        """The plan of a query method: one release per row of the score ``<w, x~>``.
+
+        The public checks validate the rows; the computation gives each row's
+        score and its (public) sensitivity; ``draw`` is the mechanism (a label
+        from the closed-form law, or a real value on the public grid) and
+        ``finish`` its post-processing. Charged per row at the fitted guarantee.
+        """
         check_is_fitted(self, "privacy_guarantee_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
-        return _augmented_rows(X, *self._rows)
-
-    def _scores_and_sensitivity(self, X) -> tuple[np.ndarray, np.ndarray]:
-        features, norms = self._query_rows(X)
-        return features @ self._coef, self._score_release.sensitivity(norms)
-
-    def _noisy_scores(self, X) -> np.ndarray:
-        """One real-valued release per row: fresh noise, charged before it is drawn."""
-        scores, sensitivity = self._scores_and_sensitivity(X)
         release = self._score_release
-        return self._release(
-            scores.shape[0],
-            release.epsilon,
-            lambda rng: release.real_values(scores, sensitivity, rng),
+        return QueryPlan(
+            check=self._validate_queries,
+            values=self._score_values,
+            draw=draw,
+            finish=finish if finish is not None else np.asarray,
+            epsilon=release.epsilon,
             delta=release.delta,
         )
+
+    def _validate_queries(self, X) -> np.ndarray:
+        """The public checks of a query call: fitted width, finite numbers."""
+        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
+
+    def _score_values(self, rows: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
+        """Per checked row: the score ``<w, x~>`` (secret) and its sensitivity (public)."""
+        features, norms = _augmented_rows(rows, *self._rows)
+        return np.column_stack([features @ self._coef, self._score_release.sensitivity(norms)])
+
+    def _draw_real_values(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The mechanism of a real-valued answer: the score plus noise, on the public grid."""
+        return self._score_release.real_values(values[:, 0], values[:, 1], rng)
+
+    def _draw_labels(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The mechanism of a label: one draw from ``P(score + noise >= 0)`` per row."""
+        return sample_categorical(self._score_release.label_law(values[:, 0], values[:, 1]), rng)
+
+    def _scores_and_sensitivity(self, X) -> tuple[np.ndarray, np.ndarray]:
+        check_is_fitted(self, "privacy_guarantee_")
+        values = self._score_values(self._validate_queries(X))
+        return values[:, 0], values[:, 1]
 
     # -- non-private diagnostics (tests and audits only) ----------------------------
     def _raw_score(self, X) -> np.ndarray:
@@ -996,6 +1018,11 @@ class _AveragedPSGD(_PrivateLinearModel):
         )
 
 
+def _as_proba(noisy: np.ndarray) -> np.ndarray:
+    """``[1 - p, p]`` with ``p = expit(noisy score)`` (post-processing)."""
+    return np.column_stack([expit(-noisy), expit(noisy)])
+
+
 if TYPE_CHECKING:  # the query mixins are always combined with a _PrivateLinearModel
     _QueriesBase = _PrivateLinearModel
 else:
@@ -1044,15 +1071,8 @@ class _LinearClassifierQueries(_QueriesBase):
         ndarray of shape (n_queries,)
             Labels from ``classes_``.
         """
-        law = self._label_law(X)
-        release = self._score_release
-        index = self._release(
-            law.shape[0],
-            release.epsilon,
-            lambda rng: sample_categorical(law, rng),
-            delta=release.delta,
-        )
-        return self.classes_[index]
+        classes = self.classes_
+        return answer(self, X, self._score_plan(self._draw_labels, lambda k: classes[k]))
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """One private score per row: ``<w, x~>`` plus noise, on a public grid.
@@ -1070,7 +1090,7 @@ class _LinearClassifierQueries(_QueriesBase):
         ndarray of shape (n_queries,)
             The noisy scores.
         """
-        return self._noisy_scores(X)
+        return answer(self, X, self._score_plan(self._draw_real_values))
 
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Private probabilities: ``expit`` of a fresh noisy score per row.
@@ -1088,8 +1108,7 @@ class _LinearClassifierQueries(_QueriesBase):
         ndarray of shape (n_queries, 2)
             ``[1 - p, p]`` with ``p = expit(noisy score)``.
         """
-        noisy = self._noisy_scores(X)
-        return np.column_stack([expit(-noisy), expit(noisy)])
+        return answer(self, X, self._score_plan(self._draw_real_values, _as_proba))
 
     def _output_distribution(self, X) -> np.ndarray:
         """Exact law of ``predict`` per row. NOT PRIVATE: leaks the scores; never charges."""
@@ -1147,9 +1166,12 @@ class _LinearRegressorQueries(_QueriesBase):
         ndarray of shape (n_queries,)
             The private predictions.
         """
-        noisy = self._noisy_scores(X) + self._y_centre
-        bounds = self._output_bounds
-        return noisy if bounds is None else np.clip(noisy, *bounds)
+        centre, bounds = self._y_centre, self._output_bounds
+
+        def finish(noisy: np.ndarray) -> np.ndarray:
+            return noisy + centre if bounds is None else np.clip(noisy + centre, *bounds)
+
+        return answer(self, X, self._score_plan(self._draw_real_values, finish))
 
 
 # -- the estimators ---------------------------------------------------------------------

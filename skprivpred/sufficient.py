@@ -26,6 +26,7 @@ limit.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from numbers import Real
 from typing import Any
@@ -40,8 +41,8 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import PrivatePredictorMixin, resolve_classes
-from ._dask import import_dask_for, is_dask_collection, map_row_blocks, reduce_partitions
+from ._base import PrivatePredictorMixin, QueryPlan, answer, resolve_classes
+from ._dask import import_dask_for, is_dask_collection, reduce_partitions
 from ._dry_run import check_numeric_rows
 from ._hopeless import BestCase, statistic_best_case, warn_if_hopeless
 from ._isolation import UserCode, call_user_code, freeze_rows
@@ -439,9 +440,19 @@ def _statistic_partition(X_part, y_part, regression: bool, spec, target) -> tupl
     return labelled_statistic(X_labelled, y_labelled, spec, target), int(labelled.sum()), finite
 
 
-def _answer_block(block, model, method: str) -> np.ndarray:
-    """A released model's answers to one block or partition of query rows (free)."""
-    return np.asarray(getattr(model, method)(block))
+def _query_rows(model, X) -> np.ndarray:
+    """The public checks of a query call (shape, finiteness, numeric entries).
+
+    The ``check`` of the answering path's plan, and its ``check_block`` on a
+    dask collection (``model`` is the released model without accountant or
+    query stream, so the function ships to the workers).
+    """
+    return model._validate_X(X, reset=False)
+
+
+def _model_answers(model, method: str, rows: np.ndarray, n_jobs: int | None) -> np.ndarray:
+    """The released model's answers of ``method`` to checked rows (free post-processing)."""
+    return model._answers(rows, method)
 
 
 # -- the rows of a fit: in memory, or partitions of dask collections ------------------------------
@@ -824,20 +835,31 @@ class _SufficientStatistic(PrivatePredictorMixin, BaseEstimator):
         model.accountant = None
         return model
 
-    def _answer(self, X, method: str, tail: tuple, dtype):
-        """Answers of ``method`` to a dask collection, as a lazy collection (free)."""
-        name = f"{type(self).__name__}.{method}"
+    def _query_plan(self, method: str) -> QueryPlan:
+        """How ``method`` answers: free post-processing of the one release.
+
+        No charge and no noise (``draw=None``): the answers are a function of
+        the released model. The public checks run in memory, or where each
+        block of a dask collection lives, as do the answers.
+        """
         check_is_fitted(self, "privacy_guarantee_")
-        import_dask_for(X, who=f"{name} on a dask collection")
-        return map_row_blocks(
-            _answer_block,
-            X,
-            (self._public_model(), method),
-            n_features=self.n_features_in_,
-            tail=tail,
-            dtype=dtype,
-            who=name,
+        model = self._public_model()
+        check = functools.partial(_query_rows, model)
+        return QueryPlan(
+            check=check,
+            values=functools.partial(_model_answers, model, method),
+            draw=None,
+            check_block=check,
+            answer_meta=self._answer_meta(method),
         )
+
+    def _answers(self, rows: np.ndarray, method: str) -> np.ndarray:
+        """The released model's answers of ``method`` to checked rows (subclasses)."""
+        raise NotImplementedError
+
+    def _answer_meta(self, method: str) -> tuple:
+        """dtype and trailing shape of one row's answer of ``method`` (subclasses)."""
+        raise NotImplementedError
 
     # -- the one release ----------------------------------------------------------------------
     def _rho(self) -> float:
@@ -1145,12 +1167,7 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         ndarray of shape (n_queries,) or (n_queries, n_classes)
             Scores; nothing is charged.
         """
-        if is_dask_collection(X):
-            tail = () if self._coef.ndim == 1 else (self.classes_.size,)
-            return self._answer(X, "decision_function", tail, np.float64)
-        check_is_fitted(self, "privacy_guarantee_")
-        phi = self._phi(self._validate_X(X, reset=False))
-        return phi @ self._coef if self._coef.ndim == 1 else phi @ self._coef.T
+        return answer(self, X, self._query_plan("decision_function"))
 
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities of the released model (free post-processing).
@@ -1165,13 +1182,7 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         -------
         ndarray of shape (n_queries, n_classes)
         """
-        if is_dask_collection(X):
-            return self._answer(X, "predict_proba", (self.classes_.size,), np.float64)
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            p = expit(scores)
-            return np.column_stack([1.0 - p, p])
-        return softmax(scores, axis=1)
+        return answer(self, X, self._query_plan("predict_proba"))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Labels of the released model (free, deterministic post-processing).
@@ -1187,11 +1198,27 @@ class SufficientStatisticClassifier(ClassifierMixin, _SufficientStatistic):
         ndarray of shape (n_queries,)
             Labels from ``classes_``; nothing is charged.
         """
-        if is_dask_collection(X):
-            return self._answer(X, "predict", (), self.classes_.dtype)
-        scores = self.decision_function(X)
+        return answer(self, X, self._query_plan("predict"))
+
+    def _answers(self, rows: np.ndarray, method: str) -> np.ndarray:
+        phi = self._phi(rows)
+        scores = phi @ self._coef if self._coef.ndim == 1 else phi @ self._coef.T
+        if method == "decision_function":
+            return scores
+        if method == "predict_proba":
+            if scores.ndim == 1:
+                p = expit(scores)
+                return np.column_stack([1.0 - p, p])
+            return softmax(scores, axis=1)
         index = (scores > 0).astype(np.intp) if scores.ndim == 1 else np.argmax(scores, axis=1)
         return self.classes_[index]
+
+    def _answer_meta(self, method: str) -> tuple:
+        if method == "predict":
+            return self.classes_.dtype, ()
+        if method == "decision_function" and self._coef.ndim == 1:
+            return np.float64, ()
+        return np.float64, (self.classes_.size,)
 
     def score(self, X: MatrixLike, y: VectorLike, sample_weight: Any = None) -> float:
         """Accuracy on the labelled rows (rows with ``y == -1`` are ignored); free.
@@ -1408,11 +1435,13 @@ class SufficientStatisticRegressor(RegressorMixin, _SufficientStatistic):
         ndarray of shape (n_queries,)
             Nothing is charged.
         """
-        if is_dask_collection(X):
-            return self._answer(X, "predict", (), np.float64)
-        check_is_fitted(self, "privacy_guarantee_")
-        phi = self._phi(self._validate_X(X, reset=False))
-        return np.clip(self._y_centre + phi @ self._coef, *self._y_range)
+        return answer(self, X, self._query_plan("predict"))
+
+    def _answers(self, rows: np.ndarray, method: str) -> np.ndarray:
+        return np.clip(self._y_centre + self._phi(rows) @ self._coef, *self._y_range)
+
+    def _answer_meta(self, method: str) -> tuple:
+        return np.float64, ()
 
     def score(self, X: MatrixLike, y: VectorLike, sample_weight: Any = None) -> float:
         """R^2 on the labelled rows (rows with NaN targets are ignored); free.

@@ -61,18 +61,28 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 from skprivpred import (
+    AveragedPSGDRegressor,
+    DPValidatedHistogramDensity,
+    DPValidatedLogisticRegression,
     ExponentialMechanismClassifier,
     ExpProjectedWalkClassifier,
+    GenericBBLClassifier,
     PrivacyAccountant,
+    PrivateEverlastingClassifier,
     PrivateExpertsClassifier,
+    PrivateGridSearchCV,
     PrivateHalfspacePPMClassifier,
+    StableERMClassifier,
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
+    SufficientStatisticClassifier,
+    SufficientStatisticRegressor,
 )
 from skprivpred._base import PrivatePredictorMixin
 from skprivpred._dask import is_dask_collection
 from skprivpred._teachers import TeacherEnsemble
+from skprivpred.exceptions import InsufficientSampleError
 
 ORDER = ("edge", "check", "dry_run", "charge", "values", "draw", "finish", "released")
 PACKAGE = PrivatePredictorMixin.__module__.split(".")[0]
@@ -418,3 +428,217 @@ def test_the_horizon_hands_off_to_the_student_after_the_charged_rows():
     stage_at = {item[1]: k for k, item in enumerate(trace.timeline) if item[0] == "stage"}
     assert stage_at["charge"] < noise[0] and noise[-1] < stage_at["handoff"]
     assert est.mode_ == "student" and est.queries_answered_ == 5
+
+
+# -- the one-release estimators, the linear releases, the grid search, the everlasting phases ----
+def _stable_erm(accountant):
+    X, y = _classification()
+    return StableERMClassifier(classes=[0, 1], accountant=accountant).fit(X, y), X[:7]
+
+
+def _psgd_regressor(accountant):
+    X, y = _classification()
+    est = AveragedPSGDRegressor(y_bounds=(0.0, 1.0), accountant=accountant)
+    return est.fit(X, y.astype(float)), X[:7]
+
+
+def _sufficient(accountant):
+    X, y = _classification()
+    y = np.where(np.arange(y.size) % 2 == 0, -1, y)  # half the rows public, unlabelled
+    return SufficientStatisticClassifier(classes=[0, 1], accountant=accountant).fit(X, y), X[:7]
+
+
+def _sufficient_regressor(accountant):
+    X, y = _classification()
+    y = np.where(np.arange(y.size) % 2 == 0, np.nan, y.astype(float))
+    est = SufficientStatisticRegressor(y_bounds=(0.0, 1.0), accountant=accountant)
+    return est.fit(X, y), X[:7]
+
+
+def _validated(accountant):
+    X, y = _classification(n=2000)
+    est = DPValidatedLogisticRegression(epsilon=5.0, classes=[0, 1], accountant=accountant)
+    return est.fit(X, y), X[:7]
+
+
+def _histogram(accountant):
+    X, _ = _classification(n=2000, d=1)
+    est = DPValidatedHistogramDensity(epsilon=5.0, bounds=(-4.0, 4.0), accountant=accountant)
+    return est.fit(X), X[:7]
+
+
+def _grid_search(accountant):
+    X, y = _classification()
+    est = PrivateGridSearchCV(
+        SubsampleAggregateClassifier(LogisticRegression(), classes=[0, 1], accountant=accountant),
+        {"n_teachers": [5, 10]},
+        accountant=accountant,
+    )
+    return est.fit(X, y), X[:7]
+
+
+def _everlasting(accountant):
+    rng = np.random.default_rng(40)
+    X = rng.random((400, 1))
+    est = PrivateEverlastingClassifier(
+        LogisticRegression(),
+        n_teachers=20,
+        epsilon=2.0,
+        phase_growth=1.0,
+        classes=(0, 1),
+        accountant=accountant,
+    )
+    return est.fit(X, (X[:, 0] >= 0.5).astype(int)), rng.random((7, 1))
+
+
+def _genericbbl(accountant):
+    """Paper mode (the one that charges), sized as test_everlasting's charging test."""
+    overrides = {
+        "n_teachers": 3000,
+        "teacher_size": 1,
+        "top_budget": 1,
+        "threshold_gap": 0.5,
+        "phase_length": 500_000,
+    }
+    est = GenericBBLClassifier(
+        epsilon=1.0,
+        delta=0.05,
+        alpha=0.05,
+        beta=0.05,
+        overrides=overrides,
+        classes=(0, 1),
+        accountant=accountant,
+    )
+    rng = np.random.default_rng(41)
+    try:
+        est.fit(np.zeros((10, 1)), np.zeros(10, dtype=int))
+    except InsufficientSampleError as too_small:
+        n = too_small.required_samples
+    X = rng.random((n, 1))
+    return est.fit(X, (X[:, 0] >= 0.5).astype(int)), np.full((7, 1), 0.9)
+
+
+#: (name, factory, method, charged, dry run), as CASES
+RELEASE_CASES = [
+    ("stable-erm", _stable_erm, "predict", True, False),
+    ("stable-erm", _stable_erm, "decision_function", True, False),
+    ("stable-erm", _stable_erm, "predict_proba", True, False),
+    ("psgd-regressor", _psgd_regressor, "predict", True, False),
+    ("sufficient", _sufficient, "predict", False, False),
+    ("sufficient", _sufficient, "predict_proba", False, False),
+    ("sufficient", _sufficient, "decision_function", False, False),
+    ("sufficient-regressor", _sufficient_regressor, "predict", False, False),
+    ("validated", _validated, "predict", False, False),
+    ("validated", _validated, "predict_proba", False, False),
+    ("histogram", _histogram, "score_samples", False, False),
+    ("histogram", _histogram, "density", False, False),
+]
+RELEASE_IDS = [f"{name}-{method}" for name, _, method, _, _ in RELEASE_CASES]
+
+
+@pytest.mark.parametrize("name, make, method, charged, dry_run", RELEASE_CASES, ids=RELEASE_IDS)
+def test_release_estimators_run_the_stages_in_order(name, make, method, charged, dry_run):
+    """One-release estimators declare free post-processing (no charge, no noise); the linear
+    releases and the everlasting phases are charged once per call, before any noise."""
+    test_one_query_runs_the_stages_in_order(name, make, method, charged, dry_run)
+
+
+@pytest.mark.parametrize("name, make, method, charged, dry_run", RELEASE_CASES, ids=RELEASE_IDS)
+def test_release_estimators_never_return_to_a_module_they_left(
+    name, make, method, charged, dry_run
+):
+    test_one_query_never_returns_to_a_module_it_has_left(name, make, method, charged, dry_run)
+
+
+def test_free_post_processing_declares_no_mechanism():
+    """The one-release estimators say so in their plan: ``draw=None`` (the path's ``free``)."""
+    for make, method in [
+        (_sufficient, "predict"),
+        (_sufficient_regressor, "predict"),
+        (_validated, "decision_function"),
+        (_histogram, "density"),
+    ]:
+        estimator, _ = make(None)
+        plan = estimator._query_plan(method)
+        assert plan.free and plan.draw is None
+    for make in (_stable_erm, _psgd_regressor):
+        estimator, _ = make(None)
+        assert not estimator._score_plan(estimator._draw_real_values).free
+
+
+def test_the_grid_search_answers_by_the_refitted_candidates_path():
+    accountant = PrivacyAccountant(epsilon=1e6, delta=0.5)
+    estimator, X = _grid_search(accountant)
+    spent = accountant.queries_answered
+    trace = PathTrace()
+    trace.best = estimator.best_estimator_
+    trace.best._query_stream.rng = _RecordingGenerator(trace.best._query_stream.rng, trace.note)
+    sys.setprofile(trace)
+    try:
+        answers = estimator.predict(X)
+    finally:
+        sys.setprofile(None)
+    assert answers.shape == (7,)
+    labels = [label for label in trace.labels_in_order() if label != "finish"]
+    assert labels == ["edge", "check", "dry_run", "charge", "values", "draw"], labels
+    assert accountant.queries_answered == spent + 7
+
+
+class _PhaseTrace(PathTrace):
+    """A trace that also names the plan's ``charge_rows`` (the everlasting per-row charge)."""
+
+    def _learn_hooks(self, hub_frame) -> None:
+        super()._learn_hooks(hub_frame)
+        plan = hub_frame.f_locals.get("plan")
+        if type(plan).__name__ == "QueryPlan" and plan.charge_rows is not None:
+            self.labels.setdefault(_code(plan.charge_rows), "charge_rows")
+
+
+@pytest.mark.parametrize(
+    "make, dry_run", [(_everlasting, True), (_genericbbl, False)], ids=["practical", "genericbbl"]
+)
+def test_the_everlasting_phases_run_the_stages_in_order(make, dry_run):
+    """Checks (the stream's owner and halt, the queries), the dry run, the per-row charge of the
+    phases the call reaches, one charge, then the phases (computation and mechanism interleaved,
+    under the lock), then the halt if any: the noise after the charge."""
+    accountant = PrivacyAccountant(epsilon=1e6, delta=0.5)
+    estimator, X = make(accountant)
+    trace = _PhaseTrace()
+    answers = trace.run(estimator, "predict", X)
+    assert answers.shape == (X.shape[0],)
+    expected = ["edge", "check", *(["dry_run"] if dry_run else [])]
+    expected += ["charge_rows", "charge", "values", "draw", "finish"]
+    assert trace.labels_in_order() == expected, trace.labels_in_order()
+    noise = [k for k, item in enumerate(trace.timeline) if item[0] == "noise"]
+    stage_at = {item[1]: k for k, item in enumerate(trace.timeline) if item[0] == "stage"}
+    assert noise and stage_at["charge"] < stage_at["draw"] < noise[0]
+    assert noise[-1] < stage_at["finish"]
+    # GenericBBL's hypothesis class is met twice: its domain check is a public check (a query
+    # outside it is refused before the charge), its votes are the phases' computation.
+    again = [] if dry_run else [type(estimator._hclass).__module__]
+    assert trace.returns() == again, trace.stage_modules()
+    assert accountant.queries_answered == X.shape[0]
+
+
+def test_a_call_across_a_phase_boundary_is_charged_once_before_the_next_phase_trains():
+    """The everlasting phases: one charge for the call (at the largest per-row guarantee of the
+    phases it reaches), then the answers and the next phase's training, all after it."""
+    accountant = PrivacyAccountant(epsilon=1e6, delta=0.5)
+    estimator, _ = _everlasting(accountant)
+    length = estimator.phase_schedule_[0]["phase_length"]
+    queries = np.random.default_rng(5).random((length + 3, 1))
+    timeline = []
+    charge, next_phase = _code(PrivacyAccountant.charge), _code(type(estimator)._next_phase)
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code in (charge, next_phase):
+            timeline.append("charge" if frame.f_code is charge else "next phase")
+
+    sys.setprofile(profile)
+    try:
+        answers = estimator.predict(queries)
+    finally:
+        sys.setprofile(None)
+    assert answers.shape == (length + 3,) and estimator.phase_ == 2
+    assert timeline == ["charge", "next phase"], timeline
+    assert accountant.queries_answered == length + 3

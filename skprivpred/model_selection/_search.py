@@ -15,7 +15,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._base import PrivatePredictorMixin, keep_frame, resolve_classes
+from .._base import PrivatePredictorMixin, answer, keep_frame, resolve_classes
 from .._dask import refuse_dask_collection
 from .._hopeless import best_case
 from .._isolation import captured_warnings
@@ -476,9 +476,10 @@ class PrivateGridSearchCV(
         -------
         ndarray of shape (n_queries,)
         """
-        refuse_dask_collection(self, X, "predict")
+        refuse_dask_collection(self, X, "predict")  # available_if hides it from the mixin's
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X)
+        best = self.best_estimator_  # the refitted candidate answers, by its own plan
+        return answer(best, X, best._query_plan("predict"))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

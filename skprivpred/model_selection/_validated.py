@@ -50,7 +50,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, DensityMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._base import PrivatePredictorMixin, resolve_binary_classes
+from .._base import PrivatePredictorMixin, QueryPlan, answer, resolve_binary_classes
 from .._hopeless import BestCase, warn_if_hopeless
 from .._optim import _augmented_rows, _certified_logistic, reachable_logistic_tol
 from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
@@ -875,26 +875,48 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
         return _select(scores, epsilon_select, sensitivity, self.selection, rng)
 
     # -- post-processing of the released model --------------------------------------------
+    def _query_plan(self, method: str) -> QueryPlan:
+        """How ``method`` answers: free post-processing of the released model.
+
+        No charge and no noise (``draw=None``); the public checks are the
+        validation of the rows and their clipping by the public norm bound.
+        """
+        check_is_fitted(self, "privacy_guarantee_")
+        return QueryPlan(
+            check=self._query_rows,
+            values=lambda rows, n_jobs: self._answers(rows, method),
+            draw=None,
+        )
+
+    def _query_rows(self, X) -> np.ndarray:
+        """Query rows validated and clipped by the public norm bound (no constant column)."""
+        X, _ = self._rows(X, reset=False)
+        return X[:, :-1] if self._constant() is not None else X
+
+    def _answers(self, rows: np.ndarray, method: str) -> np.ndarray:
+        """The released model's answers of ``method`` to checked rows."""
+        scores = rows @ self.coef_[0] + self.intercept_[0]
+        if method == "decision_function":
+            return scores
+        if method == "predict_proba":
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        return self.classes_[(scores > 0).astype(int)]
+
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """``coef_ . x + intercept_`` for rows clipped by the public norm bound.
 
         Free post-processing of the released model.
         """
-        check_is_fitted(self, "privacy_guarantee_")
-        X, _ = self._rows(X, reset=False)
-        if self._constant() is not None:
-            X = X[:, :-1]
-        return X @ self.coef_[0] + self.intercept_[0]
+        return answer(self, X, self._query_plan("decision_function"))
 
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """``sigma(w . x)`` for the positive class (free post-processing)."""
-        p = expit(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
+        return answer(self, X, self._query_plan("predict_proba"))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Labels of the released model (free, deterministic post-processing)."""
-        positive = self.decision_function(X) > 0
-        return self.classes_[positive.astype(int)]
+        return answer(self, X, self._query_plan("predict"))
 
 
 # -- histogram density estimation with bin-count selection (Chaudhuri & Vinterbo 2013, Sec. 4.2) --
@@ -1204,12 +1226,32 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
         -------
         ndarray of shape (n_samples,)
         """
+        return answer(self, X, self._query_plan("density"))
+
+    def _query_plan(self, method: str) -> QueryPlan:
+        """How ``method`` answers: free post-processing of the released histogram.
+
+        No charge and no noise (``draw=None``).
+        """
         check_is_fitted(self, "privacy_guarantee_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=True)
-        low, high = self._box(X.shape[1])
-        inside = np.all((X >= low) & (X <= high), axis=1)
-        cells = _cell_index(_to_unit_cube(X, low, high), self.n_bins_)
-        return np.where(inside, self.density_.ravel()[cells], 0.0)
+        return QueryPlan(
+            check=lambda X: validate_data(
+                self, X, reset=False, dtype=np.float64, ensure_all_finite=True
+            ),
+            values=lambda rows, n_jobs: self._answers(rows, method),
+            draw=None,
+        )
+
+    def _answers(self, rows: np.ndarray, method: str) -> np.ndarray:
+        """The released histogram's density (``"density"``) or its log at checked rows."""
+        low, high = self._box(rows.shape[1])
+        inside = np.all((rows >= low) & (rows <= high), axis=1)
+        cells = _cell_index(_to_unit_cube(rows, low, high), self.n_bins_)
+        density = np.where(inside, self.density_.ravel()[cells], 0.0)
+        if method == "density":
+            return density
+        with np.errstate(divide="ignore"):
+            return np.log(density)
 
     def score_samples(self, X: MatrixLike) -> np.ndarray:
         """Log density at each row (``-inf`` in empty cells and outside ``bounds``).
@@ -1222,8 +1264,7 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
         -------
         ndarray of shape (n_samples,)
         """
-        with np.errstate(divide="ignore"):
-            return np.log(self.density(X))
+        return answer(self, X, self._query_plan("score_samples"))
 
     # DensityMixin's signature: a density's score, not the query mixin's score of answers.
     def score(self, X: MatrixLike, y: None = None) -> float:  # type: ignore[override]
@@ -1239,6 +1280,6 @@ class DPValidatedHistogramDensity(PrivatePredictorMixin, DensityMixin, BaseEstim
         -------
         float
         """
-        check_is_fitted(self, "privacy_guarantee_")
+        density = answer(self, X, self._query_plan("density"))
         integral = float(np.sum(self.density_**2) * self.bin_volume_)
-        return -integral + 2.0 * float(np.mean(self.density(X)))
+        return -integral + 2.0 * float(np.mean(density))
