@@ -455,9 +455,15 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         self._slack = family.slack
 
     # -- predictions ----------------------------------------------------------------------------
-    def _query_plan(self, finish) -> QueryPlan:
-        """How a query method answers: the inside score, free post-processing by ``finish``."""
+    def _query_plan(self, method: str) -> QueryPlan:
+        """How ``method`` answers: the inside score, then free post-processing."""
         check_is_fitted(self, "privacy_guarantee_")
+        classes, public = self.classes_, self._public_index
+        if method == "predict":
+            finish = lambda score: classes[np.where(score >= 0, public, 1 - public)]  # noqa: E731
+        else:
+            sign = -1.0 if public == 0 else 1.0
+            finish = lambda score: sign * score  # noqa: E731
         return QueryPlan(
             check=self._query_rows,
             values=lambda X, n_jobs: self._inside_score(X),
@@ -501,8 +507,7 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         ndarray of shape (n_queries,)
             The signed scores. Nothing is charged.
         """
-        sign = -1.0 if self._public_index == 0 else 1.0
-        return answer(self, X, self._query_plan(lambda score: sign * score))
+        return answer(self, X, self._query_plan("decision_function"))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """``public_class_`` inside the released region, the other label outside.
@@ -517,12 +522,7 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         ndarray of shape (n_queries,)
             Labels of ``classes_``. Nothing is charged.
         """
-        classes, public = self.classes_, self._public_index
-        return answer(
-            self,
-            X,
-            self._query_plan(lambda score: classes[np.where(score >= 0, public, 1 - public)]),
-        )
+        return answer(self, X, self._query_plan("predict"))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
