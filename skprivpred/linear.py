@@ -1071,8 +1071,11 @@ class _LinearClassifierQueries(_QueriesBase):
         ndarray of shape (n_queries,)
             Labels from ``classes_``.
         """
-        classes = self.classes_
-        return answer(self, X, self._score_plan(self._draw_labels, lambda k: classes[k]))
+        return answer(self, X, self._score_plan(self._draw_labels, self._label_of))
+
+    def _label_of(self, index: np.ndarray) -> np.ndarray:
+        """The released labels, from the drawn indices (post-processing)."""
+        return self.classes_[index]
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """One private score per row: ``<w, x~>`` plus noise, on a public grid.
@@ -1166,12 +1169,13 @@ class _LinearRegressorQueries(_QueriesBase):
         ndarray of shape (n_queries,)
             The private predictions.
         """
-        centre, bounds = self._y_centre, self._output_bounds
+        return answer(self, X, self._score_plan(self._draw_real_values, self._value_of))
 
-        def finish(noisy: np.ndarray) -> np.ndarray:
-            return noisy + centre if bounds is None else np.clip(noisy + centre, *bounds)
-
-        return answer(self, X, self._score_plan(self._draw_real_values, finish))
+    def _value_of(self, noisy: np.ndarray) -> np.ndarray:
+        """The released value: the public centre added, clipped to ``y_bounds`` if asked."""
+        noisy = noisy + self._y_centre
+        bounds = self._output_bounds
+        return noisy if bounds is None else np.clip(noisy, *bounds)
 
 
 # -- the estimators ---------------------------------------------------------------------
