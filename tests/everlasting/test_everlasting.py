@@ -1168,7 +1168,7 @@ def test_dataframe_queries_cross_a_phase_boundary():
     y = (frame["x"] >= THRESHOLD).astype(int)
     # The teacher reads its column by name, so only a DataFrame reaches it. It is called on
     # every block of query rows: one column as a Series (``df["x"]``) costs pandas a tenth of
-    # a millisecond where a one-column frame (``df[["x"]]``) cost several, two thirds of this
+    # a millisecond where a one-column frame (``df[["x"]]``) cost several, about 40% of this
     # test's time; the values, and so every vote and answer, are the same.
     teacher = make_pipeline(
         FunctionTransformer(lambda df: df["x"].to_numpy()[:, None]), MidpointThreshold()
