@@ -144,7 +144,7 @@ LABELBOOST_EPSILON = 1.0
 #: Theorem 5.1 needs alpha, beta, delta < 1/16 and (Claim 2.7) epsilon <= 1.
 PAPER_PARAMETER_BOUND = 1.0 / 16.0
 
-#: Scaled-down sizes of ``mode="simulation"`` for every key the caller does not
+#: Scaled-down sizes of ``constants="simulation"`` for every key the caller does not
 #: override: small enough that a run takes seconds, with no privacy guarantee.
 #: ``phase_length`` defaults to 4 teacher pools.
 SIMULATION_DEFAULTS = {"n_teachers": 200, "teacher_size": 20, "m": 2.0, "bt_epsilon": 1.0}
@@ -955,7 +955,7 @@ LIBRARY_CLASSES = (ThresholdClass, FiniteHypothesisClass)
 #: one point per label call.
 ROWWISE_CLASS_METHODS = ("erm_block", "labels_at")
 
-#: The declared constraint of ``hypothesis_class`` (both everlasting predictors).
+#: The declared constraint of ``hypotheses`` (both everlasting predictors).
 _VOTE_RELEASE = [StrOptions({"gaussian", "between_thresholds"})]
 _CONSTANTS = [StrOptions({"paper", "simulation"})]
 _HYPOTHESIS_CLASS_CONSTRAINTS: list = [
@@ -2596,7 +2596,7 @@ class PrivateEverlastingClassifier(_EverlastingStream):
     def _next_phase(self) -> None:
         """Train the next phase on this phase's queries with their released answers.
 
-        With a ``hypothesis_class``, the released answers are first relabelled
+        With ``hypotheses`` set, the released answers are first relabelled
         through the class (:func:`relabel_through_class`, one exponential-mechanism
         draw from the query stream).
         """
