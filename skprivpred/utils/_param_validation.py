@@ -17,7 +17,7 @@ two markers, which change nothing in what is accepted or in the message:
 :class:`UserCodeParam` when the value is, or holds, code the library runs (an
 estimator, a callable, a list of hypotheses, a basis), and :class:`Data` when it
 is plain data (a label, a dict of sizes, a pair of bounds). The privacy audit
-(``tests/test_user_code_audit.py``) and the privacy-model page derive the list of
+(``tests/audits/test_user_code_audit.py``) and the privacy-model page derive the list of
 user-code parameters from these markers, and a test refuses an object
 constraint that carries neither.
 
