@@ -24,7 +24,7 @@ of their wall times (``time.perf_counter``).
    categories from the dtype) minus the summed time of the teachers' own
    ``predict`` on the same rows, divided by that sum. Target: <= 10 %. The
    fitted teachers are reached through the private ``clf._ensemble._other``
-   (a benchmark may look inside). 23 teachers: what ``alpha=0.1`` gives at
+   (a benchmark may look inside). 23 teachers: what ``target_error=0.1`` gives at
    ``epsilon=1``.
 
 4. **Raw rows, public preprocessing outside**: the Adult test *DataFrame* through
@@ -86,7 +86,7 @@ from skprivpred.preprocessing import public_preprocessor
 
 CLASSES = [0, 1]
 N_LINEAR_TEACHERS = 100
-N_TREE_TEACHERS = 23  # what alpha=0.1 gives at epsilon=1
+N_TREE_TEACHERS = 23  # what target_error=0.1 gives at epsilon=1
 LOGISTIC_MAX_ITER = 1000
 
 
