@@ -1,16 +1,16 @@
 """skprivpred: scikit-learn estimators whose predictions are differentially private."""
 
-from .accounting import PrivacyAccountant, PrivacyGuarantee
-from .aggregate import SubsampleAggregateClassifier
-from .averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
-from .everlasting import (
+from skprivpred.accounting import PrivacyAccountant, PrivacyGuarantee
+from skprivpred.aggregate import SubsampleAggregateClassifier
+from skprivpred.averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
+from skprivpred.everlasting import (
     GenericBBLClassifier,
     PrivateEverlastingClassifier,
     genericbbl_plan,
     practical_plan,
     practical_schedule,
 )
-from .exceptions import (
+from skprivpred.exceptions import (
     BudgetExhaustedError,
     ConvergenceError,
     ForkedStateError,
@@ -25,22 +25,22 @@ from .exceptions import (
     PrivacyWarning,
     UnlabelledRowsWarning,
 )
-from .finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
-from .hypotheses import FiniteHypothesisClass, ThresholdClass
-from .linear import (
+from skprivpred.finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
+from skprivpred.hypotheses import FiniteHypothesisClass, ThresholdClass
+from skprivpred.linear import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
     StableERMClassifier,
     StableERMRegressor,
 )
-from .mixtures import PrivateHalfspacePPMClassifier
-from .model_selection import (
+from skprivpred.mixtures import PrivateHalfspacePPMClassifier
+from skprivpred.model_selection import (
     DPValidatedHistogramDensity,
     DPValidatedLogisticRegression,
     PrivateGridSearchCV,
 )
-from .sufficient import SufficientStatisticClassifier, SufficientStatisticRegressor
-from .walk import ExpProjectedWalkClassifier
+from skprivpred.sufficient import SufficientStatisticClassifier, SufficientStatisticRegressor
+from skprivpred.walk import ExpProjectedWalkClassifier
 
 __version__ = "0.3.0"
 

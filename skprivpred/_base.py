@@ -40,17 +40,17 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
-from . import _dask_queries
-from ._dask import install_dask_refusal, is_dask_collection, refusing_dask
-from ._warnings import Site, clone_site, user_site, warn_user
-from .accounting import PrivacyAccountant, PrivacyGuarantee
-from .exceptions import (
+from skprivpred import _dask_queries
+from skprivpred._dask import install_dask_refusal, is_dask_collection, refusing_dask
+from skprivpred._warnings import Site, clone_site, user_site, warn_user
+from skprivpred.accounting import PrivacyAccountant, PrivacyGuarantee
+from skprivpred.exceptions import (
     BudgetExhaustedError,
     HorizonExhaustedError,
     InvalidParameterError,
     PrivacyWarning,
 )
-from .utils._param_validation import validate_parameter_constraints
+from skprivpred.utils._param_validation import validate_parameter_constraints
 
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin", "QueryPlan", "answer"]
 

@@ -8,8 +8,8 @@
   and release the retrained model.
 """
 
-from ._search import PrivateGridSearchCV
-from ._validated import (
+from skprivpred.model_selection._search import PrivateGridSearchCV
+from skprivpred.model_selection._validated import (
     PAPER_LAM_GRID,
     DPValidatedHistogramDensity,
     DPValidatedLogisticRegression,

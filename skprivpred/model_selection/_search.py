@@ -15,18 +15,18 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._base import PrivatePredictorMixin, answer, keep_frame, resolve_classes
-from .._dask import refuse_dask_collection
-from .._hopeless import best_case
-from .._isolation import captured_warnings
-from .._teachers import take_rows
-from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from ..aggregate import SubsampleAggregateClassifier
-from ..averaging import SubsampleAverageClassifier
-from ..exceptions import InvalidParameterError
-from ..mechanisms import exponential_mechanism_proba, noisy_max_proba, sample_categorical
-from ..utils._param_validation import Interval, StrOptions, UserCodeParam
+from skprivpred._base import PrivatePredictorMixin, answer, keep_frame, resolve_classes
+from skprivpred._dask import refuse_dask_collection
+from skprivpred._hopeless import best_case
+from skprivpred._isolation import captured_warnings
+from skprivpred._teachers import take_rows
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
+from skprivpred.aggregate import SubsampleAggregateClassifier
+from skprivpred.averaging import SubsampleAverageClassifier
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.mechanisms import exponential_mechanism_proba, noisy_max_proba, sample_categorical
+from skprivpred.utils._param_validation import Interval, StrOptions, UserCodeParam
 
 __all__ = ["PrivateGridSearchCV"]
 

@@ -23,16 +23,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..accounting import PrivacyAccountant
-from ..exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
-from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
-from ._columns import UNKNOWN_CATEGORIES, _typed_columns, categorical_columns, first_refused
-from ._compute import Computation, ComputationFailed
-from ._cost import PathCost
-from ._metrics import BudgetCollector, ServiceMetrics
-from ._model import budget_of, final_step, load_model, per_row_guarantee, releases_at_fit
-from ._release import ReleasedResponses, asked_rows
-from ._schedule import ReleaseSchedule
+from skprivpred.accounting import PrivacyAccountant
+from skprivpred.exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
+from skprivpred.serving._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
+from skprivpred.serving._columns import UNKNOWN_CATEGORIES, _typed_columns, categorical_columns, first_refused
+from skprivpred.serving._compute import Computation, ComputationFailed
+from skprivpred.serving._cost import PathCost
+from skprivpred.serving._metrics import BudgetCollector, ServiceMetrics
+from skprivpred.serving._model import budget_of, final_step, load_model, per_row_guarantee, releases_at_fit
+from skprivpred.serving._release import ReleasedResponses, asked_rows
+from skprivpred.serving._schedule import ReleaseSchedule
 
 __all__ = [
     "CONFIG_ENVIRONMENT_VARIABLE",
@@ -291,15 +291,15 @@ class _Service:
 
     def card(self) -> str:
         if self._card is None:
-            from ._card import model_card
+            from skprivpred.serving._card import model_card
 
             self._card = model_card(self.estimator)
         return self._card
 
     def openapi(self) -> dict:
         if self._openapi is None:
-            from .. import __version__
-            from ._openapi import openapi_document
+            from skprivpred import __version__
+            from skprivpred.serving._openapi import openapi_document
 
             self._openapi = openapi_document(
                 self.estimator,

@@ -7,8 +7,8 @@ import os
 import threading
 from collections.abc import Mapping
 
-from .._private_dirs import foreign_control
-from ..accounting import PrivacyAccountant
+from skprivpred._private_dirs import foreign_control
+from skprivpred.accounting import PrivacyAccountant
 
 __all__ = ["Clients", "KeyFileRefused", "UnknownKey", "parse_keys"]
 

@@ -47,9 +47,9 @@ def _start_child(state: bytes) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The child keeps no metric of its own (the answering process counts every request).
     os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    from ._app import _Service
-    from ._clients import Clients
-    from ._model import budget_of
+    from skprivpred.serving._app import _Service
+    from skprivpred.serving._clients import Clients
+    from skprivpred.serving._model import budget_of
 
     _exit_with_parent(os.getppid())
     settings = pickle.loads(state)
@@ -85,8 +85,8 @@ def _ready() -> int:
 
 def _answer_in_child(X, client: str | None) -> tuple:
     """Answer in the child; what it returns says how (no exception crosses the pipe)."""
-    from ..exceptions import LedgerError
-    from ._app import _Refused
+    from skprivpred.exceptions import LedgerError
+    from skprivpred.serving._app import _Refused
 
     try:
         return ("answer", _ANSWERER.answer(X, client))

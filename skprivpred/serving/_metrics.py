@@ -18,11 +18,11 @@ import stat
 from collections.abc import Iterator
 from typing import Any
 
-from .._private_dirs import (
+from skprivpred._private_dirs import (
     make_private_directory,
     private_directory_problem,
 )
-from ..accounting import PrivacyAccountant, rho_cap
+from skprivpred.accounting import PrivacyAccountant, rho_cap
 
 __all__ = [
     "MULTIPROCESS_ENVIRONMENT_VARIABLE",

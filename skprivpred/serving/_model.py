@@ -18,14 +18,14 @@ from typing import Any
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._private_dirs import foreign_control
-from ..accounting import (
+from skprivpred._private_dirs import foreign_control
+from skprivpred.accounting import (
     GuaranteeUnit,
     PrivacyAccountant,
     PrivacyGuarantee,
     ledger_addresses_without_passwords,
 )
-from ._trust import _objects, check_svms, check_trees, default_trusted_types, process_local
+from skprivpred.serving._trust import _objects, check_svms, check_trees, default_trusted_types, process_local
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "releases_at_fit", "save_model"]
 
@@ -367,7 +367,7 @@ def _saving_versions() -> dict[str, str]:
     """The versions a model file records: whoever loads it must run the same ones."""
     import sklearn
 
-    from .. import __version__
+    from skprivpred import __version__
 
     return {"scikit-learn": sklearn.__version__, "skprivpred": __version__}
 

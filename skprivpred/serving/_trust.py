@@ -87,7 +87,7 @@ def _type_name(cls: type) -> str:
 
 
 def _process_local_types() -> tuple[type, ...]:
-    from ..everlasting import GenericBBLClassifier, PrivateEverlastingClassifier
+    from skprivpred.everlasting import GenericBBLClassifier, PrivateEverlastingClassifier
 
     return (GenericBBLClassifier, PrivateEverlastingClassifier)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._deprecation import DEPRECATED
+from skprivpred.utils._deprecation import DEPRECATED
 
 __all__ = ["expected_failed_checks"]
 
@@ -364,7 +364,7 @@ def _grid_search(estimator: Any) -> dict[str, str]:
 def _histogram(estimator: Any) -> dict[str, str]:
     # The released density answers deterministically: pickling keeps its answers. The checks'
     # smallest training part has 8 rows (10 rows, one fifth held out for validation).
-    from ..model_selection import histogram_stability_constants
+    from skprivpred.model_selection import histogram_stability_constants
 
     params = estimator.get_params()
     epsilon, split = float(params["epsilon"]), float(params["epsilon_split"])

@@ -24,9 +24,9 @@ from scipy.optimize import brentq
 from scipy.special import expit, log_softmax, logsumexp
 from scipy.stats import norm
 
-from .exceptions import InvalidParameterError
-from .utils._deprecation import renamed_kwargs
-from .utils._param_validation import Interval, check_param, validate_parameter_constraints
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.utils._deprecation import renamed_kwargs
+from skprivpred.utils._param_validation import Interval, check_param, validate_parameter_constraints
 
 __all__ = [
     "BetweenThresholds",
@@ -1854,7 +1854,7 @@ def between_thresholds_composition(
     tuple of float
         The composed ``(epsilon, delta)``.
     """
-    from .accounting import advanced_composition
+    from skprivpred.accounting import advanced_composition
 
     _bt_validate(
         "between_thresholds_composition", epsilon=epsilon, delta=delta, n_instances=n_instances

@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (
+from skprivpred._base import (
     MULTICLASS_ALTERNATIVES,
     PrivatePredictorMixin,
     QueryPlan,
@@ -42,8 +42,8 @@ from ._base import (
     reject_fit_params,
     resolve_classes,
 )
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import (
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred.accounting import (
     PER_QUERY_ROW,
     GuaranteeUnit,
     PrivacyAccountant,
@@ -51,16 +51,16 @@ from .accounting import (
     advanced_composition_inverse,
     per_query_epsilon,
 )
-from .exceptions import HorizonExhaustedError, InvalidParameterError
-from .hypotheses import (
+from skprivpred.exceptions import HorizonExhaustedError, InvalidParameterError
+from skprivpred.hypotheses import (
     THRESHOLD_DIRECTIONS,
     ConjunctionClass,
     GridThresholdClass,
     HypothesisList,
 )
-from .mechanisms import exponential_mechanism_proba, sample_categorical, sample_fewest_mistakes
-from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from .utils._param_validation import (
+from skprivpred.mechanisms import exponential_mechanism_proba, sample_categorical, sample_fewest_mistakes
+from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from skprivpred.utils._param_validation import (
     Interval,
     StrOptions,
     UserCodeParam,

@@ -40,15 +40,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import (
+from skprivpred._base import (
     PrivatePredictorMixin,
     QueryPlan,
     answer,
     check_noise_delta,
     resolve_binary_classes,
 )
-from ._hopeless import BEST_CASE_THRESHOLD, BestCase, warn_if_hopeless, warn_if_noise_dominates
-from ._optim import (
+from skprivpred._hopeless import BEST_CASE_THRESHOLD, BestCase, warn_if_hopeless, warn_if_noise_dominates
+from skprivpred._optim import (
     _augmented_rows,
     _averaged_psgd,
     _certified_erm,
@@ -58,11 +58,11 @@ from ._optim import (
     _Loss,
     _squared,
 )
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from ._warnings import warn_user
-from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from .exceptions import ConvergenceError, InvalidParameterError
-from .mechanisms import (
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred._warnings import warn_user
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
+from skprivpred.exceptions import ConvergenceError, InvalidParameterError
+from skprivpred.mechanisms import (
     DEFAULT_GRID_STEPS,
     discrete_gaussian_sigma,
     gaussian_sigma,
@@ -71,7 +71,7 @@ from .mechanisms import (
     laplace_positive_proba,
     sample_categorical,
 )
-from .utils._param_validation import (
+from skprivpred.utils._param_validation import (
     Bounds,
     Interval,
     StrOptions,

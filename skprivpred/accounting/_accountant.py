@@ -37,7 +37,7 @@ from typing import Any, cast
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ._ledger import (
+from skprivpred._ledger import (
     JOURNAL_COLUMNS,
     Charge,
     Decide,
@@ -55,13 +55,13 @@ from ._ledger import (
     reopen_ledger_later,
     without_password,
 )
-from .exceptions import (
+from skprivpred.exceptions import (
     BudgetExhaustedError,
     HorizonExhaustedError,
     InvalidParameterError,
     LedgerError,
 )
-from .utils._param_validation import (
+from skprivpred.utils._param_validation import (
     Data,
     Interval,
     Options,

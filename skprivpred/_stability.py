@@ -50,13 +50,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, DensityMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._base import PrivatePredictorMixin, QueryPlan, answer, resolve_binary_classes
-from .._hopeless import BestCase, warn_if_hopeless
-from .._optim import _augmented_rows, _certified_logistic, reachable_logistic_tol
-from .._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from ..accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from ..exceptions import InvalidParameterError
-from ..mechanisms import (
+from skprivpred._base import PrivatePredictorMixin, QueryPlan, answer, resolve_binary_classes
+from skprivpred._hopeless import BestCase, warn_if_hopeless
+from skprivpred._optim import _augmented_rows, _certified_logistic, reachable_logistic_tol
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.mechanisms import (
     discrete_laplace_noise,
     exponential_mechanism_proba,
     noisy_max_proba,
@@ -65,13 +65,13 @@ from ..mechanisms import (
     sample_unit_laplace_vector,
     snap_coefficients,
 )
-from ..utils._deprecation import (
+from skprivpred.utils._deprecation import (
     DEPRECATED,
     deprecated_constraints,
     renamed_kwargs,
     renamed_param,
 )
-from ..utils._param_validation import (
+from skprivpred.utils._param_validation import (
     Interval,
     StrOptions,
     validate_parameter_constraints,

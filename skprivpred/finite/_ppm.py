@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (
+from skprivpred._base import (
     PrivatePredictorMixin,
     QueryPlan,
     answer,
@@ -41,14 +41,14 @@ from ._base import (
     resolve_binary_classes,
     spawn_streams,
 )
-from ._semisupervised import check_classes_exclude_marker, unlabelled_mask
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from .exceptions import InvalidParameterError
-from .hypotheses import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
-from .mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
-from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from .utils._param_validation import Data, Interval, StrOptions
+from skprivpred._semisupervised import check_classes_exclude_marker, unlabelled_mask
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.hypotheses import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
+from skprivpred.mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
+from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from skprivpred.utils._param_validation import Data, Interval, StrOptions
 
 __all__ = [
     "PrivateHalfspacePPMClassifier",

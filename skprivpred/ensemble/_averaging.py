@@ -14,12 +14,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import QueryPlan, answer, check_noise_delta
-from ._dask_teachers import is_dask_input
-from ._hopeless import BEST_CASE_THRESHOLD, BestCase, smallest_epsilon, warn_if_hopeless
-from ._isolation import freeze_rows, library_numerics, teacher_run
-from ._subsample import SubsampleMixin
-from ._teachers import (
+from skprivpred._base import QueryPlan, answer, check_noise_delta
+from skprivpred._dask_teachers import is_dask_input
+from skprivpred._hopeless import BEST_CASE_THRESHOLD, BestCase, smallest_epsilon, warn_if_hopeless
+from skprivpred._isolation import freeze_rows, library_numerics, teacher_run
+from skprivpred._subsample import SubsampleMixin
+from skprivpred._teachers import (
     FALLBACK_LABEL_INDEX,
     ConstantTeacher,
     TeacherEnsemble,
@@ -28,11 +28,11 @@ from ._teachers import (
     teacher_proba,
     teacher_values,
 )
-from ._trees import StackedPredictions
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from .exceptions import InvalidParameterError
-from .mechanisms import (
+from skprivpred._trees import StackedPredictions
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.mechanisms import (
     DEFAULT_GRID_STEPS,
     agnostic_n_partitions,
     discrete_gaussian_sigma,
@@ -45,8 +45,8 @@ from .mechanisms import (
     laplace_scale,
     sample_categorical,
 )
-from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from .utils._param_validation import Bounds, HasMethods, Interval, StrOptions, UserCodeParam
+from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from skprivpred.utils._param_validation import Bounds, HasMethods, Interval, StrOptions, UserCodeParam
 
 __all__ = [
     "SubsampleAverageClassifier",

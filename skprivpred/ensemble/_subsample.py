@@ -20,18 +20,18 @@ from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._base import (
+from skprivpred._base import (
     PrivatePredictorMixin,
     QueryPlan,
     finite_target_column,
     keep_frame,
     resolve_classes,
 )
-from ._dask_teachers import DaskTrainingRows, dask_training_rows, fit_dask_teachers, is_dask_input
-from ._dry_run import check_teachers_can_read
-from ._teachers import ConstantTeacher, fit_teachers, random_partition
-from ._warnings import warn_user
-from .exceptions import InvalidParameterError
+from skprivpred._dask_teachers import DaskTrainingRows, dask_training_rows, fit_dask_teachers, is_dask_input
+from skprivpred._dry_run import check_teachers_can_read
+from skprivpred._teachers import ConstantTeacher, fit_teachers, random_partition
+from skprivpred._warnings import warn_user
+from skprivpred.exceptions import InvalidParameterError
 
 _SPARSE_FORMATS = ["csr", "csc"]
 

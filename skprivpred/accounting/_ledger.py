@@ -65,12 +65,12 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, unquote_plus
 
-from ._private_dirs import (
+from skprivpred._private_dirs import (
     foreign_control,
     own_temporary_directory,
     user_temporary_directory,
 )
-from .exceptions import LedgerError
+from skprivpred.exceptions import LedgerError
 
 __all__ = [
     "JOURNAL_COLUMNS",

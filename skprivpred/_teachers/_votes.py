@@ -38,9 +38,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
-from ._base import known_label_index, one_label_index
-from ._folding import FoldedLinear, fold_pipeline
-from ._isolation import (
+from skprivpred._base import known_label_index, one_label_index
+from skprivpred._folding import FoldedLinear, fold_pipeline
+from skprivpred._isolation import (
     RAISE,
     ProcessState,
     UserCode,
@@ -54,10 +54,10 @@ from ._isolation import (
     teacher_run,
     user_code,
 )
-from ._permutation import KeyedPermutation
-from ._trees import StackedTrees, is_stackable
-from .exceptions import InvalidParameterError
-from .preprocessing import is_public
+from skprivpred._permutation import KeyedPermutation
+from skprivpred._trees import StackedTrees, is_stackable
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.preprocessing import is_public
 
 # Public scikit-learn classifiers whose ``predict`` is exactly
 # ``classes_[argmax(X @ coef_.T + intercept_)]`` (binary: sign of the one score).

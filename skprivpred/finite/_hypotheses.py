@@ -35,11 +35,11 @@ from scipy.spatial import ConvexHull
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import known_label_index, one_label_index
-from ._isolation import call_user_code, call_user_code_by_row, freeze_rows
-from ._teachers import one_per_row
-from ._typing import MatrixLike
-from .exceptions import InvalidParameterError
+from skprivpred._base import known_label_index, one_label_index
+from skprivpred._isolation import call_user_code, call_user_code_by_row, freeze_rows
+from skprivpred._teachers import one_per_row
+from skprivpred._typing import MatrixLike
+from skprivpred.exceptions import InvalidParameterError
 
 __all__ = [
     "CANDIDATE_STRATEGIES",

@@ -41,12 +41,12 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import PrivatePredictorMixin, QueryPlan, answer, resolve_classes
-from ._dask import import_dask_for, is_dask_collection, reduce_partitions
-from ._dry_run import check_numeric_rows
-from ._hopeless import BestCase, statistic_best_case, warn_if_hopeless
-from ._isolation import UserCode, call_user_code, freeze_rows
-from ._semisupervised import (
+from skprivpred._base import PrivatePredictorMixin, QueryPlan, answer, resolve_classes
+from skprivpred._dask import import_dask_for, is_dask_collection, reduce_partitions
+from skprivpred._dry_run import check_numeric_rows
+from skprivpred._hopeless import BestCase, statistic_best_case, warn_if_hopeless
+from skprivpred._isolation import UserCode, call_user_code, freeze_rows
+from skprivpred._semisupervised import (
     check_classes_exclude_marker,
     check_labelled_classes,
     check_row_kinds,
@@ -57,11 +57,11 @@ from ._semisupervised import (
     warn_ignored_at_score,
     warn_unlabelled_at_fit,
 )
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, rho_cap
-from .exceptions import InvalidParameterError
-from .mechanisms import discrete_gaussian_noise
-from .utils._param_validation import Data, HasMethods, Interval, StrOptions, UserCodeParam
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, rho_cap
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.mechanisms import discrete_gaussian_noise
+from skprivpred.utils._param_validation import Data, HasMethods, Interval, StrOptions, UserCodeParam
 
 try:  # a dependency of joblib >= 1.6; vendored by older joblib
     import cloudpickle  # type: ignore[import-untyped]
@@ -588,7 +588,7 @@ _CHANGED = (
 
 def _dask_fit_input(owner, X, y) -> list:
     """Check the schema of dask ``X``, set ``n_features_in_``; the aligned partitions."""
-    from ._dask import aligned_partitions
+    from skprivpred._dask import aligned_partitions
 
     if not (is_dask_collection(X) and is_dask_collection(y)):
         raise TypeError(

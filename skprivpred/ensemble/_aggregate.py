@@ -13,24 +13,24 @@ from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
-from ._available import available_if_explained
-from ._base import QueryPlan, answer
-from ._hopeless import soft_majority_best_case, warn_if_hopeless
-from ._isolation import handed_rows
-from ._subsample import SubsampleMixin
-from ._teachers import (
+from skprivpred._available import available_if_explained
+from skprivpred._base import QueryPlan, answer
+from skprivpred._hopeless import soft_majority_best_case, warn_if_hopeless
+from skprivpred._isolation import handed_rows
+from skprivpred._subsample import SubsampleMixin
+from skprivpred._teachers import (
     FALLBACK_LABEL_INDEX,
     ConstantTeacher,
     TeacherEnsemble,
     concat_rows,
 )
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from ._warnings import warn_user
-from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
-from .exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
-from .mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
-from .utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from .utils._param_validation import HasMethods, Interval, StrOptions, UserCodeParam
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred._warnings import warn_user
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
+from skprivpred.exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
+from skprivpred.mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
+from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from skprivpred.utils._param_validation import HasMethods, Interval, StrOptions, UserCodeParam
 
 __all__ = ["SubsampleAggregateClassifier"]
 

@@ -46,7 +46,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import (
+from skprivpred._base import (
     PrivatePredictorMixin,
     QueryPlan,
     answer,
@@ -56,18 +56,18 @@ from ._base import (
     process_identity,
     resolve_binary_classes,
 )
-from ._dry_run import check_teachers_can_read
-from ._isolation import (
+from skprivpred._dry_run import check_teachers_can_read
+from skprivpred._isolation import (
     call_user_code,
     call_user_code_by_row,
     freeze_rows,
     handed_rows,
     user_code,
 )
-from ._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from ._warnings import warn_user
-from .accounting import (
+from skprivpred._teachers import TeacherEnsemble, concat_rows, fit_teachers, random_partition, take_rows
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred._warnings import warn_user
+from skprivpred.accounting import (
     GuaranteeUnit,
     PrivacyAccountant,
     PrivacyGuarantee,
@@ -75,7 +75,7 @@ from .accounting import (
     eps_of_rho,
     zcdp_rho,
 )
-from .exceptions import (
+from skprivpred.exceptions import (
     ForkedStateError,
     InsufficientSampleError,
     InvalidParameterError,
@@ -84,13 +84,13 @@ from .exceptions import (
     PrivacyParameterError,
     PrivacyWarning,
 )
-from .hypotheses import (
+from skprivpred.hypotheses import (
     FiniteHypothesisClass,
     LabelBoostCandidates,
     ThresholdClass,
     _positive_labels,
 )
-from .mechanisms import (
+from skprivpred.mechanisms import (
     BT_BELOW,
     LOG_BASE,
     BetweenThresholds,
@@ -102,13 +102,13 @@ from .mechanisms import (
     log_base,
     sample_categorical,
 )
-from .utils._deprecation import (
+from skprivpred.utils._deprecation import (
     DEPRECATED,
     deprecated_constraints,
     renamed_kwargs,
     renamed_param,
 )
-from .utils._param_validation import (
+from skprivpred.utils._param_validation import (
     Data,
     HasMethods,
     Interval,

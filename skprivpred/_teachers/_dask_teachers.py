@@ -63,10 +63,10 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
-from ._base import finite_target_column
-from ._dask import import_dask, is_dask_collection
-from ._permutation import KeyedPermutation, block_sizes
-from ._teachers import ConstantTeacher, _fit_batch, teacher_code, teacher_seeds
+from skprivpred._base import finite_target_column
+from skprivpred._dask import import_dask, is_dask_collection
+from skprivpred._permutation import KeyedPermutation, block_sizes
+from skprivpred._teachers import ConstantTeacher, _fit_batch, teacher_code, teacher_seeds
 
 __all__ = [
     "DaskTrainingRows",
@@ -271,7 +271,7 @@ def _recut(y_parts: list, y_lengths: list[int], x_lengths: list[int], y_meta) ->
 
 def _summarize_x(x_part) -> dict:
     """What one partition of X tells the client: its number of rows, whether it passes."""
-    from ._subsample import _SPARSE_FORMATS, _refuse_non_scalar_entries
+    from skprivpred._subsample import _SPARSE_FORMATS, _refuse_non_scalar_entries
 
     summary: dict[str, Any] = {"n": int(x_part.shape[0]), "ok": True}
     if summary["n"]:

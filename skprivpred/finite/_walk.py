@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._base import (
+from skprivpred._base import (
     PrivatePredictorMixin,
     QueryPlan,
     answer,
@@ -37,17 +37,17 @@ from ._base import (
     finite_target_column,
     resolve_classes,
 )
-from ._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from .accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from .exceptions import InvalidParameterError
-from .mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
-from .utils._deprecation import (
+from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
+from skprivpred.exceptions import InvalidParameterError
+from skprivpred.mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
+from skprivpred.utils._deprecation import (
     DEPRECATED,
     deprecated_constraints,
     renamed_kwargs,
     renamed_param,
 )
-from .utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+from skprivpred.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 
 __all__ = ["ExpProjectedWalkClassifier", "exppw_clamp_bound", "exppw_min_samples", "exppw_walk"]
 

@@ -49,7 +49,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import clone
 
-from ._isolation import call_user_code
+from skprivpred._isolation import call_user_code
 
 __all__ = ["check_numeric_rows", "check_teachers_can_read"]
 

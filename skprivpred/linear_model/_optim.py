@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from .exceptions import ConvergenceError
+from skprivpred.exceptions import ConvergenceError
 
 # The certificate of the ball-constrained solver needs an upper bound on the
 # curvature of the objective; the numerical top eigenvalue gets this margin.
