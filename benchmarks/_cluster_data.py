@@ -129,7 +129,7 @@ def run_child(
         )
         result.update(_fit_and_ask(one_release, teachers, X, y, y_public, X_query, y_query))
     else:
-        from skprivpred._testing import local_dask_client
+        from skprivpred.utils._testing import local_dask_client
 
         with (
             tempfile.TemporaryDirectory(prefix="skprivpred-spill-") as spill,

@@ -67,7 +67,7 @@ sizing rule of :func:`~skprivpred.everlasting.practical_schedule`: phases
 growing by ``phase_growth = 2``, teachers and phase lengths from ``(epsilon,
 delta, n)``), on streams that span ``--phases`` (default 3) whole phases: the
 1-D thresholds stream, each pool relabelled
-through :class:`~skprivpred.hypotheses.ThresholdClass` on its public feature
+through :class:`~skprivpred.finite.ThresholdClass` on its public feature
 (``--no-relabel`` turns that off), and the Adult stream (no class to relabel
 through). It prints accuracy and the rate of answers ``1`` per phase, next to
 the majority label, checks the targets (Adult: no phase more than 0.005
@@ -105,14 +105,14 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from skprivpred.aggregate import SubsampleAggregateClassifier
+from skprivpred.ensemble import SubsampleAggregateClassifier
 from skprivpred.everlasting import (
     PRACTICAL_GROWTH,
     PrivateEverlastingClassifier,
     practical_plan,
     practical_schedule,
 )
-from skprivpred.hypotheses import ThresholdClass
+from skprivpred.finite import ThresholdClass
 
 CLASSES = [0, 1]
 DELTA = 1e-6

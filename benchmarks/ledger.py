@@ -21,7 +21,7 @@ What is measured
    Target: at least 500 per second on SQLite.
 
 The PostgreSQL figures use a throwaway server started on 127.0.0.1 from the
-operating system's PostgreSQL package (``skprivpred._testing``), or the server
+operating system's PostgreSQL package (``skprivpred.utils._testing``), or the server
 given with ``--postgres-url``; ``--no-postgres`` skips them.
 
 Usage
@@ -53,7 +53,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
-from skprivpred._testing import PostgresUnavailable, temporary_postgres
+from skprivpred.utils._testing import PostgresUnavailable, temporary_postgres
 
 # One process of the throughput test: charge one row at a time until the deadline.
 CHARGER = textwrap.dedent(

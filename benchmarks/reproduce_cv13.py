@@ -84,6 +84,7 @@ from _common import (  # noqa: E402
 from _design import public_design  # noqa: E402
 
 from skprivpred.datasets import load_adult, load_magic  # noqa: E402
+from skprivpred.linear_model._validated_logistic import _fit_with_noise  # noqa: E402
 from skprivpred.mechanisms import (  # noqa: E402
     exponential_mechanism_proba,
     noisy_max_sample,
@@ -95,7 +96,6 @@ from skprivpred.model_selection import (  # noqa: E402
     logistic_stability_constants,
     validation_score,
 )
-from skprivpred.model_selection._validated import _fit_with_noise  # noqa: E402
 
 ALPHAS = (0.3, 0.5, 1.0, 2.0, 3.0, 5.0)
 QUICK_ALPHAS = (0.5, 2.0)

@@ -85,8 +85,8 @@ from _design import public_design
 from sklearn.linear_model import LogisticRegression
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
-from skprivpred._testing import free_port
 from skprivpred.serving import save_model
+from skprivpred.utils._testing import free_port
 
 #: The media type the service requires of a request body.
 JSON = {"Content-Type": "application/json"}

@@ -11,7 +11,7 @@ the query, clamped to ``[-T, T]`` after every step. The answer is 1 with
 probability ``expit(epsilon V(x) / 2)``.
 
 The walk itself is secret (it is computed from the training rows): this
-example draws it with the non-private helper :func:`skprivpred.walk.exppw_walk`
+example draws it with the non-private helper :func:`skprivpred.finite.exppw_walk`
 on synthetic data, for illustration only, next to what a user actually sees,
 the frequency of private answers.
 """
@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from skprivpred import ExpProjectedWalkClassifier
-from skprivpred.walk import exppw_walk
+from skprivpred.finite import exppw_walk
 
 rng = np.random.default_rng(3)
 threshold, epsilon, T = 4.0, 1.0, 3

@@ -1,16 +1,19 @@
 """skprivpred: scikit-learn estimators whose predictions are differentially private."""
 
-from skprivpred.accounting import PrivacyAccountant, PrivacyGuarantee
-from skprivpred.aggregate import SubsampleAggregateClassifier
-from skprivpred.averaging import SubsampleAverageClassifier, SubsampleAverageRegressor
-from skprivpred.everlasting import (
+from .accounting import PrivacyAccountant, PrivacyGuarantee
+from .ensemble import (
+    SubsampleAggregateClassifier,
+    SubsampleAverageClassifier,
+    SubsampleAverageRegressor,
+)
+from .everlasting import (
     GenericBBLClassifier,
     PrivateEverlastingClassifier,
     genericbbl_plan,
     practical_plan,
     practical_schedule,
 )
-from skprivpred.exceptions import (
+from .exceptions import (
     BudgetExhaustedError,
     ConvergenceError,
     ForkedStateError,
@@ -25,22 +28,27 @@ from skprivpred.exceptions import (
     PrivacyWarning,
     UnlabelledRowsWarning,
 )
-from skprivpred.finite import ExponentialMechanismClassifier, PrivateExpertsClassifier
-from skprivpred.hypotheses import FiniteHypothesisClass, ThresholdClass
-from skprivpred.linear import (
+from .finite import (
+    ExponentialMechanismClassifier,
+    ExpProjectedWalkClassifier,
+    FiniteHypothesisClass,
+    PrivateExpertsClassifier,
+    PrivateHalfspacePPMClassifier,
+    ThresholdClass,
+)
+from .linear_model import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
     StableERMClassifier,
     StableERMRegressor,
+    SufficientStatisticClassifier,
+    SufficientStatisticRegressor,
 )
-from skprivpred.mixtures import PrivateHalfspacePPMClassifier
-from skprivpred.model_selection import (
+from .model_selection import (
     DPValidatedHistogramDensity,
     DPValidatedLogisticRegression,
     PrivateGridSearchCV,
 )
-from skprivpred.sufficient import SufficientStatisticClassifier, SufficientStatisticRegressor
-from skprivpred.walk import ExpProjectedWalkClassifier
 
 __version__ = "0.3.0"
 

@@ -40,17 +40,18 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import column_or_1d
 
-from skprivpred import _dask_queries
-from skprivpred._dask import install_dask_refusal, is_dask_collection, refusing_dask
-from skprivpred._warnings import Site, clone_site, user_site, warn_user
-from skprivpred.accounting import PrivacyAccountant, PrivacyGuarantee
-from skprivpred.exceptions import (
+from ._teachers import _dask_queries
+from ._teachers._dask import install_dask_refusal, is_dask_collection, refusing_dask
+from ._warnings import Site, clone_site, user_site, warn_user
+from .accounting._accountant import PrivacyAccountant
+from .accounting._guarantee import PrivacyGuarantee
+from .exceptions import (
     BudgetExhaustedError,
     HorizonExhaustedError,
     InvalidParameterError,
     PrivacyWarning,
 )
-from skprivpred.utils._param_validation import validate_parameter_constraints
+from .utils._param_validation import validate_parameter_constraints
 
 __all__ = ["PrivacyWarning", "PrivatePredictorMixin", "QueryPlan", "answer"]
 
@@ -97,7 +98,7 @@ def one_label_index(classes: np.ndarray) -> Callable[[Any], int]:
     label is looked up by equality (``1``, ``1.0`` and ``True`` are the same
     label, as numpy compares them in :func:`known_label_index`), in a table
     built once: the check costs a dictionary lookup, for the one-row calls of
-    :mod:`skprivpred._isolation`'s boundary. Anything else raises.
+    :mod:`skprivpred._teachers._isolation`'s boundary. Anything else raises.
     """
     table: dict = {}
     for k, label in enumerate(np.asarray(classes).tolist()):
@@ -398,7 +399,7 @@ class PrivatePredictorMixin:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Every answering method refuses a dask collection before it reads anything
-        # (only the estimators listed in skprivpred._dask.DASK_METHODS take one).
+        # (only the estimators listed in skprivpred._teachers._dask.DASK_METHODS take one).
         super().__init_subclass__(**kwargs)
         install_dask_refusal(cls)
 
@@ -737,7 +738,7 @@ class QueryPlan:
         The per-row zCDP charge, when smaller than ``epsilon ** 2 / 2``.
     dry_run : callable or None, default=None
         ``dry_run(rows)``: refuses, before the charge, rows that the base
-        estimator cannot read at all (:mod:`skprivpred._dry_run`).
+        estimator cannot read at all (:mod:`skprivpred._teachers._dry_run`).
     n_jobs : int or None, default=None
         Passed to ``values`` for an in-memory batch.
     charge_rows : callable or None, default=None
@@ -797,7 +798,7 @@ def answer(estimator, X, plan: QueryPlan):
     One sequence for every query method of every private predictor:
 
     1. **The edge.** A dask collection leaves here for
-       :mod:`skprivpred._dask_queries`, which runs the same plan: public
+       :mod:`skprivpred._teachers._dask_queries`, which runs the same plan: public
        checks on the schema and the blocks, the dry run on the first rows,
        one charge for all rows in this process, ``values`` mapped over the
        blocks where they live, the noise drawn here.

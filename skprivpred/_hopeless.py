@@ -43,8 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from skprivpred._warnings import warn_user
-from skprivpred.exceptions import HopelessSettingWarning
+from ._warnings import warn_user
+from .exceptions import HopelessSettingWarning
 
 __all__ = [
     "BEST_CASE_THRESHOLD",

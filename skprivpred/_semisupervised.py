@@ -19,8 +19,8 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from skprivpred._warnings import warn_user
-from skprivpred.exceptions import UnlabelledRowsWarning
+from ._warnings import warn_user
+from .exceptions import UnlabelledRowsWarning
 
 __all__ = [
     "UNLABELLED",

@@ -3,7 +3,7 @@
 Python shows a ``"default"``-action warning once per call site by remembering
 it in the calling module's ``__warningregistry__``; but every change of the
 warning filters (each ``warnings.catch_warnings`` block, such as the one every
-teacher fits in, :mod:`skprivpred._isolation`) invalidates those registries,
+teacher fits in, :mod:`skprivpred._teachers._isolation`) invalidates those registries,
 so the same warning came back on every call from the same line. This module
 keeps its own registry of what it has shown in this process, keyed by
 ``(category, message, filename, line)`` (or a count-free ``key`` in place of

@@ -27,11 +27,11 @@ from numpy.typing import ArrayLike
 from scipy.stats import beta
 from sklearn.base import BaseEstimator, clone
 
-from skprivpred._teachers import take_rows
-from skprivpred._typing import MatrixLike, VectorLike
-from skprivpred.accounting import PrivacyGuarantee
-from skprivpred.utils._deprecation import DEPRECATED
-from skprivpred.utils._param_validation import Interval, check_param, validate_parameter_constraints
+from ._teachers._rows import take_rows
+from .accounting._guarantee import PrivacyGuarantee
+from .utils._deprecation import DEPRECATED
+from .utils._param_validation import Interval, check_param, validate_parameter_constraints
+from .utils._typing import MatrixLike, VectorLike
 
 __all__ = ["AuditReport", "audit_epsilon", "clopper_pearson", "flip_teacher_neighbour"]
 

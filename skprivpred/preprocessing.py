@@ -31,8 +31,8 @@ from sklearn.compose import ColumnTransformer
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from skprivpred._dask import refuse_dask_collection
-from skprivpred._typing import MatrixLike, Self
+from ._teachers._dask import refuse_dask_collection
+from .utils._typing import MatrixLike, Self
 
 __all__ = [
     "PublicOneHotEncoder",

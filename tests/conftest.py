@@ -1,6 +1,6 @@
 """Shared fixtures: a real PostgreSQL server, started by the tests themselves.
 
-``skprivpred._testing.temporary_postgres`` runs the operating system package's
+``skprivpred.utils._testing.temporary_postgres`` runs the operating system package's
 server binaries in a temporary directory, on 127.0.0.1 only, and stops it when
 the test session ends. In CI (``CI=true``) a server that cannot be started is
 an error, not a skip: ``.ci/run`` installs PostgreSQL.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from skprivpred._testing import PostgresUnavailable, temporary_postgres
+from skprivpred.utils._testing import PostgresUnavailable, temporary_postgres
 
 _NATIVE_THREAD_VARIABLES = (
     "OMP_NUM_THREADS",

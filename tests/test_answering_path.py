@@ -80,8 +80,8 @@ from skprivpred import (
     SufficientStatisticRegressor,
 )
 from skprivpred._base import PrivatePredictorMixin
-from skprivpred._dask import is_dask_collection
-from skprivpred._teachers import TeacherEnsemble
+from skprivpred._teachers._dask import is_dask_collection
+from skprivpred._teachers._votes import TeacherEnsemble
 from skprivpred.exceptions import InsufficientSampleError
 
 ORDER = ("edge", "check", "dry_run", "charge", "values", "draw", "finish", "released")

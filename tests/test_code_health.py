@@ -31,7 +31,7 @@ PUBLIC_MODULES = [
     "skprivpred.mechanisms",
     "skprivpred.model_selection",
     "skprivpred.utils",
-    "skprivpred.walk",
+    "skprivpred.finite",
 ]
 
 

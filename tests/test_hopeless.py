@@ -31,7 +31,8 @@ from skprivpred._hopeless import (
     best_case_record,
     soft_majority_best_case,
 )
-from skprivpred.averaging import _unanimous_proba, project_to_simplex
+from skprivpred.ensemble import project_to_simplex
+from skprivpred.ensemble._averaging import _unanimous_proba
 from skprivpred.mechanisms import (
     agnostic_n_partitions,
     exponential_mechanism_proba,

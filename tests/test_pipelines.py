@@ -29,7 +29,7 @@ from sklearn.preprocessing import (
 )
 
 from skprivpred import SubsampleAggregateClassifier
-from skprivpred._teachers import TeacherEnsemble
+from skprivpred._teachers._votes import TeacherEnsemble
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

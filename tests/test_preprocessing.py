@@ -26,7 +26,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
-from skprivpred._teachers import TeacherEnsemble
+from skprivpred._teachers._votes import TeacherEnsemble
 from skprivpred.datasets import adult_schema, load_adult, magic_schema
 from skprivpred.preprocessing import (
     PublicOneHotEncoder,

@@ -1,6 +1,6 @@
 """Warnings reach the user once per process and call site, at the user's line (issue 41, item 7).
 
-Teachers fit inside ``warnings.catch_warnings`` (skprivpred/_isolation.py), which resets
+Teachers fit inside ``warnings.catch_warnings`` (skprivpred/_teachers/_isolation.py), which resets
 Python's per-module warning registries: the same PrivacyWarning came back on every call
 from one line (5 seeded fits, 10 warnings). Under ``n_jobs=2`` the warnings pointed at
 ``multiprocessing/process.py`` instead of the user's line.

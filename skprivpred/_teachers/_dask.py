@@ -48,12 +48,12 @@ _TAKES = frozenset({"fit", "predict", "predict_proba", "decision_function"})
 #: The estimators that take dask collections, and in which methods (every other
 #: method of theirs, and every method of every other estimator, refuses one).
 DASK_METHODS: dict[str, frozenset[str]] = {
-    "skprivpred.sufficient.SufficientStatisticClassifier": _TAKES,
-    "skprivpred.sufficient.SufficientStatisticRegressor": _TAKES,
+    "skprivpred.linear_model._sufficient.SufficientStatisticClassifier": _TAKES,
+    "skprivpred.linear_model._sufficient.SufficientStatisticRegressor": _TAKES,
     # The teacher ensembles also score dask queries (each row charged once, then answered).
-    "skprivpred.aggregate.SubsampleAggregateClassifier": _TAKES | {"score"},
-    "skprivpred.averaging.SubsampleAverageClassifier": _TAKES | {"score"},
-    "skprivpred.averaging.SubsampleAverageRegressor": _TAKES | {"score"},
+    "skprivpred.ensemble._aggregate.SubsampleAggregateClassifier": _TAKES | {"score"},
+    "skprivpred.ensemble._averaging.SubsampleAverageClassifier": _TAKES | {"score"},
+    "skprivpred.ensemble._averaging.SubsampleAverageRegressor": _TAKES | {"score"},
 }
 
 # What every message about a missing part of the extra says.

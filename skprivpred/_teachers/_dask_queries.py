@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from skprivpred._dask import import_dask
+from ._dask import import_dask
 
 __all__ = ["HEAD_ROWS", "answer_queries", "free_answers"]
 

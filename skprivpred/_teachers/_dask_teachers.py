@@ -24,8 +24,8 @@ Steps (:func:`fit_dask_teachers`), all but the last on the workers:
 
 - **Positions.** Each partition computes, for each of its rows, the global index
   ``offset + i`` and its permuted position under the keyed permutation
-  (:class:`~skprivpred._permutation.KeyedPermutation`, key from the fit stream:
-  the same function as the in-memory :func:`~skprivpred._teachers.random_partition`).
+  (:class:`~skprivpred._teachers._partition.KeyedPermutation`, key from the fit stream:
+  the same function as the in-memory :func:`~skprivpred._teachers._partition.random_partition`).
   It first checks its length against the counted one and refuses otherwise, so a
   source that changes between the counting pass and this one can never give two
   rows one position (or one row two blocks); every teacher's block depends on
@@ -35,8 +35,8 @@ Steps (:func:`fit_dask_teachers`), all but the last on the workers:
   teacher's block: output partition ``j`` is exactly block ``j``, ordered by
   position, as in memory.
 - **Fits.** One task per teacher on a worker, with the seed of the in-memory path
-  (:func:`~skprivpred._teachers.teacher_seeds`) and its isolation (``_fit_batch``,
-  through the one boundary :func:`~skprivpred._isolation.call_user_code`: a copy of
+  (:func:`~skprivpred._teachers._fit.teacher_seeds`) and its isolation (``_fit_batch``,
+  through the one boundary :func:`~skprivpred._teachers._isolation.call_user_code`: a copy of
   its own of the template, pickled once in the client, its own copy of its rows, a
   fixed fallback). A fit that raises (any exception) becomes the fallback teacher
   inside the task, so a task never fails by itself. A task that fails anyway died with
@@ -63,10 +63,10 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, validate_data
 
-from skprivpred._base import finite_target_column
-from skprivpred._dask import import_dask, is_dask_collection
-from skprivpred._permutation import KeyedPermutation, block_sizes
-from skprivpred._teachers import ConstantTeacher, _fit_batch, teacher_code, teacher_seeds
+from .._base import finite_target_column
+from ._dask import import_dask, is_dask_collection
+from ._fit import ConstantTeacher, _fit_batch, teacher_code, teacher_seeds
+from ._partition import KeyedPermutation, block_sizes
 
 __all__ = [
     "DaskTrainingRows",
@@ -103,7 +103,7 @@ class KeyedParts(Sequence):
 
     Block ``j`` is the rows at permuted positions ``[start_j, start_j + size_j)``,
     in position order (the inverse permutation of that range): what
-    :func:`~skprivpred._teachers.random_partition` gives in memory, without
+    :func:`~skprivpred._teachers._partition.random_partition` gives in memory, without
     materialising all ``n`` indices.
     """
 
@@ -271,7 +271,7 @@ def _recut(y_parts: list, y_lengths: list[int], x_lengths: list[int], y_meta) ->
 
 def _summarize_x(x_part) -> dict:
     """What one partition of X tells the client: its number of rows, whether it passes."""
-    from skprivpred._subsample import _SPARSE_FORMATS, _refuse_non_scalar_entries
+    from ._input import _SPARSE_FORMATS, _refuse_non_scalar_entries
 
     summary: dict[str, Any] = {"n": int(x_part.shape[0]), "ok": True}
     if summary["n"]:
@@ -405,10 +405,10 @@ def _assign(x_part, y_part, offset: int, length: int, key, n_samples: int, kind,
 def _fit_block(block, estimator, seeds: dict, classes, kind: str, target: str, fallback):
     """Fit one teacher on its block (on a worker); the pickled teacher, or None if it failed.
 
-    ``estimator`` is the template's :class:`~skprivpred._isolation.UserCode` (one
+    ``estimator`` is the template's :class:`~skprivpred._teachers._isolation.UserCode` (one
     cloudpickle payload, made in the client): the fit goes through the one
-    boundary (:func:`~skprivpred._teachers._fit_batch`, hence
-    :func:`~skprivpred._isolation.call_user_code`), with a copy of its own, its
+    boundary (:func:`~skprivpred._teachers._fit._fit_batch`, hence
+    :func:`~skprivpred._teachers._isolation.call_user_code`), with a copy of its own, its
     block handed as an object of its own, and its fallback. The block arrives
     ordered by permuted position (the shuffle's sort), as in memory. Whatever
     happens inside (any exception, even a ``BaseException``, or a teacher that

@@ -29,7 +29,7 @@ only, are the same for every call with that signature. So the verdict is kept
 per fitted estimator and per signature, and costs two small fits per kind of
 query, not per call: a later call never gets a refusal, or an error text,
 computed from an earlier call's rows. The dry run goes through the library's
-one boundary (:func:`skprivpred._isolation.call_user_code`), as all user code
+one boundary (:func:`skprivpred._teachers._isolation.call_user_code`), as all user code
 that meets rows does: a copy of the estimator of its own, its warnings dropped,
 the process-wide state it changes restored, and a fixed public outcome (no
 refusal) should anything escape its error capture.
@@ -49,7 +49,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import clone
 
-from skprivpred._isolation import call_user_code
+from ._isolation import call_user_code
 
 __all__ = ["check_numeric_rows", "check_teachers_can_read"]
 
@@ -215,7 +215,7 @@ def _dry_run(estimator, X, y, method: str) -> str | None:
     """A clone fitted on ``(X, y)`` and asked ``method`` at ``X``: the text of its error, if any.
 
     The user's estimator runs through the library's one boundary
-    (:func:`~skprivpred._isolation.call_user_code`): a copy of its own, handed
+    (:func:`~skprivpred._teachers._isolation.call_user_code`): a copy of its own, handed
     rows of its own, its warnings captured and the process-wide state restored
     after it. Its rows are public placeholders (:func:`_public_rows`); should
     anything escape the error capture, the fixed public outcome is "it reads

@@ -3,7 +3,7 @@
 A teacher ``make_pipeline(StandardScaler(), LogisticRegression())`` computes
 ``w . ((x - m) / s) + b``, which is the linear function ``(w / s) . x + (b - w . m / s)``
 of the raw row. :func:`fold_pipeline` rewrites such a pipeline, fitted, as one
-linear model on the raw features, so that :class:`~skprivpred._teachers.TeacherEnsemble`
+linear model on the raw features, so that :class:`~skprivpred._teachers._votes.TeacherEnsemble`
 scores it with all the other linear teachers in one matrix product. The fold uses
 the teacher's own fitted parameters only: it is post-processing of that teacher,
 and its votes are those of the pipeline's ``predict`` (the same function of the

@@ -100,7 +100,7 @@ import numpy as np
 import sklearn
 from scipy import sparse
 
-from skprivpred.exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError
 
 try:  # a dependency of joblib >= 1.6; vendored by older joblib
     import cloudpickle  # type: ignore[import-untyped]

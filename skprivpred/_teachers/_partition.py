@@ -7,8 +7,8 @@ of a cluster need the same permutation *per element*: each partition computes
 the permuted position of its own rows from their global indices and a key, and
 nothing of size ``n`` is ever built in one place. :class:`KeyedPermutation` is
 that function; the in-memory partition
-(:func:`skprivpred._teachers.random_partition`) and the dask path
-(:mod:`skprivpred._dask_teachers`) both use it, so both give the same blocks.
+(:func:`skprivpred._teachers._partition.random_partition`) and the dask path
+(:mod:`skprivpred._teachers._dask_teachers`) both use it, so both give the same blocks.
 
 Construction
 ------------
@@ -56,6 +56,9 @@ format-preserving encryption. NIST SP 800-38G, 2016.
 from __future__ import annotations
 
 import numpy as np
+
+pass
+
 
 __all__ = ["ROUNDS", "KeyedPermutation", "block_of", "block_sizes"]
 
@@ -173,3 +176,19 @@ def block_of(position, n_items: int, n_blocks: int) -> np.ndarray:
     return np.where(
         position < large, position // (base + 1), extra + (position - large) // base
     ).astype(np.int64)
+
+
+def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Split ``range(n_samples)`` into ``n_parts`` disjoint random blocks.
+
+    The blocks come from one keyed permutation of ``[0, n_samples)``
+    (:class:`~skprivpred._teachers._partition.KeyedPermutation`, its key drawn from
+    ``rng``: the same number of draws whatever ``n_samples``), cut by
+    ``numpy.array_split`` (sizes ``floor(n/r)`` or ``ceil(n/r)``, never empty
+    when ``n_parts <= n_samples``): block ``j`` holds the rows whose permuted
+    position falls in the ``j``-th cut, ordered by position. Rows on a cluster
+    are cut by the same function, partition by partition
+    (:mod:`skprivpred._teachers._dask_teachers`), into the same blocks. Nothing about
+    the data is used.
+    """
+    return np.array_split(KeyedPermutation.from_rng(n_samples, rng).order(), n_parts)

@@ -62,8 +62,8 @@ from sklearn.tree import (
 )
 from sklearn.utils.validation import check_array
 
-from skprivpred._base import known_label_index
-from skprivpred._isolation import teacher_call
+from .._base import known_label_index
+from ._isolation import teacher_call
 
 # Exact types only: a subclass may override ``predict``.
 TREE_CLASSIFIER_TYPES = (DecisionTreeClassifier, ExtraTreeClassifier)

@@ -1,25 +1,5 @@
-"""Disjoint teachers: data-independent partitioning, parallel fitting, batched votes.
-
-Shared by every subsample-and-aggregate estimator. The privacy argument needs
-only two things from this module, and both are kept here in one place:
-
-1. the partition is a uniformly random permutation from the *fit* stream,
-   split into contiguous blocks (never stratified, never sorted by the data);
-2. teacher ``j`` is fitted on block ``j`` alone (plus data-independent
-   randomness), so one changed row changes at most one teacher.
-
-Votes are returned as indices into the public label set ``classes``. Linear
-teachers are voted with one stacked matrix product, scikit-learn trees and
-forests by one stacked descent (:mod:`skprivpred._trees`); other teachers
-through their own ``predict``. Queries are processed in blocks of rows so that
-memory stays bounded for large batches.
-
-No teacher output ever raises (see "Teacher outputs that never raise" below):
-whether a teacher can answer a row depends on the rows it was fitted on, so a
-teacher that fails on a row gives a fixed public value for it instead
-(:data:`FALLBACK_LABEL_INDEX`, the uniform distribution, the midpoint of
-``y_bounds``), and a teacher whose ``fit`` raises can be replaced by a
-:class:`ConstantTeacher` of that value.
+"""The fitted teacher ensemble and its votes: stacked, answered through the isolation
+boundary, counted.
 """
 
 from __future__ import annotations
@@ -31,20 +11,18 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
-from sklearn import linear_model
-from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
-from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_array
 
-from skprivpred._base import known_label_index, one_label_index
-from skprivpred._folding import FoldedLinear, fold_pipeline
-from skprivpred._isolation import (
-    RAISE,
+from .._base import known_label_index, one_label_index
+from ..exceptions import InvalidParameterError
+from ..preprocessing import is_public
+from ._fit import LINEAR_TEACHER_TYPES, ConstantTeacher, realign
+from ._folding import FoldedLinear, fold_pipeline
+from ._isolation import (
     ProcessState,
     UserCode,
-    call_user_code,
     call_user_code_by_row,
     freeze_rows,
     handed_rows,
@@ -54,28 +32,8 @@ from skprivpred._isolation import (
     teacher_run,
     user_code,
 )
-from skprivpred._permutation import KeyedPermutation
-from skprivpred._trees import StackedTrees, is_stackable
-from skprivpred.exceptions import InvalidParameterError
-from skprivpred.preprocessing import is_public
-
-# Public scikit-learn classifiers whose ``predict`` is exactly
-# ``classes_[argmax(X @ coef_.T + intercept_)]`` (binary: sign of the one score).
-# Looked up by name so that a class a scikit-learn release removes
-# (PassiveAggressiveClassifier is deprecated) simply drops out.
-LINEAR_TEACHER_TYPES = tuple(
-    getattr(linear_model, name)
-    for name in (
-        "LogisticRegression",
-        "LogisticRegressionCV",
-        "PassiveAggressiveClassifier",
-        "Perceptron",
-        "RidgeClassifier",
-        "RidgeClassifierCV",
-        "SGDClassifier",
-    )
-    if hasattr(linear_model, name)
-) + (LinearSVC,)
+from ._rows import FALLBACK_LABEL_INDEX, concat_rows, one_per_row, take_rows
+from ._trees import StackedTrees, is_stackable
 
 # Memory for one block of stacked linear scores (rows x score columns, float64):
 # large batches are scored block by block so that memory stays bounded.
@@ -84,253 +42,6 @@ SCORE_BLOCK_BYTES = 8 * 2**20
 # Query rows per joblib task when non-linear teachers vote in parallel (n_jobs > 1):
 # a public constant, so the cut never depends on the data.
 VOTE_BLOCK_ROWS = 2**16
-
-# Teacher fits are grouped into about this many joblib tasks per effective job
-# (one teacher per task when there are fewer teachers): thousands of small fits
-# then share a task's overhead, and the tasks still balance over the workers.
-FIT_TASKS_PER_JOB = 64
-
-
-def random_partition(n_samples: int, n_parts: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Split ``range(n_samples)`` into ``n_parts`` disjoint random blocks.
-
-    The blocks come from one keyed permutation of ``[0, n_samples)``
-    (:class:`~skprivpred._permutation.KeyedPermutation`, its key drawn from
-    ``rng``: the same number of draws whatever ``n_samples``), cut by
-    ``numpy.array_split`` (sizes ``floor(n/r)`` or ``ceil(n/r)``, never empty
-    when ``n_parts <= n_samples``): block ``j`` holds the rows whose permuted
-    position falls in the ``j``-th cut, ordered by position. Rows on a cluster
-    are cut by the same function, partition by partition
-    (:mod:`skprivpred._dask_teachers`), into the same blocks. Nothing about
-    the data is used.
-    """
-    return np.array_split(KeyedPermutation.from_rng(n_samples, rng).order(), n_parts)
-
-
-def take_rows(X, index: np.ndarray | slice):
-    """Rows ``index`` of ``X``: a pandas object, a sparse matrix or an array."""
-    if hasattr(X, "iloc"):
-        return X.iloc[index]
-    return X[index]
-
-
-def concat_rows(blocks: list):
-    """Stack row blocks that may mix kinds (DataFrames, sparse matrices, arrays).
-
-    If any block is a DataFrame the result is one, the other blocks taking its
-    columns and dtypes; otherwise any sparse block makes the result sparse.
-    """
-    frames = [b for b in blocks if hasattr(b, "iloc")]
-    if frames:
-        import pandas as pd
-
-        template = frames[0]
-
-        def as_frame(block):
-            if hasattr(block, "iloc"):
-                return block
-            dense = block.toarray() if sparse.issparse(block) else np.asarray(block)
-            frame = pd.DataFrame(dense, columns=template.columns)
-            return frame.astype(template.dtypes.to_dict())
-
-        return pd.concat([as_frame(b) for b in blocks], axis=0, ignore_index=True)
-    if any(sparse.issparse(b) for b in blocks):
-        return sparse.vstack([sparse.csr_matrix(b) for b in blocks], format="csr")
-    return np.concatenate([np.asarray(b) for b in blocks], axis=0)
-
-
-class ConstantTeacher:
-    """A teacher whose output is fixed whatever the query: a label index or a value.
-
-    A classification block with a single label gets one (it always votes that
-    label), and so does a block whose fit raised, when the caller passes a
-    ``fallback`` to :func:`fit_teachers`.
-
-    Parameters
-    ----------
-    label_index : int, default=None
-        Classification: the index, in the public label set, that it always votes.
-    value : float, default=None
-        Regression: the value that it always predicts. Exactly one of
-        ``label_index`` and ``value`` is given.
-    """
-
-    def __init__(self, label_index: int | None = None, *, value: float | None = None) -> None:
-        if (label_index is None) == (value is None):
-            raise ValueError("a ConstantTeacher has a label_index or a value, not both or neither.")
-        self.label_index = FALLBACK_LABEL_INDEX if label_index is None else int(label_index)
-        self.value = None if value is None else float(value)
-
-
-def realign(data):
-    """``data`` with its buffers aligned in memory (copied only if they are not).
-
-    A remote joblib backend (dask, ray) can deliver arrays at unaligned
-    addresses; numpy then cannot use BLAS and ``X @ w`` runs many times slower.
-    Arrays and CSR/CSC matrices are realigned; other inputs are returned as
-    they are.
-    """
-    if isinstance(data, np.ndarray):
-        return data if data.flags.aligned else np.require(data, requirements="A")
-    if sparse.issparse(data) and hasattr(data, "indptr"):
-        if not all(a.flags.aligned for a in (data.data, data.indices, data.indptr)):
-            return data.copy()
-    return data
-
-
-def _fit_copy(teacher, X_part, y_part, seeds: dict):
-    """Fit one teacher (a copy of its own, from the boundary) on its own copy of its block.
-
-    The block is handed by the boundary as an object of its own; a DataFrame's
-    dtypes are re-inferred from its own rows (``DataFrame.infer_objects``): a
-    column that is ``object`` in the whole training set only because of rows of
-    another block becomes numeric again, so no dtype depends on rows outside
-    the block.
-    """
-    if seeds:
-        teacher.set_params(**seeds)
-    X_part = X_part.infer_objects() if hasattr(X_part, "iloc") else realign(X_part)
-    return teacher.fit(X_part, realign(y_part))
-
-
-def _fitted(output):
-    """The output of a teacher's ``fit``: a fitted object (``None`` is a failure)."""
-    if output is None:
-        raise ValueError("fit returned None")
-    return output
-
-
-def _seed_keys(estimator) -> list[str]:
-    """Parameters of ``estimator`` named ``random_state`` (at any depth) that are unset."""
-    return [
-        key
-        for key, value in estimator.get_params(deep=True).items()
-        if (key == "random_state" or key.endswith("__random_state")) and value is None
-    ]
-
-
-def teacher_code(estimator) -> UserCode:
-    """An unfitted clone of ``estimator``, pickled once: every teacher is a copy of its own.
-
-    Raises ``InvalidParameterError`` if it cannot be pickled (see
-    :func:`~skprivpred._isolation.user_code`): call it before any charge.
-    """
-    if isinstance(estimator, UserCode):
-        return estimator
-    return user_code(clone(estimator), "estimator")
-
-
-def _fit_batch(estimator, jobs: list, fallback=None) -> list:
-    """Fit one teacher per job (one joblib task for many teachers), through the boundary.
-
-    ``estimator`` is the template, or its :class:`~skprivpred._isolation.UserCode`
-    (:func:`teacher_code`). Each job is ``(seeds, X_part, y_part,
-    y_index_part)``. A block with a single label gets a :class:`ConstantTeacher`
-    (no user code runs). Every other block is one protected unit of
-    :func:`~skprivpred._isolation.call_user_code`: a copy of the template of
-    its own (unpickled from one payload: no closure, attribute or cache is
-    shared between teachers), its ``seeds`` set on its unset ``random_state``
-    parameters, fitted on its block handed as an object of its own
-    (:func:`_fit_copy`), with its warnings captured, under a fixed
-    floating-point state, scikit-learn's configuration and the global random
-    states restored after it. Every fit validates its parameters and data (no
-    fit's configuration depends on whether another block fitted). A fit that
-    raises (or returns None) gives ``fallback`` (``None``: the exception is
-    raised).
-    """
-    code = teacher_code(estimator)
-    teachers: list = [None] * len(jobs)
-    units, where = [], []
-    for k, (seeds, X_part, y_part, y_index_part) in enumerate(jobs):
-        if y_index_part is not None and np.unique(y_index_part).size == 1:
-            teachers[k] = ConstantTeacher(y_index_part[0])
-        else:
-            units.append((X_part, y_part, seeds))
-            where.append(k)
-    fitted = call_user_code(
-        code,
-        units,
-        _fit_copy,
-        _fitted,
-        RAISE if fallback is None else fallback,
-        name="estimator",
-    )
-    for k, teacher in zip(where, fitted):
-        teachers[k] = teacher
-    return teachers
-
-
-def teacher_seeds(estimator, n_teachers: int, rng: np.random.Generator) -> list[dict]:
-    """The ``random_state`` parameters of every teacher, drawn from the fit stream ``rng``.
-
-    One draw per unset ``random_state`` parameter of ``estimator`` and per
-    teacher, in teacher order: the teachers fitted in memory
-    (:func:`fit_teachers`) and on a cluster (:mod:`skprivpred._dask_teachers`)
-    get the same seeds from the same stream.
-    """
-    keys = _seed_keys(estimator)
-    return [{key: int(rng.integers(0, 2**31 - 1)) for key in keys} for _ in range(n_teachers)]
-
-
-def fit_teachers(
-    estimator,
-    X,
-    y,
-    y_index,
-    parts,
-    rng,
-    n_jobs=None,
-    fallback: int | ConstantTeacher | None = None,
-) -> list:
-    """Fit one clone of ``estimator`` per block of ``parts``, in parallel with joblib.
-
-    For classification, ``y_index`` holds each row's index in the public label
-    set and blocks with a single label get a :class:`ConstantTeacher`; for
-    regression it is None. Teachers with an unset ``random_state`` are seeded
-    from ``rng`` (the fit stream), in block order, so a fit is reproducible for
-    an integer seed whatever the joblib backend and however the fits are
-    grouped into tasks. With ``fallback`` (a :class:`ConstantTeacher`, or an
-    index in the public label set for one that votes it), a teacher whose
-    ``fit`` raises becomes that constant teacher instead: whether a fit fails
-    depends on its block's rows, so the failure must not reach whoever sees the
-    estimator's behaviour (the caller of ``predict`` when a phase change fits
-    teachers inside it, a service that refits).
-
-    Every fit goes through the one boundary (:func:`_fit_batch`): the
-    template is pickled once here (:func:`teacher_code`; one that cannot be
-    pickled is refused with an ``InvalidParameterError`` before any block is
-    read) and each teacher is a copy of its own, fitted on its block alone.
-
-    The fits are grouped into about ``FIT_TASKS_PER_JOB`` joblib tasks per
-    effective job (:func:`_fit_batch`), consecutive blocks together; the
-    grouping depends only on the number of teachers and of jobs. Called from
-    a section that holds the warnings lock (a candidate of a private search),
-    the fits run in the calling thread: a joblib worker thread could never
-    take that lock.
-    """
-    if fallback is not None and not isinstance(fallback, ConstantTeacher):
-        fallback = ConstantTeacher(fallback)
-    if holds_warnings_lock():  # (a fit inside a captured section: joblib threads would wait)
-        n_jobs = 1
-    seeds = teacher_seeds(estimator, len(parts), rng)
-    code = teacher_code(estimator)  # one payload, before any block is read
-    per_task = max(1, len(parts) // (FIT_TASKS_PER_JOB * effective_n_jobs(n_jobs)))
-
-    def jobs(start: int) -> list:
-        return [
-            (
-                seeds[k],
-                take_rows(X, parts[k]),
-                y[parts[k]],
-                None if y_index is None else y_index[parts[k]],
-            )
-            for k in range(start, min(start + per_task, len(parts)))
-        ]
-
-    batches = Parallel(n_jobs=n_jobs)(
-        delayed(_fit_batch)(code, jobs(start), fallback) for start in range(0, len(parts), per_task)
-    )
-    return [teacher for batch in batches for teacher in batch]
 
 
 def label_index(classes: np.ndarray, labels) -> np.ndarray:
@@ -346,26 +57,6 @@ def label_index(classes: np.ndarray, labels) -> np.ndarray:
             "label the base estimator can predict in `classes`."
         )
     return index
-
-
-# -- Teacher outputs that never raise --------------------------------------------------------
-#
-# Whether a teacher can answer a query row depends on the rows it was fitted on: an encoder
-# with handle_unknown="error" that never saw the row's category, a tree that cannot take a
-# value too large for float32, any custom teacher. An exception that reached the caller would
-# be a release outside the mechanism, charged nothing and covered by no epsilon (DESIGN 1.9).
-# So every output of a teacher is taken through `answered_pieces`: the teacher's method on
-# the whole batch; if it raises, on each half, then on the halves of a failing half, down to
-# single rows. A row on which the teacher fails on its own (it raises, or gives an unusable
-# output: a label outside the public label set, a non-finite probability or value) gets a
-# fixed public value from that teacher: the vote FALLBACK_LABEL_INDEX, the uniform
-# distribution, or the midpoint of y_bounds. Teachers answer row by row (their output on a
-# row does not depend on the other rows of the batch), so which rows get the fallback, and
-# every other output, are the same whatever the batch. A batch on which nothing fails costs
-# one call, with no loop over its rows.
-
-#: The vote of a teacher on a row it cannot answer: the first label of the public label set.
-FALLBACK_LABEL_INDEX = 0
 
 
 def fallback_value(y_bounds) -> float:
@@ -435,16 +126,6 @@ def teacher_rows(method, X, convert: Callable[[Any, int], Any], fallback, dtype)
     return out
 
 
-def one_per_row(output, n_rows: int) -> np.ndarray:
-    """``output`` as a 1-D array of ``n_rows`` entries (a single column is accepted)."""
-    output = np.asarray(output)
-    if output.ndim == 2 and output.shape[1] == 1:
-        output = output[:, 0]
-    if output.shape != (n_rows,):
-        raise ValueError(f"expected one output per row ({n_rows}), got shape {output.shape}.")
-    return output
-
-
 def _method(teacher, name: str) -> Callable[[Any], Any]:
     """``teacher.<name>`` called on the teacher's own rows, looked up at each call.
 
@@ -452,7 +133,7 @@ def _method(teacher, name: str) -> Callable[[Any], Any]:
     :func:`answered_pieces`: whether a fitted teacher *has* ``predict_proba``
     (a search that chose an estimator without it) depends on its rows, and
     raising there makes the row that teacher's fallback. The teacher is handed
-    :func:`~skprivpred._isolation.handed_rows` of the block, at every call (so
+    :func:`~skprivpred._teachers._isolation.handed_rows` of the block, at every call (so
     at every retry of the fallback bisection too): an array object of its own,
     whose values and metadata it can change for neither the caller, another
     teacher nor another call.
@@ -475,9 +156,9 @@ def isolated_rows(
 ) -> np.ndarray:
     """:func:`teacher_rows` of ``teacher.<name>``, the teacher in isolation.
 
-    The batch is frozen once (:func:`~skprivpred._isolation.freeze_rows`; an
+    The batch is frozen once (:func:`~skprivpred._teachers._isolation.freeze_rows`; an
     already frozen batch is used as it is), and the teacher answers inside
-    :func:`~skprivpred._isolation.teacher_call`: its warnings captured, under
+    :func:`~skprivpred._teachers._isolation.teacher_call`: its warnings captured, under
     the library's floating-point state, numpy's and scikit-learn's
     process-wide state restored afterwards (to ``state``, a snapshot shared
     by a run of teachers, if given).
@@ -677,21 +358,6 @@ def _count_votes(
     return counts
 
 
-# -- Teachers on protected rows -----------------------------------------------------------------
-#
-# Training rows (the validation part of a private search) and the queries of the everlasting
-# predictors are protected rows: the answer to one may not depend on another row of the same
-# call. A teacher that votes through its own ``predict`` is user code, which may compute
-# anything from the batch it is handed (a statistic of the batch, state kept from an earlier
-# call). On protected rows, such a
-# teacher is therefore asked through the library's one boundary
-# (:func:`~skprivpred._isolation.call_user_code_by_row`): each distinct row alone, as a
-# one-row batch, by a copy of the teacher of its own (unpickled from one payload per teacher,
-# made once per ensemble), with a fixed public vote for whatever the copy does on the row.
-# Stacked linear and tree teachers are voted by the library from their coefficients and
-# trees, row-wise by construction, and keep their batched votes.
-
-
 def _predict(teacher, rows):
     """How a teacher is asked on one protected row (inside the boundary's guard)."""
     return teacher.predict(rows)
@@ -701,7 +367,7 @@ def teacher_codes(teachers: list) -> list[UserCode | None]:
     """One :class:`UserCode` per fitted teacher (its payload, made here once), or None.
 
     Pickling a fitted teacher is a contact with it: it runs inside
-    :func:`~skprivpred._isolation.teacher_call`, and a teacher that cannot be
+    :func:`~skprivpred._teachers._isolation.teacher_call`, and a teacher that cannot be
     pickled (whether it can depends on the block it was fitted on) gets None:
     it votes :data:`FALLBACK_LABEL_INDEX` on every protected row.
     """
@@ -722,7 +388,7 @@ def protected_votes(codes: list[UserCode | None], X, classes: np.ndarray) -> np.
     Shape (n_rows, n_teachers), each row voted alone.
 
     Every teacher's vote on a row comes from a copy of its own, asked on that
-    row alone through :func:`~skprivpred._isolation.call_user_code_by_row`
+    row alone through :func:`~skprivpred._teachers._isolation.call_user_code_by_row`
     (identical rows share one evaluation). A row on which the copy raises, or
     gives a label outside ``classes``, and every row of a teacher whose code
     is None, get :data:`FALLBACK_LABEL_INDEX`.
@@ -788,7 +454,7 @@ def _shared_public_prefix(teachers: list) -> tuple[list, Any]:
     (which may then join the stacked linear votes). Otherwise every teacher
     keeps its own first step: a step shared by all must be provably the same
     for all, never one teacher's. The teachers are read in isolation
-    (:func:`~skprivpred._isolation.teacher_call`); anything raised there means
+    (:func:`~skprivpred._teachers._isolation.teacher_call`); anything raised there means
     no sharing.
     """
     fitted = [t for t in teachers if not isinstance(t, ConstantTeacher)]
@@ -876,10 +542,10 @@ class TeacherEnsemble:
     def _kind(self, teacher) -> tuple[str, Any]:
         """How a fitted teacher votes: ``"linear"`` (with a snapshot), ``"tree"`` or ``"other"``.
 
-        By exact type, as :mod:`skprivpred._trees` does: a user's subclass of a
+        By exact type, as :mod:`skprivpred._teachers._trees` does: a user's subclass of a
         linear classifier may compute anything, so it votes through its own
         ``predict``. A linear teacher's parameters are copied here, once, into
-        a :class:`~skprivpred._folding.FoldedLinear`; the stacked votes never
+        a :class:`~skprivpred._teachers._folding.FoldedLinear`; the stacked votes never
         touch the teacher again. A linear teacher with a label outside
         ``classes`` votes through its own predict, where such a vote becomes
         the fallback.
@@ -972,7 +638,7 @@ class TeacherEnsemble:
 
         ``X_num`` comes from :meth:`_linear_input` (float, finite rows). Computed
         under the library's floating-point state
-        (:func:`~skprivpred._isolation.library_numerics`): an overflow gives a
+        (:func:`~skprivpred._teachers._isolation.library_numerics`): an overflow gives a
         non-finite score, which is that teacher's fallback for that row, never a
         warning or a ``FloatingPointError``.
         """
@@ -1142,7 +808,7 @@ class TeacherEnsemble:
         (rows x teachers) vote matrix: constant teachers add a fixed vector,
         linear teachers are counted from their stacked scores block by block
         (bounded memory), scikit-learn trees and forests from their stacked
-        descent (:class:`~skprivpred._trees.StackedTrees`, in this process),
+        descent (:class:`~skprivpred._teachers._trees.StackedTrees`, in this process),
         and the other teachers vote through :meth:`_add_other_votes`: in this
         process, or in parallel through joblib when ``n_jobs`` (and the active
         joblib backend) give more than one job. A teacher that cannot answer a
@@ -1154,7 +820,7 @@ class TeacherEnsemble:
         scores, stacked tree descents, constant teachers) are row-wise by
         construction and stay batched, and every other teacher answers each
         row alone through the one boundary (:func:`protected_votes`, from one
-        :class:`~skprivpred._isolation.UserCode` per teacher made once per
+        :class:`~skprivpred._teachers._isolation.UserCode` per teacher made once per
         ensemble), in this process or in blocks of rows through joblib.
         """
         with library_numerics():

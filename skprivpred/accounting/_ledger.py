@@ -40,7 +40,7 @@ user with mode 0700 (a name another user took first is left alone for a fresh
 directory of this user's: :func:`default_ledger_path`). A SQLite ledger that
 another local user controls (the file, its directory or one above it, or a
 symbolic link in its place) is refused before SQLite opens it
-(:func:`~skprivpred._private_dirs.foreign_control`).
+(:func:`~skprivpred.utils._private_dirs.foreign_control`).
 Addresses are shown only through :func:`redact`, which hides every password.
 """
 
@@ -65,12 +65,8 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, unquote_plus
 
-from skprivpred._private_dirs import (
-    foreign_control,
-    own_temporary_directory,
-    user_temporary_directory,
-)
-from skprivpred.exceptions import LedgerError
+from ..exceptions import LedgerError
+from ..utils._private_dirs import foreign_control, own_temporary_directory, user_temporary_directory
 
 __all__ = [
     "JOURNAL_COLUMNS",
@@ -1668,7 +1664,7 @@ if hasattr(os, "register_at_fork"):
 def default_ledger_path() -> str:
     """A new file name in a private directory of this user's (created if needed).
 
-    The directory (:func:`~skprivpred._private_dirs.own_temporary_directory`)
+    The directory (:func:`~skprivpred.utils._private_dirs.own_temporary_directory`)
     is ``$XDG_RUNTIME_DIR/skprivpred`` when that is this user's runtime
     directory, else ``$TMPDIR/skprivpred-<uid>``, provided it is a real
     directory (not a symbolic link) owned by this user with mode 0700. A name

@@ -8,9 +8,9 @@ they are read.
 # Authors: The skprivpred developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from skprivpred.datasets._fetch import clear_data_home, get_data_home
-from skprivpred.datasets._loaders import load_adult, load_magic
-from skprivpred.datasets._schema import adult_schema, magic_schema
+from ._fetch import clear_data_home, get_data_home
+from ._loaders import load_adult, load_magic
+from ._schema import adult_schema, magic_schema
 
 __all__ = [
     "adult_schema",

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import Bunch
 
-from skprivpred.datasets._fetch import _fetch_raw_files
+from ._fetch import _fetch_raw_files
 
 __all__ = ["load_adult", "load_magic"]
 

@@ -13,24 +13,24 @@ from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
-from skprivpred._available import available_if_explained
-from skprivpred._base import QueryPlan, answer
-from skprivpred._hopeless import soft_majority_best_case, warn_if_hopeless
-from skprivpred._isolation import handed_rows
-from skprivpred._subsample import SubsampleMixin
-from skprivpred._teachers import (
-    FALLBACK_LABEL_INDEX,
-    ConstantTeacher,
-    TeacherEnsemble,
-    concat_rows,
-)
-from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from skprivpred._warnings import warn_user
-from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee, per_query_epsilon
-from skprivpred.exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
-from skprivpred.mechanisms import exponential_mechanism_proba, pac_n_partitions, sample_categorical
-from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from skprivpred.utils._param_validation import HasMethods, Interval, StrOptions, UserCodeParam
+from .._available import available_if_explained
+from .._base import QueryPlan, answer
+from .._hopeless import soft_majority_best_case, warn_if_hopeless
+from .._teachers._fit import ConstantTeacher
+from .._teachers._isolation import handed_rows
+from .._teachers._rows import FALLBACK_LABEL_INDEX, concat_rows
+from .._teachers._votes import TeacherEnsemble
+from .._warnings import warn_user
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._composition import per_query_epsilon
+from ..accounting._guarantee import GuaranteeUnit, PrivacyGuarantee
+from ..exceptions import HorizonExhaustedError, InvalidParameterError, PrivacyWarning
+from ..mechanisms._closed_forms import exponential_mechanism_proba, sample_categorical
+from ..mechanisms._teacher_count import pac_n_partitions
+from ..utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from ..utils._param_validation import HasMethods, Interval, StrOptions, UserCodeParam
+from ..utils._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._subsample import SubsampleMixin
 
 __all__ = ["SubsampleAggregateClassifier"]
 
@@ -663,7 +663,7 @@ class SubsampleAggregateClassifier(SubsampleMixin, ClassifierMixin, BaseEstimato
         NOT PRIVATE; never charges. No dry run; stacked linear and tree teachers
         vote batched (row-wise by construction), every other teacher answers
         each row alone through the one boundary
-        (:meth:`~skprivpred._teachers.TeacherEnsemble.vote_counts` with
+        (:meth:`~skprivpred._teachers._votes.TeacherEnsemble.vote_counts` with
         ``protected=True``).
         """
         rows = self._validate_protected_rows(X)

@@ -14,39 +14,42 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import check_is_fitted
 
-from skprivpred._base import QueryPlan, answer, check_noise_delta
-from skprivpred._dask_teachers import is_dask_input
-from skprivpred._hopeless import BEST_CASE_THRESHOLD, BestCase, smallest_epsilon, warn_if_hopeless
-from skprivpred._isolation import freeze_rows, library_numerics, teacher_run
-from skprivpred._subsample import SubsampleMixin
-from skprivpred._teachers import (
-    FALLBACK_LABEL_INDEX,
-    ConstantTeacher,
+from .._base import QueryPlan, answer, check_noise_delta
+from .._hopeless import BEST_CASE_THRESHOLD, BestCase, smallest_epsilon, warn_if_hopeless
+from .._teachers._dask_teachers import is_dask_input
+from .._teachers._fit import ConstantTeacher
+from .._teachers._isolation import freeze_rows, library_numerics, teacher_run
+from .._teachers._rows import FALLBACK_LABEL_INDEX
+from .._teachers._trees import StackedPredictions
+from .._teachers._votes import (
     TeacherEnsemble,
     fallback_value,
     protected_proba_sum,
     teacher_proba,
     teacher_values,
 )
-from skprivpred._trees import StackedPredictions
-from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from skprivpred.exceptions import InvalidParameterError
-from skprivpred.mechanisms import (
-    DEFAULT_GRID_STEPS,
-    agnostic_n_partitions,
-    discrete_gaussian_sigma,
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._guarantee import GuaranteeUnit, PrivacyGuarantee
+from ..exceptions import InvalidParameterError
+from ..mechanisms._closed_forms import (
     gaussian_clip_bernoulli_proba,
     gaussian_sigma,
-    grid_gaussian_release,
-    grid_laplace_release,
     laplace_clip_bernoulli_proba,
     laplace_positive_proba,
     laplace_scale,
     sample_categorical,
 )
-from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from skprivpred.utils._param_validation import Bounds, HasMethods, Interval, StrOptions, UserCodeParam
+from ..mechanisms._exact import (
+    DEFAULT_GRID_STEPS,
+    discrete_gaussian_sigma,
+    grid_gaussian_release,
+    grid_laplace_release,
+)
+from ..mechanisms._teacher_count import agnostic_n_partitions
+from ..utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from ..utils._param_validation import Bounds, HasMethods, Interval, StrOptions, UserCodeParam
+from ..utils._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._subsample import SubsampleMixin
 
 __all__ = [
     "SubsampleAverageClassifier",
@@ -437,7 +440,7 @@ class SubsampleAverageClassifier(_NoisyAverageMixin, ClassifierMixin, BaseEstima
         stacked linear and tree teachers vote batched (row-wise by
         construction) and every other teacher answers each row alone through
         the one boundary; with ``"proba"`` every teacher answers each row alone
-        (:func:`~skprivpred._teachers.protected_proba_sum`).
+        (:func:`~skprivpred._teachers._votes.protected_proba_sum`).
         """
         rows = self._validate_protected_rows(X)
         if self._base_output == "label":
@@ -665,7 +668,7 @@ def default_tree_depth(n_samples: int, n_teachers: int) -> int:
 
     Examples
     --------
-    >>> from skprivpred.averaging import default_tree_depth
+    >>> from skprivpred.ensemble import default_tree_depth
     >>> default_tree_depth(294, 10)
     3
     >>> default_tree_depth(20_000, 200)
@@ -698,7 +701,7 @@ class SubsampleAverageRegressor(_NoisyAverageMixin, RegressorMixin, BaseEstimato
         Base learner cloned per part (``None``: a ``DecisionTreeRegressor``
         whose depth is capped by the public formula
         ``max_depth = max(1, ceil(log2(n_samples // n_teachers) / 2))``, see
-        :func:`~skprivpred.averaging.default_tree_depth`). The cap makes the
+        :func:`~skprivpred.ensemble.default_tree_depth`). The cap makes the
         stacked descent of the default trees, hence the time an answer
         takes, depend on public quantities only; a tree of your own without
         ``max_depth`` (or ``max_leaf_nodes``) answers in a time that depends

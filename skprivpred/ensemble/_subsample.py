@@ -20,50 +20,25 @@ from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from skprivpred._base import (
+from .._base import (
     PrivatePredictorMixin,
     QueryPlan,
     finite_target_column,
     keep_frame,
     resolve_classes,
 )
-from skprivpred._dask_teachers import DaskTrainingRows, dask_training_rows, fit_dask_teachers, is_dask_input
-from skprivpred._dry_run import check_teachers_can_read
-from skprivpred._teachers import ConstantTeacher, fit_teachers, random_partition
-from skprivpred._warnings import warn_user
-from skprivpred.exceptions import InvalidParameterError
-
-_SPARSE_FORMATS = ["csr", "csc"]
-
-
-# Entries no base estimator reads as one feature value.
-_CONTAINERS = (dict, list, tuple, set, frozenset, np.ndarray)
-
-
-def _refuse_non_scalar_entries(X) -> None:
-    """Refuse an object array holding a container (a dict, a list, a set, an array).
-
-    Object arrays stay as they are otherwise (strings and missing values may be
-    meant for an encoder inside the base estimator), but a container must fail
-    here, for every partition alike: a teacher whose block has a single label is
-    a constant and never calls the base estimator's ``fit``, so leaving the
-    error to the teachers would make it depend on the random partition. Only
-    the set of entry types is formed (one pass in C), as this runs on every
-    query batch of an object array.
-
-    Raises
-    ------
-    TypeError
-        Naming the type of the container.
-    """
-    if not (isinstance(X, np.ndarray) and X.dtype == object):
-        return
-    containers = sorted(t.__name__ for t in set(map(type, X.ravel())) if issubclass(t, _CONTAINERS))
-    if containers:
-        raise TypeError(
-            f"X holds a {containers[0]} as an entry: each argument must be a string or a "
-            "number (or a missing value), never a container."
-        )
+from .._teachers._dask_teachers import (
+    DaskTrainingRows,
+    dask_training_rows,
+    fit_dask_teachers,
+    is_dask_input,
+)
+from .._teachers._dry_run import check_teachers_can_read
+from .._teachers._fit import ConstantTeacher, fit_teachers
+from .._teachers._input import _SPARSE_FORMATS, _refuse_non_scalar_entries
+from .._teachers._partition import random_partition
+from .._warnings import warn_user
+from ..exceptions import InvalidParameterError
 
 
 def check_query_block(block, estimator_name: str):
@@ -122,7 +97,7 @@ class SubsampleMixin(PrivatePredictorMixin):
         return keep_frame(X, X_checked), y
 
     def _validate_dask_training_data(self, X, y, *, classify: bool, y_numeric: bool = False):
-        """Dask training rows checked where they live (:mod:`skprivpred._dask_teachers`).
+        """Dask training rows checked where they live (:mod:`skprivpred._teachers._dask_teachers`).
 
         For a classifier the public label set is resolved as in memory
         (``classes``, or the labels present with a :class:`PrivacyWarning`)
@@ -138,7 +113,7 @@ class SubsampleMixin(PrivatePredictorMixin):
         """A classifier's training rows, in memory or on a cluster, with its public labels.
 
         Returns ``(X, y, classes, n_samples)``; for dask rows ``X`` is the
-        :class:`~skprivpred._dask_teachers.DaskTrainingRows` and ``y`` is None.
+        :class:`~skprivpred._teachers._dask_teachers.DaskTrainingRows` and ``y`` is None.
         """
         if is_dask_input(X, y):  # rows on a cluster: checked and fitted where they live
             rows = self._validate_dask_training_data(X, y, classify=True)
@@ -176,7 +151,7 @@ class SubsampleMixin(PrivatePredictorMixin):
     ) -> list:
         """Partition from the fit stream and fit one teacher per part.
 
-        ``X`` may be :class:`~skprivpred._dask_teachers.DaskTrainingRows` (from
+        ``X`` may be :class:`~skprivpred._teachers._dask_teachers.DaskTrainingRows` (from
         :meth:`_validate_dask_training_data`; ``y`` and ``y_index`` are then
         None): the teachers are then fitted on the cluster's workers, each on
         the block the same keyed partition gives it in memory.
@@ -251,7 +226,8 @@ class SubsampleMixin(PrivatePredictorMixin):
         return keep_frame(X, X_checked)
 
     def _check_teachers_can_read(self, X) -> None:
-        """The dry run of :func:`skprivpred._dry_run.check_teachers_can_read` for these queries."""
+        """The dry run of :func:`skprivpred._teachers._dry_run.check_teachers_can_read` for these
+        queries."""
         template = self.__dict__.get("_teacher_template")
         if template is None or getattr(self, "mode_", None) == "student":
             return  # the student answers (it was fitted on released query rows)

@@ -12,7 +12,7 @@ Two classical private learners:
   11), run over a private stream of labelled rows.
 
 The hypothesis classes and their exact mistake counts live in
-:mod:`skprivpred.hypotheses`, the exact sampler in :mod:`skprivpred.mechanisms`,
+:mod:`skprivpred.finite`, the exact sampler in :mod:`skprivpred.mechanisms`,
 and every conversion between ``(epsilon, delta)`` and zCDP in
 :mod:`skprivpred.accounting`; this module sets the multiplicative-weights rate
 from them.
@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from skprivpred._base import (
+from .._base import (
     MULTICLASS_ALTERNATIVES,
     PrivatePredictorMixin,
     QueryPlan,
@@ -42,30 +42,24 @@ from skprivpred._base import (
     reject_fit_params,
     resolve_classes,
 )
-from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from skprivpred.accounting import (
-    PER_QUERY_ROW,
-    GuaranteeUnit,
-    PrivacyAccountant,
-    PrivacyGuarantee,
-    advanced_composition_inverse,
-    per_query_epsilon,
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._composition import advanced_composition_inverse, per_query_epsilon
+from ..accounting._guarantee import PER_QUERY_ROW, GuaranteeUnit, PrivacyGuarantee
+from ..exceptions import HorizonExhaustedError, InvalidParameterError
+from ..mechanisms._closed_forms import (
+    exponential_mechanism_proba,
+    sample_categorical,
+    sample_fewest_mistakes,
 )
-from skprivpred.exceptions import HorizonExhaustedError, InvalidParameterError
-from skprivpred.hypotheses import (
-    THRESHOLD_DIRECTIONS,
-    ConjunctionClass,
-    GridThresholdClass,
-    HypothesisList,
-)
-from skprivpred.mechanisms import exponential_mechanism_proba, sample_categorical, sample_fewest_mistakes
-from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from skprivpred.utils._param_validation import (
+from ..utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from ..utils._param_validation import (
     Interval,
     StrOptions,
     UserCodeParam,
     validate_parameter_constraints,
 )
+from ..utils._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._hypotheses import THRESHOLD_DIRECTIONS, ConjunctionClass, GridThresholdClass, HypothesisList
 
 __all__ = [
     "ExponentialMechanismClassifier",

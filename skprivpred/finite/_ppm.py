@@ -15,9 +15,9 @@ Populations" (NeurIPS 2020), with its sub-routine Algorithm 1
    ``exp(-epsilon * mistakes / 2)`` over integer mistake counts on **all** rows,
    sampled exactly; the drawn hypothesis is the released model.
 
-The class ``G`` and its mistake counts are in :mod:`skprivpred.hypotheses`
-(:func:`~skprivpred.hypotheses.build_candidates`, public rows only, and
-:func:`~skprivpred.hypotheses.mistake_counts`, which reads private rows and is
+The class ``G`` and its mistake counts are in :mod:`skprivpred.finite`
+(:func:`~skprivpred.finite.build_candidates`, public rows only, and
+:func:`~skprivpred.finite.mistake_counts`, which reads private rows and is
 **not private**), the exact sampler and its law in :mod:`skprivpred.mechanisms`.
 """
 
@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from skprivpred._base import (
+from .._base import (
     PrivatePredictorMixin,
     QueryPlan,
     answer,
@@ -41,14 +41,15 @@ from skprivpred._base import (
     resolve_binary_classes,
     spawn_streams,
 )
-from skprivpred._semisupervised import check_classes_exclude_marker, unlabelled_mask
-from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from skprivpred.exceptions import InvalidParameterError
-from skprivpred.hypotheses import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
-from skprivpred.mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
-from skprivpred.utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
-from skprivpred.utils._param_validation import Data, Interval, StrOptions
+from .._semisupervised import check_classes_exclude_marker, unlabelled_mask
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._guarantee import GuaranteeUnit, PrivacyGuarantee
+from ..exceptions import InvalidParameterError
+from ..mechanisms._closed_forms import fewest_mistakes_log_proba, sample_fewest_mistakes
+from ..utils._deprecation import DEPRECATED, deprecated_constraints, renamed_param
+from ..utils._param_validation import Data, Interval, StrOptions
+from ..utils._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._halfspaces import CANDIDATE_STRATEGIES, CandidateFamily, build_candidates, mistake_counts
 
 __all__ = [
     "PrivateHalfspacePPMClassifier",

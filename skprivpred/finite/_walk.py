@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from skprivpred._base import (
+from .._base import (
     PrivatePredictorMixin,
     QueryPlan,
     answer,
@@ -37,17 +37,19 @@ from skprivpred._base import (
     finite_target_column,
     resolve_classes,
 )
-from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from skprivpred.exceptions import InvalidParameterError
-from skprivpred.mechanisms import ceil_int, exponential_mechanism_proba, sample_categorical
-from skprivpred.utils._deprecation import (
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._guarantee import GuaranteeUnit, PrivacyGuarantee
+from ..exceptions import InvalidParameterError
+from ..mechanisms._closed_forms import exponential_mechanism_proba, sample_categorical
+from ..mechanisms._teacher_count import ceil_int
+from ..utils._deprecation import (
     DEPRECATED,
     deprecated_constraints,
     renamed_kwargs,
     renamed_param,
 )
-from skprivpred.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+from ..utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+from ..utils._typing import MatrixLike, RandomStateLike, Self, VectorLike
 
 __all__ = ["ExpProjectedWalkClassifier", "exppw_clamp_bound", "exppw_min_samples", "exppw_walk"]
 

@@ -22,7 +22,7 @@ Notation: ``X`` (as a number) is the norm bound of the *augmented* rows
 appended, so ``X = sqrt(X0^2 + c^2)``; ``L`` is the Lipschitz constant of the
 loss in the prediction (the paper's ``L_l``; the paper's ``L_f`` is ``X``). The
 formula helpers here are pure functions of public quantities, pinned by the
-tests; the losses and solvers live in :mod:`skprivpred._optim`.
+tests; the losses and solvers live in :mod:`skprivpred.linear_model._optim`.
 """
 
 from __future__ import annotations
@@ -40,15 +40,33 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from skprivpred._base import (
+from .._base import (
     PrivatePredictorMixin,
     QueryPlan,
     answer,
     check_noise_delta,
     resolve_binary_classes,
 )
-from skprivpred._hopeless import BEST_CASE_THRESHOLD, BestCase, warn_if_hopeless, warn_if_noise_dominates
-from skprivpred._optim import (
+from .._hopeless import BEST_CASE_THRESHOLD, BestCase, warn_if_hopeless, warn_if_noise_dominates
+from .._warnings import warn_user
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._guarantee import GuaranteeUnit, PrivacyGuarantee
+from ..exceptions import ConvergenceError, InvalidParameterError
+from ..mechanisms._closed_forms import gaussian_sigma, laplace_positive_proba, sample_categorical
+from ..mechanisms._exact import (
+    DEFAULT_GRID_STEPS,
+    discrete_gaussian_sigma,
+    grid_gaussian_release,
+    grid_laplace_release,
+)
+from ..utils._param_validation import (
+    Bounds,
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
+from ..utils._typing import MatrixLike, RandomStateLike, Self, VectorLike
+from ._optim import (
     _augmented_rows,
     _averaged_psgd,
     _certified_erm,
@@ -57,25 +75,6 @@ from skprivpred._optim import (
     _logistic,
     _Loss,
     _squared,
-)
-from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from skprivpred._warnings import warn_user
-from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from skprivpred.exceptions import ConvergenceError, InvalidParameterError
-from skprivpred.mechanisms import (
-    DEFAULT_GRID_STEPS,
-    discrete_gaussian_sigma,
-    gaussian_sigma,
-    grid_gaussian_release,
-    grid_laplace_release,
-    laplace_positive_proba,
-    sample_categorical,
-)
-from skprivpred.utils._param_validation import (
-    Bounds,
-    Interval,
-    StrOptions,
-    validate_parameter_constraints,
 )
 
 __all__ = [
@@ -176,7 +175,7 @@ def erm_sensitivity(
 
     Examples
     --------
-    >>> from skprivpred.linear import erm_sensitivity
+    >>> from skprivpred.linear_model import erm_sensitivity
     >>> round(erm_sensitivity(1000, 0.01, 1.0, 1.0), 12)
     0.4
     """
@@ -228,7 +227,7 @@ def erm_auto_lam(
 
     Examples
     --------
-    >>> from skprivpred.linear import erm_auto_lam
+    >>> from skprivpred.linear_model import erm_auto_lam
     >>> round(erm_auto_lam(1000, 1.0, 1.0, 1.0, 1.0), 7)
     0.0894427
     """
@@ -273,7 +272,7 @@ def default_feature_norm_bound(n_features: int) -> float:
 
     Examples
     --------
-    >>> from skprivpred.linear import default_feature_norm_bound
+    >>> from skprivpred.linear_model import default_feature_norm_bound
     >>> default_feature_norm_bound(16)
     4.0
     """
@@ -310,7 +309,7 @@ def default_classifier_radius(n_samples: int, epsilon: float, method: str) -> fl
 
     Examples
     --------
-    >>> from skprivpred.linear import default_classifier_radius
+    >>> from skprivpred.linear_model import default_classifier_radius
     >>> round(default_classifier_radius(20_000, 1.0, "erm"), 6)
     8.0
     >>> round(default_classifier_radius(20_000, 1.0, "psgd"), 6)
@@ -356,7 +355,7 @@ def erm_radius(lam: float, zero_loss: float) -> float:
     Examples
     --------
     >>> import math
-    >>> from skprivpred.linear import erm_radius
+    >>> from skprivpred.linear_model import erm_radius
     >>> round(erm_radius(0.01, math.log(2)), 4)
     11.7741
     """
@@ -395,7 +394,7 @@ def psgd_step_size(
 
     Examples
     --------
-    >>> from skprivpred.linear import psgd_step_size
+    >>> from skprivpred.linear_model import psgd_step_size
     >>> psgd_step_size(10_000, 1.0, 1.0, 1.0)
     0.01
     """
@@ -450,7 +449,7 @@ def psgd_sensitivity(
 
     Examples
     --------
-    >>> from skprivpred.linear import psgd_sensitivity
+    >>> from skprivpred.linear_model import psgd_sensitivity
     >>> psgd_sensitivity(0.01, 1.0, 1.0)
     0.02
     """

@@ -1,6 +1,6 @@
 """Losses, row clipping and certified solvers shared by the linear estimators.
 
-:mod:`skprivpred.linear` (stable ERM and averaged projected SGD, Dwork &
+:mod:`skprivpred.linear_model` (stable ERM and averaged projected SGD, Dwork &
 Feldman 2018, Section 4.4) and :mod:`skprivpred.model_selection`
 (objective/output-perturbed logistic regression, Chaudhuri & Vinterbo 2013
 with Chaudhuri, Monteleoni & Sarwate 2011) fit linear models with the same
@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from skprivpred.exceptions import ConvergenceError
+from ..exceptions import ConvergenceError
 
 # The certificate of the ball-constrained solver needs an upper bound on the
 # curvature of the objective; the numerical top eigenvalue gets this margin.

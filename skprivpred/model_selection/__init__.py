@@ -8,18 +8,18 @@
   and release the retrained model.
 """
 
-from skprivpred.model_selection._search import PrivateGridSearchCV
-from skprivpred.model_selection._validated import (
+from .._stability import validation_score
+from ..density import DPValidatedHistogramDensity
+from ..density._histogram import histogram_stability_constants
+from ..linear_model import DPValidatedLogisticRegression
+from ..linear_model._validated_logistic import (
     PAPER_LAM_GRID,
-    DPValidatedHistogramDensity,
-    DPValidatedLogisticRegression,
     auto_lam_grid,
     coefficient_noise_scale,
-    histogram_stability_constants,
     logistic_stability_constants,
     objective_perturbation_budget,
-    validation_score,
 )
+from ._search import PrivateGridSearchCV
 
 __all__ = [
     "PAPER_LAM_GRID",

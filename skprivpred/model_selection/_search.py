@@ -15,18 +15,23 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from skprivpred._base import PrivatePredictorMixin, answer, keep_frame, resolve_classes
-from skprivpred._dask import refuse_dask_collection
-from skprivpred._hopeless import best_case
-from skprivpred._isolation import captured_warnings
-from skprivpred._teachers import take_rows
-from skprivpred._typing import MatrixLike, RandomStateLike, Self, VectorLike
-from skprivpred.accounting import GuaranteeUnit, PrivacyAccountant, PrivacyGuarantee
-from skprivpred.aggregate import SubsampleAggregateClassifier
-from skprivpred.averaging import SubsampleAverageClassifier
-from skprivpred.exceptions import InvalidParameterError
-from skprivpred.mechanisms import exponential_mechanism_proba, noisy_max_proba, sample_categorical
-from skprivpred.utils._param_validation import Interval, StrOptions, UserCodeParam
+from .._base import PrivatePredictorMixin, answer, keep_frame, resolve_classes
+from .._hopeless import best_case
+from .._teachers._dask import refuse_dask_collection
+from .._teachers._isolation import captured_warnings
+from .._teachers._rows import take_rows
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._guarantee import GuaranteeUnit, PrivacyGuarantee
+from ..ensemble._aggregate import SubsampleAggregateClassifier
+from ..ensemble._averaging import SubsampleAverageClassifier
+from ..exceptions import InvalidParameterError
+from ..mechanisms._closed_forms import (
+    exponential_mechanism_proba,
+    noisy_max_proba,
+    sample_categorical,
+)
+from ..utils._param_validation import Interval, StrOptions, UserCodeParam
+from ..utils._typing import MatrixLike, RandomStateLike, Self, VectorLike
 
 __all__ = ["PrivateGridSearchCV"]
 
@@ -82,7 +87,7 @@ def _candidate_score(estimator, X_train, y_train, X_valid, valid_index, n_teache
     The validation rows are training rows, hence protected: the teachers that
     answer through their own ``predict`` (or ``predict_proba``) answer each
     validation row alone, through the one boundary of
-    :mod:`skprivpred._isolation` (a copy of the teacher of its own per row,
+    :mod:`skprivpred._teachers._isolation` (a copy of the teacher of its own per row,
     identical rows evaluated once), so that one validation row moves each
     teacher's share on that row alone; stacked linear and tree teachers, whose
     votes the library computes itself, are row-wise by construction and vote

@@ -19,8 +19,8 @@ Needs the ``serve`` extra: ``pip install "skprivpred[serve]"``, or ``pip install
 :func:`save_model` and :func:`load_model` need only skops, a core dependency.
 """
 
-from skprivpred.serving._model import load_model, save_model
-from skprivpred.serving._schedule import ReleaseSchedule
+from ._model import load_model, save_model
+from ._schedule import ReleaseSchedule
 
 __all__ = ["ReleaseSchedule", "create_app", "load_model", "model_card", "save_model"]
 
@@ -29,11 +29,11 @@ def __getattr__(name: str):
     # The web framework and skops.card are imported only when needed, so that save_model
     # works without them.
     if name == "create_app":
-        from skprivpred.serving._app import create_app
+        from ._app import create_app
 
         return create_app
     if name == "model_card":
-        from skprivpred.serving._card import model_card
+        from ._card import model_card
 
         return model_card
     raise AttributeError(f"module 'skprivpred.serving' has no attribute {name!r}")

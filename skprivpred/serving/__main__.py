@@ -11,8 +11,8 @@ import socket
 import sys
 import threading
 
-from skprivpred._ledger import open_ledger_url, redact, sqlite_path
-from skprivpred.serving._metrics import (
+from ..accounting._ledger import open_ledger_url, redact, sqlite_path
+from ._metrics import (
     MULTIPROCESS_ENVIRONMENT_VARIABLE,
     default_metrics_directory,
     prepare_metrics_directory,
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1 or args.max_rows < 1 or args.max_body_bytes < 1:
         parser.error("--workers, --max-rows and --max-body-bytes must be at least 1")
-    from skprivpred.serving._app import LOOPBACK_HOSTS, _allowed_hosts, is_loopback
+    from ._app import LOOPBACK_HOSTS, _allowed_hosts, is_loopback
 
     if args.allowed_hosts is None:
         if not is_loopback(args.host):
@@ -203,18 +203,18 @@ def main(argv: list[str] | None = None) -> int:
             "per_row_teacher": args.timing_per_row_teacher,
             "shrink_after": args.timing_shrink_after,
         }
-        from skprivpred.serving._schedule import ReleaseSchedule
+        from ._schedule import ReleaseSchedule
 
         try:
             ReleaseSchedule(**timing)
         except ValueError as exc:
             parser.error(str(exc))
 
-    from skprivpred.serving._model import budget_of, load_model
+    from ._model import budget_of, load_model
 
     model_path = os.path.abspath(args.model)
     if args.ledger_key_file:
-        from skprivpred.accounting import LEDGER_KEY_FILE_VARIABLE
+        from ..accounting._accountant import LEDGER_KEY_FILE_VARIABLE
 
         # Read by every accountant loaded here and in the workers (they inherit it).
         os.environ[LEDGER_KEY_FILE_VARIABLE] = os.path.abspath(args.ledger_key_file)
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skprivpred.serving: {_one_line(exc)}", file=sys.stderr)
         return 2
 
-    from skprivpred.serving._app import CONFIG_ENVIRONMENT_VARIABLE, create_app
+    from ._app import CONFIG_ENVIRONMENT_VARIABLE, create_app
 
     config = {
         "model": model_path,
@@ -347,7 +347,7 @@ def read_ledger_file(path: str) -> str:
         If another local user could read or change the file (it may hold a
         password), or it holds no address.
     """
-    from skprivpred._private_dirs import foreign_control
+    from ..utils._private_dirs import foreign_control
 
     with open(path, encoding="utf-8") as handle:
         problem = foreign_control(

@@ -23,16 +23,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from skprivpred.accounting import PrivacyAccountant
-from skprivpred.exceptions import BudgetExhaustedError, HorizonExhaustedError, LedgerError
-from skprivpred.serving._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
-from skprivpred.serving._columns import UNKNOWN_CATEGORIES, _typed_columns, categorical_columns, first_refused
-from skprivpred.serving._compute import Computation, ComputationFailed
-from skprivpred.serving._cost import PathCost
-from skprivpred.serving._metrics import BudgetCollector, ServiceMetrics
-from skprivpred.serving._model import budget_of, final_step, load_model, per_row_guarantee, releases_at_fit
-from skprivpred.serving._release import ReleasedResponses, asked_rows
-from skprivpred.serving._schedule import ReleaseSchedule
+from ..exceptions import LedgerError
+from ._answer import _Answerer, _client_figures, _Refused
+from ._clients import KEYS_ENVIRONMENT_VARIABLE, Clients, KeyFileRefused, UnknownKey, parse_keys
+from ._columns import UNKNOWN_CATEGORIES, _typed_columns, categorical_columns, first_refused
+from ._compute import Computation, ComputationFailed
+from ._cost import PathCost
+from ._metrics import BudgetCollector, ServiceMetrics
+from ._model import budget_of, final_step, load_model, releases_at_fit
+from ._release import ReleasedResponses, asked_rows
+from ._schedule import ReleaseSchedule
 
 __all__ = [
     "CONFIG_ENVIRONMENT_VARIABLE",
@@ -42,18 +42,11 @@ __all__ = [
     "is_loopback",
 ]
 
+
 #: Environment variable through which the command hands its settings to each worker.
 CONFIG_ENVIRONMENT_VARIABLE = "SKPRIVPRED_SERVING_CONFIG"
 
 logger = logging.getLogger("skprivpred.serving")
-
-
-class _Refused(Exception):
-    """A request answered with an error status and a JSON body; nothing was charged."""
-
-    def __init__(self, status: int, error: str, **details: Any) -> None:
-        super().__init__(error)
-        self.status, self.body = status, {"error": error, **details}
 
 
 def _is_json(content_types: list[str]) -> bool:
@@ -156,7 +149,7 @@ async def _answer_or_refuse(endpoint, request: Request, metrics: ServiceMetrics)
         return JSONResponse({"error": "internal error"}, status_code=500)
 
 
-class _Service:
+class _Service(_Answerer):
     """What the endpoints share: the estimator, its budget, the clients and the limits."""
 
     def __init__(
@@ -170,7 +163,7 @@ class _Service:
         unknown_categories: str = "refuse",
         computation: Computation | None = None,
     ) -> None:
-        self.estimator = estimator
+        super().__init__(estimator, clients)
         self.unknown_categories = unknown_categories
         # The categorical columns whose public schema a query must keep to (refused if not).
         self.categorical = categorical_columns(estimator) if unknown_categories == "refuse" else []
@@ -182,8 +175,6 @@ class _Service:
         # The schedule's public model parameter: the number of teachers (1 for one model).
         n_teachers = getattr(final_step(estimator), "n_teachers_", None)
         self.n_teachers = 1 if n_teachers is None else max(int(n_teachers), 1)
-        self.budget = budget_of(estimator)
-        self.clients = clients
         self.max_rows = max_rows
         self.max_body_bytes = max_body_bytes
         self.metrics_public = metrics_public
@@ -195,11 +186,6 @@ class _Service:
         self.n_features = None if n_features is None else int(n_features)
         names = getattr(estimator, "feature_names_in_", None)
         self.feature_names = None if names is None else [str(n) for n in names]
-        self.row_cost: tuple[float, float] | None = None
-        try:
-            self.row_cost = per_row_guarantee(estimator)
-        except ValueError as exc:
-            self.row_cost_problem = str(exc)
 
     def check_quotas(self) -> None:
         """Refuse to start when per-client quotas are asked for but could never be charged."""
@@ -291,15 +277,15 @@ class _Service:
 
     def card(self) -> str:
         if self._card is None:
-            from skprivpred.serving._card import model_card
+            from ._card import model_card
 
             self._card = model_card(self.estimator)
         return self._card
 
     def openapi(self) -> dict:
         if self._openapi is None:
-            from skprivpred import __version__
-            from skprivpred.serving._openapi import openapi_document
+            from .. import __version__
+            from ._openapi import openapi_document
 
             self._openapi = openapi_document(
                 self.estimator,
@@ -442,56 +428,6 @@ class _Service:
             raise _Refused(422, refusal.message(form), **refusal.details())
         return frame
 
-    def answer(self, X, client: str | None) -> dict:
-        """Answer ``X``, charging the global budget and the client's quota in one transaction.
-
-        The estimator checks the rows before it charges (bad rows: 422, nothing
-        charged anywhere). Its charge of the global budget also charges the
-        client's quota, in the same ledger transaction
-        (:meth:`~skprivpred.PrivacyAccountant.charging_also`): a quota pays for
-        exactly the rows the global budget pays for, and a refusal of either
-        charges neither.
-
-        Returns the body of the answer: the predictions and the global
-        budget's epsilon spent right after their charge was committed, as that
-        charge's transaction left it
-        (:meth:`~skprivpred.PrivacyAccountant.recording`): no second read of
-        the ledger. With quotas, also the client's own epsilon spent and
-        remaining after the same transaction.
-        """
-        n_rows = X.shape[0]
-        quota = self.clients.quota(client)
-        linked = contextlib.nullcontext() if quota is None else self.budget.charging_also(quota)
-        own = contextlib.nullcontext() if quota is None else quota.recording()
-        try:
-            with linked, self.budget.recording() as charged, own as client_charged:
-                predictions = self.estimator.predict(X)
-        except BudgetExhaustedError as exc:
-            raise self._exhausted(
-                n_rows,
-                horizon=isinstance(exc, HorizonExhaustedError),
-                quota=quota,
-                client=client,
-                by_quota=quota is not None and exc.budget == quota.name,
-            ) from None
-        except (ValueError, TypeError):
-            # The estimator validates before it charges. Its message is not passed on: a
-            # teacher's error (an unknown category, say) could describe its training rows.
-            raise _Refused(
-                422, "the model cannot read these rows (check types and values)."
-            ) from None
-        spent = charged.epsilon_spent
-        if spent is None:  # answered without a charge (a student after the hand-off)
-            spent = self.budget.epsilon_spent
-        body = {"predictions": np.asarray(predictions).tolist(), "epsilon_spent": spent}
-        if quota is not None:
-            assert client_charged is not None
-            client_spent = client_charged.epsilon_spent
-            if client_spent is None:
-                client_spent = quota.epsilon_spent
-            body.update(_client_figures(quota, client_spent))
-        return body
-
     async def compute(self, X, client: str | None) -> dict:
         """:meth:`answer`, in the spawned child (:mod:`._compute`) or else in a thread."""
         if self.computation is None:
@@ -505,63 +441,6 @@ class _Service:
         if outcome[0] == "ledger":
             raise LedgerError("the ledger is unavailable (in the computation's process)")
         raise ComputationFailed(outcome[1])
-
-    def _exhausted(
-        self,
-        n_rows: int,
-        horizon: bool = False,
-        quota: PrivacyAccountant | None = None,
-        client: str | None = None,
-        by_quota: bool = False,
-    ) -> _Refused:
-        """The 429 of a refused charge: the binding limit, and rows a retry can have.
-
-        Every limit that applies is read (the global budget, the query horizon,
-        the client's quota): ``remaining_rows`` is the smallest, so that a
-        retry asking that many rows is not refused again by another limit,
-        and the message names the limit that gives it. ``horizon`` and
-        ``by_quota`` say which limit refused the charge (named on a tie).
-        """
-        limits: list[tuple[str, str, int]] = []
-        if self.row_cost is not None:
-            budget_left = self.budget.remaining_queries(*self.row_cost)
-            limits.append(("the privacy budget", "is spent", budget_left))
-        horizon_left = getattr(final_step(self.estimator), "queries_remaining_", None)
-        if horizon_left is not None:
-            limits.append(("the query horizon", "is reached", int(horizon_left)))
-        if quota is not None and self.row_cost is not None:
-            quota_left = quota.remaining_queries(*self.row_cost)
-            limits.append(("this client's quota", "is spent", quota_left))
-        refusing = (
-            "this client's quota"
-            if by_quota
-            else "the query horizon"
-            if horizon
-            else "the privacy budget"
-        )
-        if not limits:
-            return _Refused(
-                429,
-                _refusal_message(refusing, "is spent", None, n_rows),
-                asked_rows=n_rows,
-                remaining_rows=None,
-            )
-        # The smallest limit binds; on a tie, the one that refused the charge is named.
-        what, used_up, remaining = min(limits, key=lambda limit: (limit[2], limit[0] != refusing))
-        details: dict[str, Any] = {"asked_rows": n_rows, "remaining_rows": remaining}
-        if what == "this client's quota":
-            details["client"] = client
-        details["binding_limit"] = _LIMIT_NAMES[what]
-        return _Refused(429, _refusal_message(what, used_up, remaining, n_rows), **details)
-
-    def remaining_rows(self) -> int | None:
-        remaining = []
-        if self.row_cost is not None:
-            remaining.append(self.budget.remaining_queries(*self.row_cost))
-        horizon = getattr(final_step(self.estimator), "queries_remaining_", None)
-        if horizon is not None:
-            remaining.append(int(horizon))
-        return min(remaining) if remaining else None
 
     def budget_report(self, client: str | None = None) -> dict:
         """The budget's figures; with quotas, also ``client``'s own.
@@ -873,32 +752,6 @@ def _warn_timing_defence_off() -> None:
             "the timing defence is off (--no-timing-defence): the time a response takes can "
             "tell neighbouring training sets apart"
         )
-
-
-#: The ``binding_limit`` of a 429 body, for each limit a charge can meet.
-_LIMIT_NAMES = {
-    "the privacy budget": "budget",
-    "the query horizon": "horizon",
-    "this client's quota": "quota",
-}
-
-
-def _client_figures(quota, spent: float) -> dict:
-    """A client's own quota figures, as ``/budget`` and the answers of ``/predict`` add them."""
-    return {
-        "client_epsilon_spent": spent,
-        "client_epsilon_remaining": max(quota.epsilon - spent, 0.0),
-    }
-
-
-def _refusal_message(what: str, used_up: str, remaining: int | None, asked: int) -> str:
-    """What a 429 body says: the same as its ``asked_rows`` and ``remaining_rows``."""
-    if remaining == 0:
-        return f"{what} {used_up}; nothing was charged."
-    if remaining is not None and remaining < asked:
-        left = "1 row" if remaining == 1 else f"{remaining} rows"
-        return f"{what} has {left} left, fewer than the {asked} asked; nothing was charged."
-    return f"{what} cannot pay for these rows now; nothing was charged."
 
 
 def _jsonable(value: Any) -> Any:

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from skprivpred._ledger import redact
-from skprivpred.accounting import PrivacyAccountant
-from skprivpred.utils._deprecation import DEPRECATED, deprecated_parameters
-from skprivpred.serving._model import budget_of, final_step, per_row_guarantee, releases_at_fit
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._ledger import redact
+from ..utils._deprecation import DEPRECATED, deprecated_parameters
+from ._model import budget_of, final_step, per_row_guarantee, releases_at_fit
 
 __all__ = ["model_card"]
 

@@ -7,8 +7,8 @@ import os
 import threading
 from collections.abc import Mapping
 
-from skprivpred._private_dirs import foreign_control
-from skprivpred.accounting import PrivacyAccountant
+from ..accounting._accountant import PrivacyAccountant
+from ..utils._private_dirs import foreign_control
 
 __all__ = ["Clients", "KeyFileRefused", "UnknownKey", "parse_keys"]
 
@@ -125,7 +125,7 @@ class Clients:
 
         As ``ssh`` does for its keys, the file is refused while another user
         could read or write it, or replace it through a directory above it
-        (:func:`~skprivpred._private_dirs.foreign_control`): then no key is
+        (:func:`~skprivpred.utils._private_dirs.foreign_control`): then no key is
         accepted, until the file is fixed.
         """
         assert self._file is not None

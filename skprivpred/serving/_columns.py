@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from skprivpred.serving._model import final_step
+from ._model import final_step
 
 __all__ = [
     "UNKNOWN_CATEGORIES",
@@ -117,7 +117,7 @@ def _public_transformer_columns(transformer: Any) -> dict[str, Any] | None:
     ``"any"`` or a :class:`CategoricalColumn` (position -1, set by the caller); else None."""
     from sklearn.compose import ColumnTransformer
 
-    from skprivpred.preprocessing import PublicOneHotEncoder, PublicScaler
+    from ..preprocessing import PublicOneHotEncoder, PublicScaler
 
     if not isinstance(transformer, ColumnTransformer):
         return None

@@ -36,7 +36,7 @@ class ComputationFailed(Exception):
     """The child raised something other than a refusal (nothing of it is passed on)."""
 
 
-#: In the child: the object that answers (an ``_app._Service``).
+#: In the child: the object that answers (a ``_answer._Answerer``).
 _ANSWERER: Any = None
 
 
@@ -47,21 +47,15 @@ def _start_child(state: bytes) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The child keeps no metric of its own (the answering process counts every request).
     os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    from skprivpred.serving._app import _Service
-    from skprivpred.serving._clients import Clients
-    from skprivpred.serving._model import budget_of
+    from ._answer import _Answerer
+    from ._clients import Clients
+    from ._model import budget_of
 
     _exit_with_parent(os.getppid())
     settings = pickle.loads(state)
     estimator = settings["estimator"]
     clients = Clients(budget_of(estimator), settings["api_keys"], settings["quota_epsilon"])
-    _ANSWERER = _Service(
-        estimator,
-        clients,
-        settings["max_rows"],
-        settings["max_body_bytes"],
-        unknown_categories=settings["unknown_categories"],
-    )
+    _ANSWERER = _Answerer(estimator, clients)
 
 
 def _exit_with_parent(parent: int, every: float = 0.5) -> None:
@@ -85,8 +79,8 @@ def _ready() -> int:
 
 def _answer_in_child(X, client: str | None) -> tuple:
     """Answer in the child; what it returns says how (no exception crosses the pipe)."""
-    from skprivpred.exceptions import LedgerError
-    from skprivpred.serving._app import _Refused
+    from ..exceptions import LedgerError
+    from ._answer import _Refused
 
     try:
         return ("answer", _ANSWERER.answer(X, client))

@@ -83,7 +83,7 @@ class PathCost:
         A schedule given an explicit ``per_row_teacher`` keeps its own rule
         (``quantum + per_row_teacher * rows * teachers``) for every model.
         """
-        from skprivpred.serving._model import final_step
+        from ._model import final_step
 
         final = final_step(estimator)
         n_teachers = getattr(final, "n_teachers_", None)
@@ -127,8 +127,8 @@ def _transformers(step: Any) -> int:
 
 def _teacher_path(template: Any) -> str:
     """How teachers of the type of ``template`` vote (exact types, as the ensemble reads them)."""
-    from skprivpred._teachers import LINEAR_TEACHER_TYPES
-    from skprivpred._trees import TREE_CLASSIFIER_TYPES, TREE_REGRESSOR_TYPES
+    from .._teachers._fit import LINEAR_TEACHER_TYPES
+    from .._teachers._trees import TREE_CLASSIFIER_TYPES, TREE_REGRESSOR_TYPES
 
     if type(template) in LINEAR_TEACHER_TYPES:
         return "linear"

@@ -18,11 +18,9 @@ import stat
 from collections.abc import Iterator
 from typing import Any
 
-from skprivpred._private_dirs import (
-    make_private_directory,
-    private_directory_problem,
-)
-from skprivpred.accounting import PrivacyAccountant, rho_cap
+from ..accounting._accountant import PrivacyAccountant
+from ..accounting._composition import rho_cap
+from ..utils._private_dirs import make_private_directory, private_directory_problem
 
 __all__ = [
     "MULTIPROCESS_ENVIRONMENT_VARIABLE",
@@ -41,7 +39,7 @@ def _private_directory(path: str) -> str:
     """``path`` as an absolute directory owned by this user with mode 0700 (created if absent).
 
     The checks are the default ledger directory's
-    (:func:`~skprivpred._private_dirs.private_directory_problem`).
+    (:func:`~skprivpred.utils._private_dirs.private_directory_problem`).
     """
     path = os.path.abspath(path)
     make_private_directory(path)

@@ -18,14 +18,10 @@ from typing import Any
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from skprivpred._private_dirs import foreign_control
-from skprivpred.accounting import (
-    GuaranteeUnit,
-    PrivacyAccountant,
-    PrivacyGuarantee,
-    ledger_addresses_without_passwords,
-)
-from skprivpred.serving._trust import _objects, check_svms, check_trees, default_trusted_types, process_local
+from ..accounting._accountant import PrivacyAccountant, ledger_addresses_without_passwords
+from ..accounting._guarantee import GuaranteeUnit, PrivacyGuarantee
+from ..utils._private_dirs import foreign_control
+from ._trust import _objects, check_svms, check_trees, default_trusted_types, process_local
 
 __all__ = ["budget_of", "load_model", "per_row_guarantee", "releases_at_fit", "save_model"]
 
@@ -367,7 +363,7 @@ def _saving_versions() -> dict[str, str]:
     """The versions a model file records: whoever loads it must run the same ones."""
     import sklearn
 
-    from skprivpred import __version__
+    from .. import __version__
 
     return {"scikit-learn": sklearn.__version__, "skprivpred": __version__}
 
@@ -469,7 +465,7 @@ def _check_private(path: str, info: os.stat_result) -> None:
     """Refuse a model file that another user could have read, written or replaced.
 
     ``info`` is the status of the opened file; the directories above it must
-    not let another user replace it either (:mod:`skprivpred._private_dirs`).
+    not let another user replace it either (:mod:`skprivpred.utils._private_dirs`).
     """
     problem = foreign_control(path, "the model file", info=info, secret=True, allow_link=True)
     if problem is not None:

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
-from skprivpred.serving._columns import categorical_columns, public_columns
-from skprivpred.serving._model import final_step, releases_at_fit
+from ._columns import categorical_columns, public_columns
+from ._model import final_step, releases_at_fit
 
 __all__ = ["openapi_document", "public_columns"]
 

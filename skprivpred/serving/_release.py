@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from skprivpred.serving._schedule import ReleaseSchedule
+from ._schedule import ReleaseSchedule
 
 __all__ = ["OVERRUN_BODY", "ReleasedResponses", "asked_rows"]
 

@@ -52,33 +52,33 @@ TREE_TYPE = "sklearn.tree._tree.Tree"
 #: construct from a file.
 SKPRIVPRED_STATE_TYPES = (
     # Reconnects to its ledger by address (lazily: no connection while loading).
-    "skprivpred.accounting.PrivacyAccountant",
-    "skprivpred.accounting.PrivacyGuarantee",
+    "skprivpred.accounting._accountant.PrivacyAccountant",
+    "skprivpred.accounting._guarantee.PrivacyGuarantee",
     # Restores only its answered-row count; its noise generator is always new.
     "skprivpred._base.QueryStream",
-    "skprivpred._teachers.TeacherEnsemble",
-    "skprivpred._teachers._LinearStack",
-    "skprivpred._teachers.ConstantTeacher",
+    "skprivpred._teachers._votes.TeacherEnsemble",
+    "skprivpred._teachers._votes._LinearStack",
+    "skprivpred._teachers._fit.ConstantTeacher",
     # The newest journal row an accountant has seen (to refuse a rolled-back ledger).
-    "skprivpred._ledger.Mark",
+    "skprivpred.accounting._ledger.Mark",
     # Stacked tree teachers: node arrays copied from the (checked) fitted trees.
-    "skprivpred._trees.StackedTrees",
-    "skprivpred._trees.StackedPredictions",
-    "skprivpred._trees._Nodes",
-    "skprivpred._trees._Group",
-    "skprivpred._folding.FoldedLinear",
-    "skprivpred._folding._Affine",
-    "skprivpred.linear._ScoreRelease",
+    "skprivpred._teachers._trees.StackedTrees",
+    "skprivpred._teachers._trees.StackedPredictions",
+    "skprivpred._teachers._trees._Nodes",
+    "skprivpred._teachers._trees._Group",
+    "skprivpred._teachers._folding.FoldedLinear",
+    "skprivpred._teachers._folding._Affine",
+    "skprivpred.linear_model._linear._ScoreRelease",
     # A setting's best-case figure: a float and three strings, from public quantities.
     "skprivpred._hopeless.BestCase",
     "skprivpred.preprocessing.PublicOneHotEncoder",
     "skprivpred.preprocessing.PublicScaler",
-    "skprivpred.hypotheses.ConjunctionClass",
-    "skprivpred.hypotheses._Conjunction",
-    "skprivpred.hypotheses.GridThresholdClass",
-    "skprivpred.hypotheses._Threshold",
-    "skprivpred.hypotheses.HypothesisList",
-    "skprivpred.hypotheses._Listed",
+    "skprivpred.finite._hypotheses.ConjunctionClass",
+    "skprivpred.finite._hypotheses._Conjunction",
+    "skprivpred.finite._hypotheses.GridThresholdClass",
+    "skprivpred.finite._hypotheses._Threshold",
+    "skprivpred.finite._hypotheses.HypothesisList",
+    "skprivpred.finite._hypotheses._Listed",
 )
 
 
@@ -87,7 +87,8 @@ def _type_name(cls: type) -> str:
 
 
 def _process_local_types() -> tuple[type, ...]:
-    from skprivpred.everlasting import GenericBBLClassifier, PrivateEverlastingClassifier
+    from ..everlasting._genericbbl import GenericBBLClassifier
+    from ..everlasting._practical import PrivateEverlastingClassifier
 
     return (GenericBBLClassifier, PrivateEverlastingClassifier)
 

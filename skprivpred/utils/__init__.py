@@ -5,8 +5,8 @@ scikit-learn estimator checks that are expected to fail and why, for use with
 ``sklearn.utils.estimator_checks.check_estimator``.
 """
 
-from skprivpred.utils._estimator_checks import expected_failed_checks
-from skprivpred.utils._param_validation import (
+from ._estimator_checks import expected_failed_checks
+from ._param_validation import (
     Bounds,
     Data,
     HasMethods,

@@ -33,8 +33,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from skprivpred.exceptions import InvalidParameterError
-from skprivpred.utils._param_validation import Constraint
+from ..exceptions import InvalidParameterError
+from ._param_validation import Constraint
 
 __all__ = [
     "DEPRECATED",

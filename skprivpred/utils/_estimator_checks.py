@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from skprivpred.utils._deprecation import DEPRECATED
+from ._deprecation import DEPRECATED
 
 __all__ = ["expected_failed_checks"]
 

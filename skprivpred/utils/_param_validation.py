@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from skprivpred.exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError
 
 __all__ = [
     "Bounds",

@@ -43,7 +43,8 @@ from skprivpred import (
     SubsampleAggregateClassifier,
     SufficientStatisticClassifier,
 )
-from skprivpred.accounting import BudgetExhaustedError, PrivacyAccountant
+from skprivpred.accounting import PrivacyAccountant
+from skprivpred.exceptions import BudgetExhaustedError
 
 
 # --------------------------------------------------------------------------- helpers

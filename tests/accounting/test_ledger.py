@@ -47,8 +47,8 @@ from skprivpred import (
     PrivacyAccountant,
     SubsampleAggregateClassifier,
 )
-from skprivpred._ledger import Mark, Totals
-from skprivpred._testing import free_port, temporary_postgres
+from skprivpred.accounting._ledger import Mark, Totals
+from skprivpred.utils._testing import free_port, temporary_postgres
 
 # A new interpreter that attaches to the budget and charges (the restart test): the loop is
 # the forked chargers' (_charging.py).
@@ -426,7 +426,7 @@ def test_bad_ledger_arguments_are_refused():
 
 
 def test_the_password_of_a_server_url_is_never_shown():
-    from skprivpred._ledger import redact
+    from skprivpred.accounting._ledger import redact
 
     assert redact("postgresql://alice:s3cret@db:5432/x") == "postgresql://alice:***@db:5432/x"
     assert "s3cret" not in redact("postgres://bob:s3cret@h/d")

@@ -29,7 +29,7 @@ from contextlib import closing
 import pytest
 
 from skprivpred import PrivacyAccountant
-from skprivpred._ledger import SCHEMA_VERSION
+from skprivpred.accounting._ledger import SCHEMA_VERSION
 from skprivpred.exceptions import BudgetExhaustedError, LedgerError
 
 
@@ -237,7 +237,7 @@ def test_a_keyed_journal_is_charged_with_its_key_only(tmp_path, monkeypatch):
 
 
 # -- migration from schema version 1 -----------------------------------------------------------
-#: The SQL of skprivpred before schema version 2 (f6b663e, skprivpred/_ledger.py).
+#: The SQL of skprivpred before schema version 2 (f6b663e, skprivpred/accounting/_ledger.py).
 V1_TABLES = (
     """CREATE TABLE IF NOT EXISTS skprivpred_budget (
         name TEXT PRIMARY KEY,

@@ -28,7 +28,8 @@ import pytest
 from _audit_power import law_power
 from test_everlasting_privacy import AUDIT_ALPHA, audit_game
 
-from skprivpred import GenericBBLClassifier, PrivacyAccountant, everlasting
+from skprivpred import GenericBBLClassifier, PrivacyAccountant
+from skprivpred.everlasting import _relabel as everlasting
 from skprivpred.everlasting import labelboost_law
 from skprivpred.exceptions import InsufficientSampleError
 from skprivpred.mechanisms import exponential_mechanism_proba, exponential_mechanism_sample

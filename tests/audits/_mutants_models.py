@@ -37,21 +37,22 @@ from skprivpred import (
     PrivacyAccountant,
     PrivateExpertsClassifier,
     PrivateHalfspacePPMClassifier,
-    mechanisms,
 )
-from skprivpred import finite as finite_module
-from skprivpred import linear as linear_module
-from skprivpred import mixtures as mixtures_module
 from skprivpred.audit import audit_epsilon, clopper_pearson
-from skprivpred.linear import (
-    GRID_STEPS,
+from skprivpred.density import _histogram as validated_module
+from skprivpred.finite import _learners as finite_module
+from skprivpred.finite import _ppm as mixtures_module
+from skprivpred.linear_model import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
     StableERMClassifier,
     StableERMRegressor,
 )
+from skprivpred.linear_model import _linear as linear_module
+from skprivpred.linear_model._linear import GRID_STEPS
+from skprivpred.mechanisms import _closed_forms as mechanisms
+from skprivpred.mechanisms import _exact as mechanisms_exact
 from skprivpred.model_selection import DPValidatedHistogramDensity
-from skprivpred.model_selection import _validated as validated_module
 
 AUDIT_CONFIDENCE = 1 - 1e-6
 TARGET_POWER = 0.99
@@ -67,7 +68,7 @@ REFIT_FALSE_ALARM = 1e-3
 
 # -- linear estimators: Laplace noise on a public grid, labels from its closed form ----------
 def _patch_linear(monkeypatch, factor):
-    """Noise for ``factor * epsilon`` in every Laplace release of :mod:`skprivpred.linear`.
+    """Noise for ``factor * epsilon`` in every Laplace release of :mod:`skprivpred.linear_model`.
 
     Real values (``predict`` of the regressors, ``decision_function`` and ``predict_proba``
     of the classifiers) go through ``grid_laplace_release``; labels (``predict`` of the
@@ -76,9 +77,9 @@ def _patch_linear(monkeypatch, factor):
     """
     calls = []
 
-    def release(values, sensitivity, epsilon, rng, steps=mechanisms.DEFAULT_GRID_STEPS, **kw):
+    def release(values, sensitivity, epsilon, rng, steps=mechanisms_exact.DEFAULT_GRID_STEPS, **kw):
         calls.append(epsilon)
-        return mechanisms.grid_laplace_release(
+        return mechanisms_exact.grid_laplace_release(
             values, sensitivity, factor * epsilon, rng, steps=steps, **kw
         )
 

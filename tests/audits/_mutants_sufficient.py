@@ -1,6 +1,6 @@
 """Mutants of the sufficient-statistic estimators: the refit audit catches each one.
 
-For one test only (``monkeypatch``), :mod:`skprivpred.sufficient` is patched where it uses the
+For one test only (``monkeypatch``), :mod:`skprivpred.linear_model` is patched where it uses the
 noise sampler (``discrete_gaussian_noise``, imported by name into the module) so that the REAL
 estimator draws its discrete Gaussian noise at half the scale (``rho`` four times larger: the
 noise of a release at about twice the epsilon), while it still charges and reports the
@@ -40,8 +40,9 @@ from test_sufficient import (
     make_audited,
 )
 
-from skprivpred import PrivacyAccountant, SufficientStatisticRegressor, mechanisms
-from skprivpred import sufficient as sufficient_module
+from skprivpred import PrivacyAccountant, SufficientStatisticRegressor
+from skprivpred.linear_model import _sufficient as sufficient_module
+from skprivpred.mechanisms import _exact as mechanisms
 
 TARGET_POWER = 0.99
 # Standard deviation of the released noise over 2,000 coordinates: its relative standard

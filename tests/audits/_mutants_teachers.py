@@ -55,13 +55,13 @@ from skprivpred import (
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
-    aggregate,
-    averaging,
-    everlasting,
-    walk,
 )
 from skprivpred.audit import audit_epsilon, flip_teacher_neighbour
+from skprivpred.ensemble import _aggregate as aggregate
+from skprivpred.ensemble import _averaging as averaging
+from skprivpred.everlasting import _relabel as everlasting
 from skprivpred.everlasting import relabel_epsilon, relabel_law
+from skprivpred.finite import _walk as walk
 from skprivpred.mechanisms import (
     exponential_mechanism_proba,
     grid_laplace_release,

@@ -35,8 +35,8 @@ from scipy import stats
 
 from skprivpred import DPValidatedLogisticRegression, PrivacyAccountant
 from skprivpred.audit import clopper_pearson
-from skprivpred.model_selection import _validated
-from skprivpred.model_selection._validated import _certified_logistic
+from skprivpred.linear_model import _validated_logistic as _validated
+from skprivpred.linear_model._optim import _certified_logistic
 
 FACTOR = 3.0
 EPSILON, SPLIT, N_ROWS = 1.0, 0.99, 40

@@ -22,7 +22,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from skprivpred import PrivacyWarning
 from skprivpred.everlasting import GenericBBLClassifier, PrivateEverlastingClassifier
 from skprivpred.exceptions import InvalidParameterError
-from skprivpred.hypotheses import FiniteHypothesisClass, ThresholdClass
+from skprivpred.finite import FiniteHypothesisClass, ThresholdClass
 
 #: The hidden query of the two worlds: a large value in world 1, a small one in world 0.
 SECRETS = (0.0, 99.0)
@@ -279,7 +279,7 @@ class _RowwiseThresholds:
         self.calls = 0  # state: every call runs on a copy of its own, so this stays 1
 
     def erm_block(self, points, labels):
-        from skprivpred._isolation import protected_units_in_call
+        from skprivpred._teachers._isolation import protected_units_in_call
 
         self.calls += 1
         SEEN.append(("erm_block", protected_units_in_call(), points.shape, self.calls))
@@ -287,7 +287,7 @@ class _RowwiseThresholds:
         return int(np.argmin(errors))
 
     def labels_at(self, point):
-        from skprivpred._isolation import protected_units_in_call
+        from skprivpred._teachers._isolation import protected_units_in_call
 
         self.calls += 1
         SEEN.append(("labels_at", protected_units_in_call(), np.shape(point), self.calls))
@@ -342,7 +342,7 @@ def test_the_teacher_payload_cache_never_leaves_in_a_copy():
     # protected votes; a pickle (or a model file) of the ensemble never holds them.
     import pickle
 
-    from skprivpred._teachers import TeacherEnsemble
+    from skprivpred._teachers._votes import TeacherEnsemble
 
     rng = np.random.default_rng(0)
     X = rng.random((40, 2))

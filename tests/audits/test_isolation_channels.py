@@ -295,7 +295,7 @@ def test_each_teacher_is_handed_an_array_object_of_its_own(attr):
 
 # Regression test: issue 38, item 1.
 def test_a_handed_view_is_frozen_and_its_metadata_its_own():
-    from skprivpred._isolation import freeze_rows, handed_rows, is_frozen
+    from skprivpred._teachers._isolation import freeze_rows, handed_rows, is_frozen
 
     X = freeze_rows(np.arange(12.0).reshape(4, 3))
     first, second, third = handed_rows(X), handed_rows(X), handed_rows(X)
@@ -359,7 +359,7 @@ def test_a_cached_gaussian_left_by_a_teacher_is_cleared():
 # Regression test: issue 38, item 2.
 @pytest.mark.parametrize("cached", [False, True])
 def test_the_whole_global_random_state_is_restored(cached):
-    from skprivpred._isolation import teacher_call
+    from skprivpred._teachers._isolation import teacher_call
 
     np.random.seed(3)  # noqa: NPY002
     if cached:
@@ -464,7 +464,7 @@ def test_the_callers_next_draw_after_fit_is_its_own(monkeypatch):
 
 # Regression test: issue 38, item 3.
 def test_a_process_state_is_taken_only_under_the_teachers_lock():
-    from skprivpred._isolation import ProcessState, teacher_call, teacher_run
+    from skprivpred._teachers._isolation import ProcessState, teacher_call, teacher_run
 
     with pytest.raises(RuntimeError, match="WARNINGS_LOCK"):
         ProcessState()

@@ -122,7 +122,7 @@ MUTANTS = [
     Mutant(
         "AveragedPSGDClassifier",
         "AveragedPSGDClassifier",
-        "every Laplace release of skprivpred.linear at 2 epsilon",
+        "every Laplace release of skprivpred.linear_model at 2 epsilon",
         "labels on the PSGD counterexample with labels (moves 0.99 of the sensitivity)",
         models._case_averaged_psgd_classifier,
         ignores_privacy_warning=True,
@@ -130,7 +130,7 @@ MUTANTS = [
     Mutant(
         "AveragedPSGDRegressor",
         "AveragedPSGDRegressor",
-        "every Laplace release of skprivpred.linear at 2 epsilon",
+        "every Laplace release of skprivpred.linear_model at 2 epsilon",
         "lower-tail bins on the PSGD counterexample (moves 0.998 of the sensitivity)",
         models._case_averaged_psgd_regressor,
         ignores_privacy_warning=True,
@@ -138,7 +138,7 @@ MUTANTS = [
     Mutant(
         "StableERMClassifier",
         "StableERMClassifier",
-        "every Laplace release of skprivpred.linear at 3 epsilon (2 keeps the claim)",
+        "every Laplace release of skprivpred.linear_model at 3 epsilon (2 keeps the claim)",
         "decision_function on the extremal pair with labels",
         models._case_stable_erm_classifier,
         ignores_privacy_warning=True,
@@ -146,7 +146,7 @@ MUTANTS = [
     Mutant(
         "StableERMRegressor",
         "StableERMRegressor",
-        "every Laplace release of skprivpred.linear at 3 epsilon (2 keeps the claim)",
+        "every Laplace release of skprivpred.linear_model at 3 epsilon (2 keeps the claim)",
         "lower-tail bins on the extremal pair (Huber loss in its linear zone)",
         models._case_stable_erm_regressor,
         ignores_privacy_warning=True,

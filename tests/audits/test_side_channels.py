@@ -757,7 +757,8 @@ def _marked_rows(n=37, marked=(0, 5, 6, 20, 36), seed=0):
 def test_bisection_gives_the_fallback_to_exactly_the_failing_rows(kind):
     from scipy import sparse
 
-    from skprivpred._teachers import FALLBACK_LABEL_INDEX, teacher_votes
+    from skprivpred._teachers._rows import FALLBACK_LABEL_INDEX
+    from skprivpred._teachers._votes import teacher_votes
 
     X = _marked_rows()
     marked = X[:, 1] == MARK
@@ -775,7 +776,7 @@ def test_bisection_gives_the_fallback_to_exactly_the_failing_rows(kind):
 
 
 def test_a_batch_without_failures_costs_one_call():
-    from skprivpred._teachers import teacher_votes
+    from skprivpred._teachers._votes import teacher_votes
 
     X = np.random.default_rng(1).normal(size=(500, 2))
     teacher = MarkedRowTeacher().fit(X, np.arange(500) % 2)
@@ -911,7 +912,8 @@ def test_everlasting_teachers_that_raise_vote_the_first_label():
 
 
 def test_teachers_whose_fit_raises_become_constant_teachers():
-    from skprivpred._teachers import FALLBACK_LABEL_INDEX, ConstantTeacher
+    from skprivpred._teachers._fit import ConstantTeacher
+    from skprivpred._teachers._rows import FALLBACK_LABEL_INDEX
 
     X, y = _frame("poison", False)
     poisoned = int(np.flatnonzero(X["c"] == "poison")[0])
@@ -972,7 +974,7 @@ def test_shared_public_prefix_and_stacked_votes_give_failing_rows_the_fallback()
 def test_parallel_votes_give_the_same_fallback(monkeypatch):
     from joblib import parallel_config
 
-    from skprivpred import _teachers
+    from skprivpred._teachers import _votes as _teachers
 
     X = _marked_rows(n=50, marked=(3, 17, 40))
     y = (X[:, 0] > 0).astype(int)

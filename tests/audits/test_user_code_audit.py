@@ -28,7 +28,7 @@ neighbouring query batches Q and Q' (mixed batches of distinct rows; Q' sets one
   ``sklearn.set_config`` and the warning filters, depending on the private value;
 - ``non_finite``: answer NaN on the private row; ``wrong_shape``: one answer short;
 - ``canary``: honest, but records a failure whenever it is handed rows holding a protected
-  value while ``skprivpred._isolation.protected_units_in_call()`` is not 1, or any rows
+  value while ``skprivpred._teachers._isolation.protected_units_in_call()`` is not 1, or any rows
   while it is more than 1, or when the boundary has no such function (and the test fails
   when the canary was never called in this process).
 
@@ -102,7 +102,7 @@ from skprivpred import (
 )
 from skprivpred.audit import clopper_pearson
 from skprivpred.everlasting import relabel_law
-from skprivpred.hypotheses import FiniteHypothesisClass
+from skprivpred.finite import FiniteHypothesisClass
 from skprivpred.utils import Data, UserCodeParam, user_code_parameters
 from skprivpred.utils._deprecation import deprecated_parameters
 from skprivpred.utils._param_validation import (
@@ -147,9 +147,11 @@ def _canary_check(A: np.ndarray) -> None:
     protected = CANARY["protected"]
     strict = protected is None or any(v in protected for v in A.ravel().tolist())
     try:
-        from skprivpred._isolation import protected_units_in_call
+        from skprivpred._teachers._isolation import protected_units_in_call
     except ImportError:
-        CANARY["findings"].append("skprivpred._isolation has no protected_units_in_call()")
+        CANARY["findings"].append(
+            "skprivpred._teachers._isolation has no protected_units_in_call()"
+        )
         return
     units = protected_units_in_call()
     if strict and units != 1:

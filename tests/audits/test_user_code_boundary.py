@@ -36,7 +36,7 @@ from skprivpred import (
     SubsampleAggregateClassifier,
 )
 from skprivpred.exceptions import InvalidParameterError
-from skprivpred.hypotheses import FiniteHypothesisClass
+from skprivpred.finite import FiniteHypothesisClass
 
 EPSILON = 1.0
 N_ROWS = 50
@@ -267,7 +267,7 @@ def test_state_kept_across_calls_is_not_shared_between_units_nor_with_the_caller
 
 
 def test_each_unit_gets_its_own_copy_and_one_unit():
-    from skprivpred._isolation import call_user_code_by_row, protected_units_in_call
+    from skprivpred._teachers._isolation import call_user_code_by_row, protected_units_in_call
 
     calls = []
 
@@ -291,7 +291,7 @@ def test_each_unit_gets_its_own_copy_and_one_unit():
 
 
 def test_identical_rows_share_one_evaluation_and_distinct_bits_do_not():
-    from skprivpred._isolation import call_user_code_by_row
+    from skprivpred._teachers._isolation import call_user_code_by_row
 
     X = np.array([[1.0], [1.0], [0.0], [-0.0]])
 
@@ -360,7 +360,7 @@ def test_global_state_changed_by_a_hypothesis_is_restored_after_each_unit():
 
 # -- the boundary itself ---------------------------------------------------------------------------
 def test_block_units_hand_each_block_alone_and_fall_back_on_failure():
-    from skprivpred._isolation import call_user_code
+    from skprivpred._teachers._isolation import call_user_code
 
     blocks = [(np.full((3, 1), float(k)),) for k in range(4)]
 
@@ -374,7 +374,7 @@ def test_block_units_hand_each_block_alone_and_fall_back_on_failure():
 
 
 def test_an_unpicklable_code_is_refused_with_its_name():
-    from skprivpred._isolation import call_user_code
+    from skprivpred._teachers._isolation import call_user_code
 
     lock = threading.Lock()
     with pytest.raises(InvalidParameterError, match=r"basis \(lock\) cannot be used.*pickl"):
@@ -417,7 +417,7 @@ def test_the_candidate_score_moves_by_at_most_its_sensitivity_with_a_batch_teach
 
 
 def test_object_rows_holding_mutable_values_are_copied_for_every_call():
-    from skprivpred._isolation import call_user_code_by_row
+    from skprivpred._teachers._isolation import call_user_code_by_row
 
     shared = [0]
     X = np.empty((3, 1), dtype=object)

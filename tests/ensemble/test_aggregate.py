@@ -535,7 +535,8 @@ def test_bad_queries_charge_nothing_and_draw_nothing(binary_data, queries, match
 
 
 def test_vote_counts_equal_counted_votes_across_blocks(monkeypatch):
-    from skprivpred import _teachers
+    from skprivpred._teachers import _fit as _teachers_fit
+    from skprivpred._teachers import _votes as _teachers
 
     # A few dozen rows per block: many blocks, a ragged last one.
     monkeypatch.setattr(_teachers, "SCORE_BLOCK_BYTES", 37 * 8 * 8)
@@ -544,7 +545,7 @@ def test_vote_counts_equal_counted_votes_across_blocks(monkeypatch):
     )
     two = y < 2
     teachers = [
-        _teachers.ConstantTeacher(2),
+        _teachers_fit.ConstantTeacher(2),
         LogisticRegression().fit(X[two], y[two]),  # binary, labels 0 and 1
         LogisticRegression().fit(X[y > 0], y[y > 0]),  # binary, labels 1 and 2
         LogisticRegression().fit(X, y),  # three classes

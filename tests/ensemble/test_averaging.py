@@ -21,7 +21,7 @@ from skprivpred import (
     PrivacyGuarantee,
 )
 from skprivpred.audit import audit_epsilon
-from skprivpred.averaging import (
+from skprivpred.ensemble import (
     GRID_STEPS,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,

@@ -48,7 +48,7 @@ from skprivpred.exceptions import (
     PredictorHaltedError,
     PrivacyParameterError,
 )
-from skprivpred.hypotheses import FiniteHypothesisClass, ThresholdClass
+from skprivpred.finite import FiniteHypothesisClass, ThresholdClass
 
 P_FALSE_ALARM = 1e-6
 THRESHOLD = 0.3  # the target concept 1[x >= 0.3] of the synthetic task

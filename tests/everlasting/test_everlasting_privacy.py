@@ -55,7 +55,7 @@ from skprivpred.everlasting import (
     relabel_through_class,
 )
 from skprivpred.exceptions import InsufficientSampleError, PredictorHaltedError
-from skprivpred.hypotheses import FiniteHypothesisClass
+from skprivpred.finite import FiniteHypothesisClass
 
 #: Terminal symbol of a view: the predictor halted (observable: part of the view in Figure 1).
 HALT = -1

@@ -1,4 +1,4 @@
-"""The hypothesis-class protocol and the finite classes of skprivpred.hypotheses.
+"""The hypothesis-class protocol and the finite classes of skprivpred.finite.
 
 Every class (the exponential-mechanism learner's finite families, the PPM
 candidate class and the everlasting classes) conforms to one protocol; the
@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 from skprivpred import InvalidParameterError
-from skprivpred.hypotheses import (
+from skprivpred.finite import (
     THRESHOLD_DIRECTIONS,
     ConjunctionClass,
     FiniteHypothesisClass,
@@ -237,7 +237,7 @@ def test_everlasting_protocol_of_a_callable_class_survives_failing_points():
 
 def test_popcount_without_numpy_bitwise_count(monkeypatch):
     """numpy < 2.0 has no ``np.bitwise_count``: the byte-table fallback counts the same bits."""
-    from skprivpred import hypotheses
+    from skprivpred.finite import _halfspaces as hypotheses
 
     rng = np.random.default_rng(0)
     bits = rng.random((70, 5)) < 0.3  # 70 rows: words padded past a byte boundary

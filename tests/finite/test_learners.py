@@ -38,14 +38,12 @@ from skprivpred.accounting import advanced_composition_epsilon, eps_of_rho, rho_
 from skprivpred.audit import audit_epsilon, clopper_pearson
 from skprivpred.finite import (
     ExponentialMechanismClassifier,
-    PrivateExpertsClassifier,
-    mw_learning_rate,
-    mw_round_proba,
-)
-from skprivpred.hypotheses import (
     HypothesisList,
+    PrivateExpertsClassifier,
     binary_patterns,
     conjunction_mistakes,
+    mw_learning_rate,
+    mw_round_proba,
     superset_sums,
     threshold_mistakes,
 )

@@ -38,14 +38,14 @@ from skprivpred import (
 )
 from skprivpred._base import spawn_streams
 from skprivpred.audit import clopper_pearson
-from skprivpred.hypotheses import (
+from skprivpred.finite import (
     CandidateFamily,
     HypothesisClass,
     build_candidates,
+    em_excess_bound,
     mistake_counts,
 )
 from skprivpred.mechanisms import fewest_mistakes_log_proba, sample_fewest_mistakes
-from skprivpred.mixtures import em_excess_bound
 
 PPM = PrivateHalfspacePPMClassifier
 # Most tests use the paper's labels 0/1 with classes=None; the warning has its own test.

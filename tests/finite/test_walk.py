@@ -28,14 +28,14 @@ from skprivpred import (
     PrivacyWarning,
 )
 from skprivpred.audit import audit_epsilon
-from skprivpred.mechanisms import exponential_mechanism_proba
-from skprivpred.walk import (
+from skprivpred.finite import (
     ExpProjectedWalkClassifier,
-    _clamped_walk,
     exppw_clamp_bound,
     exppw_min_samples,
     exppw_walk,
 )
+from skprivpred.finite._walk import _clamped_walk
+from skprivpred.mechanisms import exponential_mechanism_proba
 
 P_FALSE_ALARM = 1e-6
 MODES = ["aggregate", "sequential"]

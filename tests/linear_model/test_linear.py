@@ -26,19 +26,8 @@ from skprivpred import (
 )
 from skprivpred._base import spawn_streams
 from skprivpred._hopeless import BEST_CASE_THRESHOLD, best_case
-from skprivpred._optim import (
-    _augmented_rows,
-    _averaged_psgd,
-    _huber,
-    _huberized_hinge,
-    _logistic,
-    _project_to_ball,
-    _RegularizedObjective,
-    _squared,
-)
 from skprivpred.audit import audit_epsilon
-from skprivpred.linear import (
-    GRID_STEPS,
+from skprivpred.linear_model import (
     AveragedPSGDClassifier,
     AveragedPSGDRegressor,
     ConvergenceError,
@@ -51,6 +40,17 @@ from skprivpred.linear import (
     erm_sensitivity,
     psgd_sensitivity,
     psgd_step_size,
+)
+from skprivpred.linear_model._linear import GRID_STEPS
+from skprivpred.linear_model._optim import (
+    _augmented_rows,
+    _averaged_psgd,
+    _huber,
+    _huberized_hinge,
+    _logistic,
+    _project_to_ball,
+    _RegularizedObjective,
+    _squared,
 )
 from skprivpred.mechanisms import discrete_gaussian_sigma, gaussian_sigma, laplace_positive_proba
 

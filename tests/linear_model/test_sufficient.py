@@ -31,9 +31,9 @@ from skprivpred import (
 )
 from skprivpred.accounting import GuaranteeUnit, rho_cap
 from skprivpred.audit import clopper_pearson
-from skprivpred.mechanisms import _discrete_gaussian_table
+from skprivpred.linear_model import GRID_STEPS, detect_groups, spline_block
+from skprivpred.mechanisms._exact import _discrete_gaussian_table
 from skprivpred.preprocessing import public_preprocessor
-from skprivpred.sufficient import GRID_STEPS, detect_groups, spline_block
 
 SSC, SSR = SufficientStatisticClassifier, SufficientStatisticRegressor
 pytestmark = pytest.mark.filterwarnings("ignore::skprivpred.PrivacyWarning")

@@ -35,8 +35,9 @@ from skprivpred import (
     SufficientStatisticClassifier,
     SufficientStatisticRegressor,
 )
-from skprivpred import sufficient as sufficient_module
-from skprivpred.sufficient import _isolated_block
+from skprivpred.linear_model import _basis as sufficient_module
+from skprivpred.linear_model import _sufficient as sufficient_module_sufficient
+from skprivpred.linear_model._basis import _isolated_block
 
 N_PUBLIC, N_LABELLED = 100, 200
 REPLACED = N_PUBLIC + 7  # the labelled row that D' replaces
@@ -366,7 +367,7 @@ def test_the_default_basis_stays_batched(monkeypatch):
         raise AssertionError("the default basis went through the per-value path")
 
     monkeypatch.setattr(sufficient_module, "_isolated_block", refuse)
-    monkeypatch.setattr(sufficient_module, "_copy_payloads", refuse)
+    monkeypatch.setattr(sufficient_module_sufficient, "_copy_payloads", refuse)
     X, y, _, _ = _pair("binary", -2.0, 2.0, 0.0)
     SufficientStatisticClassifier(classes=[0, 1]).fit(X, y)
 

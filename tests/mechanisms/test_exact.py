@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skprivpred import mechanisms
+from skprivpred.mechanisms import _exact as mechanisms
 from skprivpred.mechanisms import (
     discrete_gaussian_noise,
     discrete_gaussian_sigma2,

@@ -282,7 +282,7 @@ def test_audit_passes_and_flags_eight_times_less_noise(monkeypatch):
     assert _answer_bound(0.3, 1_800, seed=30) <= 1.0
     honest_scales = between_thresholds_scales
     monkeypatch.setattr(
-        "skprivpred.mechanisms.between_thresholds_scales",
+        "skprivpred.mechanisms._sparse_vector.between_thresholds_scales",
         lambda epsilon, sensitivity: tuple(b / 8 for b in honest_scales(epsilon, sensitivity)),
     )
     # The patched instance's law is the law at 8 epsilon (the scales are proportional to

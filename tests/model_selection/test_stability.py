@@ -21,6 +21,8 @@ from skprivpred import (
 from skprivpred._base import spawn_streams
 from skprivpred._hopeless import BEST_CASE_THRESHOLD, best_case
 from skprivpred.audit import clopper_pearson
+from skprivpred.density._histogram import _cell_index, _heights, _l2_score, _noisy_histogram
+from skprivpred.linear_model._validated_logistic import _fit_with_noise
 from skprivpred.mechanisms import (
     discrete_laplace_noise,
     noisy_max_proba,
@@ -38,13 +40,6 @@ from skprivpred.model_selection import (
     logistic_stability_constants,
     objective_perturbation_budget,
     validation_score,
-)
-from skprivpred.model_selection._validated import (
-    _cell_index,
-    _fit_with_noise,
-    _heights,
-    _l2_score,
-    _noisy_histogram,
 )
 
 P_FALSE_ALARM = 1e-3
@@ -193,7 +188,7 @@ def test_hopeless_parameters_warn_at_fit_from_public_quantities_only(binary_data
 
 def test_best_case_is_the_sign_law_of_gamma_norm_noise_of_uniform_direction():
     """The figure's quadrature agrees with draws of the noise (a fixed seed, 200,000 draws)."""
-    from skprivpred.model_selection._validated import _sign_kept_proba
+    from skprivpred.linear_model._validated_logistic import _sign_kept_proba
 
     rng = np.random.default_rng(0)
     for d, reach, scale in [(1, 0.5, 0.4), (2, 1.0, 0.3), (5, 1.0, 0.3), (40, 2.0, 0.2)]:
@@ -945,7 +940,7 @@ def test_histogram_release_audit_passes_and_flags_sensitivity_one(monkeypatch):
     for law, broken in ((honest_law, False), (broken_law, True)):
         if broken:
             monkeypatch.setattr(
-                "skprivpred.model_selection._validated._noisy_histogram",
+                "skprivpred.density._histogram._noisy_histogram",
                 _noisy_histogram_sensitivity_one,
             )
         hits = _histogram_release_counts(n_trials)
@@ -980,7 +975,7 @@ def test_a_tol_double_precision_cannot_certify_is_refused_before_the_charge(
 
 def test_output_perturbation_solves_its_minimisers_before_the_charge(binary_data, monkeypatch):
     from skprivpred import ConvergenceError
-    from skprivpred.model_selection import _validated
+    from skprivpred.linear_model import _validated_logistic as _validated
 
     def never_certified(*args, **kwargs):
         raise ConvergenceError("not certified")
@@ -997,7 +992,7 @@ def test_output_perturbation_solves_its_minimisers_before_the_charge(binary_data
 def test_objective_perturbation_never_raises_after_the_charge(binary_data, monkeypatch):
     # A certificate out of reach (tol=1e-30, the public floor switched off to get there)
     # used to raise ConvergenceError after the charge; the release now completes.
-    from skprivpred.model_selection import _validated
+    from skprivpred.linear_model import _validated_logistic as _validated
 
     monkeypatch.setattr(_validated, "check_reachable_tol", lambda *a: None, raising=False)
     X, y = binary_data

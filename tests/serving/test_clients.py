@@ -34,8 +34,8 @@ from sklearn.linear_model import LogisticRegression
 from test_serving import _validator, write_key_file
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
-from skprivpred._testing import free_port
 from skprivpred.serving import save_model
+from skprivpred.utils._testing import free_port
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")

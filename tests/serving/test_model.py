@@ -132,7 +132,7 @@ def test_a_model_file_holds_no_ledger_password_and_loads_with_a_passfile(
     ],
 )
 def test_without_password_removes_every_url_password(address):
-    from skprivpred._ledger import without_password
+    from skprivpred.accounting._ledger import without_password
 
     stripped = without_password(address)
     assert "SECRET" not in stripped and "SE@CR" not in stripped

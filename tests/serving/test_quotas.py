@@ -35,9 +35,9 @@ from skprivpred import (
     SubsampleAggregateClassifier,
     SubsampleAverageRegressor,
 )
-from skprivpred._testing import free_port
 from skprivpred.preprocessing import PublicScaler
 from skprivpred.serving import save_model
+from skprivpred.utils._testing import free_port
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")

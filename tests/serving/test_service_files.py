@@ -147,7 +147,7 @@ def _hidden(text: str) -> bool:
 
 @pytest.mark.parametrize("form", PASSWORD_FORMS)
 def test_redact_hides_every_password_form_and_keeps_the_rest(form):
-    from skprivpred._ledger import redact
+    from skprivpred.accounting._ledger import redact
 
     address = PASSWORD_FORMS[form]
     shown = redact(address)
@@ -160,7 +160,7 @@ def test_redact_hides_every_password_form_and_keeps_the_rest(form):
 
 
 def test_a_file_path_and_other_parameters_are_shown_whole():
-    from skprivpred._ledger import redact
+    from skprivpred.accounting._ledger import redact
 
     assert redact("sqlite:////data/a:b@c.db") == "sqlite:////data/a:b@c.db"
     address = "postgresql://u@db:5/x?sslmode=require&password='a b'&application_name=p"

@@ -51,8 +51,8 @@ from sklearn.tree import DecisionTreeClassifier
 
 import skprivpred
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
-from skprivpred._testing import free_port
 from skprivpred.serving import load_model, save_model
+from skprivpred.utils._testing import free_port
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
@@ -1278,8 +1278,8 @@ def test_every_trusted_skprivpred_type_exists():
         module, _, attribute = name.rpartition(".")
         assert isinstance(getattr(importlib.import_module(module), attribute), type), name
     trusted = default_trusted_types()
-    assert "skprivpred.everlasting.PrivateEverlastingClassifier" not in trusted
-    assert "skprivpred.aggregate.SubsampleAggregateClassifier" in trusted
+    assert "skprivpred.everlasting._practical.PrivateEverlastingClassifier" not in trusted
+    assert "skprivpred.ensemble._aggregate.SubsampleAggregateClassifier" in trusted
     assert "sklearn.tree._tree.Tree" in trusted and "builtins.eval" not in trusted
 
 

@@ -21,8 +21,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_limits
 
-from skprivpred import SubsampleAggregateClassifier, _teachers
-from skprivpred._testing import local_dask_client
+from skprivpred import SubsampleAggregateClassifier
+from skprivpred._teachers import _votes as _teachers
+from skprivpred.utils._testing import local_dask_client
 
 pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")

@@ -26,11 +26,11 @@ from skprivpred import (
     SubsampleAggregateClassifier,
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
-    _dask_queries,
 )
-from skprivpred._teachers import TeacherEnsemble
-from skprivpred._testing import local_dask_client
+from skprivpred._teachers import _dask_queries
+from skprivpred._teachers._votes import TeacherEnsemble
 from skprivpred.exceptions import HorizonExhaustedError
+from skprivpred.utils._testing import local_dask_client
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")

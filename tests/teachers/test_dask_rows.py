@@ -20,10 +20,10 @@ from skprivpred import (
     SufficientStatisticClassifier,
     SufficientStatisticRegressor,
 )
-from skprivpred import sufficient as sufficient_module
-from skprivpred._dask import DASK_METHODS
-from skprivpred._testing import local_dask_client
+from skprivpred._teachers._dask import DASK_METHODS
+from skprivpred.linear_model import _basis as sufficient_module
 from skprivpred.preprocessing import PublicScaler
+from skprivpred.utils._testing import local_dask_client
 
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")

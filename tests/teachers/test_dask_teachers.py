@@ -28,8 +28,8 @@ from skprivpred import (
     SubsampleAverageClassifier,
     SubsampleAverageRegressor,
 )
-from skprivpred._dask_teachers import SourceChangedError
-from skprivpred._testing import local_dask_client
+from skprivpred._teachers._dask_teachers import SourceChangedError
+from skprivpred.utils._testing import local_dask_client
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -466,7 +466,7 @@ class _CountsItsUnits(ClassifierMixin, BaseEstimator):
     """A canary: records how many protected units the boundary says it was handed."""
 
     def fit(self, X, y):
-        from skprivpred._isolation import protected_units_in_call
+        from skprivpred._teachers._isolation import protected_units_in_call
 
         self.units_ = protected_units_in_call()
         self.classes_ = np.unique(y)

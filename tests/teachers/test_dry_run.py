@@ -1,7 +1,7 @@
 """Rows the base estimator cannot read at all are refused before the charge (issue 41, item 1).
 
 A raw DataFrame with a string column used to fit every teacher's fallback, and every
-answer was the fallback label, charged. The dry run (skprivpred/_dry_run.py) judges
+answer was the fallback label, charged. The dry run (skprivpred/_teachers/_dry_run.py) judges
 from the queries and the public labels only, and refuses with the column and the fix.
 """
 

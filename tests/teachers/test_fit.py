@@ -1,6 +1,6 @@
 """Teacher fits grouped into few joblib tasks: the same teachers, validated once per task.
 
-What is checked: :func:`skprivpred._teachers.fit_teachers` groups many small
+What is checked: :func:`skprivpred._teachers._fit.fit_teachers` groups many small
 fits into about ``FIT_TASKS_PER_JOB`` joblib tasks per job; the fitted teachers
 do not depend on the grouping or on the backend, and are those of one clone per
 block seeded from the fit stream in block order (as one task per teacher gave);
@@ -18,8 +18,9 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
-from skprivpred import _teachers
-from skprivpred._teachers import ConstantTeacher, fit_teachers, random_partition
+from skprivpred._teachers import _fit as _teachers
+from skprivpred._teachers._fit import ConstantTeacher, fit_teachers
+from skprivpred._teachers._partition import random_partition
 
 
 def data(n=1200, seed=0):

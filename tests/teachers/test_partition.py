@@ -1,4 +1,4 @@
-"""The keyed permutation of [0, n) behind every teacher partition (skprivpred._permutation).
+"""The keyed permutation of [0, n) behind every teacher partition (skprivpred._teachers._partition).
 
 A bijection for every size, deterministic for a key, different for different keys,
 uniform over keys (chi-square and binomial tests with stated power), computable per
@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skprivpred._permutation import ROUNDS, KeyedPermutation, block_of, block_sizes
-from skprivpred._teachers import random_partition
+from skprivpred._teachers._partition import (
+    ROUNDS,
+    KeyedPermutation,
+    block_of,
+    block_sizes,
+    random_partition,
+)
 
 SIZES = [
     1,

@@ -2,8 +2,8 @@
 
 What is checked: teachers that are scikit-learn trees or forests
 (``DecisionTree*``, ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``) are
-evaluated by :class:`skprivpred._trees.StackedTrees` inside
-:class:`~skprivpred._teachers.TeacherEnsemble`, and their votes and vote counts
+evaluated by :class:`skprivpred._teachers._trees.StackedTrees` inside
+:class:`~skprivpred._teachers._votes.TeacherEnsemble`, and their votes and vote counts
 equal those of each model's own ``predict`` on random rows, on rows at and
 around every threshold in ``float32`` and ``float64``, with tied class
 proportions (in a leaf and summed over a forest), with blocks that lack a
@@ -41,10 +41,12 @@ from skprivpred import (
     PrivateEverlastingClassifier,
     SubsampleAggregateClassifier,
     SubsampleAverageRegressor,
-    _trees,
 )
-from skprivpred._teachers import FALLBACK_LABEL_INDEX, ConstantTeacher, TeacherEnsemble
-from skprivpred._trees import StackedPredictions, StackedTrees, is_stackable
+from skprivpred._teachers import _trees
+from skprivpred._teachers._fit import ConstantTeacher
+from skprivpred._teachers._rows import FALLBACK_LABEL_INDEX
+from skprivpred._teachers._trees import StackedPredictions, StackedTrees, is_stackable
+from skprivpred._teachers._votes import TeacherEnsemble
 from skprivpred.preprocessing import PublicScaler
 
 CLASSIFIERS = [
