@@ -84,8 +84,10 @@ def _timed_estimator_class(estimator) -> None:
     cls = type(estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator)
     if not getattr(cls, "_benchmark_timed", False):
         cls.predict = _timed("estimator predict", cls.predict)
-        if hasattr(cls, "_validate_queries"):
-            cls._validate_queries = _timed("estimator input validation", cls._validate_queries)
+        # The answering path's public checks and dry run (whichever the estimator has).
+        for name in ("_validate_queries", "_validate_protected_rows", "_check_teachers_can_read"):
+            if hasattr(cls, name):
+                setattr(cls, name, _timed("estimator input validation", getattr(cls, name)))
         cls._benchmark_timed = True
 
 
