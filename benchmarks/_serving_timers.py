@@ -84,8 +84,13 @@ def _timed_estimator_class(estimator) -> None:
     cls = type(estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator)
     if not getattr(cls, "_benchmark_timed", False):
         cls.predict = _timed("estimator predict", cls.predict)
-        # The answering path's public checks and dry run (whichever the estimator has).
-        for name in ("_validate_queries", "_validate_protected_rows", "_check_teachers_can_read"):
+        # The answering path's public checks and dry run: the teacher ensembles' two stages
+        # (their _validate_queries calls both, so it is not timed again), or _validate_queries.
+        if hasattr(cls, "_validate_protected_rows"):
+            names = ("_validate_protected_rows", "_check_teachers_can_read")
+        else:
+            names = ("_validate_queries",)
+        for name in names:
             if hasattr(cls, name):
                 setattr(cls, name, _timed("estimator input validation", getattr(cls, name)))
         cls._benchmark_timed = True
