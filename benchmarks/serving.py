@@ -86,7 +86,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred.serving import save_model
-from skprivpred.utils._testing import free_port
+from skprivpred.utils._testing import free_port, start_service, stop_service, wait_healthy
 
 #: The media type the service requires of a request body.
 JSON = {"Content-Type": "application/json"}
@@ -95,46 +95,6 @@ JSON = {"Content-Type": "application/json"}
 #: the timing defence (on by default: each response waits for its point of the schedule);
 #: 1.5 ms without it.
 OVERHEAD_TARGET_MS = 5.0
-
-
-def start_service(
-    model: Path,
-    workers: int,
-    log: Path,
-    metrics_dir: Path,
-    extra: tuple[str, ...] = (),
-) -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    env = dict(os.environ)
-    command = ["-m", "skprivpred.serving"]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            *command,
-            str(model),
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--log-level",
-            "warning",
-            "--max-rows",
-            "1000",
-            "--metrics-dir",
-            str(metrics_dir),
-            *extra,
-        ],
-        stdout=open(log, "ab"),
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    _wait_healthy(proc, port, log)
-    return proc, port
-
-
-def stop_service(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    proc.wait(timeout=60)
 
 
 def load(port: int, body: bytes, clients: int, seconds: float) -> list[float]:
@@ -417,7 +377,7 @@ def breakdown(model: Path, clf, row: np.ndarray, body: bytes, tmp: Path, request
     )
     times: dict[str, list[float]] = {}
     try:
-        _wait_healthy(proc, port, tmp / "timed.log")
+        wait_healthy(proc, port, tmp / "timed.log")
         conns = {"service": http.client.HTTPConnection("127.0.0.1", port, timeout=30)}
         headers = {"X-API-Key": key}
         for index in range(min(requests, 300)):  # warm-up
@@ -521,22 +481,6 @@ def print_latency(figures: dict, parts: dict | None, requests: int, ledger_dir: 
     ]
     table = [["  " * depth + name, f"{parts['p50'][name]:.3f}"] for name, depth in layout]
     print(format_table(table, ["piece", "p50 ms"]))
-
-
-def _wait_healthy(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + 600  # a loaded machine: the worker and its child start slowly
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/health")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the service did not start; see {log}")
 
 
 # -- what the timing defence costs -----------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Throwaway servers on loopback for the tests and benchmarks: PostgreSQL, a dask cluster.
+"""Throwaway servers on loopback for the tests and benchmarks: PostgreSQL, a dask cluster,
+the prediction service.
 
 Not part of the public API. :func:`temporary_postgres` runs the server binaries of the
 operating system's PostgreSQL package (``initdb``, ``pg_ctl``) in a temporary
@@ -11,15 +12,26 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import http.client
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
-__all__ = ["PostgresUnavailable", "free_port", "local_dask_client", "temporary_postgres"]
+__all__ = [
+    "PostgresUnavailable",
+    "free_port",
+    "local_dask_client",
+    "start_service",
+    "stop_service",
+    "temporary_postgres",
+    "wait_healthy",
+]
 
 
 class PostgresUnavailable(RuntimeError):
@@ -182,3 +194,72 @@ def local_dask_client(
             client.close()
     finally:
         cluster.close()
+
+
+def start_service(
+    model: Path,
+    workers: int,
+    log: Path,
+    metrics_dir: Path,
+    *,
+    pythonpath: str | None = None,
+    extra: tuple[str, ...] = (),
+) -> tuple[subprocess.Popen, int]:
+    """Start ``python -m skprivpred.serving`` on 127.0.0.1 and wait until it is healthy.
+
+    The service serves ``model`` with ``workers`` workers on a free port, at most 1,000
+    rows per request, its output appended to ``log``; ``extra`` are further command-line
+    options. Returns the process and its port; stop it with :func:`stop_service`.
+    """
+    port = free_port()
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    command = [
+        sys.executable,
+        "-m",
+        "skprivpred.serving",
+        str(model),
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+        "--max-rows",
+        "1000",
+        "--metrics-dir",
+        str(metrics_dir),
+        *extra,
+    ]
+    with open(log, "ab") as output:
+        proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
+    wait_healthy(proc, port, log)
+    return proc, port
+
+
+def stop_service(proc: subprocess.Popen) -> None:
+    """Stop a service started by :func:`start_service`."""
+    proc.terminate()
+    proc.wait(timeout=60)
+
+
+def wait_healthy(proc: subprocess.Popen, port: int, log: Path, timeout: float = 600.0) -> None:
+    """Wait until the service on ``port`` answers ``GET /health`` with 200.
+
+    Kills it and raises ``RuntimeError`` (naming ``log``) if it exits or does not answer
+    within ``timeout`` seconds (a loaded machine starts the worker and its child slowly).
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/health")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the service did not start; see {log}")

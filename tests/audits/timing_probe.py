@@ -57,7 +57,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skprivpred import PrivacyAccountant, SubsampleAggregateClassifier
 from skprivpred.serving import ReleaseSchedule, save_model
-from skprivpred.utils._testing import free_port
+from skprivpred.utils._testing import start_service, stop_service
 
 #: The media type the service requires of a request body.
 JSON = {"Content-Type": "application/json"}
@@ -111,66 +111,6 @@ def format_table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-def start_service(
-    model: Path,
-    workers: int,
-    log: Path,
-    metrics_dir: Path,
-    pythonpath: str | None = None,
-    extra: tuple[str, ...] = (),
-) -> tuple[subprocess.Popen, int]:
-    """Start ``python -m skprivpred.serving`` on 127.0.0.1 and wait until it is healthy."""
-    port = free_port()
-    env = dict(os.environ)
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "skprivpred.serving",
-            str(model),
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--log-level",
-            "warning",
-            "--max-rows",
-            "1000",
-            "--metrics-dir",
-            str(metrics_dir),
-            *extra,
-        ],
-        stdout=open(log, "ab"),
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    _wait_healthy(proc, port, log)
-    return proc, port
-
-
-def stop_service(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    proc.wait(timeout=60)
-
-
-def _wait_healthy(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + 600  # a loaded machine: the worker and its child start slowly
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/health")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the service did not start; see {log}")
 
 
 # -- the timing channel and the probe -----------------------------------------------------
