@@ -32,6 +32,10 @@ PUBLIC_MODULES = [
     "skprivpred.model_selection",
     "skprivpred.utils",
     "skprivpred.finite",
+    "skprivpred.ensemble",
+    "skprivpred.linear_model",
+    "skprivpred.density",
+    "skprivpred.everlasting",
 ]
 
 
@@ -87,7 +91,10 @@ def _public_callables():
                         if attr.startswith("_") and attr != "__init__":
                             continue
                         member = getattr(member, "fget", member)  # properties
-                        if inspect.isfunction(member):
+                        # (typing.Protocol's generated __init__ is not ours)
+                        if inspect.isfunction(member) and member.__module__.startswith(
+                            "skprivpred"
+                        ):
                             functions.append((f"{obj.__module__}.{obj.__name__}.{attr}", member))
             else:
                 continue

@@ -66,7 +66,7 @@ _TARGET_ERROR = [Interval(Real, 0, 1, closed="neither")]
 _LABEL_RULE = [StrOptions({"sample", "threshold"})]
 
 
-def project_to_simplex(V) -> np.ndarray:
+def project_to_simplex(V: MatrixLike) -> np.ndarray:
     """Euclidean projection of each row onto the probability simplex.
 
     Parameters

@@ -93,7 +93,9 @@ _ROUND_BLOCK = 65_536
 
 
 # -- multiplicative weights (pure) ----------------------------------------------------------
-def mw_round_proba(rewards, rate: float, initial=None) -> np.ndarray:
+def mw_round_proba(
+    rewards: MatrixLike, rate: float, initial: VectorLike | None = None
+) -> np.ndarray:
     """Law of the expert chosen at each round of multiplicative weights.
 
     Round ``t`` draws expert ``i`` with probability proportional to

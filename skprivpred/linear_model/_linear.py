@@ -143,9 +143,9 @@ def erm_sensitivity(
     lam: float,
     loss_lipschitz: float,
     norm_bound: float,
-    query_norm=None,
+    query_norm: float | np.ndarray | None = None,
     solver_tol: float = 0.0,
-):
+) -> Any:  # a float for a float query_norm, else an array
     """Prediction stability of regularized ERM (Theorem 4.9, plus the solver's accuracy).
 
     ``gamma(x) = (4 L X / (lam n) + 2 tau) ||x~||``. The exact minimisers of
@@ -415,8 +415,12 @@ def psgd_step_size(
 
 
 def psgd_sensitivity(
-    eta: float, loss_lipschitz: float, norm_bound: float, query_norm=None, n_epochs: int = 1
-):
+    eta: float,
+    loss_lipschitz: float,
+    norm_bound: float,
+    query_norm: float | np.ndarray | None = None,
+    n_epochs: int = 1,
+) -> Any:  # a float for a float query_norm, else an array
     """Prediction stability of averaged projected SGD (Theorem 4.12, corrected).
 
     ``gamma(x) = 2 eta L X ||x~|| n_epochs``. Runs on neighbouring data sets

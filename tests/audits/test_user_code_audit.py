@@ -695,16 +695,6 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
         steps=[("partial_fit", lambda e, Q, X, y: e.partial_fit(X, y))],
         law=_experts_law,
     ),
-    # The deprecated old name of ``hypotheses`` (0.4 to 0.6) takes the same path.
-    ("PrivateExpertsClassifier", "experts"): Scenario(
-        make=lambda code: PrivateExpertsClassifier(
-            experts=code, epsilon=EPSILON, n_rounds=80, classes=[0, 1], random_state=SEED
-        ),
-        code=_two(Hostile),
-        data=_train(40),
-        steps=[("partial_fit", lambda e, Q, X, y: e.partial_fit(X, y))],
-        law=_experts_law,
-    ),
     ("SufficientStatisticClassifier", "basis"): Scenario(
         make=lambda code: SufficientStatisticClassifier(
             classes=[0, 1], basis=code, epsilon=EPSILON, random_state=SEED
