@@ -48,7 +48,7 @@ Not in the default run (name them with ``--estimators``; they were studies of th
 
 All preprocessing that is fitted to data lives inside the teacher, so each
 teacher sees its own part only. ``n_teachers`` is derived by each estimator
-from ``alpha=0.1`` and ``epsilon`` (soft majority: 23 teachers at
+from ``target_error=0.1`` and ``epsilon`` (soft majority: 23 teachers at
 ``epsilon=1``, 222 at 0.1, 443 at 0.05; averaging: 20, 200, 400); the value
 used is reported. The label set ``classes=[0, 1]`` and the regression output
 range are public. Integer seeds make the answers' noise reproducible, which is
@@ -205,7 +205,7 @@ def ridge_pipeline(random_state: int | None = None) -> Pipeline:
 def subsample_aggregate(
     base: BaseEstimator, epsilon: float, seed: int, n_jobs: int, data: Dataset
 ) -> SubsampleAggregateClassifier:
-    """Subsample-and-aggregate over clones of ``base``, ``n_teachers`` from ``alpha=0.1``."""
+    """Subsample-and-aggregate over clones of ``base``, ``n_teachers`` from ``target_error=0.1``."""
     return SubsampleAggregateClassifier(
         base, epsilon=epsilon, classes=CLASSES, n_jobs=n_jobs, random_state=seed
     )
