@@ -749,7 +749,7 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         first_call = "_cumulative_rewards" not in self.__dict__
         if first_call:
             self._validate_params()
-            experts = self._check_params(_stacklevel=4)
+            experts = self._check_params()
         reject_fit_params(self, fit_params)
         with self._unchanged_on_error():
             X, y = self._validate_stream(X, y, reset=first_call)
@@ -781,15 +781,13 @@ class PrivateExpertsClassifier(PrivatePredictorMixin, ClassifierMixin, BaseEstim
         check_classification_targets(y)
         return keep_frame(X, X_checked), y
 
-    def _check_params(self, _stacklevel: int = 5) -> HypothesisList:
+    def _check_params(self) -> HypothesisList:
         """Cross-parameter rules: the hypotheses are public, fitted classifiers or callables.
 
-        The deprecated ``experts`` warns (and is refused beside ``hypotheses``); its values
-        are checked, and named in messages, exactly as before. ``_stacklevel``: 5 from
-        ``fit`` (user, fit's dask wrapper, fit, _check_fit_arguments, here), 4 from
-        ``partial_fit``.
+        The deprecated ``experts`` warns, at the user's line (and is refused beside
+        ``hypotheses``); its values are checked, and named in messages, exactly as before.
         """
-        hypotheses = renamed_param(self, "experts", "hypotheses", stacklevel=_stacklevel)
+        hypotheses = renamed_param(self, "experts", "hypotheses")
         name = "hypotheses" if hypotheses is self.hypotheses else "experts"
         if hypotheses is None:
             raise InvalidParameterError(

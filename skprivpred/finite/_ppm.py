@@ -284,8 +284,7 @@ class PrivateHalfspacePPMClassifier(PrivatePredictorMixin, ClassifierMixin, Base
         """Cross-parameter rules: ``public_class`` is one of ``classes`` (when both are
         given); the deprecated ``candidates`` warns, and is refused beside ``candidate_strategy``.
         """
-        # user -> fit's dask wrapper -> fit -> _check_fit_arguments -> _check_params
-        renamed_param(self, "candidates", "candidate_strategy", stacklevel=5)
+        renamed_param(self, "candidates", "candidate_strategy")
         if self.classes is not None and self.public_class is not None:
             self._public_position(np.unique(np.asarray(self.classes)))
 

@@ -588,8 +588,7 @@ class DPValidatedLogisticRegression(PrivatePredictorMixin, ClassifierMixin, Base
                     f"{self.intercept_scaling!r}."
                 )
         return dict(
-            # user -> fit's dask wrapper -> fit -> _check_fit_arguments -> _check_params
-            perturbation=renamed_param(self, "mechanism", "perturbation", stacklevel=5),
+            perturbation=renamed_param(self, "mechanism", "perturbation"),
             epsilon=epsilon,
             epsilon_train=split * epsilon,
             epsilon_select=(1.0 - split) * epsilon,
