@@ -791,6 +791,12 @@ class QueryPlan:
         """Whether the answers are free post-processing (no charge, no noise)."""
         return self.draw is None
 
+    def row_charge(self, n_rows: int) -> tuple[float, float, float | None]:
+        """The per-row ``(epsilon, delta, rho)`` of a call of ``n_rows`` rows."""
+        if self.charge_rows is not None:
+            return self.charge_rows(n_rows)
+        return self.epsilon, self.delta, self.rho
+
 
 def answer(estimator, X, plan: QueryPlan):
     """The answering path: answer the query rows ``X`` of ``estimator`` by ``plan``.
@@ -842,18 +848,12 @@ def _answer_dask(estimator, X, plan: QueryPlan):
     return _dask_queries.answer_queries(estimator, X, plan)
 
 
-def _row_charge(plan: QueryPlan, n_rows: int) -> tuple[float, float, float | None]:
-    if plan.charge_rows is not None:
-        return plan.charge_rows(n_rows)
-    return plan.epsilon, plan.delta, plan.rho
-
-
 def _charge_and_answer(estimator, rows, plan: QueryPlan):
     """Charge for every row, then compute and draw under the lock; post-process outside."""
     assert plan.draw is not None  # a charged plan has a mechanism
     draw, n_jobs = plan.draw, plan.n_jobs
     n_rows = rows.shape[0]
-    epsilon, delta, rho = _row_charge(plan, n_rows)
+    epsilon, delta, rho = plan.row_charge(n_rows)
     drawn = estimator._charge_then_draw(
         n_rows, epsilon, delta, rho, lambda rng: draw(plan.values(rows, n_jobs), rng), count=True
     )

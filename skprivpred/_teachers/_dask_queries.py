@@ -144,8 +144,9 @@ def refuse_if_over_budget(estimator, n_rows: int, plan) -> None:
     """
     accountant = estimator._charged_accountant()
     if accountant is not None:
+        epsilon, delta, rho = plan.row_charge(n_rows)
         accountant._refuse_if_over(
-            n_rows, plan.epsilon, plan.delta, plan.rho, horizon=estimator.__dict__.get("_horizon")
+            n_rows, epsilon, delta, rho, horizon=estimator.__dict__.get("_horizon")
         )
 
 
@@ -272,7 +273,8 @@ def answer_queries(estimator, X, plan):
         cuts = np.cumsum(lengths)[:-1]
         return np.split(released, cuts, axis=0)
 
-    answers = estimator._release(n_rows, plan.epsilon, draw, delta=plan.delta, rho=plan.rho)
+    epsilon, delta, rho = plan.row_charge(n_rows)
+    answers = estimator._release(n_rows, epsilon, draw, delta=delta, rho=rho)
     return _as_dask_array(answers)
 
 
